@@ -1,0 +1,126 @@
+"""Types of the HPVM IR: scalar types and buffer types.
+
+Scalars are the usual fixed-width numeric types.  A buffer is a typed array
+whose shape is either unknown (``f32[*]``: a flat array of any length) or a
+tuple of dimensions, each a non-negative integer or a *shape symbol* (a name
+such as ``"H"``).  Shape symbols are bound from the actual arrays when a node
+runs: inside a kernel they read as ``i64`` values.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """A scalar type: ``kind`` is one of bool, int, uint, float."""
+
+    name: str
+    kind: str
+    bits: int
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_int(self) -> bool:
+        """True for signed and unsigned integers (not bool)."""
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind == "int"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        return np.dtype(_NUMPY_NAMES[self.name])
+
+
+BOOL = ScalarType("bool", "bool", 1)
+I8 = ScalarType("i8", "int", 8)
+I16 = ScalarType("i16", "int", 16)
+I32 = ScalarType("i32", "int", 32)
+I64 = ScalarType("i64", "int", 64)
+U8 = ScalarType("u8", "uint", 8)
+U16 = ScalarType("u16", "uint", 16)
+U32 = ScalarType("u32", "uint", 32)
+U64 = ScalarType("u64", "uint", 64)
+F16 = ScalarType("f16", "float", 16)
+F32 = ScalarType("f32", "float", 32)
+F64 = ScalarType("f64", "float", 64)
+
+SCALAR_TYPES: dict[str, ScalarType] = {
+    t.name: t for t in (BOOL, I8, I16, I32, I64, U8, U16, U32, U64, F16, F32, F64)
+}
+
+_NUMPY_NAMES = {
+    "bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+    "f16": "float16", "f32": "float32", "f64": "float64",
+}
+
+
+def scalar_type_of_dtype(dtype) -> ScalarType:
+    """The IR scalar type of a numpy dtype; ValueError if there is none."""
+    dtype = np.dtype(dtype)
+    for name, numpy_name in _NUMPY_NAMES.items():
+        if dtype == np.dtype(numpy_name):
+            return SCALAR_TYPES[name]
+    raise ValueError(f"numpy dtype {dtype} has no HPVM scalar type; use one of "
+                     f"{', '.join(_NUMPY_NAMES.values())}")
+
+
+Dim = Union[int, str]
+"""One buffer dimension: a fixed size or the name of a shape symbol."""
+
+
+@dataclass(frozen=True)
+class BufferType:
+    """An array of ``element``; ``shape`` None means any length (flat)."""
+
+    element: ScalarType
+    shape: tuple[Dim, ...] | None = None
+
+    def __str__(self) -> str:
+        if self.shape is None:
+            return f"{self.element}[*]"
+        return f"{self.element}[{', '.join(str(d) for d in self.shape)}]"
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        """Shape symbols in order of first appearance."""
+        if self.shape is None:
+            return ()
+        seen: list[str] = []
+        for dim in self.shape:
+            if isinstance(dim, str) and dim not in seen:
+                seen.append(dim)
+        return tuple(seen)
+
+    def concrete_shape(self, symbols: dict[str, int]) -> tuple[int, ...]:
+        """The shape with every symbol replaced by its value in ``symbols``."""
+        if self.shape is None:
+            raise ValueError(f"buffer type {self} has no shape")
+        return tuple(symbols[d] if isinstance(d, str) else d for d in self.shape)
+
+
+Type = Union[ScalarType, BufferType]
+
+
+def is_buffer(t: Type) -> bool:
+    return isinstance(t, BufferType)

@@ -1,0 +1,165 @@
+"""What a target is: the objects a plugin hands to hpvm.
+
+A :class:`Target` bundles the three things a vendor supplies:
+
+- a **matcher** (:meth:`Target.claims`): may this target run a node?
+- a **code generator** (:meth:`Target.compile`): IR of the nodes placed on
+  the target to an :class:`Artifact`;
+- a **runtime shim** (:meth:`Target.load`): from an Artifact to a
+  :class:`Device` that allocates, copies, launches and waits.
+
+and optionally tuning knobs, a cost model and extra passes.  Subclass it and
+override what your device needs; the defaults describe a target that claims
+nothing.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .ir.graph import Graph, Module, Node
+
+CORE_API_VERSION = 1
+"""The version of this contract.  A plugin states the version it was built
+for (``Target.api_version``); the registry refuses a mismatch."""
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a target can be used on this machine, and if not, why."""
+
+    available: bool
+    reason: str = ""
+
+    @classmethod
+    def yes(cls, detail: str = "") -> "Availability":
+        return cls(True, detail)
+
+    @classmethod
+    def no(cls, reason: str) -> "Availability":
+        return cls(False, reason)
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    """A node named by its graph and its own name."""
+
+    graph: str
+    node: str
+
+    def __str__(self) -> str:
+        return f"@{self.graph}.{self.node}"
+
+
+@dataclass
+class Artifact:
+    """What a code generator produced for one target: named files (object
+    code, OpenCL C, a bitstream, a model) and JSON-able metadata.  Saved as
+    a folder; loaded back in another process."""
+
+    target: str
+    files: dict[str, bytes] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def save(self, folder: str | Path) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, data in self.files.items():
+            (folder / name).write_bytes(data)
+        manifest = {"target": self.target, "files": sorted(self.files),
+                    "metadata": self.metadata}
+        (folder / "artifact.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+
+    @classmethod
+    def load(cls, folder: str | Path) -> "Artifact":
+        folder = Path(folder)
+        manifest = json.loads((folder / "artifact.json").read_text())
+        files = {name: (folder / name).read_bytes() for name in manifest["files"]}
+        return cls(manifest["target"], files, manifest["metadata"])
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A tuning parameter the target exposes to design-space exploration.
+
+    ``values`` lists the admissible settings; ``default`` is used without
+    tuning; ``node`` is the node it applies to (None: the whole program)."""
+
+    name: str
+    values: tuple
+    default: Any
+    node: NodeRef | None = None
+
+
+class Device:
+    """Runtime shim: one device's memory and execution.
+
+    Buffers are opaque handles made by :meth:`allocate`.  ``launch`` runs
+    one node placed on this device with buffer handles and scalar values for
+    its ports and returns an event; ``wait`` blocks until the event is done.
+    """
+
+    name: str = "device"
+
+    def allocate(self, shape: tuple[int, ...], dtype) -> Any:
+        raise NotImplementedError
+
+    def copy_in(self, handle, array) -> None:
+        raise NotImplementedError
+
+    def copy_out(self, handle):
+        raise NotImplementedError
+
+    def free(self, handle) -> None:
+        """Release a buffer; the default leaves it to garbage collection."""
+
+    def launch(self, node: NodeRef, args: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def wait(self, event) -> None:
+        """Block until ``event`` is complete; the default: launches are
+        synchronous."""
+
+
+class Target:
+    """Base class of every target.  Override what your device needs."""
+
+    name: str = "unnamed"
+    description: str = ""
+    api_version: int = CORE_API_VERSION
+    native_tensor_ops: frozenset[str] = frozenset()
+    """Tensor ops this target runs as such; others are lowered to kernel IR
+    before :meth:`compile` if the target claims kernel nodes."""
+
+    def availability(self) -> Availability:
+        """Is the device / toolchain present?  Cheap; called by
+        ``hpvm targets`` and before placement."""
+        return Availability.yes()
+
+    def claims(self, module: Module, graph: Graph, node: Node) -> bool:
+        """Matcher: may this target run leaf ``node`` of ``graph``?"""
+        return False
+
+    def passes(self, options: dict) -> str:
+        """An extra pass pipeline (pass-manager syntax) run on the module
+        before :meth:`compile`; empty for none."""
+        return ""
+
+    def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
+        """Code generator: an Artifact able to run ``nodes`` of ``module``."""
+        raise NotImplementedError(f"target '{self.name}' has no code generator")
+
+    def load(self, artifact: Artifact, options: dict) -> Device:
+        """Runtime shim: a Device ready to launch the artifact's nodes."""
+        raise NotImplementedError(f"target '{self.name}' has no runtime")
+
+    def knobs(self, module: Module, nodes: list[NodeRef]) -> list[Knob]:
+        """Tuning knobs this target offers for ``nodes``; none by default."""
+        return []
+
+    def estimate(self, module: Module, nodes: list[NodeRef], options: dict) -> dict | None:
+        """Cost model: estimated metrics (``{"seconds": ..}`` and whatever
+        else the target knows) without running; None when it has none."""
+        return None

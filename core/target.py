@@ -102,6 +102,9 @@ class Device:
     """
 
     name: str = "device"
+    host_memory: bool = False
+    """True when handles are numpy arrays in host memory (CPU-like devices):
+    the memory tracker then hands arrays over without copying."""
 
     def allocate(self, shape: tuple[int, ...], dtype) -> Any:
         raise NotImplementedError
@@ -111,6 +114,13 @@ class Device:
 
     def copy_out(self, handle):
         raise NotImplementedError
+
+    def duplicate(self, handle, shape: tuple[int, ...], dtype) -> Any:
+        """A new buffer holding a copy of ``handle``; the default goes
+        through the host."""
+        copy = self.allocate(shape, dtype)
+        self.copy_in(copy, self.copy_out(handle))
+        return copy
 
     def free(self, handle) -> None:
         """Release a buffer; the default leaves it to garbage collection."""

@@ -1,0 +1,95 @@
+"""The ``hpvm`` command.
+
+    hpvm targets                       installed targets and why some are unusable
+    hpvm ir FILE.hpvm                  parse, verify, print the canonical text
+    hpvm passes                        the passes ``opt`` accepts, with options
+    hpvm opt FILE.hpvm -p PIPELINE     run passes, print or save the result
+    hpvm run FILE.hpvm --inputs in.npz --outputs out.npz [--target NAME]
+    hpvm demo                          blur an image on every target, check it
+
+Every error is one line on stderr starting ``hpvm: error:``; the exit code is
+1 for errors and 2 for a wrong command line.  ``main(argv)`` returns the exit
+code, so tests call it directly.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..errors import DiagnosticError, HpvmError
+from . import demo, ir_commands, run, targets
+
+COMMANDS = (targets, ir_commands, run, demo)
+"""Modules that add subcommands: each has ``add_parsers(subparsers)``."""
+
+PROG = "hpvm"
+
+
+class UsageError(Exception):
+    """A wrong command line (argparse's complaint)."""
+
+    def __init__(self, message: str, usage: str):
+        super().__init__(message)
+        self.usage = usage
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse would print and sys.exit(2)
+        raise UsageError(message, self.format_usage())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+    parser = _Parser(prog=PROG, description="HPVM: one dataflow-graph IR, many targets.")
+    parser.add_argument("--version", action="version", version=f"hpvm {__version__}")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        command.add_parsers(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``hpvm`` command line ``argv`` (default: sys.argv[1:])."""
+    try:
+        args = build_parser().parse_args(argv)
+        return args.handler(args) or 0
+    except UsageError as err:
+        sys.stderr.write(err.usage)
+        report_error(str(err))
+        return 2
+    except DiagnosticError as err:
+        for diagnostic in err.diagnostics:
+            report_error(str(diagnostic))
+        return 1
+    except HpvmError as err:
+        report_error(str(err))
+        return 1
+    except BrokenPipeError:
+        _silence_stdout()  # the reader left (`hpvm ... | head`): not an error
+        return 141
+    except OSError as err:
+        report_error(describe_os_error(err))
+        return 1
+    except KeyboardInterrupt:
+        report_error("interrupted")
+        return 130
+
+
+def report_error(message: str) -> None:
+    """Print ``message`` as ``hpvm: error: ...`` lines on stderr."""
+    for line in message.splitlines() or [""]:
+        print(f"{PROG}: error: {line}", file=sys.stderr)
+
+
+def _silence_stdout() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def describe_os_error(err: OSError) -> str:
+    """``path: reason`` for file errors, without Python's errno decoration."""
+    if err.filename is not None and err.strerror:
+        return f"{err.filename}: {err.strerror}"
+    return err.strerror or str(err)
+

@@ -1,0 +1,28 @@
+"""``hpvm targets``: what the installed plugins provide and what is usable."""
+from __future__ import annotations
+
+from .output import format_table
+
+
+def add_parsers(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "targets", help="list installed targets and whether they can be used",
+        description="List every target of the installed plugins, whether its device "
+                    "or toolchain is present, and plugins that failed to load.")
+    parser.set_defaults(handler=show_targets)
+
+
+def show_targets(args) -> int:
+    from ..registry import get_registry
+    registry = get_registry()
+    rows = [(info.name, info.distribution, info.version or "-",
+             "yes" if info.availability.available else "no",
+             info.availability.reason or "-")
+            for info in registry.targets()]
+    print(format_table(("target", "plugin", "version", "available", "reason"), rows))
+    failures = registry.failures
+    if failures:
+        print("\nplugins that failed to load:")
+        for failure in failures:
+            print(f"  {failure}")
+    return 0

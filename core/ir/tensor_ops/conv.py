@@ -1,0 +1,125 @@
+"""conv2d: 2-D convolution over NCHW inputs (ONNX Conv).
+
+Ports: x [N, C, H, W], w [K, C/groups, R, S], optional b [K]; y [N, K, OH, OW]
+with OH = (H + top + bottom - dh*(R-1) - 1) / sh + 1 (OW likewise).
+Attributes: stride [sh, sw], padding [top, left, bottom, right],
+dilation [dh, dw], groups.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernel import Const, Expr
+from ..types import I64, BufferType
+from .dims import describe, require_concrete, require_equal, window_dim
+from .lowering import KernelBuilder, add, in_range, mul, replication_over
+from .spec import OpContext, TensorOpSpec
+
+
+def window_attrs(ctx: OpContext, dilation: bool = True):
+    """(stride, padding[, dilation]) of a conv or pool, checked."""
+    stride = ctx.ints_attr("stride", 2, minimum=1)
+    padding = ctx.ints_attr("padding", 4, minimum=0)
+    if not dilation:
+        return stride, padding
+    return stride, padding, ctx.ints_attr("dilation", 2, minimum=1)
+
+
+def _check_channels(ctx: OpContext, groups: int) -> None:
+    channels, per_group = ctx.shape("x")[1], ctx.shape("w")[1]
+    kernels = ctx.shape("w")[0]
+    if groups == 1:
+        if channels != per_group:
+            ctx.fail(f"input 'w' has {describe(per_group)} channels per group but 'x' has "
+                     f"{describe(channels)}", "make w.shape[1] equal x.shape[1] / groups", "w")
+        return
+    channels = require_concrete(ctx, channels, "the channel count of 'x' (groups > 1)", "x")
+    kernels = require_concrete(ctx, kernels, "the output channel count of 'w' (groups > 1)", "w")
+    if channels % groups or kernels % groups:
+        ctx.fail(f"groups={groups} must divide the channels of 'x' ({channels}) and of "
+                 f"'w' ({kernels})", "choose groups dividing both channel counts")
+    if per_group != channels // groups:
+        ctx.fail(f"input 'w' has {describe(per_group)} channels per group but 'x' has "
+                 f"{channels // groups}", "make w.shape[1] equal x.shape[1] / groups", "w")
+
+
+def _infer_conv2d(ctx: OpContext) -> dict[str, BufferType]:
+    element = ctx.float_element()
+    ctx.expect_rank("x", 4)
+    ctx.expect_rank("w", 4)
+    stride, padding, dilation = window_attrs(ctx)
+    groups = ctx.int_attr("groups", minimum=1)
+    _check_channels(ctx, groups)
+    batch, _, height, width = ctx.shape("x")
+    kernels, _, rows, cols = ctx.shape("w")
+    rows = require_concrete(ctx, rows, "the kernel height (w.shape[2])", "w")
+    cols = require_concrete(ctx, cols, "the kernel width (w.shape[3])", "w")
+    if ctx.has("b"):
+        ctx.expect_rank("b", 1)
+        require_equal(ctx, ctx.shape("b")[0], kernels, "the length of 'b'",
+                      "the output channels of 'w'", "b")
+    out_h = window_dim(ctx, height, dilation[0] * (rows - 1) + 1, stride[0],
+                      padding[0] + padding[2], "height", "x")
+    out_w = window_dim(ctx, width, dilation[1] * (cols - 1) + 1, stride[1],
+                      padding[1] + padding[3], "width", "x")
+    return {"y": BufferType(element, (batch, kernels, out_h, out_w))}
+
+
+def _evaluate_conv2d(ctx: OpContext, arrays: dict) -> dict:
+    x, w = arrays["x"], arrays["w"]
+    (sh, sw), (top, left, bottom, right), (dh, dw) = window_attrs(ctx)
+    groups = ctx.int_attr("groups")
+    out_shape = ctx.spec.infer_fn(ctx)["y"].shape
+    out_h, out_w = out_shape[2], out_shape[3]
+    padded = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    kernels, per_group, rows, cols = w.shape
+    per_group_out = kernels // groups
+    y = np.zeros((x.shape[0], kernels, out_h, out_w), dtype=x.dtype)
+    for g in range(groups):
+        xg = padded[:, g * per_group:(g + 1) * per_group]
+        wg = w[g * per_group_out:(g + 1) * per_group_out]
+        for r in range(rows):
+            for s in range(cols):
+                patch = xg[:, :, r * dh:r * dh + sh * (out_h - 1) + 1:sh,
+                           s * dw:s * dw + sw * (out_w - 1) + 1:sw]
+                y[:, g * per_group_out:(g + 1) * per_group_out] += np.einsum(
+                    "nchw,kc->nkhw", patch, wg[:, :, r, s])
+    if "b" in arrays:
+        y += arrays["b"].reshape(1, -1, 1, 1)
+    return {"y": y}
+
+
+def _lower_conv2d(b: KernelBuilder) -> tuple[Expr, ...]:
+    (sh, sw), (top, left, bottom, right), (dh, dw) = window_attrs(b.ctx)
+    groups = b.ctx.int_attr("groups")
+    _, _, height, width = b.dims("x")
+    kernels, per_group, rows, cols = b.dims("w")
+    out_dims = b.dims("y")
+    i, (n, k, oh, ow) = b.instance_indices(out_dims, ["n", "k", "oh", "ow"])
+    first_channel: Expr = Const(0, I64)
+    if groups > 1:
+        group = b.let("g", k / Const(kernels.value // groups, I64))
+        first_channel = b.let("c0", mul(group, per_group))
+    acc = b.let("acc", b.load("b", k) if "b" in b.types else b.const(0.0))
+    ih0 = b.let("ih0", add(mul(oh, Const(sh, I64)), Const(-top, I64)))
+    iw0 = b.let("iw0", add(mul(ow, Const(sw, I64)), Const(-left, I64)))
+    with b.loop("c", per_group) as c:
+        with b.loop("r", rows) as r:
+            ih = b.let("ih", add(ih0, mul(r, Const(dh, I64))))
+            with b.guard(top + bottom > 0, in_range(ih, height)):
+                with b.loop("s", cols) as s:
+                    iw = b.let("iw", add(iw0, mul(s, Const(dw, I64))))
+                    with b.guard(left + right > 0, in_range(iw, width)):
+                        pixel = b.load("x", n, add(first_channel, c), ih, iw)
+                        b.assign(acc, acc + pixel * b.load("w", k, c, r, s))
+    b.store("y", i, acc)
+    return replication_over(out_dims)
+
+
+CONV2D = TensorOpSpec(
+    "conv2d", ("x", "w"), ("y",), _infer_conv2d, _evaluate_conv2d, _lower_conv2d,
+    optional_inputs=("b",),
+    attrs={"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1},
+    summary="2-D convolution, NCHW (ONNX Conv)")
+
+OPS = (CONV2D,)

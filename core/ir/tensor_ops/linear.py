@@ -1,0 +1,112 @@
+"""matmul (ONNX MatMul, rank 2 or 3) and gemm (ONNX Gemm).
+
+matmul: a [M, K] or [B, M, K], b [K, N] or [B, K, N]; y [M, N] or
+[B, M, N]; batch dims broadcast (equal, or 1 on one side, or absent).
+gemm: y = alpha * A' @ B' + beta * c, A' = a or a^T (trans_a), B' = b or
+b^T (trans_b); the optional c broadcasts to [M, N] like a bias.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernel import Const, Expr
+from ..types import I64, BufferType
+from .dims import broadcast_shape, require_equal
+from .lowering import KernelBuilder, replication_over
+from .spec import OpContext, TensorOpSpec
+
+
+# matmul -------------------------------------------------------------------
+def _infer_matmul(ctx: OpContext) -> dict[str, BufferType]:
+    element = ctx.numeric_element()
+    ctx.expect_rank("a", 2, 3)
+    ctx.expect_rank("b", 2, 3)
+    a, b = ctx.shape("a"), ctx.shape("b")
+    require_equal(ctx, a[-1], b[-2], "the columns of 'a' (K)", "the rows of 'b'", "b")
+    batch = broadcast_shape(ctx, ("a", "b"), [a[:-2], b[:-2]])
+    return {"y": BufferType(element, batch + (a[-2], b[-1]))}
+
+
+def _batch_index(b: KernelBuilder, port: str, batch: list[Expr]) -> tuple[Expr, ...]:
+    """The batch index of ``port`` (none for a rank-2 operand)."""
+    if b.ctx.rank(port) == 2:
+        return ()
+    return (Const(0, I64),) if b.types[port].shape[0] == 1 else tuple(batch)
+
+
+def _lower_matmul(b: KernelBuilder) -> tuple[Expr, ...]:
+    out_dims = b.dims("y")
+    hints = ["batch", "m", "n"][-len(out_dims):]
+    i, indices = b.instance_indices(out_dims, hints)
+    batch, (m, n) = indices[:-2], indices[-2:]
+    acc = b.let("acc", b.const(0))
+    with b.loop("k", b.dim("a", -1)) as k:
+        lhs = b.load("a", *_batch_index(b, "a", batch), m, k)
+        rhs = b.load("b", *_batch_index(b, "b", batch), k, n)
+        b.assign(acc, acc + lhs * rhs)
+    b.store("y", i, acc)
+    return replication_over(out_dims)
+
+
+MATMUL = TensorOpSpec(
+    "matmul", ("a", "b"), ("y",), _infer_matmul,
+    lambda ctx, x: {"y": np.matmul(x["a"], x["b"])}, _lower_matmul,
+    summary="matrix product, optionally batched (ONNX MatMul, ranks 2-3)")
+
+
+# gemm ---------------------------------------------------------------------
+def _gemm_attrs(ctx: OpContext) -> tuple[float, float, bool, bool]:
+    return (ctx.float_attr("alpha"), ctx.float_attr("beta"),
+            ctx.flag_attr("trans_a"), ctx.flag_attr("trans_b"))
+
+
+def _infer_gemm(ctx: OpContext) -> dict[str, BufferType]:
+    element = ctx.float_element()
+    _, _, trans_a, trans_b = _gemm_attrs(ctx)
+    ctx.expect_rank("a", 2)
+    ctx.expect_rank("b", 2)
+    rows, inner = reversed(ctx.shape("a")) if trans_a else ctx.shape("a")
+    inner_b, cols = reversed(ctx.shape("b")) if trans_b else ctx.shape("b")
+    require_equal(ctx, inner, inner_b, "the inner size K of 'a'", "the K of 'b'", "b")
+    if ctx.has("c"):
+        if ctx.rank("c") > 2 or broadcast_shape(
+                ctx, ("y", "c"), [(rows, cols), ctx.shape("c")]) != (rows, cols):
+            ctx.fail(f"input 'c' {ctx.types['c']} does not broadcast to the result "
+                     f"[{rows}, {cols}]", "give 'c' a shape like [N], [M, 1] or [M, N]", "c")
+    return {"y": BufferType(element, (rows, cols))}
+
+
+def _evaluate_gemm(ctx: OpContext, x: dict) -> dict:
+    alpha, beta, trans_a, trans_b = _gemm_attrs(ctx)
+    a = x["a"].T if trans_a else x["a"]
+    b = x["b"].T if trans_b else x["b"]
+    kind = a.dtype.type
+    y = kind(alpha) * (a @ b)
+    if "c" in x:
+        y = y + kind(beta) * x["c"]
+    return {"y": y}
+
+
+def _lower_gemm(b: KernelBuilder) -> tuple[Expr, ...]:
+    alpha, beta, trans_a, trans_b = _gemm_attrs(b.ctx)
+    out_dims = b.dims("y")
+    i, (m, n) = b.instance_indices(out_dims, ["m", "n"])
+    acc = b.let("acc", b.const(0))
+    with b.loop("k", b.dim("a", 0 if trans_a else 1)) as k:
+        lhs = b.load("a", k, m) if trans_a else b.load("a", m, k)
+        rhs = b.load("b", n, k) if trans_b else b.load("b", k, n)
+        b.assign(acc, acc + lhs * rhs)
+    result = b.const(alpha) * acc
+    if "c" in b.types:
+        result = result + b.const(beta) * b.load_broadcast("c", [m, n])
+    b.store("y", i, result)
+    return replication_over(out_dims)
+
+
+GEMM = TensorOpSpec(
+    "gemm", ("a", "b"), ("y",), _infer_gemm, _evaluate_gemm, _lower_gemm,
+    optional_inputs=("c",),
+    attrs={"alpha": 1.0, "beta": 1.0, "trans_a": False, "trans_b": False},
+    summary="y = alpha * a' @ b' + beta * c (ONNX Gemm)")
+
+OPS = (MATMUL, GEMM)

@@ -1,0 +1,220 @@
+"""Helpers for the reference lowerings of tensor ops into kernel IR.
+
+A :class:`KernelBuilder` collects the statements of one kernel.  Blocks are
+Python ``with`` statements, so a lowering reads like the loop nest it emits::
+
+    i, (n, k) = b.instance_indices(b.dims("y"))
+    acc = b.let("acc", b.zero())
+    with b.loop("c", b.dim("w", 1)) as c:
+        b.assign(acc, acc + b.load("x", n, c) * b.load("w", k, c))
+    b.store("y", (n, k), acc)
+
+Sizes are i64 expressions: ``Const`` for fixed dims, ``Var(symbol, I64)``
+for shape symbols, which mean the same inside the kernel and in the node's
+scope, so one expression serves both as an index bound and as replication.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager, nullcontext
+from typing import Iterator
+
+from ..kernel import (
+    Assign, Binary, Const, Expr, For, If, InstanceId, Intrinsic, Let, Load, Stmt,
+    Store, Var,
+)
+from ..parameter import Parameter
+from ..types import I64, BufferType, Dim, ScalarType
+from .spec import OpContext
+
+
+def size(dim: Dim) -> Expr:
+    """A dim as an i64 expression."""
+    return Var(dim, I64) if isinstance(dim, str) else Const(dim, I64)
+
+
+def const_value(expr: Expr) -> int | None:
+    return expr.value if isinstance(expr, Const) else None
+
+
+def mul(a: Expr, b: Expr) -> Expr:
+    """``a * b`` with constants folded (i64 index math)."""
+    ca, cb = const_value(a), const_value(b)
+    if ca is not None and cb is not None:
+        return Const(ca * cb, a.type)
+    if ca == 1 or cb == 0:
+        return b
+    if cb == 1 or ca == 0:
+        return a
+    return a * b
+
+
+def add(a: Expr, b: Expr) -> Expr:
+    """``a + b`` with constants folded."""
+    ca, cb = const_value(a), const_value(b)
+    if ca is not None and cb is not None:
+        return Const(ca + cb, a.type)
+    if ca == 0:
+        return b
+    if cb == 0:
+        return a
+    if cb is not None and cb < 0:
+        return a - Const(-cb, b.type)
+    return a + b
+
+
+def div(a: Expr, b: Expr) -> Expr:
+    """``a / b`` (integer, truncating) with division by 1 folded."""
+    return a if const_value(b) == 1 else a / b
+
+
+def product(exprs) -> Expr:
+    result: Expr = Const(1, I64)
+    for e in exprs:
+        result = mul(result, e)
+    return result
+
+
+def flat_index(indices, dims) -> Expr:
+    """Row-major flat index of ``indices`` in an array of ``dims``."""
+    flat: Expr = Const(0, I64)
+    for index, dim in zip(indices, dims):
+        flat = add(mul(flat, dim), index)
+    return flat
+
+
+def in_range(index: Expr, stop: Expr) -> Expr:
+    """``0 <= index < stop`` (short-circuit)."""
+    return Binary("land", index.ge(Const(0, I64)), index.lt(stop))
+
+
+def maximum(a: Expr, b: Expr) -> Expr:
+    return Intrinsic("max", (a, b))
+
+
+def minimum(a: Expr, b: Expr) -> Expr:
+    return Intrinsic("min", (a, b))
+
+
+class KernelBuilder:
+    """Builds the body of a lowered op kernel over the node's ``params``."""
+
+    def __init__(self, ctx: OpContext, params: tuple[Parameter, ...]):
+        self.ctx = ctx
+        self.attrs = ctx.attrs
+        self.types: dict[str, BufferType] = {p.name: p.type for p in params}
+        self._taken = {p.name for p in params}
+        for t in self.types.values():
+            self._taken.update(t.symbols)
+        self._blocks: list[list[Stmt]] = [[]]
+
+    def finish(self) -> tuple[Stmt, ...]:
+        assert len(self._blocks) == 1, "unclosed block"
+        return tuple(self._blocks[0])
+
+    # sizes and names ------------------------------------------------------
+    def dims(self, port: str) -> list[Expr]:
+        return [size(d) for d in self.types[port].shape]
+
+    def dim(self, port: str, axis: int) -> Expr:
+        return size(self.types[port].shape[axis])
+
+    def element(self, port: str) -> ScalarType:
+        return self.types[port].element
+
+    def const(self, value, port: str = "y") -> Const:
+        """A constant of ``port``'s element type."""
+        return Const(value, self.element(port))
+
+    def fresh(self, hint: str) -> str:
+        """A local name starting with ``hint`` that clashes with no port,
+        shape symbol or earlier local."""
+        name, suffix = hint, 0
+        while name in self._taken:
+            suffix += 1
+            name = f"{hint}{suffix}"
+        self._taken.add(name)
+        return name
+
+    # statements -----------------------------------------------------------
+    def emit(self, stmt: Stmt) -> None:
+        self._blocks[-1].append(stmt)
+
+    def let(self, hint: str, value: Expr, type: ScalarType | None = None) -> Var:
+        """Declare a local initialised to ``value``; returns its Var."""
+        name = self.fresh(hint)
+        type = type or value.type
+        self.emit(Let(name, type, value))
+        return Var(name, type)
+
+    def assign(self, var: Var, value: Expr) -> None:
+        self.emit(Assign(var.name, value))
+
+    def load(self, port: str, *indices: Expr) -> Load:
+        return Load(port, tuple(indices), self.element(port))
+
+    def load_broadcast(self, port: str, out_indices: list[Expr]) -> Load:
+        """``port``'s element at output position ``out_indices`` under
+        numpy broadcasting: dims align on the right, size-1 dims read 0."""
+        shape = self.types[port].shape
+        if not shape:
+            return self.load(port, Const(0, I64))
+        offset = len(out_indices) - len(shape)
+        return self.load(port, *(Const(0, I64) if dim == 1 else out_indices[offset + axis]
+                                 for axis, dim in enumerate(shape)))
+
+    def store(self, port: str, indices, value: Expr) -> None:
+        indices = tuple(indices) if isinstance(indices, (tuple, list)) else (indices,)
+        self.emit(Store(port, indices, value))
+
+    @contextmanager
+    def loop(self, hint: str, stop: Expr, start: Expr | None = None) -> Iterator[Var]:
+        """``for hint in [start, stop)``; the trip count is noted when fixed."""
+        start = start if start is not None else Const(0, I64)
+        var = Var(self.fresh(hint), I64)
+        self._blocks.append([])
+        yield var
+        body = tuple(self._blocks.pop())
+        first, last = const_value(start), const_value(stop)
+        trip = last - first if first is not None and last is not None else None
+        self.emit(For(var.name, start, stop, 1, body, trip_count=trip))
+
+    @contextmanager
+    def when(self, cond: Expr) -> Iterator[None]:
+        self._blocks.append([])
+        yield
+        self.emit(If(cond, tuple(self._blocks.pop())))
+
+    def guard(self, needed: bool, cond: Expr):
+        """``when(cond)`` if ``needed``, else no block (for bounds checks
+        that only padding makes necessary)."""
+        return self.when(cond) if needed else nullcontext()
+
+    # instances ------------------------------------------------------------
+    def instance(self) -> Var:
+        """This instance's flat index (1-D replication)."""
+        return self.let("i", InstanceId(0))
+
+    def unflatten(self, flat: Expr, dims: list[Expr], hints=None) -> list[Expr]:
+        """Row-major indices of flat index ``flat`` in an array of ``dims``."""
+        hints = hints or [f"i{axis}" for axis in range(len(dims))]
+        indices: list[Expr] = [Const(0, I64)] * len(dims)
+        live = [axis for axis, dim in enumerate(dims) if const_value(dim) != 1]
+        rest = flat
+        for position, axis in enumerate(reversed(live)):
+            if position == len(live) - 1:  # the outermost: no remainder needed
+                indices[axis] = self.let(hints[axis], rest)
+                break
+            indices[axis] = self.let(hints[axis], rest % dims[axis])
+            quotient = rest / dims[axis]
+            rest = quotient if position == len(live) - 2 else self.let("rest", quotient)
+        return indices
+
+    def instance_indices(self, dims: list[Expr], hints=None) -> tuple[Var, list[Expr]]:
+        """The flat instance index and its row-major indices in ``dims``."""
+        flat = self.instance()
+        return flat, self.unflatten(flat, dims, hints)
+
+
+def replication_over(dims: list[Expr]) -> tuple[Expr, ...]:
+    """One instance per element of an array of ``dims`` (flattened)."""
+    return (product(dims),)

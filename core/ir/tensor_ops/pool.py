@@ -1,0 +1,141 @@
+"""max_pool and avg_pool over NCHW inputs (ONNX MaxPool / AveragePool
+without dilation or ceil mode).
+
+Ports: x [N, C, H, W]; y [N, C, OH, OW], OH = (H + top + bottom - kh) / sh + 1.
+Attributes: kernel [kh, kw] (required), stride [sh, sw], padding
+[top, left, bottom, right] (each smaller than the kernel, as ONNX Runtime
+requires); avg_pool also count_include_pad (False: padded cells are not
+counted, as in ONNX).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernel import Cast, Const, Expr
+from ..types import I64, BufferType
+from .conv import window_attrs
+from .dims import window_dim
+from .lowering import KernelBuilder, add, in_range, maximum, mul, replication_over
+from .spec import REQUIRED, OpContext, TensorOpSpec
+
+
+def _pool_attrs(ctx: OpContext):
+    """(kernel, stride, padding), checked."""
+    kernel = ctx.ints_attr("kernel", 2, minimum=1)
+    stride, padding = window_attrs(ctx, dilation=False)
+    for side, pad in zip(("top", "left", "bottom", "right"), padding):
+        extent = kernel[0] if side in ("top", "bottom") else kernel[1]
+        if pad >= extent:
+            ctx.fail(f"{side} padding {pad} is not smaller than the kernel ({extent})",
+                     "use padding smaller than the kernel size")
+    return kernel, stride, padding
+
+
+def _infer_pool(float_only: bool):
+    def infer(ctx: OpContext) -> dict[str, BufferType]:
+        element = ctx.float_element() if float_only else ctx.numeric_element()
+        ctx.expect_rank("x", 4)
+        (kh, kw), (sh, sw), (top, left, bottom, right) = _pool_attrs(ctx)
+        batch, channels, height, width = ctx.shape("x")
+        out_h = window_dim(ctx, height, kh, sh, top + bottom, "height", "x")
+        out_w = window_dim(ctx, width, kw, sw, left + right, "width", "x")
+        return {"y": BufferType(element, (batch, channels, out_h, out_w))}
+    return infer
+
+
+def _windows(ctx: OpContext, x: np.ndarray, fill):
+    """Every (r, s) offset's strided view of padded ``x``: [N, C, OH, OW]."""
+    (kh, kw), (sh, sw), (top, left, bottom, right) = _pool_attrs(ctx)
+    _, _, out_h, out_w = ctx.spec.infer_fn(ctx)["y"].shape
+    padded = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=fill)
+    for r in range(kh):
+        for s in range(kw):
+            yield padded[:, :, r:r + sh * (out_h - 1) + 1:sh, s:s + sw * (out_w - 1) + 1:sw]
+
+
+def _evaluate_max_pool(ctx: OpContext, x: dict) -> dict:
+    data = x["x"]
+    lowest = -np.inf if data.dtype.kind == "f" else np.iinfo(data.dtype).min
+    return {"y": np.maximum.reduce(list(_windows(ctx, data, lowest)))}
+
+
+def _evaluate_avg_pool(ctx: OpContext, x: dict) -> dict:
+    data = x["x"]
+    total = sum(_windows(ctx, data, 0))
+    if ctx.flag_attr("count_include_pad"):
+        kh, kw = _pool_attrs(ctx)[0]
+        return {"y": total / data.dtype.type(kh * kw)}
+    return {"y": total / sum(_windows(ctx, np.ones_like(data), 0))}
+
+
+def _lower_pool(b: KernelBuilder, start, visit, result) -> tuple[Expr, ...]:
+    """One instance per output element looping over its window.
+    ``start(n, c, ih0, iw0)`` declares the accumulators (ih0, iw0: the
+    window's top-left corner, maybe in the padding) and returns them;
+    ``visit(acc, n, c, ih, iw)`` folds in one in-range cell; ``result(acc)``
+    is the value stored."""
+    (kh, kw), (sh, sw), (top, left, bottom, right) = _pool_attrs(b.ctx)
+    _, _, height, width = b.dims("x")
+    out_dims = b.dims("y")
+    i, (n, c, oh, ow) = b.instance_indices(out_dims, ["n", "c", "oh", "ow"])
+    ih0 = b.let("ih0", add(mul(oh, Const(sh, I64)), Const(-top, I64)))
+    iw0 = b.let("iw0", add(mul(ow, Const(sw, I64)), Const(-left, I64)))
+    acc = start(n, c, ih0, iw0)
+    with b.loop("r", Const(kh, I64)) as r:
+        ih = b.let("ih", add(ih0, r))
+        with b.guard(top + bottom > 0, in_range(ih, height)):
+            with b.loop("s", Const(kw, I64)) as s:
+                iw = b.let("iw", add(iw0, s))
+                with b.guard(left + right > 0, in_range(iw, width)):
+                    visit(acc, n, c, ih, iw)
+    b.store("y", i, result(acc))
+    return replication_over(out_dims)
+
+
+def _lower_max_pool(b: KernelBuilder) -> tuple[Expr, ...]:
+    zero = Const(0, I64)
+
+    def start(n, c, ih0, iw0):
+        # Padding is smaller than the kernel, so the clamped corner is a
+        # cell of the window: a finite start value, no -inf constant.
+        return b.let("acc", b.load("x", n, c, maximum(ih0, zero), maximum(iw0, zero)))
+
+    def visit(acc, n, c, ih, iw):
+        b.assign(acc, maximum(acc, b.load("x", n, c, ih, iw)))
+
+    return _lower_pool(b, start, visit, lambda acc: acc)
+
+
+def _lower_avg_pool(b: KernelBuilder) -> tuple[Expr, ...]:
+    (kh, kw), _, padding = _pool_attrs(b.ctx)
+    counted = any(padding) and not b.ctx.flag_attr("count_include_pad")
+
+    def start(n, c, ih0, iw0):
+        total = b.let("total", b.const(0))
+        return total, (b.let("count", Const(0, I64)) if counted else None)
+
+    def visit(acc, n, c, ih, iw):
+        total, count = acc
+        b.assign(total, total + b.load("x", n, c, ih, iw))
+        if counted:
+            b.assign(count, count + Const(1, I64))
+
+    def result(acc):
+        total, count = acc
+        return total / (Cast(count, b.element("y")) if counted else b.const(kh * kw))
+
+    return _lower_pool(b, start, visit, result)
+
+
+MAX_POOL = TensorOpSpec(
+    "max_pool", ("x",), ("y",), _infer_pool(float_only=False), _evaluate_max_pool,
+    _lower_max_pool, attrs={"kernel": REQUIRED, "stride": (1, 1), "padding": (0, 0, 0, 0)},
+    summary="2-D max pooling, NCHW (ONNX MaxPool)")
+
+AVG_POOL = TensorOpSpec(
+    "avg_pool", ("x",), ("y",), _infer_pool(float_only=True), _evaluate_avg_pool,
+    _lower_avg_pool, attrs={"kernel": REQUIRED, "stride": (1, 1), "padding": (0, 0, 0, 0),
+                            "count_include_pad": False},
+    summary="2-D average pooling, NCHW (ONNX AveragePool)")
+
+OPS = (MAX_POOL, AVG_POOL)

@@ -1,0 +1,310 @@
+"""The tensor-op contract: what every op declares and what it can do.
+
+A :class:`TensorOpSpec` names an op's ports (required ``inputs``,
+``optional_inputs``, ``outputs``) and its attributes with their defaults
+(:data:`REQUIRED` marks an attribute without one).  Three behaviours come
+with it:
+
+- ``infer(input_types, attrs)``: the output BufferTypes (shape inference;
+  shape symbols such as a batch ``"N"`` pass through);
+- ``evaluate(inputs, attrs)``: the reference result on numpy arrays, with
+  ONNX semantics;
+- ``lower(node_name, body)``: a KernelFunction computing the same values,
+  plus the replication of the node that runs it.
+
+Each op supplies these as small functions of an :class:`OpContext`, which
+holds the checked attributes and input types of one use of the op and
+raises VerificationError naming the op, the node and the port.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, NoReturn
+
+import numpy as np
+
+from ...errors import Diagnostic, ExecutionError, Location, VerificationError
+from ..graph import TensorBody
+from ..kernel import Expr, KernelFunction
+from ..types import BufferType, ScalarType, scalar_type_of_dtype
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED = _Required()
+"""Default of an attribute that every use of the op must give."""
+
+
+def normalize_attr(value):
+    """An attribute value in IR form: lists become tuples, numpy scalars
+    Python numbers."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return tuple(normalize_attr(v) for v in value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class OpContext:
+    """One use of an op: ``types`` (input port -> BufferType, in port order)
+    and ``attrs`` (defaults filled in), with checked accessors."""
+
+    def __init__(self, spec: "TensorOpSpec", types: dict[str, BufferType],
+                 attrs: dict[str, Any], node: str | None = None):
+        self.spec = spec
+        self.types = types
+        self.attrs = attrs
+        self.node = node
+
+    @property
+    def op(self) -> str:
+        return self.spec.name
+
+    def fail(self, message: str, fix: str = "", port: str | None = None) -> NoReturn:
+        """Raise a VerificationError about this use of the op."""
+        raise VerificationError(Diagnostic(
+            Location(node=self.node, port=port), f"{self.op}: {message}", fix))
+
+    # ports --------------------------------------------------------------
+    def has(self, port: str) -> bool:
+        return port in self.types
+
+    def shape(self, port: str) -> tuple:
+        return self.types[port].shape
+
+    def rank(self, port: str) -> int:
+        return len(self.types[port].shape)
+
+    def element(self, port: str) -> ScalarType:
+        return self.types[port].element
+
+    def expect_rank(self, port: str, *ranks: int) -> None:
+        if self.rank(port) not in ranks:
+            wanted = " or ".join(str(r) for r in ranks)
+            self.fail(f"input '{port}' must have rank {wanted}, got {self.types[port]}",
+                      f"pass a rank-{wanted} buffer to '{port}'", port)
+
+    def same_element(self) -> ScalarType:
+        """The element type shared by all inputs (error if they differ)."""
+        ports = list(self.types)
+        first = self.element(ports[0])
+        for port in ports[1:]:
+            if self.element(port) != first:
+                self.fail(f"input '{port}' has element type {self.element(port)} but "
+                          f"'{ports[0]}' has {first}",
+                          "give all inputs the same element type", port)
+        return first
+
+    def float_element(self) -> ScalarType:
+        """Like :meth:`same_element`, requiring a float type."""
+        element = self.same_element()
+        if not element.is_float:
+            self.fail(f"needs float inputs, got {element}",
+                      "cast the inputs to f16, f32 or f64", next(iter(self.types)))
+        return element
+
+    def numeric_element(self) -> ScalarType:
+        """Like :meth:`same_element`, rejecting bool."""
+        element = self.same_element()
+        if element.is_bool:
+            self.fail("needs numeric inputs, got bool", "cast the inputs to a number type",
+                      next(iter(self.types)))
+        return element
+
+    # attributes ---------------------------------------------------------
+    def _bad_attr(self, name: str, wanted: str) -> NoReturn:
+        self.fail(f"attribute '{name}' must be {wanted}, got {self.attrs[name]!r}",
+                  f"set {name} to {wanted}")
+
+    def int_attr(self, name: str, minimum: int | None = None) -> int:
+        value = self.attrs[name]
+        if isinstance(value, bool) or not isinstance(value, int) or (
+                minimum is not None and value < minimum):
+            self._bad_attr(name, "an integer" + ("" if minimum is None else f" >= {minimum}"))
+        return value
+
+    def ints_attr(self, name: str, count: int | None = None,
+                  minimum: int | None = None) -> tuple[int, ...]:
+        """A tuple of ints; a single int is repeated ``count`` times."""
+        value = self.attrs[name]
+        if isinstance(value, int) and not isinstance(value, bool) and count is not None:
+            value = (value,) * count
+        ok = isinstance(value, tuple) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value)
+        ok = ok and (count is None or len(value) == count)
+        ok = ok and (minimum is None or all(v >= minimum for v in value))
+        if not ok:
+            size = "integers" if count is None else f"{count} integers"
+            self._bad_attr(name, f"a list of {size}" + (
+                "" if minimum is None else f" >= {minimum}"))
+        return value
+
+    def float_attr(self, name: str) -> float:
+        value = self.attrs[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self._bad_attr(name, "a number")
+        return float(value)
+
+    def flag_attr(self, name: str) -> bool:
+        value = self.attrs[name]
+        if value not in (0, 1) or not isinstance(value, (bool, int)):
+            self._bad_attr(name, "true/false (or 0/1)")
+        return bool(value)
+
+    def axis_attr(self, name: str, rank: int) -> int:
+        """An axis in [-rank, rank), returned as a non-negative index."""
+        value = self.int_attr(name)
+        if not -rank <= value < rank:
+            self._bad_attr(name, f"an axis in [{-rank}, {rank - 1}] for a rank-{rank} input")
+        return value % rank
+
+
+@dataclass(frozen=True, eq=False)
+class TensorOpSpec:
+    """A tensor op.
+
+    ``variadic`` ops take the ports ``x0, x1, ... xk`` (k >= 0); their
+    ``inputs`` is ``("x0",)``.  ``infer_fn(ctx)`` returns output types,
+    ``evaluate_fn(ctx, arrays)`` output arrays, and ``lower_fn(builder)``
+    emits the kernel body through a lowering.KernelBuilder and returns the
+    replication.
+    """
+
+    name: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    infer_fn: Callable[[OpContext], dict[str, BufferType]]
+    evaluate_fn: Callable[[OpContext, dict[str, np.ndarray]], dict[str, np.ndarray]]
+    lower_fn: Callable[[Any], tuple[Expr, ...]]
+    optional_inputs: tuple[str, ...] = ()
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    variadic: bool = False
+    summary: str = ""
+
+    # the public behaviours ----------------------------------------------
+    def infer(self, input_types: Mapping[str, BufferType], attrs: Mapping | None = None,
+              node: str | None = None) -> dict[str, BufferType]:
+        """Output port -> BufferType for these inputs; VerificationError
+        (naming ``node`` when given) if they do not fit the op."""
+        return self.infer_fn(self.context(input_types, attrs, node))
+
+    def evaluate(self, inputs: Mapping[str, np.ndarray], attrs: Mapping | None = None,
+                 node: str | None = None) -> dict[str, np.ndarray]:
+        """Output port -> array: the reference semantics.  Bad inputs raise
+        ExecutionError."""
+        arrays = {port: np.asarray(value) for port, value in inputs.items()}
+        try:
+            types = {port: _array_type(self, port, a, node) for port, a in arrays.items()}
+            ctx = self.context(types, attrs, node)
+            out_types = self.infer_fn(ctx)
+        except VerificationError as error:
+            raise ExecutionError(error.diagnostics) from None
+        ordered = {port: arrays[port] for port in ctx.types}
+        with np.errstate(over="ignore", under="ignore"):
+            results = self.evaluate_fn(ctx, ordered)
+        return {port: np.asarray(results[port], dtype=out_types[port].element.numpy_dtype)
+                for port in self.outputs}
+
+    def lower(self, node_name: str, body: TensorBody) -> tuple[KernelFunction, tuple[Expr, ...]]:
+        """The reference lowering of node ``node_name``: a kernel named
+        ``{node_name}_{op}`` whose params are exactly ``body.params``, and the
+        node's replication (expressions over its shape symbols)."""
+        from .lowering import KernelBuilder  # lowering builds on this module
+
+        ctx = self.context(self._body_inputs(node_name, body), body.attrs, node_name)
+        self._check_outputs(ctx, body)
+        builder = KernelBuilder(ctx, body.params)
+        replication = self.lower_fn(builder)
+        function = KernelFunction(f"{node_name}_{self.name}", body.params, builder.finish())
+        return function, replication
+
+    # checking a use -----------------------------------------------------
+    def context(self, input_types: Mapping[str, BufferType], attrs: Mapping | None = None,
+                node: str | None = None) -> OpContext:
+        """An OpContext with ports and attributes checked and defaults
+        filled in."""
+        ctx = OpContext(self, {}, {}, node)
+        ctx.attrs = self.resolve_attrs(attrs, ctx)
+        ctx.types = self._checked_ports(input_types, ctx)
+        return ctx
+
+    def resolve_attrs(self, attrs: Mapping | None, ctx: OpContext | None = None) -> dict:
+        """``attrs`` normalised, with defaults for the missing ones."""
+        ctx = ctx or OpContext(self, {}, {})
+        given = {name: normalize_attr(v) for name, v in (attrs or {}).items()}
+        allowed = ", ".join(self.attrs) or "(none)"
+        for name in given:
+            if name not in self.attrs:
+                ctx.fail(f"unknown attribute '{name}'; allowed attributes: {allowed}",
+                         f"remove '{name}' or use one of: {allowed}")
+        resolved = {**self.attrs, **given}
+        for name, value in resolved.items():
+            if value is REQUIRED:
+                ctx.fail(f"attribute '{name}' is required", f"give a value for '{name}'")
+        return resolved
+
+    def input_names(self, count: int = 1) -> tuple[str, ...]:
+        """All input port names, in order (``count`` ports of a variadic op)."""
+        if self.variadic:
+            return tuple(f"x{i}" for i in range(count))
+        return self.inputs + self.optional_inputs
+
+    def is_input_port(self, port: str) -> bool:
+        """True if ``port`` names an input of this op (``x<k>`` of a
+        variadic op)."""
+        if self.variadic:
+            return port[:1] == "x" and port[1:].isdigit() and str(int(port[1:])) == port[1:]
+        return port in self.inputs or port in self.optional_inputs
+
+    def _checked_ports(self, types: Mapping[str, BufferType], ctx: OpContext) -> dict:
+        order = self.input_names(len(types))
+        allowed = "x0, x1, ..." if self.variadic else ", ".join(order)
+        for port in types:
+            if port not in order:
+                ctx.fail(f"has no input port '{port}'; its inputs are {allowed}",
+                         f"rename '{port}' to one of: {allowed}", port)
+        required = order if self.variadic else self.inputs
+        for port in required:
+            if port not in types:
+                ctx.fail(f"input '{port}' is missing", f"connect a buffer to '{port}'", port)
+        for port, t in types.items():
+            if not isinstance(t, BufferType) or t.shape is None:
+                ctx.fail(f"input '{port}' must be a buffer with a shape, got {t}",
+                         "give the port a shaped buffer type such as f32[N, 16]", port)
+        return {port: types[port] for port in order if port in types}
+
+    def _body_inputs(self, node: str, body: TensorBody) -> dict[str, BufferType]:
+        ctx = OpContext(self, {}, {}, node)
+        if body.op != self.name:
+            ctx.fail(f"cannot lower a '{body.op}' node", f"use TENSOR_OPS['{body.op}']")
+        inputs = {}
+        for p in body.params:
+            if p.name in self.outputs:
+                if p.direction != "out":
+                    ctx.fail(f"result '{p.name}' must be an out port", "", p.name)
+            elif p.direction != "in":
+                ctx.fail(f"input '{p.name}' must be an in port", "", p.name)
+            else:
+                inputs[p.name] = p.type
+        return inputs
+
+    def _check_outputs(self, ctx: OpContext, body: TensorBody) -> None:
+        expected = self.infer_fn(ctx)
+        given = {p.name: p.type for p in body.params if p.direction == "out"}
+        for port, t in expected.items():
+            if port not in given:
+                ctx.fail(f"result '{port}' is missing", f"add out port {port}: {t}", port)
+            if given[port] != t:
+                ctx.fail(f"result '{port}' is declared {given[port]} but the op makes {t}",
+                         f"declare '{port}' as {t}", port)
+
+
+def _array_type(spec: TensorOpSpec, port: str, array: np.ndarray, node) -> BufferType:
+    try:
+        element = scalar_type_of_dtype(array.dtype)
+    except ValueError as error:
+        OpContext(spec, {}, {}, node).fail(f"input '{port}': {error}", "", port)
+    return BufferType(element, tuple(int(d) for d in array.shape))

@@ -1,0 +1,43 @@
+"""``legalize-tensor-ops``: replace tensor-op nodes by kernel nodes.
+
+Each TensorBody node becomes a KernelBody node running the op's reference
+lowering (``TENSOR_OPS[op].lower``), with the replication the lowering
+gives; its ports keep their names, so edges and bindings are unchanged.
+``keep`` lists ops left as tensor nodes, for targets that run them
+natively.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import Diagnostic, Location
+from ..ir.graph import Graph, KernelBody, Module, Node, TensorBody
+from .errors import PassError
+from .module_tools import map_nodes
+from .names import unique_name
+from .registry import Option, register_pass
+
+
+@register_pass("legalize-tensor-ops", options=[
+    Option("keep", list, (), "tensor ops to keep as tensor nodes (e.g. conv2d,relu)")])
+def legalize_tensor_ops(module: Module, keep: tuple[str, ...]) -> Module:
+    """Lower tensor-op nodes to kernel nodes with the ops' reference kernels."""
+    from ..ir.tensor_ops import TENSOR_OPS, get_op  # its own package, loaded on use
+
+    unknown = [op for op in keep if op not in TENSOR_OPS]
+    if unknown:
+        raise PassError(Diagnostic(
+            Location(), f"legalize-tensor-ops: unknown tensor op(s) in 'keep': "
+            f"{', '.join(unknown)}", f"known ops: {', '.join(sorted(TENSOR_OPS))}"))
+    functions = dict(module.functions)
+
+    def lower(graph: Graph, node: Node) -> Node:
+        if not isinstance(node.body, TensorBody) or node.body.op in keep:
+            return node
+        function, replication = get_op(node.body.op).lower(node.name, node.body)
+        name = unique_name(function.name, functions)
+        functions[name] = dataclasses.replace(function, name=name)
+        return dataclasses.replace(node, body=KernelBody(name), replication=tuple(replication))
+
+    lowered = map_nodes(module, lower)
+    return dataclasses.replace(lowered, functions=functions)

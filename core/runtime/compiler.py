@@ -1,0 +1,64 @@
+"""``hpvm.compile``: from a program to an Executable."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import HpvmError
+from ..ir.graph import Module, TensorBody
+from ..target import NodeRef, Target
+from .executable import Executable
+from .placement import plan
+
+DEFAULT_TARGETS = ("cpu",)
+
+
+def as_module(program) -> Module:
+    """A Module from a Module, a ``.hpvm`` path, or a front-end program
+    (anything with a ``module`` attribute or a ``to_module()`` method)."""
+    if isinstance(program, Module):
+        return program
+    if isinstance(program, (str, Path)):
+        from ..ir.text import load_module
+        return load_module(program)
+    if hasattr(program, "to_module"):
+        return program.to_module()
+    if isinstance(getattr(program, "module", None), Module):
+        return program.module
+    raise HpvmError(f"cannot compile {type(program).__name__}: pass a Module, a .hpvm "
+                    "file, or a function decorated with @hpvm.program")
+
+
+def compile(program, targets: Sequence[str] = DEFAULT_TARGETS, options: dict | None = None,
+            registry=None) -> Executable:
+    """Compile ``program`` for the ordered ``targets`` (see placement)."""
+    from ..ir.verify import verify
+    from ..registry import get_registry
+    registry = registry or get_registry()
+    options = dict(options or {})
+    module = as_module(program)
+    verify(module)
+    placement = plan(module, list(targets), registry)
+    artifacts = {}
+    for name in placement.used_targets:
+        target = registry.target(name).target
+        nodes = placement.nodes_of(name)
+        prepared = prepare_for_target(module, target, nodes, options)
+        artifacts[name] = target.compile(prepared, nodes, options)
+    return Executable(module, placement, artifacts, options, registry)
+
+
+def prepare_for_target(module: Module, target: Target, nodes: list[NodeRef],
+                       options: dict) -> Module:
+    """The module as ``target`` compiles it: tensor ops it does not take
+    natively lowered to kernels, then the target's own passes."""
+    from ..passes import run_pipeline
+    lowered = []
+    for ref in nodes:
+        node = module.graph(ref.graph).node(ref.node)
+        if isinstance(node.body, TensorBody) and node.body.op not in target.native_tensor_ops:
+            lowered.append(ref.node)
+    if lowered:
+        module = run_pipeline(module, "legalize-tensor-ops{nodes=%s}" % ":".join(lowered))
+    pipeline = target.passes(options)
+    return run_pipeline(module, pipeline) if pipeline else module

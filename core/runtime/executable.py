@@ -1,0 +1,190 @@
+"""Executables: a compiled program ready to run on its devices.
+
+``hpvm.compile(program, targets=[...])`` places every leaf node, prepares a
+per-target copy of the module (tensor ops lowered where the target does not
+take them, the target's own passes), asks each target's code generator for
+an Artifact, and returns an :class:`Executable`.  Executables run
+synchronously (``exe(**inputs)``), asynchronously (``launch`` / ``wait``),
+or as a stream (``start`` / ``push`` / ``pop``), and save to a folder that
+``load`` reads back in another process.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from ..errors import HpvmError
+from ..ir.graph import Module
+from ..target import Artifact, Device
+from .execution import Frame, Report
+from .flatten import flatten
+from .inputs import validate_inputs
+from .memory import MemoryTracker
+from .placement import Placement
+from .scheduler import DagScheduler
+
+EXECUTABLE_FORMAT = 1
+
+
+class Launch:
+    """A run in flight; ``wait()`` returns its outputs."""
+
+    def __init__(self, future):
+        self._future = future
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def wait(self, timeout: float | None = None) -> dict:
+        return self._future.result(timeout)
+
+
+class Executable:
+    def __init__(self, module: Module, placement: Placement,
+                 artifacts: dict[str, Artifact], options: dict | None = None,
+                 registry=None):
+        self.module = module
+        self.placement = placement
+        self.artifacts = artifacts
+        self.options = dict(options or {})
+        self._registry = registry
+        self._program = flatten(module)
+        self._devices: dict[str, Device] | None = None
+        self._lock = threading.Lock()
+        self._scheduler: DagScheduler | None = None
+        self._last_report = Report()
+        self._stream: dict | None = None
+        self._frame_ids = itertools.count()
+
+    # -- running -----------------------------------------------------------
+    def __call__(self, **inputs) -> dict:
+        return self.launch(**inputs).wait()
+
+    def launch(self, **inputs) -> Launch:
+        """Start a run and return at once."""
+        graph = self.module.root_graph
+        if graph.is_streaming:
+            raise HpvmError(f"graph '@{graph.name}' is a streaming pipeline: use "
+                            "start(...), push(...) and pop() instead of calling it")
+        checked = validate_inputs(graph, inputs)
+        frame = self._new_frame(Report())
+        return Launch(frame.start(self._get_scheduler(), checked, pinned=set(checked)))
+
+    def start(self, **fixed_inputs) -> None:
+        """Begin a stream: the non-streaming inputs, fixed for every frame."""
+        graph = self.module.root_graph
+        streamed = {b.param for b in graph.bind_ins if b.streaming}
+        fixed_names = tuple(p.name for p in graph.params if p.reads and p.name not in streamed)
+        checked = validate_inputs(graph, fixed_inputs, required=fixed_names)
+        report = Report()
+        tracker = MemoryTracker(self._get_devices())
+        counts_hint = 1 << 30  # fixed inputs live for the whole stream
+        fixed = {name: tracker.from_host(v, counts_hint) if hasattr(v, "shape") and v.ndim else v
+                 for name, v in checked.items()}
+        self._stream = {"fixed": fixed, "streamed": tuple(sorted(streamed)), "tracker": tracker,
+                        "report": report, "frames": deque(), "previous": None, "count": 0}
+
+    def push(self, **frame_inputs) -> None:
+        """Feed one frame; stages of successive frames overlap."""
+        stream = self._require_stream()
+        checked = validate_inputs(self.module.root_graph, frame_inputs, required=stream["streamed"])
+        frame = Frame(next(self._frame_ids), self.module, self._program, self.placement.targets,
+                      self._get_devices(), stream["tracker"], stream["report"])
+        stream["count"] += 1
+        future = frame.start(self._get_scheduler(), {**stream["fixed"], **checked},
+                             pinned=set(checked), previous=stream["previous"])
+        stream["previous"] = frame
+        stream["frames"].append(future)
+
+    def pop(self, timeout: float | None = None) -> dict:
+        """Outputs of the oldest frame not popped yet (waits for it)."""
+        stream = self._require_stream()
+        if not stream["frames"]:
+            raise HpvmError("pop() without a pending frame: push(...) a frame first")
+        outputs = stream["frames"].popleft().result(timeout)
+        self._last_report = stream["report"]
+        return outputs
+
+    def close(self) -> None:
+        """End the stream (pending frames are finished first) and release
+        the worker threads."""
+        if self._stream is not None:
+            for future in self._stream["frames"]:
+                future.result()
+            self._stream = None
+        if self._scheduler is not None:
+            self._scheduler.shutdown()
+            self._scheduler = None
+
+    def report(self) -> Report:
+        """Per node of the last run: target, time, and the copies it caused."""
+        return self._last_report
+
+    # -- persistence ---------------------------------------------------------
+    def save(self, folder: str | Path) -> None:
+        """Write the portable module, the placement and every artifact."""
+        from ..ir.text import print_module
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "module.hpvm").write_text(print_module(self.module))
+        manifest = {"format": EXECUTABLE_FORMAT, "placement": self.placement.to_json(),
+                    "options": self.options, "targets": sorted(self.artifacts)}
+        for name, artifact in self.artifacts.items():
+            artifact.save(folder / "artifacts" / name)
+        (folder / "executable.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+
+    @classmethod
+    def load(cls, folder: str | Path, registry=None) -> "Executable":
+        from ..ir.text import load_module
+        folder = Path(folder)
+        manifest_path = folder / "executable.json"
+        if not manifest_path.exists():
+            raise HpvmError(f"{folder}: not a saved executable (no executable.json); "
+                            "make one with hpvm compile ... -o DIR")
+        manifest = json.loads(manifest_path.read_text())
+        if manifest.get("format") != EXECUTABLE_FORMAT:
+            raise HpvmError(f"{folder}: executable format {manifest.get('format')} is not "
+                            f"{EXECUTABLE_FORMAT}; recompile it with this hpvm")
+        module = load_module(folder / "module.hpvm")
+        artifacts = {name: Artifact.load(folder / "artifacts" / name) for name in manifest["targets"]}
+        return cls(module, Placement.from_json(manifest["placement"]), artifacts,
+                   manifest["options"], registry)
+
+    # -- internals -----------------------------------------------------------
+    def _new_frame(self, report: Report) -> Frame:
+        self._last_report = report
+        tracker = MemoryTracker(self._get_devices())
+        return Frame(next(self._frame_ids), self.module, self._program, self.placement.targets,
+                     self._get_devices(), tracker, report)
+
+    def _require_stream(self) -> dict:
+        if self._stream is None:
+            raise HpvmError("no stream is open: call start(...) before push/pop")
+        return self._stream
+
+    def _get_scheduler(self) -> DagScheduler:
+        with self._lock:
+            if self._scheduler is None:
+                self._scheduler = DagScheduler()
+            return self._scheduler
+
+    def _get_devices(self) -> dict[str, Device]:
+        with self._lock:
+            if self._devices is None:
+                registry = self._registry or _default_registry()
+                self._devices = {name: registry.target(name).target.load(artifact, self.options)
+                                 for name, artifact in self.artifacts.items()}
+            return self._devices
+
+    def __del__(self):
+        if self._scheduler is not None:
+            self._scheduler.shutdown()
+
+
+def _default_registry():
+    from ..registry import get_registry
+    return get_registry()

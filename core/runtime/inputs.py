@@ -1,0 +1,54 @@
+"""Checking a program's inputs against its root graph before anything runs."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import Diagnostic, ExecutionError, Location
+from ..ir.graph import Graph
+from ..ir.shapes import bind_symbols
+
+
+def validate_inputs(graph: Graph, inputs: Mapping[str, Any],
+                    required: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """``inputs`` checked and normalised: arrays of the declared dtype and
+    rank, scalars as numpy scalars of the declared type.  ``required``
+    limits the check to some parameters (streaming frames)."""
+    expected = [p for p in graph.params if p.reads and (required is None or p.name in required)]
+    names = {p.name for p in expected}
+    problems = []
+    unknown = sorted(set(inputs) - names)
+    if unknown:
+        problems.append(Diagnostic(Location(graph=graph.name),
+                                   f"unknown input(s) {unknown}; the inputs are {sorted(names)}",
+                                   "pass only the program's input parameters"))
+    missing = [p.name for p in expected if p.name not in inputs]
+    if missing:
+        problems.append(Diagnostic(Location(graph=graph.name), f"missing input(s) {missing}",
+                                   "pass a value for every input parameter"))
+    normalised: dict[str, Any] = {}
+    for p in expected:
+        if p.name not in inputs:
+            continue
+        where = Location(graph=graph.name, port=p.name)
+        value = inputs[p.name]
+        if p.is_buffer:
+            array = np.asarray(value)
+            dtype = p.type.element.numpy_dtype
+            if array.dtype != dtype:
+                problems.append(Diagnostic(where, f"expects dtype {dtype} ({p.type}), got {array.dtype}",
+                                           f"convert it with .astype(np.{dtype.name})"))
+                continue
+            normalised[p.name] = array
+        else:
+            if np.ndim(value) != 0:
+                problems.append(Diagnostic(where, f"expects a scalar {p.type}, got shape {np.shape(value)}",
+                                           "pass a single number"))
+                continue
+            normalised[p.name] = p.type.numpy_dtype.type(value)
+    if problems:
+        raise ExecutionError(problems)
+    bind_symbols(tuple(p for p in expected if p.name in normalised), normalised,
+                 Location(graph=graph.name))
+    return normalised

@@ -1,0 +1,107 @@
+"""Placement: which target runs each leaf node.
+
+For every leaf node, in order: a target from the user's list whose name
+matches the node's hint and that claims the node; else the first listed
+target that claims it; else the fallback ``cpu``; else the reference
+interpreter ``interp``.  Unavailable targets are skipped, with a note.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import TargetError
+from ..ir.graph import Module
+from ..target import NodeRef, Target
+
+FALLBACKS = ("cpu", "interp")
+
+
+@dataclass
+class Placement:
+    """Target per leaf node (keyed by ``str(NodeRef)``) and why."""
+
+    targets: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def target_of(self, ref: NodeRef) -> str:
+        return self.targets[str(ref)]
+
+    def nodes_of(self, target: str) -> list[NodeRef]:
+        return [_parse_ref(key) for key, t in self.targets.items() if t == target]
+
+    @property
+    def used_targets(self) -> list[str]:
+        return list(dict.fromkeys(self.targets.values()))
+
+    def to_json(self) -> dict:
+        return {"targets": self.targets, "reasons": self.reasons, "notes": self.notes}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Placement":
+        return cls(dict(data["targets"]), dict(data["reasons"]), list(data["notes"]))
+
+    def format(self) -> str:
+        """A table: node, target, reason; then the notes."""
+        width = max([len(k) for k in self.targets] + [4])
+        lines = [f"{'node':<{width}}  {'target':<12}  reason"]
+        for key, target in self.targets.items():
+            lines.append(f"{key:<{width}}  {target:<12}  {self.reasons[key]}")
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+def _parse_ref(key: str) -> NodeRef:
+    graph, node = key[1:].split(".", 1)
+    return NodeRef(graph, node)
+
+
+def hint_matches(hint: str, target_name: str) -> bool:
+    """A hint names a target (``gpu_opencl``) or its family (``gpu``)."""
+    return target_name == hint or target_name.startswith(hint + "_")
+
+
+def plan(module: Module, target_names: list[str], registry) -> Placement:
+    """Place every leaf node of ``module`` (see the module docstring)."""
+    placement = Placement()
+    chosen: list[Target] = []
+    for name in target_names:
+        info = registry.target(name)  # unknown names raise TargetError
+        if info.availability.available:
+            chosen.append(info.target)
+        else:
+            placement.notes.append(f"target '{name}' skipped: {info.availability.reason}")
+    fallbacks = [info.target for info in _installed(registry, FALLBACKS)
+                 if info.availability.available]
+    for graph in module.graphs.values():
+        for node in graph.nodes:
+            if not node.is_leaf:
+                continue
+            key = str(NodeRef(graph.name, node.name))
+            target, reason = _choose(module, graph, node, chosen, fallbacks)
+            placement.targets[key] = target.name
+            placement.reasons[key] = reason
+    return placement
+
+
+def _installed(registry, names):
+    for name in names:
+        try:
+            yield registry.target(name)
+        except TargetError:
+            continue
+
+
+def _choose(module, graph, node, chosen, fallbacks) -> tuple[Target, str]:
+    if node.hint:
+        for target in chosen:
+            if hint_matches(node.hint, target.name) and target.claims(module, graph, node):
+                return target, f"hint '{node.hint}'"
+    for target in chosen:
+        if target.claims(module, graph, node):
+            return target, "first listed target that claims it"
+    for target in fallbacks:
+        if target.claims(module, graph, node):
+            return target, "fallback: no listed target claims it"
+    raise TargetError(f"node '{node.name}' of graph '@{graph.name}': no target can run it; "
+                      f"install a target that claims it (see `hpvm targets`)")

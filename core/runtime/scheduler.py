@@ -1,0 +1,87 @@
+"""A dependency-driven job scheduler on a thread pool.
+
+Jobs are added with the ids of the jobs they wait for; a job starts as soon
+as all of them are done.  Jobs may be added while others run (streaming
+adds one frame at a time).  Device and native work release the GIL, so
+independent nodes really run at the same time.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, Hashable, Iterable
+
+
+class DagScheduler:
+    def __init__(self, workers: int | None = None):
+        self._pool = ThreadPoolExecutor(max_workers=workers or max(4, 2 * (os.cpu_count() or 2)),
+                                        thread_name_prefix="hpvm")
+        self._lock = threading.Lock()
+        self._futures: dict[Hashable, Future] = {}
+        self._waiting: dict[Hashable, int] = {}
+        self._dependents: dict[Hashable, list[Hashable]] = {}
+        self._work: dict[Hashable, Callable[[], Any]] = {}
+        self._done: dict[Hashable, BaseException | None] = {}
+
+    def add(self, job: Hashable, deps: Iterable[Hashable], work: Callable[[], Any]) -> Future:
+        """Schedule ``work`` after ``deps``; returns the job's future.  A
+        failed dependency fails the job with the same exception."""
+        future: Future = Future()
+        with self._lock:
+            self._futures[job] = future
+            self._work[job] = work
+            deps = list(deps)
+            pending = [d for d in deps if d not in self._done]
+            self._waiting[job] = len(pending)
+            for d in pending:
+                self._dependents.setdefault(d, []).append(job)
+            errors = [self._done[d] for d in deps if self._done.get(d) is not None]
+        if errors:
+            self._finish(job, error=errors[0])
+        elif not pending:
+            self._start(job)
+        return future
+
+    def future(self, job: Hashable) -> Future:
+        return self._futures[job]
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True)
+
+    def _start(self, job: Hashable) -> None:
+        with self._lock:
+            work = self._work.pop(job, None)
+        if work is not None:
+            self._pool.submit(self._run, job, work)
+
+    def _run(self, job: Hashable, work: Callable[[], Any]) -> None:
+        try:
+            result = work()
+        except BaseException as error:  # reported through the future
+            self._finish(job, error=error)
+        else:
+            self._finish(job, result=result)
+
+    def _finish(self, job: Hashable, result: Any = None, error: BaseException | None = None) -> None:
+        with self._lock:
+            if job in self._done:
+                return
+            self._done[job] = error
+            self._work.pop(job, None)
+            dependents = self._dependents.pop(job, [])
+            ready = []
+            for d in dependents:
+                self._waiting[d] -= 1
+                if self._waiting[d] == 0 or error is not None:
+                    ready.append(d)
+        future = self._futures[job]
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+        for d in ready:
+            if error is not None:
+                self._finish(d, error=error)
+            else:
+                self._start(d)

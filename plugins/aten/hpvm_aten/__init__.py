@@ -1,0 +1,1 @@
+"""hpvm-aten: the hpvm target 'aten' (tensor ops on ATen (PyTorch) kernels)."""

@@ -1,0 +1,1 @@
+"""hpvm-cpu: the hpvm target 'cpu' (multicore CPUs through LLVM (llvmlite): x86-64, AArch64, RISC-V)."""

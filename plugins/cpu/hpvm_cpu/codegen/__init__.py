@@ -1,0 +1,23 @@
+"""LLVM code generator of the cpu target.
+
+``compile_kernel_node(module, function_name, replication_rank, options)``
+lowers a kernel function (core/ir/kernel.py) to LLVM IR with llvmlite, the
+replication turned into a loop nest inside the generated code, optimises it
+at O3 for the host CPU (loop and SLP vectorisation) and JIT-compiles it with
+MCJIT.  ``CompiledKernel.run(args, replication_sizes)`` runs it on numpy
+arrays, one chunk of replication dimension 0 per core.
+``emit_object(module, function_names, triple)`` makes object code for
+cross-compilation (aarch64, riscv64, any LLVM triple).
+
+The calling convention is in abi.py.  Generated code does not check
+bounds: an out-of-range index is undefined behaviour, as in C.  Run a
+kernel in the reference interpreter (hpvm.interp) to find such bugs.
+Kernels with Barrier are refused (TargetError) for now.
+"""
+from .abi import ArgumentLayout, entry_symbol
+from .compiler import compile_kernel_node
+from .jit import CompiledKernel
+from .objects import CROSS_TRIPLES, emit_object
+
+__all__ = ["ArgumentLayout", "CROSS_TRIPLES", "CompiledKernel", "compile_kernel_node",
+           "emit_object", "entry_symbol"]

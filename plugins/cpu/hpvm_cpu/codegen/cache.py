@@ -1,0 +1,78 @@
+"""The compile cache: optimised LLVM IR by a key naming everything the
+code depends on, in memory (compiled kernels) and on disk (IR text).
+
+The disk cache lives in ``$HPVM_CACHE_DIR``, else ``$XDG_CACHE_HOME/hpvm/cpu``,
+else ``~/.cache/hpvm/cpu``; one ``<key>.ll`` file per compiled node.  It is
+best effort: an unwritable directory only costs the second compile.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import llvmlite
+import llvmlite.binding as llvm
+
+from hpvm.ir.graph import Module
+from hpvm.ir.kernel import Call
+from hpvm.ir.visit import walk
+
+CODEGEN_VERSION = 1
+"""Bump when generated code changes, so stale cache entries are ignored."""
+
+
+def reachable_functions(module: Module, function_name: str) -> list[str]:
+    """``function_name`` and every helper it calls, directly or not, sorted."""
+    seen: set[str] = set()
+    pending = [function_name]
+    while pending:
+        name = pending.pop()
+        if name in seen or name not in module.functions:
+            continue
+        seen.add(name)
+        pending.extend(n.function for n in walk(module.functions[name].body) if isinstance(n, Call))
+    return sorted(seen)
+
+
+def cache_key(module: Module, function_name: str, rank: int, options: dict,
+              machine: tuple) -> str:
+    """sha256 over the kernel and its helpers (repr of the frozen IR), the
+    rank, the options, LLVM's and llvmlite's versions and the machine."""
+    text = "\n".join([
+        f"hpvm-cpu codegen {CODEGEN_VERSION}",
+        *(repr(module.functions[name]) for name in reachable_functions(module, function_name)),
+        f"entry {function_name} rank {rank}",
+        json.dumps(options, sort_keys=True, default=repr),
+        f"llvm {llvm.llvm_version_info} llvmlite {llvmlite.__version__}",
+        repr(machine),
+    ])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def cache_directory() -> Path:
+    explicit = os.environ.get("HPVM_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "hpvm" / "cpu"
+
+
+def read_cached_ir(key: str) -> str | None:
+    try:
+        return (cache_directory() / f"{key}.ll").read_text()
+    except OSError:
+        return None
+
+
+def write_cached_ir(key: str, llvm_ir: str) -> None:
+    """Store ``llvm_ir`` atomically (a reader never sees half a file)."""
+    directory = cache_directory()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        temporary = directory / f"{key}.{os.getpid()}.tmp"
+        temporary.write_text(llvm_ir)
+        os.replace(temporary, directory / f"{key}.ll")
+    except OSError:
+        pass

@@ -1,0 +1,86 @@
+"""Math intrinsics and atomic updates.
+
+Float math maps to LLVM intrinsics (``llvm.sqrt.f32`` ...), which LLVM turns
+into instructions or libm calls; ``tanh`` has no LLVM intrinsic and calls
+libm's ``tanhf``/``tanh``.  ``min``/``max`` on floats use ``llvm.minnum`` /
+``llvm.maxnum``: C's fmin/fmax, a NaN operand yields the other operand (as
+the reference interpreter does).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from hpvm.errors import TargetError
+from hpvm.ir.types import ScalarType
+
+from .arithmetic import narrow, widen
+
+_LLVM_FLOAT_INTRINSICS = {
+    "sqrt": "llvm.sqrt", "exp": "llvm.exp", "log": "llvm.log", "sin": "llvm.sin",
+    "cos": "llvm.cos", "floor": "llvm.floor", "ceil": "llvm.ceil", "abs": "llvm.fabs",
+    "pow": "llvm.pow", "min": "llvm.minnum", "max": "llvm.maxnum",
+}
+_LIBM_FUNCTIONS = {"tanh": {32: "tanhf", 64: "tanh"}}
+
+
+def math_intrinsic(builder: ir.IRBuilder, name: str, args: list, type: ScalarType):
+    """The value of intrinsic ``name`` on ``args`` (register values of
+    ``type``)."""
+    if type.is_float:
+        return _float_intrinsic(builder, name, args, type)
+    if type.is_int:
+        return _integer_intrinsic(builder, name, args, type)
+    raise TargetError(f"cpu codegen: intrinsic '{name}' is not defined on {type}")
+
+
+def _float_intrinsic(builder: ir.IRBuilder, name: str, args: list, type: ScalarType):
+    wide = [widen(builder, a, type)[0] for a in args]
+    value_type = wide[0].type
+    module = builder.module
+    if name in _LLVM_FLOAT_INTRINSICS:
+        signature = ir.FunctionType(value_type, [value_type] * len(args))
+        function = module.declare_intrinsic(_LLVM_FLOAT_INTRINSICS[name], [value_type], signature)
+    elif name in _LIBM_FUNCTIONS:
+        bits = 64 if type.bits == 64 else 32
+        function = _declare_libm(module, _LIBM_FUNCTIONS[name][bits], value_type, len(args))
+    else:
+        raise TargetError(f"cpu codegen: unknown intrinsic '{name}'")
+    return narrow(builder, builder.call(function, wide), type)
+
+
+def _declare_libm(module: ir.Module, symbol: str, value_type, arity: int) -> ir.Function:
+    existing = module.globals.get(symbol)
+    if existing is not None:
+        return existing
+    function = ir.Function(module, ir.FunctionType(value_type, [value_type] * arity), symbol)
+    function.attributes.add("nounwind")
+    return function
+
+
+def _integer_intrinsic(builder: ir.IRBuilder, name: str, args: list, type: ScalarType):
+    if name == "abs":
+        if not type.is_signed:
+            return args[0]
+        zero = ir.Constant(args[0].type, 0)
+        negative = builder.icmp_signed("<", args[0], zero)
+        return builder.select(negative, builder.sub(zero, args[0]), args[0])
+    if name in ("min", "max"):
+        symbol = "<" if name == "min" else ">"
+        compare = builder.icmp_signed if type.is_signed else builder.icmp_unsigned
+        return builder.select(compare(symbol, args[0], args[1]), args[0], args[1])
+    raise TargetError(f"cpu codegen: intrinsic '{name}' needs a float argument, got {type}")
+
+
+def atomic_update(builder: ir.IRBuilder, op: str, pointer, value, type: ScalarType):
+    """Atomically combine ``value`` into ``*pointer``; returns the old value.
+    Float min/max use ``atomicrmw fmin/fmax`` (fmin/fmax semantics, as the
+    non-atomic intrinsics)."""
+    if type.is_bool:
+        raise TargetError("cpu codegen: atomic updates of bool buffers are not supported")
+    if type.is_float:
+        kind = {"add": "fadd", "min": "fmin", "max": "fmax"}[op]
+    elif op == "add":
+        kind = "add"
+    else:
+        kind = op if type.is_signed else "u" + op
+    return builder.atomic_rmw(kind, pointer, value, "monotonic")

@@ -1,0 +1,129 @@
+"""Running compiled nodes in this process: MCJIT engines and the
+multi-threaded launcher.
+
+``CompiledKernel.run`` splits replication dimension 0 into one chunk per
+thread and calls the entry once per chunk through ctypes, which releases the
+GIL during the call: chunks run truly in parallel and no Python runs per
+instance.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from hpvm.errors import Diagnostic, ExecutionError, Location
+from hpvm.ir.kernel import KernelFunction
+
+from .abi import ArgumentLayout, entry_symbol
+from .machine import parse, target_machine
+from .marshal import PackedArguments, pack_arguments
+
+ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+
+@functools.cache
+def _thread_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="hpvm-cpu")
+
+
+def split_range(count: int, parts: int) -> list[tuple[int, int]]:
+    """``[0, count)`` as at most ``parts`` contiguous, near-equal chunks."""
+    parts = max(1, min(parts, count))
+    base, extra = divmod(count, parts)
+    chunks, begin = [], 0
+    for index in range(parts):
+        end = begin + base + (index < extra)
+        chunks.append((begin, end))
+        begin = end
+    return chunks
+
+
+class CompiledKernel:
+    """A node kernel compiled to machine code for this CPU.
+
+    ``run(args, replication_sizes)`` runs every instance; ``llvm_ir`` is the
+    optimised LLVM IR; ``layout`` the slot layout (abi.py); ``symbol`` the
+    entry's name; ``from_cache`` says whether the IR came from the cache.
+    """
+
+    def __init__(self, kernel: KernelFunction, layout: ArgumentLayout, llvm_ir: str,
+                 threads: int | None = None, from_cache: bool = False):
+        self.kernel = kernel
+        self.layout = layout
+        self.llvm_ir = llvm_ir
+        self.symbol = entry_symbol(kernel.name)
+        self.threads = threads or os.cpu_count() or 1
+        self.from_cache = from_cache
+        module = parse(llvm_ir)
+        self._engine = llvm.create_mcjit_compiler(module, target_machine(jit=True))
+        self._engine.finalize_object()
+        self.entry = ENTRY_TYPE(self._engine.get_function_address(self.symbol))
+
+    @property
+    def rank(self) -> int:
+        return self.layout.rank
+
+    def run(self, args: dict[str, Any], replication_sizes=(), threads: int | None = None
+            ) -> dict[str, np.ndarray]:
+        """Run all instances on ``args`` (numpy arrays for buffers, updated
+        in place; numbers for scalars).  ``out`` buffers that are not given
+        are made zero-filled when their shape follows from the other
+        arguments.  Returns every buffer by parameter name."""
+        sizes = self._replication(replication_sizes)
+        args = dict(args)
+        args.update(missing_outputs(self.kernel, args))
+        packed = pack_arguments(self.kernel.name, self.layout, args, sizes)
+        if 0 not in sizes:
+            self._launch(packed, split_range(sizes[0], threads or self.threads))
+        return dict(packed.buffers)
+
+    def _launch(self, packed: PackedArguments, chunks: list[tuple[int, int]]) -> None:
+        private = any(b.scratch is not None for b in self.layout.buffers)
+        calls = [(packed.with_scratch() if private else packed, b, e) for b, e in chunks]
+        if len(calls) == 1:
+            arguments, begin, end = calls[0]
+            self.entry(arguments.address, begin, end)
+            return
+        futures = [_thread_pool().submit(self.entry, a.address, b, e) for a, b, e in calls]
+        for future in futures:
+            future.result()
+
+    def _replication(self, sizes) -> tuple[int, ...]:
+        sizes = tuple(int(s) for s in sizes) or (1,)
+        if len(sizes) != self.rank or any(s < 0 for s in sizes):
+            raise ExecutionError(Diagnostic(
+                Location(function=self.kernel.name),
+                f"replication {sizes} does not fit a kernel compiled for {self.rank} dimension(s)",
+                f"pass {self.rank} non-negative sizes, or compile for rank {len(sizes)}"))
+        return sizes
+
+
+def missing_outputs(kernel: KernelFunction, args: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Zero-filled arrays for the ``out`` buffers missing from ``args``
+    whose shapes follow from the given buffers and integer scalars."""
+    symbols: dict[str, int] = {}
+    for parameter in kernel.params:
+        value = args.get(parameter.name)
+        if value is None:
+            continue
+        if parameter.is_buffer and parameter.type.shape is not None and isinstance(value, np.ndarray):
+            for dim, size in zip(parameter.type.shape, value.shape):
+                if isinstance(dim, str):
+                    symbols.setdefault(dim, size)
+        elif not parameter.is_buffer and parameter.type.is_int:
+            symbols[parameter.name] = int(value)
+    made = {}
+    for parameter in kernel.params:
+        if parameter.name in args or parameter.direction != "out" or not parameter.is_buffer:
+            continue
+        shape = parameter.type.shape
+        if shape is not None and all(isinstance(d, int) or d in symbols for d in shape):
+            made[parameter.name] = np.zeros(parameter.type.concrete_shape(symbols),
+                                            parameter.type.element.numpy_dtype)
+    return made

@@ -1,0 +1,14 @@
+"""hpvm-fpga-aoc is discovered through its entry point and reports its state."""
+from hpvm.registry import get_registry
+from hpvm.target import CORE_API_VERSION
+
+
+def test_fpga_aoc_target_is_discovered_by_name():
+    info = get_registry().target("fpga_aoc")
+    assert info.distribution == "hpvm-fpga-aoc"
+    assert info.target.api_version == CORE_API_VERSION
+
+
+def test_fpga_aoc_target_gives_a_reason_when_unavailable():
+    availability = get_registry().target("fpga_aoc").availability
+    assert availability.available or availability.reason.strip()

@@ -1,0 +1,47 @@
+import threading
+import time
+
+import pytest
+
+from hpvm.runtime.scheduler import DagScheduler
+
+
+@pytest.fixture
+def scheduler():
+    s = DagScheduler(workers=4)
+    yield s
+    s.shutdown()
+
+
+def test_jobs_run_after_their_dependencies(scheduler):
+    order = []
+    scheduler.add("a", [], lambda: order.append("a"))
+    scheduler.add("b", ["a"], lambda: order.append("b"))
+    scheduler.add("c", ["a", "b"], lambda: order.append("c")).result(5)
+    assert order == ["a", "b", "c"]
+
+
+def test_independent_jobs_run_concurrently(scheduler):
+    barrier = threading.Barrier(2, timeout=5)
+    scheduler.add("x", [], barrier.wait)
+    scheduler.add("y", [], barrier.wait)
+    scheduler.add("end", ["x", "y"], lambda: "ok").result(5)  # would time out if serial
+
+
+def test_a_failure_fails_every_dependent(scheduler):
+    def fail():
+        raise ValueError("boom")
+
+    scheduler.add("a", [], fail)
+    dependent = scheduler.add("b", ["a"], lambda: "never")
+    with pytest.raises(ValueError, match="boom"):
+        dependent.result(5)
+    late = scheduler.add("c", ["a"], lambda: "never")
+    with pytest.raises(ValueError, match="boom"):
+        late.result(5)
+
+
+def test_jobs_added_after_their_dependency_finished_still_run(scheduler):
+    scheduler.add("a", [], lambda: 1).result(5)
+    time.sleep(0.01)
+    assert scheduler.add("b", ["a"], lambda: 2).result(5) == 2

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Set up .venv with hpvm, every plugin and the sdk installed in editable mode.
+# Safe to run again: it reinstalls only when a pyproject.toml changed
+# (delete .venv/.hpvm-bootstrap to force a reinstall).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PYTHON="${PYTHON:-python3}"
+VENV=.venv
+STAMP="$VENV/.hpvm-bootstrap"
+
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "bootstrap: creating $VENV"
+    "$PYTHON" -m venv "$VENV"
+fi
+
+packages=(-e ".[test]")
+for plugin in plugins/*/; do
+    [ -f "$plugin/pyproject.toml" ] && packages+=(-e "${plugin%/}")
+done
+packages+=(-e sdk)
+
+# The stamp records what was installed: the project files and the venv's Python.
+wanted="$(cat pyproject.toml plugins/*/pyproject.toml sdk/pyproject.toml \
+          | cat - <("$VENV/bin/python" --version) | sha256sum | cut -d' ' -f1)"
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$wanted" ]; then
+    echo "bootstrap: $VENV is up to date"
+    exit 0
+fi
+
+echo "bootstrap: installing $(( ${#packages[@]} / 2 )) editable packages (hpvm, plugins, sdk)"
+"$VENV/bin/python" -m pip install --quiet --upgrade pip
+"$VENV/bin/python" -m pip install --quiet "${packages[@]}"
+echo "$wanted" > "$STAMP"
+echo "bootstrap: done ($VENV/bin/hpvm, $VENV/bin/python -m pytest)"

@@ -85,6 +85,7 @@ class Registry:
         self._manager.add_hookspecs(hookspec)
         self._sources: dict[str, _Source] = {}
         self._failures: list[PluginFailure] = []
+        self._target_failures: list[PluginFailure] = []
         self._targets: dict[str, TargetInfo] | None = None
         self._plugin_passes: list | None = None
         if builtins:
@@ -132,14 +133,14 @@ class Registry:
             return
         self.register(plugin, name=name, distribution=distribution, version=version)
 
-    def _fail(self, name: str, distribution: str, reason: str, target: str | None = None):
-        self._failures.append(PluginFailure(name, distribution, reason, target))
+    def _fail(self, name: str, distribution: str, reason: str) -> None:
+        self._failures.append(PluginFailure(name, distribution, reason))
 
     @property
     def failures(self) -> list[PluginFailure]:
         """Plugins that failed to load and targets that were refused."""
         self._collect()
-        return list(self._failures)
+        return self._failures + self._target_failures
 
     # -- targets ---------------------------------------------------------
 
@@ -154,7 +155,7 @@ class Registry:
         targets = self._collect()
         if name in targets:
             return targets[name]
-        for failure in self._failures:
+        for failure in self._target_failures:
             if failure.target == name:
                 raise TargetError(f"target '{name}' cannot be used: {failure.reason}")
         raise TargetError(_unknown_target_message(name, sorted(targets)))
@@ -162,6 +163,7 @@ class Registry:
     def _collect(self) -> dict[str, TargetInfo]:
         if self._targets is None:
             self._targets = {}
+            self._target_failures = []
             for impl in self._manager.hook.hpvm_targets.get_hookimpls():
                 source = self._sources[impl.plugin_name]
                 for target in self._call_targets_hook(impl, source):
@@ -172,25 +174,28 @@ class Registry:
         try:
             result = impl.function()
         except Exception as exc:  # a plugin's bug must not hide other targets
-            self._fail(impl.plugin_name, source.distribution,
-                       f"hpvm_targets() failed: {one_line(exc)}")
+            self._refuse(impl.plugin_name, source, f"hpvm_targets() failed: {one_line(exc)}")
             return []
         if not isinstance(result, (list, tuple)):
-            self._fail(impl.plugin_name, source.distribution,
-                       f"hpvm_targets() returned {type(result).__name__}, "
-                       "expected a list of hpvm.target.Target")
+            self._refuse(impl.plugin_name, source,
+                         f"hpvm_targets() returned {type(result).__name__}, "
+                         "expected a list of hpvm.target.Target")
             return []
         return list(result)
 
     def _add_target(self, target: Any, plugin_name: str, source: _Source) -> None:
         reason = self._refusal(target, source)
         if reason:
-            self._fail(plugin_name, source.distribution, reason,
-                       target=getattr(target, "name", None))
+            self._refuse(plugin_name, source, reason, getattr(target, "name", None))
             return
         self._targets[target.name] = TargetInfo(
             target.name, source.distribution, source.version, target,
             _availability(target))
+
+    def _refuse(self, plugin_name: str, source: _Source, reason: str,
+                target: str | None = None) -> None:
+        self._target_failures.append(
+            PluginFailure(plugin_name, source.distribution, reason, target))
 
     def _refusal(self, target: Any, source: _Source) -> str:
         """Why ``target`` cannot be registered; empty if it can."""

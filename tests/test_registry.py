@@ -190,3 +190,13 @@ def test_get_registry_is_cached_until_reload():
     assert get_registry() is first
     assert reload() is not first
     assert registry_module.get_registry() is not first
+
+
+def test_refusals_are_reported_once_after_more_plugins_register():
+    old = FakeTarget("old", api_version=CORE_API_VERSION + 1)
+    registry = Registry(entry_points=[FakeEntryPoint("old", TargetsPlugin(old))],
+                        builtins=False)
+    registry.targets()
+    registry.register(TargetsPlugin(FakeTarget("new")), name="new")
+    assert [info.name for info in registry.targets()] == ["new"]
+    assert len(registry.failures) == 1

@@ -29,7 +29,7 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$wanted" ]; then
 fi
 
 echo "bootstrap: installing $(( ${#packages[@]} / 2 )) editable packages (hpvm, plugins, sdk)"
-"$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet "${packages[@]}"
+"$VENV/bin/python" -m pip install -qq --upgrade pip
+"$VENV/bin/python" -m pip install -qq "${packages[@]}"
 echo "$wanted" > "$STAMP"
 echo "bootstrap: done ($VENV/bin/hpvm, $VENV/bin/python -m pytest)"

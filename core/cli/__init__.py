@@ -53,11 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     """Run the ``hpvm`` command line ``argv`` (default: sys.argv[1:])."""
     try:
         args = build_parser().parse_args(argv)
-        return args.handler(args) or 0
+    except SystemExit as done:  # --help and --version end here
+        return done.code or 0
     except UsageError as err:
         sys.stderr.write(err.usage)
         report_error(str(err))
         return 2
+    try:
+        return args.handler(args) or 0
     except DiagnosticError as err:
         for diagnostic in err.diagnostics:
             report_error(str(diagnostic))

@@ -153,7 +153,6 @@ class CallMixin:
                              f"write atomic_{op}(buf[i], value)")
         value = self.scalar(node.args[1])
         buffer, indices, element = self.element(node.args[0], "write")
-        self.scope.usage.note("reads", buffer)
         converted = self.rule(node, convert, value, element, f"atomic_{op} on '{buffer}'")
         self.settle(value, element)
         result = None

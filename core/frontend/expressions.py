@@ -11,7 +11,9 @@ import numbers
 
 import numpy as np
 
-from ..ir.kernel import Cast, Compare, Const, Expr, Intrinsic, Load, Select, Unary, Var
+from ..ir.kernel import (
+    Assign, Binary, Cast, Compare, Const, Expr, If, Intrinsic, Let, Load, Select, Unary, Var,
+)
 from ..ir.types import BOOL, I64, scalar_type_of_dtype
 from ..ir.visit import walk
 from .scope import KernelScope
@@ -87,14 +89,20 @@ class ExprTranslator:
         return value.expr
 
     def index(self, node) -> Expr:
+        """An element index: an integer (as i64), never a negative literal."""
+        value = self.integer(node)
+        if isinstance(value, Const) and value.value < 0:
+            raise self.error(node, "negative indices do not count from the end in kernels",
+                             "write the position explicitly: buf[n - 1]")
+        return value
+
+    def integer(self, node) -> Expr:
+        """An integer expression converted to i64."""
         value = self.scalar(node)
         if value.weak and isinstance(value.expr, Const) and not value.type.is_float:
-            if value.expr.value < 0:
-                raise self.error(node, "negative indices do not count from the end in kernels",
-                                 "write the position explicitly: buf[n - 1]")
             return Const(value.expr.value, I64)
         if not value.type.is_int:
-            raise self.error(node, f"an index must be an integer, not {value.type}",
+            raise self.error(node, f"an index or bound must be an integer, not {value.type}",
                              f"convert it: i64({ast.unparse(node)})")
         self.settle(value, I64)
         return value.expr if value.type == I64 else Cast(value.expr, I64)
@@ -244,7 +252,7 @@ class ExprTranslator:
         before = len(self.out)
         result = fn(node)
         if len(self.out) != before:
-            raise self.error(node, f"helper calls and atomics are not allowed in {where}",
+            raise self.error(node, f"helper calls, atomics and conditional loads are not allowed in {where}",
                              "compute the value into a variable first")
         return result
 
@@ -259,7 +267,7 @@ class ExprTranslator:
             a, b, _ = self.rule(node, unify, lhs, rhs, f"'{ast.unparse(node)}'")
             self.settle(lhs, a.type)
             self.settle(rhs, b.type)
-            parts.append(Compare(COMPARISONS[type(op)], a, b))
+            parts.append(_compare(COMPARISONS[type(op)], a, b))
             lhs = rhs
         result = parts[0]
         for part in parts[1:]:
@@ -267,11 +275,25 @@ class ExprTranslator:
         return Value(result)
 
     def _expr_IfExp(self, node):
+        """``a if c else b``: a Select when both arms are safe to evaluate,
+        else (loads, integer division, helper calls) an if statement into a
+        temporary, so only the chosen arm runs, as in Python."""
         cond = self.condition(node.test)
-        arms = [self.without_statements(n, "the arms of 'x if c else y'", self.scalar)
-                for n in (node.body, node.orelse)]
+        arms, blocks = [], []
+        for arm in (node.body, node.orelse):
+            saved, self.out = self.out, []
+            arms.append(self.scalar(arm))
+            blocks.append(tuple(self.out))
+            self.out = saved
         a, b, weak = self.rule(node, unify, arms[0], arms[1], f"'{ast.unparse(node)}'")
-        return Value(Select(cond, a, b), weak)
+        self.settle(arms[0], a.type)
+        self.settle(arms[1], b.type)
+        if not any(blocks) and not _may_fault(a) and not _may_fault(b):
+            return Value(Select(cond, a, b), weak)
+        temp = self.scope.names.fresh(self.scope.local_prefix + "choice")
+        self.emit(Let(temp, a.type, None))
+        self.emit(If(cond, blocks[0] + (Assign(temp, a),), blocks[1] + (Assign(temp, b),)))
+        return Value(Var(temp, a.type))
 
     # -- indexing ----------------------------------------------------------
     def _expr_Subscript(self, node):
@@ -325,6 +347,11 @@ class ExprTranslator:
     def undeclared(self, node, name: str, mode: str):
         """The error for indexing ``name``, which this kernel cannot see."""
         owner = self.scope.undeclared.get(name)
+        python_value = self.scope.source.lookup(name) if name not in self.scope.locals else MISSING
+        if owner is None and python_value is not MISSING:
+            return self.error(node, f"'{name}' is a Python {type(python_value).__name__}; kernels cannot "
+                                    "index Python values", "pass the data as a buffer parameter of the "
+                                    "program, or compute the value in an @hpvm.kernel helper")
         if owner is not None:
             where = "ins=(...)" if mode == "read" else "outs=(...)"
             return self.error(node, f"node '{owner}' {mode}s buffer '{name}' but does not declare it",
@@ -338,3 +365,20 @@ class ExprTranslator:
         shown = "any length (flat)" if rank is None else f"rank {rank}"
         raise self.error(node, f"'{name}' has {shown} but is indexed with {count} indices",
                          f"index with 1 (flat) or {rank} indices" if rank else "index with 1 index")
+
+
+def _may_fault(expr: Expr) -> bool:
+    """True if evaluating ``expr`` may fail (a load, an integer division)."""
+    return any(isinstance(e, Load) or (isinstance(e, Binary) and e.op in ("div", "rem")
+                                       and not e.type.is_float) for e in walk(expr))
+
+
+_PY_COMPARE = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
+               "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y}
+
+
+def _compare(op: str, lhs: Expr, rhs: Expr) -> Expr:
+    """A comparison, folded when both sides are constants."""
+    if isinstance(lhs, Const) and isinstance(rhs, Const):
+        return Const(_PY_COMPARE[op](lhs.value, rhs.value), BOOL)
+    return Compare(op, lhs, rhs)

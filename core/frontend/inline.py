@@ -3,9 +3,9 @@
 A call ``h(buf, x)`` becomes the helper's statements in the caller:
 scalar arguments are copied into fresh variables, buffer (and array)
 arguments are passed by name, the helper's locals are renamed
-``h_name``, and ``return e`` assigns the result variable.  A helper may
-return only at its end (the last statement, or the last statement of each
-branch of a final ``if``)."""
+``h_name``, and ``return e`` assigns the result variable.  A helper
+returns at the end of a path: ``if c: return a`` followed by more code is
+fine (the code moves into the else branch); a return inside a loop is not."""
 from __future__ import annotations
 
 import ast
@@ -14,7 +14,7 @@ from ..ir.kernel import Assign, Const, Let, Var
 from ..ir.types import I64, BufferType
 from .hoisting import hoisted_names
 from .scope import BufferRef, KernelScope, LocalVar
-from .typing_rules import Value, convert
+from .typing_rules import Value
 
 
 class HelperResult:
@@ -45,6 +45,32 @@ class HelperResult:
         translator.emit(Assign(self.name, expr))
 
 
+def _ends_with_return(body) -> bool:
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, ast.Return):
+        return True
+    return isinstance(last, ast.If) and _ends_with_return(last.body) and _ends_with_return(last.orelse)
+
+
+def _has_return(stmt) -> bool:
+    return any(isinstance(node, ast.Return) for node in ast.walk(stmt))
+
+
+def normalize_returns(body: list) -> list:
+    """Move the statements after ``if c: return a`` into the branches that
+    do not return, so every return is at the end of a path
+    (``if c: return a`` / ``return b`` becomes an if / else)."""
+    for index, stmt in enumerate(body[:-1]):
+        if isinstance(stmt, ast.If) and _has_return(stmt):
+            rest = body[index + 1:]
+            branches = [b if _ends_with_return(b) else list(b) + rest for b in (stmt.body, stmt.orelse)]
+            new_if = ast.If(stmt.test, normalize_returns(branches[0]), normalize_returns(branches[1]))
+            return list(body[:index]) + [ast.copy_location(new_if, stmt)]
+    return list(body)
+
+
 def _tail_returns(body) -> set[int]:
     if not body:
         return set()
@@ -71,23 +97,40 @@ def inline_call(caller, node: ast.Call, kernel) -> Value:
         source=kernel.source, usage=scope.usage, names=scope.names,
         settled_types=scope.settled_types, settled_now=scope.settled_now,
         helper_stack=scope.helper_stack + (kernel.name,), local_prefix=f"{kernel.name}_")
+    assigned = _assigned_names(kernel.source.tree)
     for param, arg in zip(kernel.params, node.args):
         if isinstance(param.type, BufferType):
             _bind_buffer(caller, helper_scope, param, arg)
-        else:
-            value = caller.scalar(arg)
-            ir_name = scope.names.fresh(f"{kernel.name}_{param.name}")
-            caller.emit(Let(ir_name, param.type, caller.converted(
-                arg, value, param.type, f"argument '{param.name}' of '{kernel.name}'")))
-            helper_scope.locals[param.name] = LocalVar(ir_name, param.type)
-    body = kernel.source.tree.body
+            continue
+        expr = caller.converted(arg, caller.scalar(arg), param.type,
+                                f"argument '{param.name}' of '{kernel.name}'")
+        if isinstance(expr, (Var, Const)) and param.name not in assigned:
+            helper_scope.constants[param.name] = Value(expr)   # pass simple values directly
+            continue
+        ir_name = scope.names.fresh(f"{kernel.name}_{param.name}")
+        caller.emit(Let(ir_name, param.type, expr))
+        helper_scope.locals[param.name] = LocalVar(ir_name, param.type)
+    body = normalize_returns(kernel.source.tree.body)
     translator = StmtTranslator(helper_scope, hoisted_names(body))
     translator.inliner = result = HelperResult(kernel, body)
-    statements = translator.function_body(body)
-    if result.name is not None:
+    statements = list(translator.function_body(body))
+    if result.name is None:
+        caller.out.extend(statements)
+        return Value(None)
+    last = statements[-1] if statements else None
+    single = sum(isinstance(s, Assign) and s.name == result.name for s in statements) == 1
+    if single and isinstance(last, Assign) and last.name == result.name:
+        statements[-1] = Let(result.name, result.type, last.value)   # one straight-line result
+    else:
         caller.emit(Let(result.name, result.type, None))
     caller.out.extend(statements)
-    return Value(None if result.name is None else Var(result.name, result.type))
+    return Value(Var(result.name, result.type))
+
+
+def _assigned_names(tree) -> set[str]:
+    """Names a function body assigns to."""
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Store)}
 
 
 def _bind_buffer(caller, helper_scope, param, arg) -> None:

@@ -56,10 +56,11 @@ def translate_body(body, make_scope, prelude=()):
     return stmts, scope
 
 
-def annotation_value(source: FunctionSource, node, what: str):
-    """Evaluate an annotation AST in the function's Python scope."""
+def annotation_value(source: FunctionSource, node, what: str, where=None):
+    """Evaluate an annotation AST in the function's Python scope (``where``
+    locates the error when there is no annotation)."""
     if node is None:
-        raise source.error(None, f"{what} has no type annotation",
+        raise source.error(where, f"{what} has no type annotation",
                            'annotate it, e.g. x: Buffer[f32, "N"] or n: i64')
     try:
         return eval(compile(ast.Expression(node), source.file, "eval"), dict(source.namespace))
@@ -76,7 +77,7 @@ def parameter_specs(source: FunctionSource) -> list[ParamSpec]:
                                         "parameters", "declare plain annotated parameters")
     specs = []
     for arg in args.args:
-        value = annotation_value(source, arg.annotation, f"parameter '{arg.arg}'")
+        value = annotation_value(source, arg.annotation, f"parameter '{arg.arg}'", arg)
         if isinstance(value, Directed):
             specs.append(ParamSpec(arg.arg, value.type, value.direction))
         elif isinstance(value, (BufferType, ScalarType)):

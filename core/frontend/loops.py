@@ -32,10 +32,10 @@ def loop_header(translator, node) -> LoopHeader:
         raise translator.error(node, f"cannot loop over '{ast.unparse(node)}'", LOOP_USAGE)
     if not 1 <= len(node.args) <= 3 or (node.keywords and not is_loop):
         raise translator.error(node, "a loop takes 1 to 3 bounds", LOOP_USAGE)
-    args = list(node.args)
-    step = _constant(translator, args.pop(), "step") if len(args) == 3 else 1
-    start = translator.index(args[0]) if len(args) == 2 else Const(0, I64)
-    stop = translator.index(args[-1])
+    args = node.args
+    start = translator.integer(args[0]) if len(args) >= 2 else Const(0, I64)
+    stop = translator.integer(args[1] if len(args) >= 2 else args[0])
+    step = _constant(translator, args[2], "step") if len(args) == 3 else 1
     hints = {key.arg: _constant(translator, key.value, key.arg) for key in node.keywords}
     step = hints.pop("step", step)
     if step == 0:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import ast
 from copy import deepcopy
 
-from ..ir.kernel import ArrayDecl, Assign, Const, For, If, Let, Return, Store, While
+from ..ir.kernel import ArrayDecl, Assign, Const, For, If, Let, Load, Return, Store, Var, While
+from ..ir.visit import walk
 from ..ir.types import ScalarType
 from .calls import CallMixin
 from .expressions import ExprTranslator
@@ -112,8 +113,38 @@ class StmtTranslator(CallMixin, ExprTranslator):
             return self.store(target, self.scalar(node.value))
         if isinstance(target, ast.Name):
             return self.assign(target, self.scalar(node.value))
+        if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) and (
+                len(target.elts) == len(node.value.elts)):
+            return self.assign_tuple(target.elts, node.value.elts)
         raise self.error(node, f"cannot assign to '{ast.unparse(target)}'",
                          "assign one variable or one element per statement")
+
+    def assign_tuple(self, targets, values) -> None:
+        """``a, b = x, y``: every right side is evaluated before any target
+        is assigned (through a temporary where a value reads an earlier
+        target)."""
+        for target in targets:
+            if not isinstance(target, (ast.Name, ast.Subscript)):
+                raise self.error(target, f"cannot assign to '{ast.unparse(target)}'",
+                                 "assign names or elements")
+        results = [self.scalar(value) for value in values]
+        for index in range(1, len(results)):
+            if self._reads_targets(results[index].expr, targets[:index]):
+                temp = self.scope.names.fresh(self.scope.local_prefix + "tmp")
+                self.emit(Let(temp, results[index].type, results[index].expr))
+                results[index] = Value(Var(temp, results[index].type), results[index].weak)
+        for target, value in zip(targets, results):
+            if isinstance(target, ast.Name):
+                self.assign(target, value)
+            else:
+                self.store(target, value)
+
+    def _reads_targets(self, expr, targets) -> bool:
+        names = {self.scope.locals[t.id].ir_name for t in targets
+                 if isinstance(t, ast.Name) and t.id in self.scope.locals}
+        stores = any(isinstance(t, ast.Subscript) for t in targets)
+        return any((isinstance(e, Var) and e.name in names) or (stores and isinstance(e, Load))
+                   for e in walk(expr))
 
     def _stmt_AnnAssign(self, node):
         declared = self.python_object(node.annotation)

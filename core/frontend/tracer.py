@@ -60,11 +60,19 @@ class Tracer:
         return self.producers.get(name) is not None
 
     def decide_input(self, name: str, reads: bool) -> None:
-        """First use of an undecided parameter: reading makes it an input."""
+        """First use of an undecided parameter: reading makes it an input;
+        so does writing when no other buffer or scalar can give its size."""
         info = self.buffers[name]
         if info.input is None:
-            info.input = reads
-            self.producers[name] = (PARAM,) if reads else None
+            info.input = reads or not self._size_known_without(name)
+            self.producers[name] = (PARAM,) if info.input else None
+
+    def _size_known_without(self, name: str) -> bool:
+        known = {s for s, t in self.scalars.items() if t.is_int}
+        for other in self.buffers.values():
+            if other.name != name and (other.input is None or self.has_value(other.name)):
+                known.update(other.type.symbols)
+        return set(self.buffers[name].type.symbols) <= known
 
     def feed(self, node: str, port: str, buffer: str) -> None:
         """Wire the current value of ``buffer`` into ``node.port``."""
@@ -91,6 +99,10 @@ class Tracer:
             if symbol in info.type.symbols and self.has_value(info.name):
                 return info.name
         if self.parent is None:
+            for info in self.buffers.values():
+                if symbol in info.type.symbols and info.input is None:
+                    self.decide_input(info.name, True)
+                    return info.name
             return None
         name = self.parent.buffer_with_symbol(symbol)
         if name is None or name in self.buffers:
@@ -120,4 +132,5 @@ class ModuleState:
 
     functions: dict = field(default_factory=dict)
     graphs: dict = field(default_factory=dict)
-    names: NameAllocator = field(default_factory=NameAllocator)
+    function_names: NameAllocator = field(default_factory=NameAllocator)
+    names: NameAllocator = field(default_factory=NameAllocator)     # graph names

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.kernel import Binary, Cast, Const, Expr, normalize_constant
+from ..ir.kernel import Binary, Cast, Const, Expr, Select, Unary, normalize_constant
 from ..ir.types import BOOL, F64, I64, ScalarType
 
 
@@ -89,9 +89,21 @@ def adopt(value: Value, target: ScalarType) -> Expr:
             f"write an integer literal, or cast the other operand: f32(x)")
     if target.is_bool:
         raise TypeRuleError("a number cannot be used as bool", "compare it: x != 0")
-    if isinstance(value.expr, Const):
-        return Const(normalize_constant(value.expr.value, target), target)
-    return Cast(value.expr, target)
+    return _retype(value.expr, target)
+
+
+def _retype(expr: Expr, target: ScalarType) -> Expr:
+    """A literal-derived expression rebuilt in ``target`` (constants
+    re-made, selects and arithmetic rebuilt; anything else cast)."""
+    if isinstance(expr, Const):
+        return Const(normalize_constant(expr.value, target), target)
+    if isinstance(expr, Select):
+        return Select(expr.cond, _retype(expr.if_true, target), _retype(expr.if_false, target))
+    if isinstance(expr, Binary) and expr.op in ("add", "sub", "mul", "div", "rem"):
+        return Binary(expr.op, _retype(expr.lhs, target), _retype(expr.rhs, target))
+    if isinstance(expr, Unary) and expr.op == "neg":
+        return Unary("neg", _retype(expr.operand, target))
+    return Cast(expr, target)
 
 
 def unify(a: Value, b: Value, what: str) -> tuple[Expr, Expr, bool]:

@@ -133,6 +133,7 @@ def run_node(module: Module, graph: Graph, node: Node, ports: Mapping[str, Any])
     if isinstance(body, TensorBody):
         return _run_tensor_node(graph, node, body, ports)
     if isinstance(body, GraphBody):
+        _check_single_instance(module, graph, node, ports)
         return run_graph(module, module.graph(body.graph), ports)
     raise _graph_error(graph, f"node '{node.name}' has an unknown body "
                        f"{type(body).__name__}", "use a kernel, tensor, constant or graph body")
@@ -164,6 +165,16 @@ def _replication(graph: Graph, node: Node, symbols: Mapping[str, int]) -> tuple[
         raise _graph_error(graph, f"node '{node.name}': replication cannot be evaluated "
                            f"({error})", "write replication sizes with the node's buffer "
                            "size symbols and integer scalar inputs") from None
+
+
+def _check_single_instance(module: Module, graph: Graph, node: Node, ports) -> None:
+    if not node.replication:
+        return
+    symbols = bind_symbols(_ports(module, graph, node), ports,
+                           Location(graph=graph.name, node=node.name))
+    if int(np.prod(_replication(graph, node, symbols))) != 1:
+        raise _graph_error(graph, f"node '{node.name}': the interpreter cannot replicate an "
+                           "internal node", "replicate the leaf nodes of its child graph")
 
 
 def _run_tensor_node(graph: Graph, node: Node, body: TensorBody, ports: Mapping[str, Any]):

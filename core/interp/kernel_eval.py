@@ -46,7 +46,8 @@ class KernelEvaluator:
         self.replication = replication
         self.groups = groups
         self.depth = 0
-        self._consts: dict[k.Const, np.ndarray] = {}
+        # keyed by identity: -0.0 == 0.0 would make value-equal keys collide
+        self._consts: dict[int, tuple[k.Const, np.ndarray]] = {}
         self._exprs = {
             k.Const: self._const, k.Var: self._var, k.Unary: self._unary,
             k.Binary: self._binary, k.Compare: self._compare, k.Select: self._select,
@@ -197,10 +198,11 @@ class KernelEvaluator:
         return handler(expr, scope, mask)
 
     def _const(self, expr: k.Const, scope, mask):
-        value = self._consts.get(expr)
-        if value is None:
-            value = self._consts[expr] = np.asarray(expr.value, dtype=expr.type.numpy_dtype)
-        return value
+        cached = self._consts.get(id(expr))
+        if cached is None:
+            cached = (expr, np.asarray(expr.value, dtype=expr.type.numpy_dtype))
+            self._consts[id(expr)] = cached
+        return cached[1]
 
     def _var(self, expr: k.Var, scope, mask):
         try:
@@ -330,7 +332,8 @@ class KernelEvaluator:
                     raise self.lanes.error(
                         f"argument '{param.name}' of '@{function.name}' must be a buffer",
                         "pass a buffer parameter or a declared array")
-                values[param.name] = value
+                # inside the helper the buffer goes by the parameter's name
+                values[param.name] = dataclasses.replace(value, name=param.name)
                 self._bind_helper_symbols(function, param, value, values)
             else:
                 values[param.name] = scalar_ops.cast(value, param.type)

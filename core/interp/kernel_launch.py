@@ -102,6 +102,11 @@ def _buffer_storage(param: Parameter, array, count: int, where: Location) -> Sto
     if not isinstance(array, np.ndarray):
         raise _param_error(where, param, f"expects a numpy array, got {type(array).__name__}",
                            "pass a numpy array")
+    expected = param.type.element.numpy_dtype
+    if array.dtype != expected:
+        raise _param_error(where, param, f"expects elements of type {param.type.element}, "
+                           f"got {array.dtype.name}",
+                           f"make the producer's buffer {param.type.element} too")
     if param.direction == "in":
         shape = None if param.type.shape is None else tuple(array.shape)
         return Storage(param.name, np.ascontiguousarray(array), shape, read_only=True)

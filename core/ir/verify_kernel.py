@@ -9,7 +9,7 @@ from __future__ import annotations
 import networkx as nx
 
 from .kernel import (
-    ARRAY_SPACES, ATOMIC_OPS, Call, If, InstanceCount, InstanceId,
+    ARRAY_SPACES, ATOMIC_OPS, Call, Expr, If, InstanceCount, InstanceId,
     KernelFunction, Return, Stmt,
 )
 from .types import I64, BufferType
@@ -218,6 +218,12 @@ def always_returns(stmts) -> bool:
     return False
 
 
+def _walk_body(function: KernelFunction):
+    """walk() over the body, skipping malformed entries (reported by the
+    statement checks)."""
+    return walk(tuple(s for s in function.body if isinstance(s, (Stmt, Expr))))
+
+
 def call_graph(module) -> nx.DiGraph:
     """Functions as nodes, an edge f -> g when f calls g."""
     graph = nx.DiGraph()
@@ -225,7 +231,7 @@ def call_graph(module) -> nx.DiGraph:
         graph.add_node(name)
         if not isinstance(function, KernelFunction):
             continue  # reported by check_functions
-        for item in walk(function.body):
+        for item in _walk_body(function):
             if isinstance(item, Call):
                 graph.add_edge(name, item.function)
     return graph
@@ -254,7 +260,7 @@ def instance_dims_used(module, name: str) -> int:
         if not isinstance(function, KernelFunction) or function.name in seen:
             continue
         seen.add(function.name)
-        for item in walk(function.body):
+        for item in _walk_body(function):
             if isinstance(item, (InstanceId, InstanceCount)) and _is_int(item.dim):
                 highest = max(highest, item.dim)
             elif isinstance(item, Call):

@@ -15,11 +15,12 @@ from .kernel import KernelFunction
 from .parameter import Parameter
 from .types import BufferType
 from .verify_common import (
-    Report, buffer_mismatch, check_out_shapes, check_param_list, node_scope,
+    Report, check_out_shapes, check_param_list, node_scope,
     quoted,
 )
 from .verify_expr import ExprChecker
 from .verify_kernel import instance_dims_used
+from .verify_tensor import check_tensor_node
 
 ATTRIBUTE_SCALARS = (bool, int, float, str)
 
@@ -52,7 +53,7 @@ def _body_params(module, node: Node, report: Report):
     if isinstance(body, TensorBody):
         check_param_list(body.params, report, f"node '{node.name}'")
         _check_attributes(body.attrs, report, f"attribute of op '{body.op}'")
-        _check_tensor_op(node, report)
+        check_tensor_node(node, report)
         return body.params
     if isinstance(body, ConstantBody):
         _check_constant(node, report)
@@ -184,7 +185,7 @@ def _check_group(node: Node, report: Report) -> None:
                      "give one work-group size per replication dim")
 
 
-# -- constants and tensor ops --------------------------------------------
+# -- constants --------------------------------------------
 def _check_constant(node: Node, report: Report) -> None:
     body = node.body
     where = f"constant node '{node.name}'"
@@ -212,75 +213,3 @@ def _check_constant(node: Node, report: Report) -> None:
         report.error(f"{where} has data of shape {body.data.shape} but its "
                      f"type is {body.type}", "make the type's shape match "
                      "the data, or reshape the data")
-
-
-def _check_tensor_op(node: Node, report: Report) -> None:
-    """Op name, ports and shape inference of a tensor node; skipped while
-    hpvm.ir.tensor_ops is not available."""
-    try:
-        from .tensor_ops import TENSOR_OPS
-    except ImportError:
-        return
-    body = node.body
-    spec = TENSOR_OPS.get(body.op)
-    if spec is None:
-        report.error(f"node '{node.name}' uses unknown tensor op '{body.op}'",
-                     f"use one of {quoted(sorted(TENSOR_OPS))}")
-        return
-    ports = {p.name: p for p in body.params}
-    _check_tensor_ports(node, spec, ports, report)
-    _check_tensor_types(node, spec, ports, report)
-
-
-def _check_tensor_ports(node: Node, spec, ports, report: Report) -> None:
-    inputs = tuple(spec.inputs) + tuple(spec.optional_inputs)
-    for name in spec.inputs:
-        if name not in ports:
-            report.error(f"tensor op '{spec.name}' of node '{node.name}' needs "
-                         f"input '{name}'", f"add an in port '{name}'", port=name)
-    for name in spec.outputs:
-        if name not in ports:
-            report.error(f"tensor op '{spec.name}' of node '{node.name}' "
-                         f"produces '{name}' but has no port for it",
-                         f"add an out port '{name}'", port=name)
-    for name, port in ports.items():
-        expected = "in" if name in inputs else "out" if name in spec.outputs else None
-        if expected is None:
-            report.error(f"tensor op '{spec.name}' has no port '{name}'",
-                         f"use its ports {quoted(inputs + tuple(spec.outputs))}",
-                         port=name)
-        elif port.direction != expected:
-            report.error(f"port '{name}' of tensor op '{spec.name}' must be "
-                         f"'{expected}', not '{port.direction}'",
-                         f"make it direction '{expected}'", port=name)
-    for key in node.body.attrs:
-        if key not in spec.attrs:
-            report.error(f"tensor op '{spec.name}' has no attribute '{key}'",
-                         f"use one of {quoted(spec.attrs)}")
-
-
-def _check_tensor_types(node: Node, spec, ports, report: Report) -> None:
-    inputs = tuple(spec.inputs) + tuple(spec.optional_inputs)
-    types = {n: ports[n].type for n in inputs if n in ports}
-    if any(n not in types for n in spec.inputs):
-        return
-    if not all(isinstance(t, BufferType) for t in types.values()):
-        report.error(f"tensor op '{spec.name}' takes buffers only",
-                     "make every port a BufferType")
-        return
-    try:
-        inferred = spec.infer(types, {**spec.attrs, **node.body.attrs})
-    except Exception as error:  # the op's own message says what is wrong
-        report.error(f"tensor op '{spec.name}' rejects its inputs: {error}",
-                     "fix the input port types or the attributes")
-        return
-    for name, expected in inferred.items():
-        port = ports.get(name)
-        if port is None or not isinstance(port.type, BufferType):
-            continue
-        reason = buffer_mismatch(expected, port.type)
-        if reason:
-            report.error(
-                f"output '{name}' of '{spec.name}' is declared {port.type} but "
-                f"the op infers {expected} ({reason})",
-                f"declare '{name}' as {expected}", port=name)

@@ -53,12 +53,11 @@ def prepare_for_target(module: Module, target: Target, nodes: list[NodeRef],
     """The module as ``target`` compiles it: tensor ops it does not take
     natively lowered to kernels, then the target's own passes."""
     from ..passes import run_pipeline
-    lowered = []
-    for ref in nodes:
-        node = module.graph(ref.graph).node(ref.node)
-        if isinstance(node.body, TensorBody) and node.body.op not in target.native_tensor_ops:
-            lowered.append(ref.node)
-    if lowered:
-        module = run_pipeline(module, "legalize-tensor-ops{nodes=%s}" % ":".join(lowered))
+    tensor_ops = {n.body.op for ref in nodes
+                  for n in [module.graph(ref.graph).node(ref.node)] if isinstance(n.body, TensorBody)}
+    if tensor_ops - set(target.native_tensor_ops):
+        keep = ",".join(sorted(target.native_tensor_ops))
+        module = run_pipeline(module, f"legalize-tensor-ops{{keep={keep}}}" if keep
+                              else "legalize-tensor-ops")
     pipeline = target.passes(options)
     return run_pipeline(module, pipeline) if pipeline else module

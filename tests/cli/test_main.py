@@ -25,11 +25,14 @@ def test_missing_required_option_is_a_usage_error(capsys):
 
 
 def test_version_is_printed(capsys):
-    try:
-        main(["--version"])
-    except SystemExit as exit:
-        assert exit.code == 0
+    assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == f"hpvm {__version__}"
+
+
+def test_help_lists_every_command(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(command in out for command in ("targets", "ir", "passes", "opt", "run", "demo"))
 
 
 def test_console_script_reports_errors_in_one_line_without_traceback(tmp_path):

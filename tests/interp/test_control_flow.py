@@ -226,3 +226,29 @@ def test_variables_declared_in_a_loop_body_start_fresh_each_iteration():
     )
     out = kernel_run(body, (out_param(I32),), {"out": np.zeros(1, np.int32)}, (1,))["out"]
     assert out[0] == 3
+
+
+def test_negative_zero_constant_keeps_its_sign():
+    body = (Store("out", (I,), Const(1.0, F32) / Const(-0.0, F32) + Const(0.0, F32)),)
+    out = kernel_run(body, (out_param(F32),), {"out": np.zeros(1, np.float32)}, (1,))["out"]
+    assert out[0] == -np.inf
+
+
+def test_recursive_helper_is_an_error():
+    loop = KernelFunction("loop", (Parameter("x", I64),),
+                          (Return(Call("loop", (Var("x", I64),), I64)),), return_type=I64)
+    body = (Store("out", (I,), Call("loop", (I,), I64)),)
+    with pytest.raises(ExecutionError, match="recursion through '@loop'"):
+        kernel_run(body, (out_param(),), {"out": np.zeros(1, np.int64)}, (1,), helpers=(loop,))
+
+
+def test_helper_errors_name_the_helper():
+    body = (Store("out", (I,), Call("first_at_least",
+                                    (Var("a", BufferType(F32, ("N",))), Const(9.0, F32)), I64)),)
+    params = (Parameter("a", BufferType(F32, ("N",))), out_param())
+    reader = KernelFunction("first_at_least", FIRST_AT_LEAST.params,
+                            (Return(Load("values", (Const(5, I64),), F32).cast(I64)),),
+                            return_type=I64)
+    with pytest.raises(ExecutionError, match="function '@first_at_least'.*'values' at index 5"):
+        kernel_run(body, params, {"a": np.zeros(2, np.float32),
+                                  "out": np.zeros(1, np.int64)}, (1,), helpers=(reader,))

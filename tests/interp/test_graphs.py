@@ -5,7 +5,7 @@ import pytest
 
 from hpvm.errors import ExecutionError
 from hpvm.ir import (
-    F32, I64, Assign, BindIn, BindOut, BufferType, ConstantBody, Edge, For, Graph,
+    F32, I64, Assign, BindIn, BindOut, BufferType, Const, ConstantBody, Edge, For, Graph,
     GraphBody, InstanceId, Intrinsic, KernelBody, KernelFunction, Let, Load, Module,
     Node, Parameter, Store, Var,
 )
@@ -26,8 +26,8 @@ def node(name, function, replication=()):
 MATMUL = KernelFunction(
     "matmul",
     (buffer("a", ("M", "K")), buffer("b", ("K", "N")), buffer("c", ("M", "N"), "out")),
-    (Let("acc", F32, Var("zero", F32) if False else Load("a", (I, I * 0), F32) * 0),
-     For("k", I * 0, Var("K", I64), 1, (
+    (Let("acc", F32, Const(0.0, F32)),
+     For("k", Const(0, I64), Var("K", I64), 1, (
          Assign("acc", Var("acc", F32) + Load("a", (I, Var("k", I64)), F32)
                 * Load("b", (Var("k", I64), J), F32)),)),
      Store("c", (I, J), Var("acc", F32))))
@@ -56,7 +56,7 @@ def blur_function(name, axis):
     total = None
     for offset in (-1, 0, 1):
         moved = Intrinsic("min", (Intrinsic("max", ((I if axis == 0 else J) + offset,
-                                                   I * 0)), limit))
+                                                   Const(0, I64))), limit))
         index = (moved, J) if axis == 0 else (I, moved)
         term = Load("src", index, F32)
         total = term if total is None else total + term

@@ -218,3 +218,34 @@ def test_atomic_max_result_sees_the_values_before_each_update():
                                        "out": np.zeros(6, np.int32)}, (6,))
     np.testing.assert_array_equal(result["best"], [5, 9])
     np.testing.assert_array_equal(result["out"], [0, 0, 3, 7, 3, 9])
+
+
+def test_colliding_stores_keep_the_highest_instance_value():
+    body = (Store("out", (Const(0, I64),), I),
+            If((I % 2).eq(0), (Store("out", (Const(1, I64),), I),)))
+    out = kernel_run(body, (buffer("out", I64, (2,), "out"),), {}, (5,))["out"]
+    np.testing.assert_array_equal(out, [4, 4])
+
+
+def test_atomic_result_under_divergent_control_flow_updates_active_instances_only():
+    body = (
+        Let("old", I64, Const(-1, I64)),
+        If((I % 2).eq(1), (AtomicUpdate("add", "counter", (Const(0, I64),), I, result="old"),)),
+        Store("out", (I,), Var("old", I64)),
+    )
+    params = (buffer("counter", I64, (1,), "inout"), buffer("out", I64, ("N",), "out"))
+    result = kernel_run(body, params, {"counter": np.zeros(1, np.int64),
+                                       "out": np.zeros(6, np.int64)}, (6,))
+    assert result["counter"][0] == 1 + 3 + 5
+    np.testing.assert_array_equal(result["out"][::2], [-1, -1, -1])
+    assert sorted(result["out"][1::2]) == [0, 1, 4]
+
+
+def test_buffer_of_the_wrong_element_type_reaching_a_kernel_is_an_error():
+    body = (Store("out", (I,), Load("a", (I,), F32)),)
+    params = (buffer("a", F32, ("N",)), buffer("out", F32, ("N",), "out"))
+    function = KernelFunction("k", params, body)
+    from hpvm.interp.kernel_launch import launch_kernel
+    with pytest.raises(ExecutionError, match="parameter 'a': expects elements of type f32"):
+        launch_kernel(Module("m", {"k": function}, {}, "main"), function,
+                      {"a": np.zeros(2, np.int32), "out": np.zeros(2, np.float32)}, (2,))

@@ -429,3 +429,27 @@ def test_for_with_float_bounds():
 def test_for_with_unroll_below_one():
     find(diagnostics_of(For("j", Const(0, I64), N, 1, (), unroll=0)),
          "loop 'j': unroll factor 0 must be an integer >= 1")
+
+
+# -- parameters and malformed IR -------------------------------------------------
+def test_scalar_parameter_naming_a_shape_symbol_must_be_integer():
+    params = PARAMS + (Parameter("N", F32),)
+    find(check(leaf_module(kernel(copy_x_to_y(), params=params))),
+         "scalar parameter 'N' names a shape symbol but is f32")
+
+
+def test_duplicate_parameter_names():
+    params = PARAMS + (Parameter("n", I32),)
+    find(check(leaf_module(kernel(copy_x_to_y(), params=params))),
+         "declares parameter 'n' twice")
+
+
+def test_malformed_ir_is_reported_not_raised():
+    body = (For("j", None, N, 1, ()), Let("t", None, Const(1, I32)), "stmt",
+            Store("Y", [I], 3.0))
+    module = leaf_module(kernel(*body))
+    module.functions["junk"] = "not a function"
+    texts = [str(d) for d in check(module)]
+    assert any("None is not a kernel expression" in t for t in texts)
+    assert any("'stmt' is not a kernel statement" in t for t in texts)
+    assert any("'junk' is not a KernelFunction" in t for t in texts)

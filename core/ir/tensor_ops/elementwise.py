@@ -79,12 +79,14 @@ BIAS_ADD = TensorOpSpec(
 
 
 # activations -------------------------------------------------------------
-def _unary(name: str, evaluate, kernel_expr, attrs=None, float_only=True,
-           summary="") -> TensorOpSpec:
+def _unary(name: str, evaluate, kernel_expr, attrs=None, check_attrs=None,
+           float_only=True, summary="") -> TensorOpSpec:
     """An elementwise op y = f(x); ``kernel_expr(builder, x_expr)`` is f in
-    kernel IR."""
+    kernel IR; ``check_attrs(ctx)`` validates the attributes."""
     def infer(ctx: OpContext) -> dict[str, BufferType]:
         element = ctx.float_element() if float_only else ctx.numeric_element()
+        if check_attrs:
+            check_attrs(ctx)
         return {"y": BufferType(element, ctx.shape("x"))}
 
     def lower(b: KernelBuilder) -> tuple[Expr, ...]:
@@ -123,7 +125,8 @@ RELU = _unary("relu", lambda ctx, x: np.maximum(x, x.dtype.type(0)),
               lambda b, x: maximum(x, b.const(0)), float_only=False,
               summary="y = max(x, 0)")
 CLIPPED_RELU = _unary("clipped_relu", _evaluate_clipped_relu, _lower_clipped_relu,
-                      attrs={"min": 0.0, "max": 6.0}, summary="y = min(max(x, min), max)")
+                      attrs={"min": 0.0, "max": 6.0}, check_attrs=_clip_bounds,
+                      summary="y = min(max(x, min), max)")
 TANH = _unary("tanh", lambda ctx, x: np.tanh(x), lambda b, x: Intrinsic("tanh", (x,)),
               summary="y = tanh(x)")
 SIGMOID = _unary("sigmoid", lambda ctx, x: _sigmoid(x),

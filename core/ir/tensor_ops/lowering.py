@@ -100,7 +100,6 @@ class KernelBuilder:
 
     def __init__(self, ctx: OpContext, params: tuple[Parameter, ...]):
         self.ctx = ctx
-        self.attrs = ctx.attrs
         self.types: dict[str, BufferType] = {p.name: p.type for p in params}
         self._taken = {p.name for p in params}
         for t in self.types.values():

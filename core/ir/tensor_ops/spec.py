@@ -264,6 +264,9 @@ class TensorOpSpec:
         allowed = "x0, x1, ..." if self.variadic else ", ".join(order)
         for port in types:
             if port not in order:
+                if self.is_input_port(port):
+                    ctx.fail(f"inputs must be numbered x0 to x{len(types) - 1} without "
+                             f"gaps, got '{port}'", "renumber the inputs from x0", port)
                 ctx.fail(f"has no input port '{port}'; its inputs are {allowed}",
                          f"rename '{port}' to one of: {allowed}", port)
         required = order if self.variadic else self.inputs

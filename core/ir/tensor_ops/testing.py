@@ -15,7 +15,7 @@ from ...errors import Location
 from ..graph import Module, Node, TensorBody
 from ..shapes import bind_symbols, replication_sizes
 from ..types import BufferType, scalar_type_of_dtype
-from . import get_op
+from . import get_op, tensor_node
 
 
 def types_of(**arrays: np.ndarray) -> dict[str, BufferType]:
@@ -50,3 +50,59 @@ def run_lowered(node: Node, inputs: Mapping[str, np.ndarray]) -> dict[str, np.nd
     results = run_kernel(module, name, dict(inputs), replication_sizes(replication, symbols))
     outputs = get_op(node.body.op).outputs
     return {port: results[port] for port in outputs}
+
+
+def assert_lowering_matches(node: Node, inputs: Mapping[str, np.ndarray],
+                            rtol: float = 1e-5, atol: float = 1e-5) -> None:
+    """Assert that ``node``'s lowered kernel (interpreted) computes what
+    ``evaluate`` does, port by port, within float tolerance."""
+    expected = evaluate_node(node, inputs)
+    actual = run_lowered(node, inputs)
+    for port, value in expected.items():
+        assert actual[port].shape == value.shape, port
+        assert actual[port].dtype == value.dtype, port
+        np.testing.assert_allclose(actual[port], value, rtol=rtol, atol=atol,
+                                   err_msg=f"{node.body.op}: port '{port}'")
+
+
+def example_nodes(seed: int = 0) -> dict[str, tuple[Node, dict[str, np.ndarray]]]:
+    """One small example use of every op: name -> (tensor node, f32 inputs).
+    Batch dims are the symbol "N" where the op allows it; for targets and
+    passes that want to run every op once."""
+    rng = np.random.default_rng(seed)
+
+    def arrays(**shapes):
+        return {port: rng.standard_normal(shape).astype(np.float32)
+                for port, shape in shapes.items()}
+
+    def node(op, inputs, attrs=None, symbolic=()):
+        types = types_of(**inputs)
+        for port in symbolic:
+            types[port] = BufferType(types[port].element, ("N",) + types[port].shape[1:])
+        return tensor_node(f"{op}_node", op, types, attrs), inputs
+
+    x4 = arrays(x=(2, 4, 6, 5))
+    channels = arrays(scale=(4,), bias=(4,), mean=(4,), var=(4,))
+    channels["var"] = np.abs(channels["var"]) + 0.1
+    window = {"kernel": (3, 2), "stride": (2, 1), "padding": (1, 0, 1, 1)}
+    return {
+        "conv2d": node("conv2d", {**x4, **arrays(w=(6, 2, 3, 3), b=(6,))},
+                       {"padding": (1, 1, 1, 1), "groups": 2}, ("x",)),
+        "matmul": node("matmul", arrays(a=(2, 3, 4), b=(4, 5)), symbolic=("a",)),
+        "gemm": node("gemm", arrays(a=(3, 4), b=(5, 4), c=(5,)),
+                     {"alpha": 0.5, "trans_b": True}, ("a",)),
+        "add": node("add", arrays(a=(2, 3, 1), b=(4,)), symbolic=("a",)),
+        "mul": node("mul", arrays(a=(2, 3), b=(2, 3))),
+        "bias_add": node("bias_add", {**x4, **arrays(b=(4,))}, symbolic=("x",)),
+        "relu": node("relu", x4, symbolic=("x",)),
+        "clipped_relu": node("clipped_relu", x4, {"min": -0.5, "max": 0.5}, ("x",)),
+        "tanh": node("tanh", x4, symbolic=("x",)),
+        "sigmoid": node("sigmoid", x4, symbolic=("x",)),
+        "max_pool": node("max_pool", x4, window, ("x",)),
+        "avg_pool": node("avg_pool", x4, window, ("x",)),
+        "softmax": node("softmax", x4, {"axis": 1}, ("x",)),
+        "batchnorm": node("batchnorm", {**x4, **channels}, symbolic=("x",)),
+        "reshape": node("reshape", x4, {"shape": (0, -1, 5)}, ("x",)),
+        "flatten": node("flatten", x4, symbolic=("x",)),
+        "concat": node("concat", arrays(x0=(2, 1, 3), x1=(2, 2, 3)), symbolic=("x0", "x1")),
+    }

@@ -116,7 +116,9 @@ class KernelParser:
         if token.kind == "name" and token.value in ("true", "false"):
             return Const(s.next().value == "true", BOOL)
         if s.accept_op("("):
+            s.skip_line_breaks()
             inner = self.expr()
+            s.skip_line_breaks()
             s.expect_op(")")
             return inner
         if token.kind == "global":
@@ -132,24 +134,10 @@ class KernelParser:
         raise s.expected("an expression", fix)
 
     def args(self) -> tuple[Expr, ...]:
-        self.s.expect_op("(")
-        args = []
-        while not self.s.at_op(")"):
-            args.append(self.expr())
-            if not self.s.accept_op(","):
-                break
-        self.s.expect_op(")", "separate arguments with ','")
-        return tuple(args)
+        return tuple(self.s.delimited("(", ")", self.expr, "arguments"))
 
     def indices(self) -> tuple[Expr, ...]:
-        self.s.expect_op("[")
-        indices = []
-        while not self.s.at_op("]"):
-            indices.append(self.expr())
-            if not self.s.accept_op(","):
-                break
-        self.s.expect_op("]", "separate indices with ','")
-        return tuple(indices)
+        return tuple(self.s.delimited("[", "]", self.expr, "indices"))
 
     def call(self) -> Call:
         token = self.s.next()
@@ -296,9 +284,8 @@ class KernelParser:
     def _loop_options(self) -> dict:
         s = self.s
         options: dict = {}
-        if not s.accept_op("["):
-            return options
-        while not s.at_op("]"):
+
+        def read() -> None:
             token = s.next()
             if token.value in LOOP_FLAGS:
                 options[token.value] = True
@@ -308,9 +295,8 @@ class KernelParser:
             else:
                 raise s.error(token, f"unknown loop attribute {token.describe()}",
                               "use unroll = N, ivdep, trip_count = N")
-            if not s.accept_op(","):
-                break
-        s.expect_op("]", "separate loop attributes with ','")
+        if s.at_op("["):
+            s.delimited("[", "]", read, "loop attributes")
         return options
 
     def _while(self, token: Token) -> While:

@@ -1,9 +1,9 @@
 """Tokens of the ``.hpvm`` text form.
 
 ``tokenize(text, filename)`` returns a list of :class:`Token` ending with an
-``eof`` token.  Newlines are tokens (statements end at a line end) except
-inside parentheses and brackets, where a long list may span lines.  ``#``
-starts a comment that runs to the end of the line.
+``eof`` token.  Newlines are tokens: statements end at a line end (the
+parser lets lists break after '(', '[', '{' and ',').  ``#`` starts a
+comment that runs to the end of the line.
 """
 from __future__ import annotations
 
@@ -56,7 +56,6 @@ _PATTERNS = [
 ]
 _TOKEN = re.compile("|".join(f"(?P<{kind}>{pattern})" for kind, pattern in _PATTERNS))
 _SIMPLE_ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
-_OPENERS = {"(": ")", "[": "]"}
 
 
 def parse_error(filename: str | None, line: int, column: int, message: str,
@@ -73,7 +72,6 @@ class _Lexer:
         self.pos = 0
         self.line = 1
         self.line_start = 0
-        self.depth = 0
         self.tokens: list[Token] = []
 
     @property
@@ -101,8 +99,7 @@ class _Lexer:
             return
         if kind == "newline":
             self.pos += 1
-            if self.depth == 0:
-                self.tokens.append(Token("newline", "\n", line, column))
+            self.tokens.append(Token("newline", "\n", line, column))
             self.line += 1
             self.line_start = self.pos
             return
@@ -113,22 +110,17 @@ class _Lexer:
         else:
             self.pos += len(text)
             value = text[1:] if kind == "global" else text
-            self.track_depth(text)
         self.tokens.append(Token(kind, value, line, column))
-
-    def track_depth(self, text: str) -> None:
-        if text in _OPENERS:
-            self.depth += 1
-        elif text in _OPENERS.values() and self.depth > 0:
-            self.depth -= 1
 
     def read_string(self) -> str:
         """Read a double-quoted string starting at ``self.pos``."""
+        start_column = self.column
         self.pos += 1
         chars = []
         while True:
             if self.pos >= len(self.text) or self.text[self.pos] == "\n":
-                raise self.error("unterminated string", 'close it with "')
+                raise parse_error(self.filename, self.line, start_column,
+                                  "unterminated string", 'close it with " on the same line')
             ch = self.text[self.pos]
             if ch == '"':
                 self.pos += 1

@@ -84,6 +84,7 @@ class _ModuleParser:
     def scan_signatures(self) -> None:
         """Read every function and graph signature, skipping the bodies."""
         s = self.s
+        roots = []
         while not s.at("eof"):
             if s.accept_word("func"):
                 token = s.peek()
@@ -93,7 +94,10 @@ class _ModuleParser:
                 token = s.peek()
                 name = s.global_name("a graph name")
                 self._add_unique(self.graph_params, name, s.params(), token, "graph")
-            elif s.accept_word("root"):
+            elif s.at_word("root"):
+                if roots:
+                    raise s.error(s.peek(), "the root graph is named twice", "keep one 'root' line")
+                roots.append(s.next())
                 s.global_name("the root graph")
                 s.end_statement()
                 continue
@@ -256,7 +260,7 @@ class _ModuleParser:
     def _constant_shape(self, type: BufferType, data: np.ndarray, token) -> tuple[int, ...]:
         s = self.s
         if s.accept_word("shape"):
-            shape = tuple(s.int_literal("a dimension") for _ in self._list_items())
+            shape = tuple(s.delimited("[", "]", s.int_literal, "dimensions"))
         elif type.shape is None:
             shape = (data.size,)
         elif all(isinstance(d, int) for d in type.shape):
@@ -269,28 +273,19 @@ class _ModuleParser:
                                  f"{list(shape)} needs {math.prod(shape)}")
         return shape
 
-    def _list_items(self):
-        """Yield once per item of a '[a, b]' list; the caller reads the item."""
-        s = self.s
-        s.expect_op("[")
-        while not s.at_op("]"):
-            yield
-            if not s.accept_op(","):
-                break
-        s.expect_op("]", "separate items with ','")
-
 
 def parse_module(text: str, filename: str | None = None) -> Module:
-    """The Module written in ``text``; ParseError (naming ``filename``, line
-    and column) if it is not valid ``.hpvm`` text."""
-    return _ModuleParser(text, filename).module()
+    """The Module written in ``text``; ParseError (naming ``filename``, or
+    ``<text>`` when None, with line and column) if it is not valid ``.hpvm``
+    text."""
+    return _ModuleParser(text, filename or "<text>").module()
 
 
 def load_module(path) -> Module:
     """Read and parse the ``.hpvm`` file at ``path``."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as error:
         raise ParseError(Diagnostic(Location(file=str(path)), f"cannot read the file: {error}",
                                     "check the path and that it is UTF-8 text")) from None

@@ -17,7 +17,7 @@ from ..kernel import (
     Let, Load, Return, Select, Stmt, Store, Unary, Var, While,
 )
 from ..parameter import Parameter
-from ..types import F64, I64, BufferType, ScalarType
+from ..types import F64, I64, BufferType
 from .syntax import (
     BINARY_SPELLING, COMPARE_SPELLING, PRECEDENCE, PRIMARY_PRECEDENCE,
     UNARY_PRECEDENCE, UNARY_SPELLING, format_float, format_global, format_name,

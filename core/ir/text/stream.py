@@ -70,6 +70,25 @@ class TokenStream:
             raise self.expected(f"'{word}'", fix)
         return self.next()
 
+    def skip_line_breaks(self) -> None:
+        while self.at("newline"):
+            self.next()
+
+    def delimited(self, open: str, close: str, read_item, what: str) -> list:
+        """Items read by ``read_item()`` between ``open`` and ``close``,
+        separated by ','; lines may break after the opener and commas."""
+        self.expect_op(open)
+        items = []
+        self.skip_line_breaks()
+        while not self.at_op(close):
+            items.append(read_item())
+            self.skip_line_breaks()
+            if not self.accept_op(","):
+                break
+            self.skip_line_breaks()
+        self.expect_op(close, f"separate {what} with ','")
+        return items
+
     def skip_newlines(self) -> None:
         while self.at("newline") or self.at_op(";"):
             self.next()
@@ -138,19 +157,20 @@ class TokenStream:
     def type(self):
         """``T`` or ``T[*]`` or ``T[d, ...]`` with int or symbol dims."""
         element = self.scalar_type()
-        if not self.accept_op("["):
+        if not self.at_op("["):
             return element
-        if self.accept_op("*"):
+        if self.at_op("*", 1):
+            self.next()
+            self.next()
             self.expect_op("]")
             return BufferType(element, None)
-        dims = []
-        while not self.at_op("]"):
-            dims.append(self.name("a dimension") if self.at_name()
-                        else self.int_literal("a dimension (an integer or a shape symbol)"))
-            if not self.accept_op(","):
-                break
-        self.expect_op("]", "separate dimensions with ','")
+        dims = self.delimited("[", "]", self.dim, "dimensions")
         return BufferType(element, tuple(dims))
+
+    def dim(self):
+        if self.at_name():
+            return self.name("a dimension")
+        return self.int_literal("a dimension (an integer or a shape symbol)")
 
     def param(self) -> Parameter:
         """``[direction] [restrict] name: type``."""
@@ -168,19 +188,17 @@ class TokenStream:
 
     def params(self) -> tuple[Parameter, ...]:
         """``(param, ...)``; duplicate names are refused."""
-        self.expect_op("(")
         params: list[Parameter] = []
-        while not self.at_op(")"):
+
+        def read() -> Parameter:
             token = self.peek()
             param = self.param()
             if any(p.name == param.name for p in params):
                 raise self.error(token, f"parameter '{param.name}' is declared twice",
                                  "give each parameter its own name")
             params.append(param)
-            if not self.accept_op(","):
-                break
-        self.expect_op(")", "separate parameters with ','")
-        return tuple(params)
+            return param
+        return tuple(self.delimited("(", ")", read, "parameters"))
 
     # ------------------------------------------------------ attributes
     def attr_value(self):
@@ -188,14 +206,8 @@ class TokenStream:
             return self.next().value == "true"
         if self.at("string"):
             return self.next().value
-        if self.accept_op("["):
-            items = []
-            while not self.at_op("]"):
-                items.append(self.attr_value())
-                if not self.accept_op(","):
-                    break
-            self.expect_op("]", "separate list items with ','")
-            return tuple(items)
+        if self.at_op("["):
+            return tuple(self.delimited("[", "]", self.attr_value, "list items"))
         try:
             return self.number()
         except ParseError:
@@ -203,21 +215,15 @@ class TokenStream:
                                 "false or [list])") from None
 
     def attrs(self) -> dict:
-        """``{key = value, ...}`` (newlines allowed between items)."""
-        self.expect_op("{")
+        """``{key = value, ...}``."""
         attrs: dict = {}
-        self.skip_newlines()
-        while not self.at_op("}"):
+
+        def read() -> None:
             token = self.peek()
             key = self.name("an attribute name")
             if key in attrs:
                 raise self.error(token, f"attribute '{key}' is given twice", "keep one")
             self.expect_op("=", "write 'key = value'")
             attrs[key] = self.attr_value()
-            self.skip_newlines()
-            if not self.accept_op(","):
-                break
-            self.skip_newlines()
-        self.skip_newlines()
-        self.expect_op("}", "separate attributes with ','")
+        self.delimited("{", "}", read, "attributes")
         return attrs

@@ -1,1 +1,4 @@
-"""hpvm-aten: the hpvm target 'aten' (tensor ops on ATen (PyTorch) kernels)."""
+"""hpvm-aten: the hpvm target 'aten'.
+
+Tensor ops on ATen (PyTorch) kernels.
+"""

@@ -1,4 +1,4 @@
-"""The 'aten' target: tensor ops on ATen (PyTorch) kernels."""
+"""The 'aten' target (a placeholder until its code generator lands)."""
 from hpvm.target import Availability, Target
 
 
@@ -7,4 +7,5 @@ class AtenTarget(Target):
     description = "tensor ops on ATen (PyTorch) kernels"
 
     def availability(self) -> Availability:
-        return Availability.no("no ATen code generator yet: the code generator lands with issue #7")
+        return Availability.no(
+            "no ATen code generator yet: the code generator lands with issue #7")

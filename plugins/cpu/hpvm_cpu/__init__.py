@@ -1,1 +1,4 @@
-"""hpvm-cpu: the hpvm target 'cpu' (multicore CPUs through LLVM (llvmlite): x86-64, AArch64, RISC-V)."""
+"""hpvm-cpu: the hpvm target 'cpu'.
+
+Multicore CPUs through LLVM (llvmlite): x86-64, AArch64, RISC-V.
+"""

@@ -1,5 +1,32 @@
-"""The 'cpu' target: multicore CPUs through LLVM (llvmlite): x86-64, AArch64, RISC-V."""
-from hpvm.target import Availability, Target
+"""The 'cpu' target: leaf nodes compiled to machine code through LLVM.
+
+Matcher: every kernel node without barriers, every constant node, and
+every tensor op (lowered to kernels first: the target takes none natively).
+Code generator: one optimised LLVM module per node kernel (codegen/); the
+artifact keeps the portable module and the optimised IR, so loading it in
+another process only re-runs machine-code generation.  Runtime shim: host
+memory (numpy arrays), each node run by its JIT-compiled entry with
+replication dimension 0 split across the cores.
+
+With the option ``triple`` (e.g. ``aarch64-linux-gnu``) the artifact holds
+object code for that machine instead; it cannot be loaded here.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hpvm.errors import TargetError
+from hpvm.ir.graph import ConstantBody, Graph, KernelBody, Module, Node, TensorBody
+from hpvm.ir.kernel import Barrier
+from hpvm.ir.shapes import bind_symbols, replication_sizes
+from hpvm.ir.visit import walk
+from hpvm.errors import Location
+from hpvm.target import Artifact, Availability, Device, NodeRef, Target
+
+MODULE_FILE = "module.hpvm"
+OBJECT_FILE = "kernels.o"
 
 
 class CpuTarget(Target):
@@ -7,4 +34,116 @@ class CpuTarget(Target):
     description = "multicore CPUs through LLVM (llvmlite): x86-64, AArch64, RISC-V"
 
     def availability(self) -> Availability:
-        return Availability.no("no LLVM code generator yet: the code generator lands with issue #4")
+        try:
+            import llvmlite
+            from .codegen.machine import host_cpu
+        except ImportError as error:  # llvmlite missing or broken
+            return Availability.no(f"llvmlite cannot be imported ({error}); pip install llvmlite")
+        triple, cpu = host_cpu()[:2]
+        return Availability.yes(f"llvmlite {llvmlite.__version__}, {cpu} ({triple})")
+
+    def claims(self, module: Module, graph: Graph, node: Node) -> bool:
+        if isinstance(node.body, (ConstantBody, TensorBody)):
+            return True
+        if isinstance(node.body, KernelBody):
+            return not _uses_barrier(module, node.body.function)
+        return False
+
+    def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
+        from hpvm.ir.text import print_module
+        ranks = _kernel_ranks(module, nodes)
+        files = {MODULE_FILE: print_module(module).encode()}
+        metadata: dict[str, Any] = {"nodes": [str(n) for n in nodes], "kernels": ranks}
+        triple = options.get("triple")
+        if triple:
+            from .codegen import emit_object
+            files[OBJECT_FILE] = emit_object(module, ranks, triple=triple)
+            metadata["triple"] = triple
+            return Artifact(self.name, files, metadata)
+        from .codegen import compile_kernel_node
+        for function, rank in ranks.items():
+            compiled = compile_kernel_node(module, function, rank, _codegen_options(options))
+            files[_ir_file(function)] = compiled.llvm_ir.encode()
+        return Artifact(self.name, files, metadata)
+
+    def load(self, artifact: Artifact, options: dict) -> Device:
+        triple = artifact.metadata.get("triple")
+        if triple:
+            raise TargetError(f"this cpu artifact holds object code for {triple}; it runs only "
+                              "there (link kernels.o into a program for that machine)")
+        from hpvm.ir.text import parse_module
+        from .codegen.abi import ArgumentLayout
+        from .codegen.jit import CompiledKernel
+        module = parse_module(artifact.files[MODULE_FILE].decode(), filename=MODULE_FILE)
+        kernels = {}
+        for function, rank in artifact.metadata["kernels"].items():
+            kernel = module.functions[function]
+            kernels[function] = CompiledKernel(kernel, ArgumentLayout.of(kernel, rank),
+                                               artifact.files[_ir_file(function)].decode(),
+                                               options.get("threads"))
+        return CpuDevice(module, kernels)
+
+
+def _codegen_options(options: dict) -> dict:
+    return {k: options[k] for k in ("opt_level", "threads") if k in options}
+
+
+def _ir_file(function: str) -> str:
+    return f"{function}.ll"
+
+
+def _kernel_ranks(module: Module, nodes: list[NodeRef]) -> dict[str, int]:
+    ranks: dict[str, int] = {}
+    for ref in nodes:
+        node = module.graph(ref.graph).node(ref.node)
+        if isinstance(node.body, KernelBody):
+            rank = max(len(node.replication), 1)
+            if ranks.setdefault(node.body.function, rank) != rank:
+                raise TargetError(f"cpu: function '@{node.body.function}' is used by nodes of "
+                                  f"different replication ranks; give each its own function")
+    return ranks
+
+
+def _uses_barrier(module: Module, function: str, seen: frozenset = frozenset()) -> bool:
+    from hpvm.ir.kernel import Call
+    kernel = module.functions.get(function)
+    if kernel is None or function in seen:
+        return False
+    for item in walk(kernel.body):
+        if isinstance(item, Barrier):
+            return True
+        if isinstance(item, Call) and _uses_barrier(module, item.function, seen | {function}):
+            return True
+    return False
+
+
+class CpuDevice(Device):
+    """Host memory; nodes run as JIT-compiled machine code."""
+
+    name = "cpu"
+    host_memory = True
+
+    def __init__(self, module: Module, kernels: dict):
+        self.module = module
+        self.kernels = kernels
+
+    def allocate(self, shape, dtype) -> np.ndarray:
+        return np.zeros(tuple(shape), dtype)
+
+    def copy_in(self, handle: np.ndarray, array) -> None:
+        handle[...] = array
+
+    def copy_out(self, handle: np.ndarray) -> np.ndarray:
+        return handle.copy()
+
+    def launch(self, node: NodeRef, args: dict[str, Any]) -> None:
+        graph_node = self.module.graph(node.graph).node(node.node)
+        body = graph_node.body
+        if isinstance(body, ConstantBody):
+            args["value"][...] = body.data
+            return None
+        kernel = self.kernels[body.function]
+        where = Location(graph=node.graph, node=node.node)
+        symbols = bind_symbols(kernel.kernel.params, args, where)
+        kernel.run(args, replication_sizes(graph_node.replication, symbols))
+        return None

@@ -1,1 +1,5 @@
-"""hpvm-fixedfunc: the hpvm target 'fixedfunc' (fixed-function accelerators claimed by semantic match against reference kernels)."""
+"""hpvm-fixedfunc: the hpvm target 'fixedfunc'.
+
+Fixed-function accelerators claimed by semantic match against reference
+kernels.
+"""

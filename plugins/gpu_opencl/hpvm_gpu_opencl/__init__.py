@@ -1,1 +1,4 @@
-"""hpvm-gpu-opencl: the hpvm target 'gpu_opencl' (GPUs and other OpenCL devices through OpenCL C (PoCL, NVIDIA))."""
+"""hpvm-gpu-opencl: the hpvm target 'gpu_opencl'.
+
+GPUs and other OpenCL devices through OpenCL C (PoCL, NVIDIA).
+"""

@@ -1,4 +1,4 @@
-"""The 'gpu_opencl' target: GPUs and other OpenCL devices through OpenCL C (PoCL, NVIDIA)."""
+"""The 'gpu_opencl' target (a placeholder until its code generator lands)."""
 from hpvm.target import Availability, Target
 
 
@@ -7,4 +7,5 @@ class GpuOpenCLTarget(Target):
     description = "GPUs and other OpenCL devices through OpenCL C (PoCL, NVIDIA)"
 
     def availability(self) -> Availability:
-        return Availability.no("no OpenCL C code generator yet: the code generator lands with issue #5")
+        return Availability.no(
+            "no OpenCL C code generator yet: the code generator lands with issue #5")

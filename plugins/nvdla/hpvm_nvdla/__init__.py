@@ -1,1 +1,4 @@
-"""hpvm-nvdla: the hpvm target 'nvdla' (the NVIDIA Deep Learning Accelerator, emulated when no hardware is present)."""
+"""hpvm-nvdla: the hpvm target 'nvdla'.
+
+The NVIDIA Deep Learning Accelerator, emulated when no hardware is present.
+"""

@@ -12,7 +12,10 @@ cross-compilation (aarch64, riscv64, any LLVM triple).
 The calling convention is in abi.py.  Generated code does not check
 bounds: an out-of-range index is undefined behaviour, as in C.  Run a
 kernel in the reference interpreter (hpvm.interp) to find such bugs.
-Kernels with Barrier are refused (TargetError) for now.
+Kernels with Barrier are refused (TargetError) for now; without barriers a
+``local`` array is shared by the instances of one chunk (one thread's share
+of dimension 0), which is the whole replication when ``threads`` is 1.
+Run ``CompiledKernel.run`` writes the given buffers in place.
 """
 from .abi import ArgumentLayout, entry_symbol
 from .compiler import compile_kernel_node

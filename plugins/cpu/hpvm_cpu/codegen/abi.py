@@ -34,6 +34,11 @@ def entry_symbol(function_name: str) -> str:
     return ENTRY_PREFIX + function_name
 
 
+def dim_count(type: BufferType) -> int:
+    """How many dimensions a buffer passes: its rank, 1 for a flat ``[*]``."""
+    return 1 if type.shape is None else len(type.shape)
+
+
 @dataclass(frozen=True)
 class BufferSlots:
     """Where one buffer parameter lives in the slot array."""
@@ -73,7 +78,7 @@ class ArgumentLayout:
         params: list[BufferSlots | ScalarSlot] = []
         for parameter in kernel.params:
             if isinstance(parameter.type, BufferType):
-                rank_of_buffer = 1 if parameter.type.shape is None else len(parameter.type.shape)
+                rank_of_buffer = dim_count(parameter.type)
                 dims = tuple(range(next_slot + 1, next_slot + 1 + rank_of_buffer))
                 scratch = None
                 if parameter.direction == "private" and writes_buffer(kernel, parameter.name):

@@ -2,8 +2,6 @@
 the compile cache."""
 from __future__ import annotations
 
-import threading
-
 import llvmlite.binding as llvm
 
 from hpvm.errors import TargetError
@@ -13,7 +11,7 @@ from .abi import ArgumentLayout
 from .cache import cache_key, read_cached_ir, write_cached_ir
 from .functions import build_module
 from .jit import CompiledKernel
-from .machine import host_cpu, optimize, parse, target_machine
+from .machine import LLVM_LOCK, host_cpu, optimize, parse, target_machine
 
 DEFAULT_OPTIONS = {"opt_level": 3, "threads": None}
 """Options read here: ``opt_level`` (0-3, LLVM's pipeline level) and
@@ -21,7 +19,6 @@ DEFAULT_OPTIONS = {"opt_level": 3, "threads": None}
 still part of the cache key."""
 
 _compiled: dict[str, CompiledKernel] = {}
-_compiled_lock = threading.Lock()
 
 
 def compile_kernel_node(module: Module, function_name: str, replication_rank: int = 1,
@@ -36,9 +33,13 @@ def compile_kernel_node(module: Module, function_name: str, replication_rank: in
     if function_name not in module.functions:
         raise TargetError(f"cpu codegen: module '{module.name}' has no function '@{function_name}'")
     key = cache_key(module, function_name, rank, options, host_cpu())
-    with _compiled_lock:
-        if key in _compiled:
-            return _compiled[key]
+    with LLVM_LOCK:
+        if key not in _compiled:
+            _compiled[key] = _compile(module, function_name, rank, options, key)
+        return _compiled[key]
+
+
+def _compile(module: Module, function_name: str, rank: int, options: dict, key: str) -> CompiledKernel:
     kernel = module.functions[function_name]
     layout = ArgumentLayout.of(kernel, rank)
     llvm_ir = read_cached_ir(key)
@@ -46,9 +47,7 @@ def compile_kernel_node(module: Module, function_name: str, replication_rank: in
     if llvm_ir is None:
         llvm_ir = str(optimized_module(module, {function_name: rank}, options["opt_level"]))
         write_cached_ir(key, llvm_ir)
-    compiled = CompiledKernel(kernel, layout, llvm_ir, options["threads"], from_cache)
-    with _compiled_lock:
-        return _compiled.setdefault(key, compiled)
+    return CompiledKernel(kernel, layout, llvm_ir, options["threads"], from_cache)
 
 
 def optimized_module(module: Module, ranks: dict[str, int], opt_level: int = 3,
@@ -67,7 +66,3 @@ def _check_rank(function_name: str, rank: int) -> int:
                           f"{rank}; the IR allows 1 to 3 dimensions")
     return max(rank, 1)
 
-
-def layout_of(module: Module, function_name: str, rank: int) -> ArgumentLayout:
-    """The slot layout of a node entry, without compiling it."""
-    return ArgumentLayout.of(module.function(function_name), max(rank, 1))

@@ -12,9 +12,10 @@ from hpvm.ir.types import BufferType, ScalarType
 from hpvm.ir.visit import walk
 
 from . import arithmetic
+from .abi import dim_count
 from .intrinsics import math_intrinsic
-from .llvm_types import I1, I64, constant, load_element
-from .state import BufferView, LoweringState, Variable
+from .llvm_types import I1, I64, constant, load_element, register_type
+from .state import LoweringState, Variable
 
 
 class ExpressionLowering(LoweringState):
@@ -40,7 +41,8 @@ class ExpressionLowering(LoweringState):
     def _var(self, expr: Var) -> ir.Value:
         found = self.lookup(expr.name)
         if isinstance(found, Variable):
-            return self.builder.load(found.pointer, typ=found.pointer.allocated_type)
+            value = self.builder.load(found.pointer, typ=register_type(found.type))
+            return arithmetic.convert(self.builder, value, found.type, expr.type)
         if expr.name in self.symbols:
             return self.symbols[expr.name]
         raise self.fail(f"'{expr.name}' is not a variable, scalar parameter or shape symbol here",
@@ -97,7 +99,8 @@ class ExpressionLowering(LoweringState):
     def _load(self, expr: Load) -> ir.Value:
         view = self.buffer(expr.buffer)
         pointer = self.element_pointer(view, [self.index(i) for i in expr.indices])
-        return load_element(self.builder, pointer, view.element, self.access_metadata(view))
+        metadata = self.access_metadata(view.parallel)
+        return load_element(self.builder, pointer, view.element, metadata)
 
     def _intrinsic(self, expr: Intrinsic) -> ir.Value:
         args = [self.value_as(a, expr.type) for a in expr.args]
@@ -118,7 +121,7 @@ class ExpressionLowering(LoweringState):
     def _call(self, expr: Call) -> ir.Value:
         """A helper call: buffers pass as pointer + dims, scalars by value,
         then the caller's instance ids and counts (hidden arguments)."""
-        helper = self.context.helper(expr.function, self)
+        helper = self.context.helper(expr.function)
         arguments: list[ir.Value] = []
         for parameter, arg in zip(helper.kernel.params, expr.args):
             if isinstance(parameter.type, BufferType):
@@ -128,8 +131,7 @@ class ExpressionLowering(LoweringState):
         arguments.extend(self.instance_ids + [I64_ZERO] * (3 - len(self.instance_ids)))
         arguments.extend(self.instance_counts + [I64_ONE] * (3 - len(self.instance_counts)))
         result = self.builder.call(helper.function, arguments)
-        group = self.access_metadata(BufferView(I64_SCALAR, None, (), parallel=True))
-        for kind, node in group.items():
+        for kind, node in self.access_metadata(parallel=True).items():
             result.set_metadata(kind, node)
         return result
 
@@ -138,7 +140,7 @@ class ExpressionLowering(LoweringState):
             raise self.fail("a buffer argument of a call must name a buffer",
                             "pass the buffer parameter or array by name")
         view = self.buffer(arg.name)
-        rank = 1 if type.shape is None else len(type.shape)
+        rank = dim_count(type)
         if rank == len(view.dims):
             return [view.pointer, *view.dims]
         if rank == 1:

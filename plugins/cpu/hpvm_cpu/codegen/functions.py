@@ -15,7 +15,7 @@ from hpvm.ir.types import I64 as I64_SCALAR
 from hpvm.ir.types import BufferType
 
 from . import arithmetic
-from .abi import HELPER_PREFIX, ArgumentLayout, BufferSlots, entry_symbol
+from .abi import HELPER_PREFIX, ArgumentLayout, BufferSlots, dim_count, entry_symbol
 from .llvm_types import I8, I64, POINTER, VOID, constant, i64, register_type
 from .loop_metadata import access_group, loop_id
 from .state import BufferView
@@ -42,7 +42,7 @@ class ModuleContext:
         except KeyError as error:
             raise TargetError(f"cpu codegen: {error.args[0]}") from None
 
-    def helper(self, name: str, caller=None) -> Helper:
+    def helper(self, name: str) -> Helper:
         """The LLVM function of helper ``name``, defined on first use."""
         if name not in self.helpers:
             kernel = self.kernel(name)
@@ -62,8 +62,7 @@ class ModuleContext:
 
 
 def _buffer_params(parameter: Parameter) -> list[ir.Type]:
-    rank = 1 if parameter.type.shape is None else len(parameter.type.shape)
-    return [POINTER] + [I64] * rank
+    return [POINTER] + [I64] * dim_count(parameter.type)
 
 
 def _helper_signature(kernel: KernelFunction) -> ir.FunctionType:
@@ -93,7 +92,7 @@ def _bind_params(lowering: StatementLowering, kernel: KernelFunction, values,
     for parameter in kernel.params:
         if isinstance(parameter.type, BufferType):
             pointer = next(values)
-            shape = parameter.type.shape or (None,)
+            shape = (None,) if parameter.type.shape is None else parameter.type.shape
             received = [next(values) for _ in shape]
             # Fixed dimensions become constants: cheaper indexing.
             dims = tuple(i64(d) if isinstance(d, int) else v for d, v in zip(shape, received))

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import ctypes.util
 import functools
+import threading
 
 import llvmlite.binding as llvm
 
 from hpvm.errors import TargetError
+
+LLVM_LOCK = threading.RLock()
+"""Held while LLVM objects are made or changed: llvmlite works in LLVM's
+global context, which is not thread-safe."""
 
 RUNTIME_LIBRARIES = ("m", "gcc_s")
 """Libraries whose symbols generated code may call: libm (expf, tanhf ...)
@@ -22,12 +27,13 @@ and libgcc (half-precision conversions on CPUs without F16C)."""
 def initialize() -> None:
     """Initialise LLVM's targets once per process and make the runtime
     libraries' symbols visible to the JIT."""
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
-    for name in RUNTIME_LIBRARIES:
-        path = ctypes.util.find_library(name)
-        if path is not None:
-            llvm.load_library_permanently(path)
+    with LLVM_LOCK:
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+        for name in RUNTIME_LIBRARIES:
+            path = ctypes.util.find_library(name)
+            if path is not None:
+                llvm.load_library_permanently(path)
 
 
 @functools.cache

@@ -11,7 +11,7 @@ from hpvm.ir.kernel import InstanceCount, InstanceId
 from hpvm.ir.visit import walk
 
 from .compiler import optimized_module
-from .machine import target_machine
+from .machine import LLVM_LOCK, target_machine
 
 CROSS_TRIPLES = ("aarch64-linux-gnu", "riscv64-linux-gnu")
 """Triples tested here; any triple of LLVM's compiled-in targets works."""
@@ -37,9 +37,10 @@ def emit_object(module: Module, function_names: Iterable[str] | Mapping[str, int
             raise TargetError(f"cpu codegen: module '{module.name}' has no function '@{name}'")
     if triple is not None and features is None:
         features = _DEFAULT_FEATURES.get(triple.split("-")[0], "")
-    machine = target_machine(triple, cpu, features, opt_level=opt_level)
-    llvm_module = optimized_module(module, ranks, opt_level, machine)
-    return machine.emit_object(llvm_module)
+    with LLVM_LOCK:
+        machine = target_machine(triple, cpu, features, opt_level=opt_level)
+        llvm_module = optimized_module(module, ranks, opt_level, machine)
+        return machine.emit_object(llvm_module)
 
 
 def replication_rank_of(module: Module, function_name: str) -> int:

@@ -62,6 +62,8 @@ class LoweringState:
         self.instance_ids: list[ir.Value] = []
         self.instance_counts: list[ir.Value] = []
         self.return_block: ir.Block | None = None
+        """Where Return jumps in a node (the next instance); None in helpers."""
+        self.return_type: ScalarType | None = None
         self.instance_group = None
         self.loop_groups: list = []
 
@@ -105,8 +107,11 @@ class LoweringState:
         self.scopes.pop()
 
     # -- memory ------------------------------------------------------------
-    def alloca(self, llvm_type: ir.Type, name: str = "") -> ir.Value:
-        return self.entry_builder.alloca(llvm_type, name=name)
+    def alloca(self, llvm_type: ir.Type, name: str = "", count: int | None = None) -> ir.Value:
+        """Stack memory for one value (or ``count`` of them), made once per
+        call in the entry block."""
+        size = None if count is None else i64(count)
+        return self.entry_builder.alloca(llvm_type, size=size, name=name)
 
     def declare_variable(self, name: str, type: ScalarType, value=None) -> Variable:
         """A new scalar variable, initialised to ``value`` (zero if None)."""
@@ -121,7 +126,9 @@ class LoweringState:
         """Address of ``view[indices]``: one index is flat, as many as the
         rank are row-major.  Not bounds-checked (the interpreter checks)."""
         builder = self.builder
-        if len(indices) == 1:
+        if not indices and not view.dims:  # a rank-0 buffer: one element
+            linear = i64(0)
+        elif len(indices) == 1:
             linear = indices[0]
         elif len(indices) == len(view.dims):
             linear = indices[0]
@@ -133,11 +140,12 @@ class LoweringState:
         return builder.gep(view.pointer, [linear], inbounds=True,
                            source_etype=memory_type(view.element))
 
-    def access_metadata(self, view: BufferView) -> dict:
-        """Metadata for a load/store of ``view``: the access groups of the
-        loops whose iterations it may be reordered across."""
+    def access_metadata(self, parallel: bool) -> dict:
+        """Metadata for a memory access (or call): the access groups of the
+        loops whose iterations it may be reordered across; ``parallel``
+        (see BufferView) adds the instance loop's."""
         groups = list(self.loop_groups)
-        if view.parallel and self.instance_group is not None:
+        if parallel and self.instance_group is not None:
             groups.append(self.instance_group)
         group = access_group_list(self.module, groups)
         return {} if group is None else {"llvm.access.group": group}

@@ -2,6 +2,7 @@
 blocks, variables to allocas, arrays to zeroed stack memory."""
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from llvmlite import ir
@@ -44,7 +45,8 @@ class StatementLowering(ExpressionLowering):
         view = self.buffer(stmt.buffer)
         pointer = self.element_pointer(view, [self.index(i) for i in stmt.indices])
         value = self.value_as(stmt.value, view.element)
-        store_element(self.builder, value, pointer, view.element, self.access_metadata(view))
+        metadata = self.access_metadata(view.parallel)
+        store_element(self.builder, value, pointer, view.element, metadata)
 
     def _exprstmt_stmt(self, stmt: ExprStmt) -> None:
         self.value(stmt.call)
@@ -61,10 +63,8 @@ class StatementLowering(ExpressionLowering):
     def _arraydecl_stmt(self, stmt: ArrayDecl) -> None:
         """Private arrays are zeroed each time the declaration runs; local
         arrays once per call (the work group is the whole chunk)."""
-        count = 1
-        for extent in stmt.shape:
-            count *= extent
-        pointer = self.alloca(ir.ArrayType(memory_type(stmt.element), count), stmt.name)
+        count = math.prod(stmt.shape)
+        pointer = self.alloca(memory_type(stmt.element), stmt.name, count)
         size = i64(count * byte_size(stmt.element))
         builder = self.entry_builder if stmt.space == "local" else self.builder
         self.fill_zero(builder, pointer, size)
@@ -78,7 +78,7 @@ class StatementLowering(ExpressionLowering):
     def _return_stmt(self, stmt: Return) -> None:
         if self.return_block is not None:
             self.builder.branch(self.return_block)
-        elif self.function.return_value.type == ir.VoidType():
+        elif self.return_type is None:
             self.builder.ret_void()
         else:
             self.builder.ret(self.value_as(stmt.value, self.return_type))

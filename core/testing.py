@@ -1,0 +1,62 @@
+"""Differential testing helpers: any target against the reference
+interpreter on the same program and inputs.  Used by the plugins' tests
+and the SDK conformance kit."""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from .ir.graph import Graph, Module
+from .ir.types import BufferType
+
+
+def random_inputs(graph: Graph, sizes: Mapping[str, int], seed: int = 0) -> dict[str, object]:
+    """Inputs for every readable parameter of ``graph``: buffers shaped by
+    ``sizes`` (one value per shape symbol), floats in [-1, 1), integers in
+    [0, 10), integer scalars named like a size symbol get that size."""
+    rng = np.random.default_rng(seed)
+    inputs: dict[str, object] = {}
+    for p in graph.params:
+        if not p.reads:
+            continue
+        if isinstance(p.type, BufferType):
+            shape = p.type.concrete_shape(dict(sizes))
+            inputs[p.name] = _random_array(rng, shape, p.type.element.numpy_dtype)
+        elif p.name in sizes:
+            inputs[p.name] = p.type.numpy_dtype.type(sizes[p.name])
+        else:
+            inputs[p.name] = _random_array(rng, (), p.type.numpy_dtype)[()]
+    return inputs
+
+
+def _random_array(rng, shape, dtype) -> np.ndarray:
+    if dtype.kind == "f":
+        return rng.uniform(-1.0, 1.0, shape).astype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    return rng.integers(0, 10, shape).astype(dtype)
+
+
+def assert_outputs_close(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
+                         rtol: float = 1e-5, atol: float = 1e-6, label: str = "") -> None:
+    """Every expected output present in ``actual`` with the same shape and
+    dtype and values within tolerance."""
+    assert set(actual) == set(expected), f"{label}: outputs {sorted(actual)} != {sorted(expected)}"
+    for name, want in expected.items():
+        got = np.asarray(actual[name])
+        assert got.shape == want.shape and got.dtype == want.dtype, (
+            f"{label}: output '{name}' is {got.dtype}{list(got.shape)}, "
+            f"expected {want.dtype}{list(want.shape)}")
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol,
+                                   err_msg=f"{label}: output '{name}'")
+
+
+def run_streaming(exe, module: Module, fixed: dict, frames: list[dict]) -> list[dict]:
+    """Push ``frames`` through a streaming executable and pop every result."""
+    exe.start(**fixed)
+    for frame in frames:
+        exe.push(**frame)
+    results = [exe.pop(timeout=120) for _ in frames]
+    exe.close()
+    return results

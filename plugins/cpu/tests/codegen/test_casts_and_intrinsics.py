@@ -1,0 +1,132 @@
+"""Casts and math intrinsics compiled by the cpu code generator."""
+import numpy as np
+import pytest
+
+from hpvm.ir.kernel import Intrinsic, Select
+from hpvm.ir.types import (
+    BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64,
+)
+from hpvm_cpu.codegen.testing import check_map
+
+RNG = np.random.default_rng(11)
+ALL_INTS = [I8, I16, I32, I64, U8, U16, U32, U64]
+FLOATS = [F16, F32, F64]
+TOLERANCE = {F16: 1e-3, F32: 1e-6, F64: 1e-13}
+
+
+def ints_of(type, n=100):
+    info = np.iinfo(type.numpy_dtype)
+    return RNG.integers(info.min, info.max, n, dtype=type.numpy_dtype, endpoint=True)
+
+
+@pytest.mark.parametrize("source", ALL_INTS, ids=str)
+@pytest.mark.parametrize("target", ALL_INTS, ids=str)
+def test_integer_casts_wrap(source, target):
+    a = ints_of(source)
+    check_map({"a": a}, target, lambda a: a.cast(target), a.astype(target.numpy_dtype))
+
+
+@pytest.mark.parametrize("source", ALL_INTS + FLOATS, ids=str)
+def test_cast_to_bool_is_not_equal_zero(source):
+    a = (ints_of(source) if source.is_int else RNG.normal(size=100).astype(source.numpy_dtype))
+    a[:10] = 0
+    if source.is_float:
+        a[10] = np.nan
+    check_map({"a": a}, BOOL, lambda a: a.cast(BOOL), a != 0)
+
+
+@pytest.mark.parametrize("target", ALL_INTS + FLOATS, ids=str)
+def test_cast_from_bool(target):
+    a = RNG.integers(0, 2, 50).astype(bool)
+    check_map({"a": a}, target, lambda a: a.cast(target), a.astype(target.numpy_dtype))
+
+
+@pytest.mark.parametrize("source", FLOATS, ids=str)
+@pytest.mark.parametrize("target", [I8, I32, I64, U8, U32, U64], ids=str)
+def test_float_to_integer_truncates_toward_zero(source, target):
+    info = np.iinfo(target.numpy_dtype)
+    high = min(float(info.max), 60000.0 if source == F16 else 1e9)
+    low = max(float(info.min), -high)
+    a = RNG.uniform(low, high, 200).astype(source.numpy_dtype)
+    a[:4] = [0.5, -0.5, 1.99, -1.99] if target.is_signed else [0.5, 0.99, 1.99, 2.5]
+    check_map({"a": a}, target, lambda a: a.cast(target), np.trunc(a).astype(target.numpy_dtype))
+
+
+@pytest.mark.parametrize("source", ALL_INTS, ids=str)
+@pytest.mark.parametrize("target", FLOATS, ids=str)
+def test_integer_to_float_rounds(source, target):
+    a = ints_of(source)
+    with np.errstate(over="ignore"):
+        expected = a.astype(target.numpy_dtype)
+    check_map({"a": a}, target, lambda a: a.cast(target), expected)
+
+
+@pytest.mark.parametrize("source", FLOATS, ids=str)
+@pytest.mark.parametrize("target", FLOATS, ids=str)
+def test_float_to_float_rounds(source, target):
+    a = (RNG.normal(size=200) * 1000).astype(source.numpy_dtype)
+    with np.errstate(over="ignore"):
+        check_map({"a": a}, target, lambda a: a.cast(target), a.astype(target.numpy_dtype))
+
+
+UNARY_MATH = {
+    "sqrt": (np.sqrt, 0.0, 100.0), "exp": (np.exp, -10.0, 10.0), "log": (np.log, 0.01, 100.0),
+    "sin": (np.sin, -10.0, 10.0), "cos": (np.cos, -10.0, 10.0), "tanh": (np.tanh, -5.0, 5.0),
+    "abs": (np.abs, -10.0, 10.0), "floor": (np.floor, -10.0, 10.0),
+    "ceil": (np.ceil, -10.0, 10.0),
+}
+
+
+@pytest.mark.parametrize("type", FLOATS, ids=str)
+@pytest.mark.parametrize("name", sorted(UNARY_MATH))
+def test_unary_math_intrinsics(type, name):
+    formula, low, high = UNARY_MATH[name]
+    a = RNG.uniform(low, high, 300).astype(type.numpy_dtype)
+    if type == F16:  # computed in float32, rounded once
+        expected = formula(a.astype(np.float32)).astype(np.float16)
+    else:
+        expected = formula(a)
+    check_map({"a": a}, type, lambda a: Intrinsic(name, (a,)), expected, rtol=TOLERANCE[type],
+              atol=TOLERANCE[type])
+
+
+@pytest.mark.parametrize("type", FLOATS, ids=str)
+@pytest.mark.parametrize("name,formula", [("min", np.fmin), ("max", np.fmax),
+                                          ("pow", np.power)])
+def test_binary_math_intrinsics(type, name, formula):
+    a = RNG.uniform(0.1, 4.0, 300).astype(type.numpy_dtype)
+    b = RNG.uniform(-3.0, 3.0, 300).astype(type.numpy_dtype)
+    expected = formula(a.astype(np.float32), b.astype(np.float32)).astype(np.float16) \
+        if type == F16 else formula(a, b)
+    check_map({"a": a, "b": b}, type, lambda a, b: Intrinsic(name, (a, b)), expected,
+              rtol=TOLERANCE[type])
+
+
+@pytest.mark.parametrize("name,formula", [("min", np.fmin), ("max", np.fmax)])
+def test_float_min_max_ignore_a_nan_operand(name, formula):
+    a = np.array([np.nan, 1.0, np.nan, 2.0], np.float32)
+    b = np.array([1.0, np.nan, np.nan, 3.0], np.float32)
+    check_map({"a": a, "b": b}, F32, lambda a, b: Intrinsic(name, (a, b)), formula(a, b))
+
+
+@pytest.mark.parametrize("type", [I8, I32, I64, U8, U32, U64], ids=str)
+@pytest.mark.parametrize("name,formula", [("min", np.minimum), ("max", np.maximum)])
+def test_integer_min_max_respect_signedness(type, name, formula):
+    a, b = ints_of(type), ints_of(type)
+    check_map({"a": a, "b": b}, type, lambda a, b: Intrinsic(name, (a, b)), formula(a, b))
+
+
+@pytest.mark.parametrize("type", [I8, I32, I64, U8, U64], ids=str)
+def test_integer_abs_wraps_at_the_minimum(type):
+    a = ints_of(type)
+    a[0] = np.iinfo(type.numpy_dtype).min
+    with np.errstate(over="ignore"):
+        check_map({"a": a}, type, lambda a: Intrinsic("abs", (a,)), np.abs(a))
+
+
+@pytest.mark.parametrize("type", [I32, F16, F64, BOOL], ids=str)
+def test_select_picks_per_element(type):
+    c = RNG.integers(0, 2, 64).astype(bool)
+    a = RNG.integers(0, 100, 64).astype(type.numpy_dtype)
+    b = RNG.integers(0, 100, 64).astype(type.numpy_dtype)
+    check_map({"c": c, "a": a, "b": b}, type, lambda c, a, b: Select(c, a, b), np.where(c, a, b))

@@ -1,0 +1,58 @@
+"""The cpu target against the reference interpreter on the example modules."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hpvm.runtime as rt
+from hpvm.interp import Interpreter, run_module
+from hpvm.ir.text import load_module
+from hpvm.runtime import Executable
+from hpvm.testing import assert_outputs_close, random_inputs, run_streaming
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "ir"
+SIZES = {"H": 13, "W": 17, "N": 3, "M": 9, "K": 11}
+TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}  # f32; LLVM may contract a*b+c into an FMA
+
+
+def batch_examples():
+    return [p for p in sorted(EXAMPLES.glob("*.hpvm")) if not load_module(p).root_graph.is_streaming]
+
+
+@pytest.mark.parametrize("path", batch_examples(), ids=lambda p: p.stem)
+def test_examples_match_the_interpreter(path):
+    module = load_module(path)
+    inputs = random_inputs(module.root_graph, SIZES)
+    exe = rt.compile(module, targets=["cpu"])
+    assert set(exe.placement.targets.values()) == {"cpu"}
+    assert_outputs_close(exe(**inputs), run_module(module, inputs), **TOLERANCE, label=path.stem)
+
+
+def test_streaming_example_matches_the_interpreter():
+    module = load_module(EXAMPLES / "pipeline.hpvm")
+    inputs = random_inputs(module.root_graph, SIZES)
+    streamed = {b.param for b in module.root_graph.bind_ins if b.streaming}
+    fixed = {k: v for k, v in inputs.items() if k not in streamed}
+    frames = [{k: np.asarray(v) + i for k, v in inputs.items() if k in streamed} for i in range(10)]
+    results = run_streaming(rt.compile(module, targets=["cpu"]), module, fixed, frames)
+    reference = Interpreter(module)
+    reference.start(**fixed)
+    for frame, result in zip(frames, results):
+        reference.push(**frame)
+        assert_outputs_close(result, reference.pop(), **TOLERANCE)
+
+
+def test_saved_cpu_executables_load_and_run(tmp_path):
+    module = load_module(EXAMPLES / "matmul.hpvm")
+    inputs = random_inputs(module.root_graph, SIZES)
+    rt.compile(module, targets=["cpu"]).save(tmp_path / "mm.hpvmx")
+    loaded = Executable.load(tmp_path / "mm.hpvmx")
+    assert_outputs_close(loaded(**inputs), run_module(module, inputs), **TOLERANCE)
+
+
+def test_cross_compiled_artifacts_hold_object_code_and_refuse_to_run_here(tmp_path):
+    module = load_module(EXAMPLES / "matmul.hpvm")
+    exe = rt.compile(module, targets=["cpu"], options={"triple": "aarch64-linux-gnu"})
+    assert exe.artifacts["cpu"].files["kernels.o"][:4] == b"\x7fELF"
+    with pytest.raises(Exception, match="aarch64"):
+        exe(**random_inputs(module.root_graph, SIZES))

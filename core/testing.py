@@ -53,10 +53,32 @@ def assert_outputs_close(actual: Mapping[str, np.ndarray], expected: Mapping[str
 
 
 def run_streaming(exe, module: Module, fixed: dict, frames: list[dict]) -> list[dict]:
-    """Push ``frames`` through a streaming executable and pop every result."""
+    """Push ``frames`` through a streaming executable (or an Interpreter)
+    and pop every result."""
     exe.start(**fixed)
     for frame in frames:
         exe.push(**frame)
-    results = [exe.pop(timeout=120) for _ in frames]
+    results = [exe.pop() for _ in frames]
     exe.close()
     return results
+
+
+def check_against_interpreter(module: Module, inputs: dict, targets: list[str],
+                              frames: list[dict] | None = None, rtol: float = 1e-5,
+                              atol: float = 1e-6, options: dict | None = None, registry=None):
+    """Compile ``module`` for ``targets``, run it on ``inputs`` (and push
+    ``frames`` when it is a streaming program), and assert every output
+    matches the reference interpreter.  Returns the Executable."""
+    from .interp import Interpreter
+    from .runtime import compile
+    exe = compile(module, targets=targets, options=options, registry=registry)
+    reference = Interpreter(module)
+    label = f"{module.name} on {','.join(targets)}"
+    if frames is None:
+        assert_outputs_close(exe(**inputs), reference.run(**inputs), rtol, atol, label)
+        return exe
+    got = run_streaming(exe, module, inputs, frames)
+    want = run_streaming(reference, module, inputs, frames)
+    for index, (actual, expected) in enumerate(zip(got, want)):
+        assert_outputs_close(actual, expected, rtol, atol, f"{label}, frame {index}")
+    return exe

@@ -4,7 +4,11 @@
     hpvm ir FILE.hpvm                  parse, verify, print the canonical text
     hpvm passes                        the passes ``opt`` accepts, with options
     hpvm opt FILE.hpvm -p PIPELINE     run passes, print or save the result
-    hpvm run FILE.hpvm --inputs in.npz --outputs out.npz [--target NAME]
+    hpvm compile SOURCE [--emit ir|exe] --targets A,B -o OUT
+                                       SOURCE: prog.py:NAME, FILE.hpvm or MODEL.onnx
+    hpvm plan SOURCE --targets A,B     which target runs each node, and why
+    hpvm viz SOURCE -o dfg.svg         draw the dataflow graph
+    hpvm run FILE.hpvm|EXE.hpvmx --inputs in.npz --outputs out.npz [--target NAME]
     hpvm demo                          blur an image on every target, check it
 
 Every error is one line on stderr starting ``hpvm: error:``; the exit code is
@@ -18,9 +22,9 @@ import os
 import sys
 
 from ..errors import DiagnosticError, HpvmError
-from . import demo, ir_commands, run, targets
+from . import build, demo, ir_commands, run, targets
 
-COMMANDS = (targets, ir_commands, run, demo)
+COMMANDS = (targets, ir_commands, build, run, demo)
 """Modules that add subcommands: each has ``add_parsers(subparsers)``."""
 
 PROG = "hpvm"

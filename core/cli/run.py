@@ -26,7 +26,9 @@ def add_parsers(subparsers) -> None:
         description="Run FILE's root graph. Inputs are the arrays of an .npz file "
                     "named after the graph's parameters (numpy.savez(path, name=array)); "
                     "outputs are saved the same way, or printed without --outputs.")
-    parser.add_argument("file", metavar="FILE.hpvm")
+    parser.add_argument("file", metavar="FILE.hpvm|EXE.hpvmx",
+                        help="a module (run on --target) or an executable saved by "
+                             "`hpvm compile` (run where it was compiled for)")
     parser.add_argument("-t", "--target", default=REFERENCE_TARGET,
                         help=f"target to run on (default: {REFERENCE_TARGET}, the reference "
                              "interpreter); `hpvm targets` lists them")
@@ -38,9 +40,12 @@ def add_parsers(subparsers) -> None:
 def run_program(args) -> int:
     if args.outputs:
         check_writable(args.outputs)
-    module = load_verified(args.file)
     inputs = read_npz(args.inputs) if args.inputs else {}
-    outputs = run_on_target(module, args.target, inputs)
+    if (Path(args.file) / "executable.json").exists():
+        from ..runtime import Executable
+        outputs = Executable.load(args.file)(**inputs)
+    else:
+        outputs = run_on_target(load_verified(args.file), args.target, inputs)
     if args.outputs:
         write_npz(args.outputs, outputs)
     else:

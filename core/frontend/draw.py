@@ -10,7 +10,7 @@ from html import escape
 from pathlib import Path
 
 from ..ir.graph import Module
-from .draw_layout import LINE_H, PAD, ROW_GAP, Box, GraphLayout, layout_graph
+from .draw_layout import CHAR_W, LINE_H, PAD, ROW_GAP, Box, GraphLayout, layout_graph
 
 STYLE = {
     "leaf": ("#dbeafe", "#1d4ed8", 4), "tensor": ("#ffedd5", "#c2410c", 4),
@@ -31,15 +31,17 @@ def draw(module: Module, path: str | Path, placement: dict[str, str] | None = No
 def svg(module: Module, placement: dict[str, str] | None = None) -> str:
     """The SVG text of ``module``'s DFG."""
     layout = layout_graph(module, module.root, placement or {})
+    title = f"module {module.name}  (root @{module.root})"
     title_h = LINE_H + PAD
-    width, height = layout.w + 2 * MARGIN, layout.h + 2 * MARGIN + title_h
+    width = max(layout.w, len(title) * CHAR_W) + 2 * MARGIN
+    height = layout.h + 2 * MARGIN + title_h
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
              f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="monospace" font-size="12">',
              '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
              'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#374151"/>'
              '</marker></defs>',
              f'<rect width="100%" height="100%" fill="white"/>',
-             _text(MARGIN, MARGIN + 4, f"module {module.name}  (root @{module.root})", bold=True)]
+             _text(MARGIN, MARGIN + 4, title, bold=True)]
     _render(layout, MARGIN, MARGIN + title_h, parts)
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

@@ -84,7 +84,7 @@ def _tail_returns(body) -> set[int]:
 
 def inline_call(caller, node: ast.Call, kernel) -> Value:
     """Inline helper ``kernel`` at call ``node``; returns its result."""
-    from .statements import StmtTranslator
+    from .statements import StmtTranslator   # statements.py imports this module
     scope = caller.scope
     if kernel.name in scope.helper_stack:
         raise caller.error(node, f"helper '{kernel.name}' calls itself (recursion)",

@@ -16,6 +16,7 @@ from ..ir.kernel import KernelFunction, Let, Var
 from ..ir.parameter import Parameter
 from ..ir.types import I64, BufferType, ScalarType
 from .api import Directed
+from .errors import frontend_error
 from .hoisting import hoisted_names
 from .scope import BufferRef, KernelScope, LocalVar, NameAllocator
 from .source import FunctionSource, source_of
@@ -103,7 +104,6 @@ class KernelDef:
         return f"<hpvm kernel {self.name}>"
 
     def __call__(self, *args, **kwargs):
-        from .errors import frontend_error
         raise frontend_error(f"kernel '{self.name}' cannot be called from Python",
                              "call it from another kernel, or make it a node: graph.leaf(kernel)")
 

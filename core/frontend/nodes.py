@@ -15,6 +15,7 @@ from ..ir.types import I64
 from .kernels import translate_body
 from .scope import BufferRef, KernelScope, NameAllocator
 from .statements import StmtTranslator
+from .tracer import BufferInfo, Tracer
 
 OPTIONS = ("ins", "outs", "privates", "name", "hint")
 MAX_DIMS = 3
@@ -208,7 +209,6 @@ def add_node(tracer, spec: NodeSpec, node: Node, ports: dict, scalars: list) -> 
 def build_internal(tracer, spec: NodeSpec, trace_block) -> None:
     """A task holding loops / tasks: an internal node whose child graph is
     traced by ``trace_block(child_tracer, body)``."""
-    from .tracer import BufferInfo, Tracer
     if spec.privates:
         raise tracer.source.error(spec.where, f"task '{spec.name}' holds nodes, so it has no private buffers",
                                   "list private buffers on the inner parallel_loop")

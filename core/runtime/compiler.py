@@ -14,17 +14,17 @@ DEFAULT_TARGETS = ("cpu",)
 
 
 def as_module(program) -> Module:
-    """A Module from a Module, a ``.hpvm`` path, or a front-end program
-    (anything with a ``module`` attribute or a ``to_module()`` method)."""
+    """A Module from a Module, a ``.hpvm`` path, or a front-end program or
+    graph builder (anything with a ``build()`` method returning a Module)."""
     if isinstance(program, Module):
         return program
     if isinstance(program, (str, Path)):
         from ..ir.text import load_module
         return load_module(program)
-    if hasattr(program, "to_module"):
-        return program.to_module()
-    if isinstance(getattr(program, "module", None), Module):
-        return program.module
+    if callable(getattr(program, "build", None)):
+        module = program.build()
+        if isinstance(module, Module):
+            return module
     raise HpvmError(f"cannot compile {type(program).__name__}: pass a Module, a .hpvm "
                     "file, or a function decorated with @hpvm.program")
 

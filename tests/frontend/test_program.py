@@ -174,3 +174,36 @@ def test_compile_time_if_and_captured_constants():
             for i in parallel_loop(N, outs=(x,), name="no"):
                 x[i] = 0.0
     assert [n.name for n in p.build().root_graph.nodes] == ["yes"]
+
+
+def test_private_buffer_gives_each_instance_its_own_copy():
+    @hl.program
+    def p(scratch: Buffer[f32, 4], out: Buffer[f32, "N"]):
+        for i in parallel_loop(N, privates=(scratch,), outs=(out,), name="work"):
+            scratch[0] = f32(i)
+            out[i] = scratch[0] + scratch[1]
+    module = p.build()
+    assert ports(module, "work")["scratch"] == "private"
+    result = run_module(module, {"scratch": np.array([0, 10, 0, 0], np.float32),
+                                 "out": np.zeros(3, np.float32)})
+    np.testing.assert_array_equal(result["out"], [10, 11, 12])
+
+
+def test_nested_helpers_are_inlined():
+    @hl.program
+    def p(x: Buffer[f32, "N"]):
+        for i in parallel_loop(N, outs=(x,)):
+            x[i] = quadruple(f32(i))
+    module = p.build()
+    assert list(module.functions) == ["loop0"]
+    np.testing.assert_array_equal(run_module(module, {"x": np.zeros(3, np.float32)})["x"], [0, 4, 8])
+
+
+@hl.kernel
+def double_value(v: f32) -> f32:
+    return v * 2
+
+
+@hl.kernel
+def quadruple(v: f32) -> f32:
+    return double_value(double_value(v))

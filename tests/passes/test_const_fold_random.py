@@ -98,7 +98,7 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
         a.dtype.kind == "f" and bool(np.isnan(a).all() and np.isnan(b).all()))
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(typed_expressions)
 def test_folding_agrees_with_the_interpreter(expr):
     try:

@@ -1,0 +1,127 @@
+"""``hpvm compile``, ``hpvm plan``, ``hpvm viz``: from a program to the
+portable module, a saved executable, a placement, or a picture.
+
+SOURCE is ``prog.py:NAME`` (an @hpvm.program, a builder Graph, a Module or
+a function making one), a ``.hpvm`` file, or an ``.onnx`` model."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..errors import HpvmError
+from .ir_commands import load_verified, module_text
+from .output import check_writable, write_text_atomically
+
+
+def add_parsers(subparsers) -> None:
+    compile_ = subparsers.add_parser(
+        "compile", help="compile a program to a .hpvm module or a saved executable",
+        description="Compile SOURCE (prog.py:NAME, FILE.hpvm or MODEL.onnx). "
+                    "--emit ir writes the portable module; --emit exe (the default) "
+                    "compiles it for --targets and saves the executable folder, which "
+                    "`hpvm run` runs.")
+    compile_.add_argument("source", metavar="SOURCE")
+    compile_.add_argument("--emit", choices=("ir", "exe"), default="exe")
+    _add_targets(compile_)
+    compile_.add_argument("--triple", help="cpu target: emit object code for this machine "
+                          "(e.g. aarch64-linux-gnu, riscv64-linux-gnu)")
+    compile_.add_argument("-o", "--output", required=True, metavar="OUT")
+    compile_.set_defaults(handler=compile_command)
+
+    plan = subparsers.add_parser(
+        "plan", help="print which target runs each node",
+        description="Place SOURCE's nodes on --targets (hints, matchers, then the "
+                    "fallback) and print the placement with the reason for each node.")
+    plan.add_argument("source", metavar="SOURCE")
+    _add_targets(plan)
+    plan.set_defaults(handler=plan_command)
+
+    viz = subparsers.add_parser(
+        "viz", help="draw the dataflow graph as SVG",
+        description="Draw SOURCE's hierarchical dataflow graph (internal nodes as "
+                    "clusters); with --targets, each node shows where it runs.")
+    viz.add_argument("source", metavar="SOURCE")
+    viz.add_argument("-o", "--output", required=True, metavar="DFG.svg")
+    viz.add_argument("-t", "--targets", type=_target_list, default=None,
+                     help="comma-separated targets, to show the placement")
+    viz.set_defaults(handler=viz_command)
+
+
+def _add_targets(parser) -> None:
+    parser.add_argument("-t", "--targets", type=_target_list, default=["cpu"],
+                        help="comma-separated target names in order of preference "
+                             "(default: cpu); `hpvm targets` lists them")
+
+
+def _target_list(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def load_program(source: str):
+    """The verified Module of SOURCE (see the module docstring)."""
+    from ..ir.verify import verify
+    if source.endswith(".hpvm"):
+        return load_verified(source)
+    if source.endswith(".onnx"):
+        from ..frontend.onnx import load as load_onnx
+        module = load_onnx(source)
+    elif ":" in source:
+        from ..frontend import compile_program
+        module = compile_program(source)
+    else:
+        raise HpvmError(f"'{source}' is not a program: give prog.py:NAME, FILE.hpvm or MODEL.onnx")
+    verify(module)
+    return module
+
+
+def compile_command(args) -> int:
+    from ..runtime import compile as compile_program
+    check_writable(args.output)
+    module = load_program(args.source)
+    if args.emit == "ir":
+        write_text_atomically(args.output, module_text(module))
+        print(f"wrote {args.output}")
+        return 0
+    options = {"triple": args.triple} if args.triple else {}
+    exe = compile_program(module, targets=args.targets, options=options)
+    save_atomically(exe, Path(args.output))
+    print(exe.placement.format())
+    print(f"wrote {args.output}")
+    return 0
+
+
+def save_atomically(exe, folder: Path) -> None:
+    """Save into a new folder beside ``folder``, then swap it in: a failed
+    save leaves an existing executable as it was."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        exe.save(staging)
+        if folder.exists():
+            shutil.rmtree(folder)
+        staging.rename(folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def plan_command(args) -> int:
+    from ..registry import get_registry
+    from ..runtime import plan
+    print(plan(load_program(args.source), args.targets, get_registry()).format())
+    return 0
+
+
+def viz_command(args) -> int:
+    from ..frontend import draw
+    from ..registry import get_registry
+    from ..runtime import plan
+    module = load_program(args.source)
+    placement = None
+    if args.targets:
+        placed = plan(module, args.targets, get_registry())
+        placement = {key.split(".", 1)[1]: target for key, target in placed.targets.items()}
+    check_writable(args.output)
+    draw(module, args.output, placement)
+    print(f"wrote {args.output}")
+    return 0

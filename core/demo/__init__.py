@@ -1,0 +1,2 @@
+"""The bundled demo: the edge-detection program and an image to run it on
+(``hpvm demo``)."""

@@ -1,0 +1,35 @@
+"""Tensor ops: for every op of hpvm.ir.tensor_ops that the target's matcher
+claims, a one-node program placed on the target computes what the
+interpreter computes.  Ops it does not claim are skipped and listed."""
+from functools import lru_cache
+
+import pytest
+
+from hpvm.ir.tensor_ops import TENSOR_OPS
+from hpvm_sdk.conformance.graphs import one_node_module
+from hpvm_sdk.conformance.summary import SUPPORT_PROPERTY
+
+
+@lru_cache(maxsize=1)
+def _examples():
+    from hpvm.ir.tensor_ops.testing import example_nodes
+    return example_nodes(seed=0)
+
+
+@pytest.mark.parametrize("op", sorted(TENSOR_OPS))
+def test_claimed_tensor_op_matches_the_interpreter(hpvm_target, op, record_property):
+    if op not in _examples():
+        pytest.skip(f"hpvm has no example use of tensor op '{op}'")
+    node, inputs = _examples()[op]
+    module = one_node_module(node)
+    if not hpvm_target.target.claims(module, module.root_graph, module.root_graph.nodes[0]):
+        record_property(SUPPORT_PROPERTY, f"{op}: not claimed")
+        pytest.skip(f"target '{hpvm_target.name}' does not claim tensor op '{op}'")
+    native = op in hpvm_target.target.native_tensor_ops
+    record_property(SUPPORT_PROPERTY, f"{op}: {'native' if native else 'lowered to kernels'}")
+    exe = hpvm_target.compile(module)
+    assert hpvm_target.nodes_on_target(exe), (
+        f"target '{hpvm_target.name}' claims tensor op '{op}' but placement put it elsewhere: "
+        f"{exe.placement.format()}")
+    from hpvm.interp import run_module
+    hpvm_target.assert_close(exe(**inputs), run_module(module, inputs), label=op)

@@ -10,6 +10,7 @@
     hpvm viz SOURCE -o dfg.svg         draw the dataflow graph
     hpvm run FILE.hpvm|EXE.hpvmx --inputs in.npz --outputs out.npz [--target NAME]
     hpvm demo                          blur an image on every target, check it
+    hpvm sdk new-target NAME | conformance NAME   vendor SDK (needs hpvm-sdk)
 
 Every error is one line on stderr starting ``hpvm: error:``; the exit code is
 1 for errors and 2 for a wrong command line.  ``main(argv)`` returns the exit
@@ -22,9 +23,9 @@ import os
 import sys
 
 from ..errors import DiagnosticError, HpvmError
-from . import build, demo, ir_commands, run, targets
+from . import build, demo, ir_commands, run, sdk, targets
 
-COMMANDS = (targets, ir_commands, build, run, demo)
+COMMANDS = (targets, ir_commands, build, run, demo, sdk)
 """Modules that add subcommands: each has ``add_parsers(subparsers)``."""
 
 PROG = "hpvm"

@@ -9,6 +9,7 @@ collide neither with the language's reserved words nor with generated names.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -40,8 +41,17 @@ class Origin:
         if self.stmt is None:
             return f"function '@{self.function}'" if self.function else "generated support code"
         from ..ir.text import print_stmts
-        first = print_stmts((self.stmt,)).splitlines()[0].strip()
+        first = print_stmts((_without_bodies(self.stmt),)).splitlines()[0].strip()
         return f"function '@{self.function}': {first}"
+
+
+def _without_bodies(stmt: Stmt) -> Stmt:
+    """``stmt`` with nested statement lists emptied: its first printed line
+    without printing (and paying for) everything inside."""
+    nested = {f.name: () for f in dataclasses.fields(stmt)
+              if isinstance(getattr(stmt, f.name), tuple) and getattr(stmt, f.name)
+              and all(isinstance(v, Stmt) for v in getattr(stmt, f.name))}
+    return dataclasses.replace(stmt, **nested) if nested else stmt
 
 
 @dataclass
@@ -59,7 +69,7 @@ class SourceWriter:
 
     def open(self, text: str) -> None:
         """``text {`` and indent."""
-        self.line(text + " {")
+        self.line(f"{text} {{" if text else "{")
         self.depth += 1
 
     def close(self, text: str = "}") -> None:

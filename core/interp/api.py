@@ -99,11 +99,13 @@ class Interpreter:
 
 
 def run_kernel(module: Module, function_name: str, args: Mapping[str, Any],
-               replication: tuple[int, ...]) -> dict[str, np.ndarray]:
+               replication: tuple[int, ...],
+               group: tuple[int, ...] | None = None) -> dict[str, np.ndarray]:
     """Run kernel ``function_name`` with ``args`` over ``replication``;
     returns every buffer parameter after the run (out buffers left out of
     ``args`` are allocated zero-filled from the size symbols).  The arrays
-    passed in are not modified."""
+    passed in are not modified.  ``group``: work-group sizes for local
+    arrays (default: the whole replication is one group)."""
     try:
         function = module.function(function_name)
     except KeyError:
@@ -127,7 +129,8 @@ def run_kernel(module: Module, function_name: str, args: Mapping[str, Any],
             else:
                 buffers[param.name] = np.zeros(output_shape(param, symbols, where),
                                                dtype=param.type.element.numpy_dtype)
-    launch_kernel(module, function, {**checked, **buffers}, tuple(replication), None, where)
+    launch_kernel(module, function, {**checked, **buffers}, tuple(replication), group,
+                  where)
     return {p.name: buffers.get(p.name, checked.get(p.name))
             for p in function.params if p.is_buffer}
 

@@ -89,6 +89,10 @@ def _node_inputs(module: Module, graph: Graph, node: Node, inputs: Mapping[str, 
                                   f"is bound to graph parameter '{source}', which has no value",
                                   f"give the graph an input '{source}'")
             ports[param.name] = inputs[source]
+        elif source not in values:
+            raise _port_error(graph, node, param,
+                              f"is fed by {source[0]}.{source[1]}, which is not an output "
+                              f"of node '{source[0]}'", "connect an out or inout port")
         else:
             ports[param.name] = values[source]
     return ports

@@ -12,8 +12,9 @@ import numpy as np
 
 from hpvm.errors import Diagnostic, ExecutionError, Location
 from hpvm.ir.graph import Module
-from hpvm.ir.kernel import KernelFunction
+from hpvm.ir.kernel import AtomicUpdate, Call, KernelFunction, Store, Var
 from hpvm.ir.parameter import Parameter
+from hpvm.ir.visit import walk
 
 from .kernel_eval import KernelEvaluator, WorkGroups
 from .memory import Lanes, Storage
@@ -81,7 +82,8 @@ def bind_kernel_args(function: KernelFunction, args: Mapping[str, Any], count: i
                                "pass a value for every kernel parameter")
         value = args[param.name]
         if param.is_buffer:
-            values[param.name] = _buffer_storage(param, value, count, where)
+            private_copies = param.direction == "private" and _may_write(function, param.name)
+            values[param.name] = _buffer_storage(param, value, count, private_copies, where)
             _collect_symbols(param, np.shape(value), symbols, where)
         else:
             values[param.name] = np.asarray(value).astype(param.type.numpy_dtype, copy=False)
@@ -98,7 +100,20 @@ def bind_kernel_args(function: KernelFunction, args: Mapping[str, Any], count: i
     return values
 
 
-def _buffer_storage(param: Parameter, array, count: int, where: Location) -> Storage:
+def _may_write(function: KernelFunction, name: str) -> bool:
+    """Whether the body may write buffer ``name``: a store or atomic to it,
+    or passing it to a helper."""
+    for node in walk(function.body):
+        if isinstance(node, (Store, AtomicUpdate)) and node.buffer == name:
+            return True
+        if isinstance(node, Call) and any(isinstance(a, Var) and a.name == name
+                                          for a in node.args):
+            return True
+    return False
+
+
+def _buffer_storage(param: Parameter, array, count: int, private_copies: bool,
+                    where: Location) -> Storage:
     if not isinstance(array, np.ndarray):
         raise _param_error(where, param, f"expects a numpy array, got {type(array).__name__}",
                            "pass a numpy array")
@@ -107,13 +122,13 @@ def _buffer_storage(param: Parameter, array, count: int, where: Location) -> Sto
         raise _param_error(where, param, f"expects elements of type {param.type.element}, "
                            f"got {array.dtype.name}",
                            f"make the producer's buffer {param.type.element} too")
-    if param.direction == "in":
-        shape = None if param.type.shape is None else tuple(array.shape)
+    shape = None if param.type.shape is None else tuple(array.shape)
+    if param.direction == "in" or (param.direction == "private" and not private_copies):
+        # a private buffer the kernel never writes needs no per-instance copies
         return Storage(param.name, np.ascontiguousarray(array), shape, read_only=True)
     if not array.flags.c_contiguous or not array.flags.writeable:
         raise _param_error(where, param, "needs a writeable C-contiguous array",
                            "pass np.ascontiguousarray(value).copy()")
-    shape = None if param.type.shape is None else tuple(array.shape)
     if param.direction != "private":
         return Storage(param.name, array, shape)
     copies = np.broadcast_to(array, (count,) + array.shape).copy()

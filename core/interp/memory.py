@@ -10,7 +10,7 @@ positions inside one copy; an instance's element lives at
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,20 +28,19 @@ class Storage:
     shape: tuple[int, ...] | None
     lane_base: np.ndarray | None = None
     read_only: bool = False
+    flat: np.ndarray = field(init=False, repr=False)
+    copy_size: int = field(init=False)
+    logical_shape: tuple[int, ...] = field(init=False)
 
-    @property
-    def flat(self) -> np.ndarray:
-        return self.array.reshape(-1)
-
-    @property
-    def copy_size(self) -> int:
+    def __post_init__(self):
+        # a view: writes through ``flat`` land in ``array``
+        self.flat = self.array.reshape(-1)
         if self.shape is None:
-            return self.array.size
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def logical_shape(self) -> tuple[int, ...]:
-        return (self.copy_size,) if self.shape is None else self.shape
+            self.copy_size = self.array.size
+            self.logical_shape = (self.copy_size,)
+        else:
+            self.copy_size = int(np.prod(self.shape, dtype=np.int64))
+            self.logical_shape = tuple(self.shape)
 
 
 @dataclass
@@ -67,18 +66,21 @@ def flat_address(storage: Storage, indices: list, mask, lanes: Lanes, action: st
     """The flat address (int64, 0-d or per lane) of ``storage[indices]``;
     an ExecutionError if an active lane is out of range.  Inactive lanes get
     address 0 so they can be gathered harmlessly."""
-    shape = storage.logical_shape
-    indices = [np.asarray(i).astype(np.int64, copy=False) for i in indices]
     if len(indices) == 1:
-        dims, address = (storage.copy_size,), indices[0]
-    elif len(indices) == len(shape):
-        dims, address = shape, None
-        for index, size in zip(indices, shape):
-            address = index if address is None else address * size + index
+        dims = (storage.copy_size,)
+    elif len(indices) == len(storage.logical_shape):
+        dims = storage.logical_shape
     else:
         raise lanes.error(
             f"{action} of '{storage.name}' uses {len(indices)} indices, but it has "
-            f"rank {len(shape)}", "index with one flat index or one index per dimension")
+            f"rank {len(storage.logical_shape)}",
+            "index with one flat index or one index per dimension")
+    if all(np.ndim(i) == 0 for i in indices):
+        return _uniform_address(storage, [int(i) for i in indices], dims, mask, lanes, action)
+    indices = [np.asarray(i).astype(np.int64, copy=False) for i in indices]
+    address = indices[0]
+    for index, size in zip(indices[1:], dims[1:]):
+        address = address * size + index
     bad = np.zeros(np.broadcast(*indices).shape, dtype=bool)
     for index, size in zip(indices, dims):
         bad |= (index < 0) | (index >= size)
@@ -88,6 +90,19 @@ def flat_address(storage: Storage, indices: list, mask, lanes: Lanes, action: st
         raise _out_of_range(storage, indices, dims, bad, lanes, action)
     if mask is not None and np.ndim(address) > 0:
         address = np.where(mask, address, 0)
+    return address
+
+
+def _uniform_address(storage: Storage, indices: list[int], dims, mask, lanes: Lanes,
+                     action: str) -> int:
+    """The address when every lane uses the same indices (the common case
+    in sequential loops): plain Python arithmetic."""
+    address = 0
+    for index, size in zip(indices, dims):
+        if not 0 <= index < size:
+            bad = np.ones((), dtype=bool) if mask is None else mask
+            raise _out_of_range(storage, indices, dims, bad, lanes, action)
+        address = address * size + index
     return address
 
 

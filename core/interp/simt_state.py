@@ -47,7 +47,6 @@ class Frame:
     function: str
     alive: np.ndarray | None = None
     result: Any = None
-    depth: int = 0
 
 
 def and_masks(a, b):

@@ -6,6 +6,7 @@ reference device runtime tests compare other targets against.
 from __future__ import annotations
 
 import uuid
+import weakref
 from typing import Any
 
 import numpy as np
@@ -17,9 +18,9 @@ from hpvm.target import Artifact, Availability, Device, NodeRef, Target
 from .graph_exec import run_node
 
 MODULE_FILE = "module.hpvm"
-_COMPILED: dict[str, Module] = {}
-"""Modules compiled in this process, by artifact key: loading them again
-needs no parser round trip."""
+_COMPILED: "weakref.WeakValueDictionary[str, Module]" = weakref.WeakValueDictionary()
+"""Modules compiled in this process and still alive, by artifact key:
+loading them again needs no parser round trip."""
 
 
 class InterpTarget(Target):

@@ -6,8 +6,10 @@
 
 Each diagnostic names where the problem is (graph, node, port, function)
 and how to fix it.  The rules live in verify_graph (graphs, edges,
-bindings), verify_node (one node: body, replication, attributes, tensor
-ops, constants) and verify_kernel / verify_expr (the kernel type checker).
+bindings), verify_node (one node: body, replication, attributes,
+constants), verify_tensor (tensor-op nodes) and verify_kernel /
+verify_expr (the kernel type checker); verify_common holds what they
+share.
 """
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ that run it, so diagnostics also name a node using the function.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import networkx as nx
 
 from .kernel import (
@@ -23,6 +25,7 @@ class KernelChecker(ExprChecker):
 
     def check(self) -> None:
         """Check the whole function."""
+        self.mentioned: set[int] = set()
         check_param_list(self.function.params, self.report,
                          f"function '@{self.function.name}'")
         return_type = self.function.return_type
@@ -54,7 +57,24 @@ class KernelChecker(ExprChecker):
             self.report.error(f"{stmt!r} is not a kernel statement",
                               "build statements from hpvm.ir.kernel classes")
             return
+        start = len(self.report.diagnostics)
         method(stmt)
+        self._mention(stmt, start)
+
+    def _mention(self, stmt, start: int) -> None:
+        """Quote ``stmt`` in the diagnostics it raised from index ``start``
+        on; those of nested statements already quote theirs."""
+        diagnostics = self.report.diagnostics
+        text = None
+        for index in range(start, len(diagnostics)):
+            if index in self.mentioned:
+                continue
+            self.mentioned.add(index)
+            text = text or statement_text(stmt)
+            if text:
+                diagnostic = diagnostics[index]
+                diagnostics[index] = replace(
+                    diagnostic, message=f"{diagnostic.message} in `{text}`")
 
     def _check_Let(self, stmt) -> None:
         if not is_scalar_type(stmt.type):
@@ -201,6 +221,19 @@ class KernelChecker(ExprChecker):
         else:
             self.report.error(f"an expression statement must be a call, got "
                               f"{stmt.call!r}", "use ExprStmt(Call(...))")
+
+
+def statement_text(stmt, limit: int = 80) -> str | None:
+    """``stmt`` as text for messages (a loop or if without its body);
+    None if it cannot be printed."""
+    bodies = {name: () for name in ("body", "then_body", "else_body")
+              if hasattr(stmt, name)}
+    try:
+        from .text import print_stmts
+        text = print_stmts((replace(stmt, **bodies),)).splitlines()[0]
+    except Exception:  # malformed IR, or no text module: the message stands
+        return None
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _is_int(value) -> bool:

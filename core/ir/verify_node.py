@@ -9,14 +9,14 @@ from __future__ import annotations
 import numpy as np
 
 from .graph import (
-    MAX_REPLICATION_DIMS, ConstantBody, GraphBody, KernelBody, Node, TensorBody,
+    MAX_REPLICATION_DIMS, ConstantBody, Graph, GraphBody, KernelBody, Node,
+    TensorBody,
 )
 from .kernel import KernelFunction
 from .parameter import Parameter
 from .types import BufferType
 from .verify_common import (
-    Report, check_out_shapes, check_param_list, node_scope,
-    quoted,
+    Report, check_out_shapes, check_param_list, node_scope, quoted,
 )
 from .verify_expr import ExprChecker
 from .verify_kernel import instance_dims_used
@@ -44,7 +44,7 @@ def _body_params(module, node: Node, report: Report):
     if isinstance(body, KernelBody):
         return _kernel_params(module, node, report)
     if isinstance(body, GraphBody):
-        if body.graph not in module.graphs:
+        if not isinstance(module.graphs.get(body.graph), Graph):
             report.error(f"node '{node.name}' contains unknown graph "
                          f"'@{body.graph}'", f"define graph '@{body.graph}' "
                          f"or use one of {quoted(module.graphs)}")
@@ -52,7 +52,7 @@ def _body_params(module, node: Node, report: Report):
         return module.graphs[body.graph].params
     if isinstance(body, TensorBody):
         check_param_list(body.params, report, f"node '{node.name}'")
-        _check_attributes(body.attrs, report, f"attribute of op '{body.op}'")
+        _check_attributes(body.attrs, report, f"op '{body.op}' attribute")
         check_tensor_node(node, report)
         return body.params
     if isinstance(body, ConstantBody):

@@ -88,6 +88,7 @@ def _bind_parameters(call, callee, names, pre, caller):
     """(renames, values) mapping callee parameters and shape symbols to the
     caller's names and expressions; appends Lets for copied scalars."""
     renames: dict[str, str] = {}
+    scalar_params = {p.name for p in callee.params if not p.is_buffer}
     values: dict = {}
     assigned = {n.name for n in walk(callee.body) if isinstance(n, Assign)} | {
         n.result for n in walk(callee.body) if isinstance(n, AtomicUpdate)}
@@ -97,14 +98,13 @@ def _bind_parameters(call, callee, names, pre, caller):
                 raise _error(caller, f"passes a non-buffer argument to buffer parameter "
                              f"'{param.name}' of '@{callee.name}'", "pass the buffer by name")
             renames[param.name] = arg.name
-            values.update(_shape_values(param.type, arg.type, values))
+            values.update(_shape_values(param.type, arg.type, values.keys() | scalar_params))
         elif isinstance(arg, Const) or (isinstance(arg, Var) and param.name not in assigned):
             values[param.name] = arg
         else:
             local = names.fresh(param.name)
             pre.append(Let(local, param.type, arg))
             renames[param.name] = local
-    scalar_params = {p.name for p in callee.params if not p.is_buffer}
     missing = [s for s in callee.shape_symbols if s not in values and s not in scalar_params]
     used = {n.name for n in walk(callee.body) if isinstance(n, Var)}
     if any(s in used for s in missing):
@@ -114,7 +114,9 @@ def _bind_parameters(call, callee, names, pre, caller):
     return renames, values
 
 
-def _shape_values(callee_type: BufferType, caller_type: BufferType, known: dict) -> dict:
+def _shape_values(callee_type: BufferType, caller_type: BufferType, known) -> dict:
+    """Values of the callee's shape symbols (not in ``known``) from the
+    caller's buffer type."""
     if callee_type.shape is None or caller_type.shape is None:
         return {}
     if len(callee_type.shape) != len(caller_type.shape):

@@ -6,27 +6,30 @@ loop variable and ``InstanceCount(d)`` the size, computed once from the
 node's replication expressions (they are written in the node's scope, the
 kernel's shape symbols and integer scalar parameters, so they are valid
 inside the kernel).  A ``Return`` ends only the current instance.  Local
-arrays become private to each instance; a kernel with a ``Barrier`` is
-refused.  The node then has no replication.  A function shared by nodes
-that are not all sequentialized the same way is cloned (``<fn>_seq``).
+arrays become private to each instance, and so does every written
+``private`` buffer parameter (copied at the start of each instance); a
+kernel with a ``Barrier`` is refused.  The node then has no replication.
+A function shared by nodes that are not all sequentialized the same way
+is cloned (``<fn>_seq``).
 Needed by the FPGA target, whose kernels are single work-items.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter
 
 from ..errors import Diagnostic, Location
 from ..ir.graph import Graph, KernelBody, Module, Node
 from ..ir.kernel import (
     ArrayDecl, Barrier, Cast, Const, Expr, For, InstanceCount, InstanceId,
-    KernelFunction, Let, Var,
+    KernelFunction, Let, Load, Stmt, Store, Var,
 )
 from ..ir.types import BOOL, I64
 from ..ir.visit import rewrite, walk
 from .errors import PassError
 from .module_tools import callees, called_functions, iter_nodes, map_nodes
-from .names import NameGenerator, function_names, unique_name
+from .names import NameGenerator, function_names, substitute, unique_name, writes_buffer
 from .registry import Option, register_pass
 from .returns import contains_return, lower_returns
 
@@ -85,11 +88,40 @@ def sequentialize_kernel(function: KernelFunction, replication: tuple[Expr, ...]
     if contains_return(body):
         done = names.fresh("instance_done")
         body = (Let(done, BOOL, Const(False, BOOL)),) + lower_returns(body, done)
+    copies, renames = _private_copies(function, names)
+    body = copies + substitute(body, renames)
     for dim in reversed(range(len(replication))):
         body = (For(indices[dim], Const(0, I64), _var(counts[dim]), 1, body),)
     sizes = tuple(Let(count, I64, size if size.type == I64 else Cast(size, I64))
                   for count, size in zip(counts, replication))
     return dataclasses.replace(function, body=sizes + body)
+
+
+def _private_copies(function: KernelFunction, names: NameGenerator):
+    """(statements, renames) giving each instance its own copy of every
+    private buffer parameter the kernel writes, as the node's semantics
+    require once instances run one after another in one kernel."""
+    copies: tuple[Stmt, ...] = ()
+    renames: dict[str, str] = {}
+    for param in function.params:
+        if (param.direction != "private" or not param.is_buffer
+                or not writes_buffer(function.body, param.name)):
+            continue
+        shape = param.type.shape
+        if shape is None or not all(isinstance(d, int) for d in shape):
+            raise PassError(Diagnostic(
+                Location(function=function.name, port=param.name),
+                f"private buffer of type {param.type} is written, so every instance "
+                "needs its own copy, but its size is not fixed",
+                "give the parameter a fixed shape, or make it inout if instances may share it"))
+        copy, index = names.fresh(f"{param.name}_private"), names.fresh("copy_index")
+        element = param.type.element
+        at = (_var(index),)
+        copies += (ArrayDecl(copy, element, shape, "private"),
+                   For(index, Const(0, I64), Const(math.prod(shape), I64), 1,
+                       (Store(copy, at, Load(param.name, at, element)),)))
+        renames[param.name] = copy
+    return copies, renames
 
 
 def _var(name: str) -> Var:

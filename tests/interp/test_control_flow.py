@@ -252,3 +252,30 @@ def test_helper_errors_name_the_helper():
     with pytest.raises(ExecutionError, match="function '@first_at_least'.*'values' at index 5"):
         kernel_run(body, params, {"a": np.zeros(2, np.float32),
                                   "out": np.zeros(1, np.int64)}, (1,), helpers=(reader,))
+
+
+def test_running_all_instances_together_equals_running_them_one_at_a_time():
+    """Divergent loops, early returns and helper returns: the masked SIMT
+    run must agree with separate single-instance runs."""
+    lane = Var("lane", I64)
+    n, steps = Var("n", I64), Var("steps", I64)
+    body = (
+        Let("lane", I64, I + Var("base", I64)),
+        Let("n", I64, lane + 1),
+        Let("steps", I64, zero()),
+        While(n.ne(1), (
+            If((n % 2).eq(0), (Assign("n", n / 2),), (Assign("n", n * 3 + 1),)),
+            Assign("steps", steps + 1),
+            If(steps.gt(lane), (Store("out", (lane,), -steps), Return())),
+        )),
+        Store("out", (lane,), steps * 10 + Call("sign", (lane % 5 - 2,), I64)),
+    )
+    params = (Parameter("base", I64), out_param())
+    together = kernel_run(body, params, {"base": 0, "out": np.zeros(25, np.int64)}, (25,),
+                          helpers=(SIGN,))["out"]
+    one_by_one = np.zeros(25, np.int64)
+    for base in range(25):
+        one_by_one = kernel_run(body, params, {"base": base, "out": one_by_one}, (1,),
+                                helpers=(SIGN,))["out"]
+    np.testing.assert_array_equal(together, one_by_one)
+    assert (together < 0).any() and (together > 0).any()

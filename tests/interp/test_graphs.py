@@ -209,3 +209,25 @@ def test_tensor_node_runs_its_op():
     module = Module("tensor", {}, {"main": graph}, "main")
     x = np.array([-1, 2, -3, 4], np.float32)
     np.testing.assert_array_equal(run_module(module, {"x": x})["y"], np.maximum(x, 0))
+
+
+def test_edge_from_a_port_that_is_not_an_output_is_an_error():
+    rep = (Var("N", I64),)
+    graph = Graph("main", (buffer("x", ("N",)),),
+                  (node("p", "copy", rep), node("q", "copy", rep)),
+                  edges=(Edge("p", "x", "q", "x"),),
+                  bind_ins=(BindIn("x", "p", "x"),))
+    module = Module("bad_edge", {"copy": COPY}, {"main": graph}, "main")
+    with pytest.raises(ExecutionError, match="node 'q', parameter 'x': is fed by p.x"):
+        run_module(module, {"x": np.zeros(1, np.float32)})
+
+
+def test_out_of_range_access_in_a_node_names_graph_node_and_function():
+    shifted = KernelFunction("shifted", (buffer("x", ("N",)), buffer("y", ("N",), "out")),
+                             (Store("y", (I,), Load("x", (I + 1,), F32)),))
+    graph = Graph("main", (buffer("x", ("N",)), buffer("y", ("N",), "out")),
+                  (node("shift", "shifted", (Var("N", I64),)),),
+                  bind_ins=(BindIn("x", "shift", "x"),), bind_outs=(BindOut("shift", "y", "y"),))
+    module = Module("oob", {"shifted": shifted}, {"main": graph}, "main")
+    with pytest.raises(ExecutionError, match="graph '@main', node 'shift', function '@shifted'"):
+        run_module(module, {"x": np.zeros(3, np.float32)})

@@ -249,3 +249,11 @@ def test_buffer_of_the_wrong_element_type_reaching_a_kernel_is_an_error():
     with pytest.raises(ExecutionError, match="parameter 'a': expects elements of type f32"):
         launch_kernel(Module("m", {"k": function}, {}, "main"), function,
                       {"a": np.zeros(2, np.int32), "out": np.zeros(2, np.float32)}, (2,))
+
+
+def test_private_parameter_read_only_by_the_kernel_is_shared_not_copied():
+    body = (Store("out", (I,), Load("table", (I % 2,), I64)),)
+    params = (buffer("table", I64, (2,), "private"), buffer("out", I64, ("N",), "out"))
+    out = kernel_run(body, params, {"table": np.array([5, 6], np.int64),
+                                    "out": np.zeros(4, np.int64)}, (4,))["out"]
+    np.testing.assert_array_equal(out, [5, 6, 5, 6])

@@ -7,7 +7,7 @@ import pytest
 
 from hpvm.errors import ExecutionError
 from hpvm.ir import (
-    F32, I64, Assign, BufferType, Const, For, InstanceId, KernelFunction, Let, Load,
+    F32, I64, ArrayDecl, Assign, Barrier, BufferType, Const, For, InstanceId, KernelFunction, Let, Load,
     Module, Parameter, Store, Var,
 )
 from hpvm.interp import run_kernel
@@ -73,3 +73,16 @@ def test_512_by_512_kernel_with_a_loop_runs_well_under_a_second():
     expected = sum(np.roll(x, -t, axis=1) * np.float32(t) for t in range(8))
     np.testing.assert_allclose(out, expected, rtol=1e-5)
     assert elapsed < 0.5, f"took {elapsed:.2f}s"
+
+
+def test_run_kernel_takes_work_group_sizes_for_local_arrays():
+    lid = I % 2
+    body = (ArrayDecl("pair", F32, (2,), "local"),
+            Store("pair", (lid,), Load("x", (I,), F32)),
+            Barrier(),
+            Store("y", (I,), Load("pair", (Const(1, I64) - lid,), F32)))
+    params = (Parameter("x", BufferType(F32, ("N",))),
+              Parameter("y", BufferType(F32, ("N",)), "out"))
+    module = Module("swap", {"swap": KernelFunction("swap", params, body)}, {}, "main")
+    out = run_kernel(module, "swap", {"x": np.arange(6, dtype=np.float32)}, (6,), group=(2,))
+    np.testing.assert_array_equal(out["y"], [1, 0, 3, 2, 5, 4])

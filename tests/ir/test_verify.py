@@ -6,20 +6,20 @@ diagnostic names the place and says how to fix it.
 """
 from __future__ import annotations
 
-import sys
-import types
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from hpvm.errors import Location, VerificationError
 from hpvm.ir import (
     F32, F64, I32, I64, BindIn, BindOut, Binary, BufferType, Call, Const,
     ConstantBody, Edge, For, Graph, GraphBody, If, InstanceId, KernelBody,
     KernelFunction, Let, Load, Module, Node, Parameter, Return, Store,
-    TensorBody, Var, Assign,
+    Var, Assign,
 )
+from hpvm.ir.testing import modules
 from hpvm.ir.verify import check, verify
 
 IMAGE = BufferType(F32, ("H", "W"))
@@ -166,6 +166,13 @@ def test_diagnostic_carries_location_and_fix():
     (diagnostic,) = find(with_graph(good_module(), graph), "not connected")
     assert diagnostic.location == Location(graph="blur2", node="blur_x", port="src")
     assert "blur_x.src" in diagnostic.fix
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(modules(decorations=True))
+def test_generated_valid_modules_verify_clean(module):
+    assert check(module) == []
 
 
 def test_non_module_is_reported():
@@ -473,119 +480,3 @@ def test_node_kernel_returning_a_value():
     function = replace(scale_function(), body=(Return(Const(1, I32)),),
                        return_type=I32)
     find(with_function(good_module(), function), "node kernel '@scale' returns a value")
-
-
-# -- tensor ops ----------------------------------------------------------------
-@dataclass(frozen=True)
-class StubOp:
-    """The agreed TensorOpSpec interface, enough for the verifier."""
-
-    name: str
-    inputs: tuple[str, ...]
-    optional_inputs: tuple[str, ...] = ()
-    outputs: tuple[str, ...] = ("Y",)
-    attrs: dict = field(default_factory=dict)
-
-    def infer(self, input_types, attrs):
-        if self.name == "relu":
-            return {"Y": input_types["X"]}
-        a, b = input_types["A"], input_types["B"]
-        if a.shape[1] != b.shape[0]:
-            raise ValueError(f"inner dims {a.shape[1]} and {b.shape[0]} differ")
-        return {"Y": BufferType(a.element, (a.shape[0], b.shape[1]))}
-
-
-@pytest.fixture
-def stub_ops(monkeypatch):
-    """hpvm.ir.tensor_ops replaced by two stub ops, so these tests do not
-    depend on the real registry."""
-    registry = types.ModuleType("hpvm.ir.tensor_ops")
-    registry.TENSOR_OPS = {
-        "relu": StubOp("relu", ("X",), attrs={"alpha": 0.0}),
-        "matmul": StubOp("matmul", ("A", "B"), ("bias",)),
-    }
-    monkeypatch.setitem(sys.modules, "hpvm.ir.tensor_ops", registry)
-    return registry.TENSOR_OPS
-
-
-def _tensor_module(op: str, params, attrs=None) -> Module:
-    node = Node("t", TensorBody(op, tuple(params), attrs or {}))
-    bind_ins = tuple(BindIn(p.name, "t", p.name) for p in params if p.reads)
-    bind_outs = tuple(BindOut("t", p.name, p.name) for p in params if p.writes)
-    graph = Graph("main", tuple(params), (node,), (), bind_ins, bind_outs)
-    return Module("tensor", {}, {"main": graph}, "main")
-
-
-def _relu_params(x=BufferType(F32, ("N", 8)), y=BufferType(F32, ("N", 8))):
-    return (Parameter("X", x), Parameter("Y", y, "out"))
-
-
-def _matmul_params(a=(4, 3), b=(3, 5), y=(4, 5)):
-    return (Parameter("A", BufferType(F32, a)), Parameter("B", BufferType(F32, b)),
-            Parameter("Y", BufferType(F32, y), "out"))
-
-
-def test_well_formed_tensor_nodes_verify(stub_ops):
-    assert check(_tensor_module("relu", _relu_params(), {"alpha": 0.1})) == []
-    assert check(_tensor_module("matmul", _matmul_params())) == []
-
-
-def test_unknown_tensor_op_lists_known_ops(stub_ops):
-    find(_tensor_module("frobnicate", _relu_params()),
-         "node 't' uses unknown tensor op 'frobnicate'", "'matmul', 'relu'")
-
-
-def test_tensor_op_missing_required_input(stub_ops):
-    find(_tensor_module("matmul", _matmul_params()[1:]),
-         "tensor op 'matmul' of node 't' needs input 'A'")
-
-
-def test_tensor_op_unknown_port(stub_ops):
-    params = _relu_params() + (Parameter("Z", BufferType(F32, ("N", 8))),)
-    find(_tensor_module("relu", params), "tensor op 'relu' has no port 'Z'")
-
-
-def test_tensor_op_port_with_wrong_direction(stub_ops):
-    params = (Parameter("X", BufferType(F32, ("N", 8)), "inout"),
-              Parameter("Y", BufferType(F32, ("N", 8)), "out"))
-    find(_tensor_module("relu", params), "port 'X' of tensor op 'relu' must be 'in'")
-
-
-def test_tensor_op_output_type_inconsistent_with_inference(stub_ops):
-    find(_tensor_module("matmul", _matmul_params(y=(4, 6))),
-         "output 'Y' of 'matmul' is declared f32[4, 6]", "infers f32[4, 5]")
-
-
-def test_tensor_op_rejecting_its_input_types(stub_ops):
-    find(_tensor_module("matmul", _matmul_params(b=(2, 5))),
-         "tensor op 'matmul' rejects its inputs: inner dims 3 and 2 differ")
-
-
-def test_tensor_op_unknown_attribute(stub_ops):
-    find(_tensor_module("relu", _relu_params(), {"beta": 1.0}),
-         "tensor op 'relu' has no attribute 'beta'", "'alpha'")
-
-
-def test_tensor_attribute_of_unsupported_type(stub_ops):
-    find(_tensor_module("relu", _relu_params(), {"alpha": np.float16(1)}),
-         "attribute of op 'relu' 'alpha' has unsupported value")
-
-
-def _real_ops():
-    tensor_ops = pytest.importorskip("hpvm.ir.tensor_ops")
-    if not hasattr(tensor_ops, "TENSOR_OPS") or "relu" not in tensor_ops.TENSOR_OPS:
-        pytest.skip("hpvm.ir.tensor_ops does not define relu yet")
-    return tensor_ops.TENSOR_OPS
-
-
-def test_real_registry_accepts_a_relu_node():
-    spec = _real_ops()["relu"]
-    params = (Parameter(spec.inputs[0], BufferType(F32, ("N", 8))),
-              Parameter(spec.outputs[0], BufferType(F32, ("N", 8)), "out"))
-    assert check(_tensor_module("relu", params)) == []
-
-
-def test_real_registry_reports_unknown_op():
-    ops = _real_ops()
-    find(_tensor_module("frobnicate", _relu_params()), "unknown tensor op",
-         f"'{sorted(ops)[0]}'")

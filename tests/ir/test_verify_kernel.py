@@ -90,6 +90,17 @@ def test_diagnostic_names_function_and_node():
     assert (location.graph, location.node, location.function) == ("main", "leaf", "k")
 
 
+def test_diagnostic_quotes_the_statement():
+    find(diagnostics_of(Assign("n", Const(0, I32))), "in `n = i32(0)`")
+
+
+def test_diagnostic_quotes_only_the_header_of_a_loop():
+    loop = For("j", Const(0.0, F32), N, 1, (Assign("n", Const(0, I32)),))
+    (header,) = find(diagnostics_of(loop), "start has type f32")
+    assert "`for j in" in header.message and "n = " not in header.message
+    find(diagnostics_of(loop), "cannot assign to 'n'", "in `n = i32(0)`")
+
+
 def test_all_problems_are_collected():
     diagnostics = diagnostics_of(Assign("a", Const(1, I32)),
                                  Assign("b", Const(1, I32)), copy_x_to_y())
@@ -419,6 +430,11 @@ def test_array_with_invalid_space():
 def test_for_with_step_zero():
     find(diagnostics_of(For("j", Const(0, I64), N, 0, ())),
          "loop 'j': step 0 must be a non-zero integer")
+
+
+def test_for_with_non_integer_step():
+    find(diagnostics_of(For("j", Const(0, I64), N, 1.5, ())),
+         "loop 'j': step 1.5 must be a non-zero integer")
 
 
 def test_for_with_float_bounds():

@@ -1,5 +1,6 @@
 """const-fold on random constant expression trees: the folded value equals
 what the reference interpreter computes for the unfolded expression."""
+import functools
 import math
 
 import numpy as np
@@ -23,6 +24,7 @@ FLOATS = (F16, F32, F64)
 TYPES = INTS + FLOATS + (BOOL,)
 
 
+@functools.lru_cache(maxsize=None)
 def constants(type):
     if type.is_bool:
         values = st.booleans()
@@ -31,11 +33,12 @@ def constants(type):
         values = st.one_of(st.integers(int(info.min), int(info.max)),
                            st.sampled_from([0, 1, -1, int(info.min), int(info.max)]))
     else:
-        values = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32),
+        values = st.one_of(st.floats(width=type.bits),
                            st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5]))
     return values.map(lambda v: Const(v, type))
 
 
+@functools.lru_cache(maxsize=None)
 def expressions(type, depth=3):
     """Random expression trees of constants, typed ``type``."""
     leaf = constants(type)

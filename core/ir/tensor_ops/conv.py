@@ -3,7 +3,8 @@
 Ports: x [N, C, H, W], w [K, C/groups, R, S], optional b [K]; y [N, K, OH, OW]
 with OH = (H + top + bottom - dh*(R-1) - 1) / sh + 1 (OW likewise).
 Attributes: stride [sh, sw], padding [top, left, bottom, right],
-dilation [dh, dw], groups.
+dilation [dh, dw], groups, activation (none, relu, tanh, sigmoid: applied
+to each result; set by operator fusion).
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import numpy as np
 
 from ..kernel import Const, Expr
 from ..types import I64, BufferType
+from . import tiled
+from .activation import activation_attr, apply_kernel, apply_numpy
 from .dims import describe, require_concrete, require_equal, window_dim
 from .lowering import KernelBuilder, add, in_range, mul, replication_over
 from .spec import OpContext, TensorOpSpec
@@ -47,6 +50,7 @@ def _infer_conv2d(ctx: OpContext) -> dict[str, BufferType]:
     element = ctx.float_element()
     ctx.expect_rank("x", 4)
     ctx.expect_rank("w", 4)
+    activation_attr(ctx)
     stride, padding, dilation = window_attrs(ctx)
     groups = ctx.int_attr("groups", minimum=1)
     _check_channels(ctx, groups)
@@ -86,10 +90,19 @@ def _evaluate_conv2d(ctx: OpContext, arrays: dict) -> dict:
                     "nchw,kc->nkhw", patch, wg[:, :, r, s])
     if "b" in arrays:
         y += arrays["b"].reshape(1, -1, 1, 1)
-    return {"y": y}
+    return {"y": apply_numpy(activation_attr(ctx), y)}
 
 
 def _lower_conv2d(b: KernelBuilder) -> tuple[Expr, ...]:
+    """The register-tiled lowering where shapes allow, else one instance
+    per output element."""
+    groups = b.ctx.int_attr("groups")
+    activation = activation_attr(b.ctx)
+    replication = tiled.lower_conv2d(b, *window_attrs(b.ctx), groups, activation)
+    return replication if replication is not None else _lower_conv2d_reference(b)
+
+
+def _lower_conv2d_reference(b: KernelBuilder) -> tuple[Expr, ...]:
     (sh, sw), (top, left, bottom, right), (dh, dw) = window_attrs(b.ctx)
     groups = b.ctx.int_attr("groups")
     _, _, height, width = b.dims("x")
@@ -112,14 +125,15 @@ def _lower_conv2d(b: KernelBuilder) -> tuple[Expr, ...]:
                     with b.guard(left + right > 0, in_range(iw, width)):
                         pixel = b.load("x", n, add(first_channel, c), ih, iw)
                         b.assign(acc, acc + pixel * b.load("w", k, c, r, s))
-    b.store("y", i, acc)
+    b.store("y", i, apply_kernel(activation_attr(b.ctx), acc))
     return replication_over(out_dims)
 
 
 CONV2D = TensorOpSpec(
     "conv2d", ("x", "w"), ("y",), _infer_conv2d, _evaluate_conv2d, _lower_conv2d,
     optional_inputs=("b",),
-    attrs={"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1},
+    attrs={"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1,
+           "activation": "none"},
     summary="2-D convolution, NCHW (ONNX Conv)")
 
 OPS = (CONV2D,)

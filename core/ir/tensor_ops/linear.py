@@ -3,7 +3,9 @@
 matmul: a [M, K] or [B, M, K], b [K, N] or [B, K, N]; y [M, N] or
 [B, M, N]; batch dims broadcast (equal, or 1 on one side, or absent).
 gemm: y = alpha * A' @ B' + beta * c, A' = a or a^T (trans_a), B' = b or
-b^T (trans_b); the optional c broadcasts to [M, N] like a bias.
+b^T (trans_b); the optional c broadcasts to [M, N] like a bias; attribute
+activation (none, relu, tanh, sigmoid) is applied to y (operator fusion).
+Rank-2 products with a fixed N lower to register tiles (tiled.py).
 """
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import numpy as np
 
 from ..kernel import Const, Expr
 from ..types import I64, BufferType
+from . import tiled
+from .activation import activation_attr, apply_kernel, apply_numpy
 from .dims import broadcast_shape, require_equal
 from .lowering import KernelBuilder, replication_over
 from .spec import OpContext, TensorOpSpec
@@ -35,6 +39,10 @@ def _batch_index(b: KernelBuilder, port: str, batch: list[Expr]) -> tuple[Expr, 
 
 
 def _lower_matmul(b: KernelBuilder) -> tuple[Expr, ...]:
+    if b.ctx.rank("a") == b.ctx.rank("b") == 2:
+        replication = tiled.lower_matrix_product(b, False, False, 1.0, 1.0, "none")
+        if replication is not None:
+            return replication
     out_dims = b.dims("y")
     hints = ["batch", "m", "n"][-len(out_dims):]
     i, indices = b.instance_indices(out_dims, hints)
@@ -63,6 +71,7 @@ def _gemm_attrs(ctx: OpContext) -> tuple[float, float, bool, bool]:
 def _infer_gemm(ctx: OpContext) -> dict[str, BufferType]:
     element = ctx.float_element()
     _, _, trans_a, trans_b = _gemm_attrs(ctx)
+    activation_attr(ctx)
     ctx.expect_rank("a", 2)
     ctx.expect_rank("b", 2)
     rows, inner = reversed(ctx.shape("a")) if trans_a else ctx.shape("a")
@@ -84,11 +93,15 @@ def _evaluate_gemm(ctx: OpContext, x: dict) -> dict:
     y = kind(alpha) * (a @ b)
     if "c" in x:
         y = y + kind(beta) * x["c"]
-    return {"y": y}
+    return {"y": apply_numpy(activation_attr(ctx), y)}
 
 
 def _lower_gemm(b: KernelBuilder) -> tuple[Expr, ...]:
     alpha, beta, trans_a, trans_b = _gemm_attrs(b.ctx)
+    activation = activation_attr(b.ctx)
+    replication = tiled.lower_matrix_product(b, trans_a, trans_b, alpha, beta, activation)
+    if replication is not None:
+        return replication
     out_dims = b.dims("y")
     i, (m, n) = b.instance_indices(out_dims, ["m", "n"])
     acc = b.let("acc", b.const(0))
@@ -99,14 +112,15 @@ def _lower_gemm(b: KernelBuilder) -> tuple[Expr, ...]:
     result = b.const(alpha) * acc
     if "c" in b.types:
         result = result + b.const(beta) * b.load_broadcast("c", [m, n])
-    b.store("y", i, result)
+    b.store("y", i, apply_kernel(activation, result))
     return replication_over(out_dims)
 
 
 GEMM = TensorOpSpec(
     "gemm", ("a", "b"), ("y",), _infer_gemm, _evaluate_gemm, _lower_gemm,
     optional_inputs=("c",),
-    attrs={"alpha": 1.0, "beta": 1.0, "trans_a": False, "trans_b": False},
+    attrs={"alpha": 1.0, "beta": 1.0, "trans_a": False, "trans_b": False,
+           "activation": "none"},
     summary="y = alpha * a' @ b' + beta * c (ONNX Gemm)")
 
 OPS = (MATMUL, GEMM)

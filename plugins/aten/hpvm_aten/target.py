@@ -1,11 +1,79 @@
-"""The 'aten' target (a placeholder until its code generator lands)."""
-from hpvm.target import Availability, Target
+"""The 'aten' target: tensor ops run by PyTorch's ATen kernels.
+
+Matcher: tensor-op nodes of the ops in :data:`ops.OPS` whose buffers are
+floats, and constant nodes read only by such nodes (so weights stay on the
+device); kernel nodes are left to other targets.  Code generator: nothing
+to generate; the artifact is the module's text.  Runtime shim:
+:class:`AtenDevice` on ``cuda`` when PyTorch sees a GPU, else ``cpu``.
+
+Options: ``device`` (``cpu``, ``cuda``, ``cuda:1`` ...) and ``dtype``
+(``float16``: compute float ops in half precision).
+"""
+from __future__ import annotations
+
+from hpvm.errors import TargetError
+from hpvm.ir.graph import ConstantBody, Graph, Module, Node, TensorBody
+from hpvm.target import Artifact, Availability, Device, NodeRef, Target
+
+MODULE_FILE = "module.hpvm"
+COMPUTE_DTYPES = ("float32", "float16")
 
 
 class AtenTarget(Target):
     name = "aten"
-    description = "tensor ops on ATen (PyTorch) kernels"
+    description = "tensor ops on ATen (PyTorch) kernels: CPU, or CUDA when a GPU is visible"
+
+    @property
+    def native_tensor_ops(self) -> frozenset[str]:
+        try:
+            from .ops import OPS
+        except ImportError:
+            return frozenset()
+        return frozenset(OPS)
 
     def availability(self) -> Availability:
-        return Availability.no(
-            "no ATen code generator yet: the code generator lands with issue #7")
+        try:
+            import torch
+        except ImportError as error:
+            return Availability.no(f"PyTorch cannot be imported ({error}); pip install torch")
+        where = f"CUDA ({torch.cuda.get_device_name(0)})" if torch.cuda.is_available() else "CPU"
+        return Availability.yes(f"torch {torch.__version__} on {where}")
+
+    def claims(self, module: Module, graph: Graph, node: Node) -> bool:
+        if isinstance(node.body, TensorBody):
+            return self._runs(node)
+        if isinstance(node.body, ConstantBody):
+            readers = [graph.node(e.dst_node) for e in graph.edges if e.src_node == node.name]
+            return bool(readers) and all(self._runs(r) for r in readers)
+        return False
+
+    def _runs(self, node: Node) -> bool:
+        body = node.body
+        return (isinstance(body, TensorBody) and body.op in self.native_tensor_ops
+                and all(p.type.element.is_float for p in body.params))
+
+    def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
+        from hpvm.ir.text import print_module
+        _compute_dtype(options)
+        return Artifact(self.name, {MODULE_FILE: print_module(module).encode()},
+                        {"nodes": [str(n) for n in nodes]})
+
+    def load(self, artifact: Artifact, options: dict) -> Device:
+        import torch
+        from hpvm.ir.text import parse_module
+        from .device import AtenDevice
+        module = parse_module(artifact.files[MODULE_FILE].decode(), filename=MODULE_FILE)
+        device = options.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+        if str(device).startswith("cuda") and not torch.cuda.is_available():
+            raise TargetError(f"aten: device '{device}' requested but PyTorch sees no CUDA GPU; "
+                              "use device='cpu'")
+        dtype = _compute_dtype(options)
+        return AtenDevice(module, device, getattr(torch, dtype) if dtype != "float32" else None)
+
+
+def _compute_dtype(options: dict) -> str:
+    dtype = str(options.get("dtype", "float32"))
+    if dtype not in COMPUTE_DTYPES:
+        raise TargetError(f"aten: option dtype={dtype!r} is not supported; use one of "
+                          f"{', '.join(COMPUTE_DTYPES)}")
+    return dtype

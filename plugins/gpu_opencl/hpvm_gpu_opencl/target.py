@@ -1,5 +1,37 @@
-"""The 'gpu_opencl' target (a placeholder until its code generator lands)."""
-from hpvm.target import Availability, Target
+"""The 'gpu_opencl' target: leaf nodes as OpenCL C kernels on a GPU (or any
+OpenCL device: PoCL runs them on the CPU).
+
+Matcher: every kernel node, constant node and tensor op (lowered to kernels
+first: none is native).  Code generator: one OpenCL C program holding an
+entry per (kernel function, replication rank) and the helpers they call
+(renderer.py, on hpvm.codegen's C-style renderer); the artifact keeps the
+source, the module, the argument layouts and, per generated line, the IR it
+came from.  When a device is present, compile already builds the program,
+so build errors surface at compile time and the binary cache is warm.
+Runtime shim: device.py.
+
+Options: ``platform``, ``device`` (devices.py), ``work_group`` (launch.py),
+``fast_math`` and ``build_options`` (program.py).
+"""
+from __future__ import annotations
+
+import json
+
+from hpvm.errors import TargetError
+from hpvm.ir.graph import ConstantBody, Graph, KernelBody, Module, Node, TensorBody
+from hpvm.target import Artifact, Availability, Device, Knob, NodeRef, Target
+
+from .device import NodePlan, OpenCLDevice
+from .layout import Argument, entry_arguments, synchronizes
+
+SOURCE_FILE = "kernels.cl"
+MODULE_FILE = "module.hpvm"
+ORIGINS_FILE = "kernels.origins.json"
+WORK_GROUP_CHOICES = {1: ((64,), (128,), (256,)), 2: ((8, 8), (8, 32), (16, 16), (4, 64)),
+                      3: ((4, 4, 4), (1, 8, 32))}
+FEATURE_NEEDS = {"fp64": ("fp64", "double precision (f64)", "cl_khr_fp64"),
+                 "atomics64": ("atomics64", "64-bit atomics",
+                               "cl_khr_int64_base_atomics and cl_khr_int64_extended_atomics")}
 
 
 class GpuOpenCLTarget(Target):
@@ -7,5 +39,125 @@ class GpuOpenCLTarget(Target):
     description = "GPUs and other OpenCL devices through OpenCL C (PoCL, NVIDIA)"
 
     def availability(self) -> Availability:
-        return Availability.no(
-            "no OpenCL C code generator yet: the code generator lands with issue #5")
+        try:
+            import pyopencl
+        except ImportError as error:
+            return Availability.no(f"pyopencl cannot be imported ({error}); pip install pyopencl "
+                                   "(and pocl-binary-distribution for a CPU device)")
+        from .devices import all_devices, describe_devices, device_info, select_device
+        if not all_devices():
+            return Availability.no("pyopencl finds no OpenCL device; install a driver (an ICD) "
+                                   "or pip install pocl-binary-distribution")
+        default = device_info(select_device({})).name
+        return Availability.yes(f"pyopencl {pyopencl.VERSION_TEXT}; devices: {describe_devices()}"
+                                f"; default: {default}")
+
+    def claims(self, module: Module, graph: Graph, node: Node) -> bool:
+        return isinstance(node.body, (KernelBody, ConstantBody, TensorBody))
+
+    def knobs(self, module: Module, nodes: list[NodeRef]) -> list[Knob]:
+        """A work-group size per replicated kernel node without a ``group``."""
+        knobs = []
+        for ref in nodes:
+            node = module.graph(ref.graph).node(ref.node)
+            rank = len(node.replication)
+            if isinstance(node.body, KernelBody) and rank and "group" not in node.attributes:
+                knobs.append(Knob("work_group", (None,) + WORK_GROUP_CHOICES[rank], None, ref))
+        return knobs
+
+    # -- code generation ---------------------------------------------------
+    def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
+        from hpvm.ir.text import print_module
+        from .renderer import OpenCLRenderer
+        renderer = OpenCLRenderer(module)
+        plans: dict[str, NodePlan] = {}
+        arguments: dict[str, list[Argument]] = {}
+        for ref in nodes:
+            plans[str(ref)] = self._plan(module, ref, renderer, arguments)
+        rendered = renderer.finish()
+        origins = _explain_lines(rendered, module, plans)
+        metadata = {"nodes": {k: p.to_json() for k, p in plans.items()},
+                    "entries": {e: [a.to_json() for a in args] for e, args in arguments.items()},
+                    "features": sorted(rendered.features)}
+        files = {SOURCE_FILE: rendered.text.encode(), MODULE_FILE: print_module(module).encode(),
+                 ORIGINS_FILE: json.dumps(origins).encode()}
+        artifact = Artifact(self.name, files, metadata)
+        if self.availability().available:
+            self._build(artifact, module, options)  # errors now, and a warm cache for load
+        return artifact
+
+    def _plan(self, module: Module, ref: NodeRef, renderer, arguments: dict) -> NodePlan:
+        node = module.graph(ref.graph).node(ref.node)
+        if isinstance(node.body, ConstantBody):
+            return NodePlan("constant")
+        if not isinstance(node.body, KernelBody):
+            raise TargetError(f"gpu_opencl: node '{node.name}' of graph '@{ref.graph}' is a "
+                              f"{type(node.body).__name__}; only kernel and constant nodes "
+                              "reach the code generator (tensor ops are lowered first)")
+        function, rank = node.body.function, max(len(node.replication), 1)
+        entry = renderer.entry_name(function, rank)
+        if entry not in arguments:
+            renderer.add_entry(function, rank)
+            arguments[entry] = entry_arguments(module.function(function), rank)
+        return NodePlan("kernel", function, entry, rank, synchronizes(module, function))
+
+    def load(self, artifact: Artifact, options: dict) -> Device:
+        from hpvm.ir.text import parse_module
+        module = parse_module(artifact.files[MODULE_FILE].decode(), filename=MODULE_FILE)
+        runtime, program = self._build(artifact, module, options)
+        plans = {k: NodePlan(**v) for k, v in artifact.metadata["nodes"].items()}
+        arguments = {e: [Argument(**a) for a in args]
+                     for e, args in artifact.metadata["entries"].items()}
+        return OpenCLDevice(runtime, program, module, plans, arguments, options)
+
+    def _build(self, artifact: Artifact, module: Module, options: dict):
+        from .devices import runtime_for, select_device
+        from .program import build_options, build_program
+        runtime = runtime_for(select_device(options))
+        _check_features(artifact, module, runtime.info)
+        origins = json.loads(artifact.files[ORIGINS_FILE].decode())
+        program = build_program(runtime, artifact.files[SOURCE_FILE].decode(),
+                                build_options(options),
+                                lambda n: origins[n - 1] if 1 <= n <= len(origins) else "?")
+        return runtime, program
+
+
+def _check_features(artifact: Artifact, module: Module, info) -> None:
+    """A clear error when the code needs what the device lacks."""
+    from .renderer import OpenCLRenderer
+    for feature in artifact.metadata["features"]:
+        if feature not in FEATURE_NEEDS:
+            continue
+        attribute, what, extension = FEATURE_NEEDS[feature]
+        if getattr(info, attribute):
+            continue
+        users = []
+        for key, plan in artifact.metadata["nodes"].items():
+            if plan["kind"] != "kernel":
+                continue
+            renderer = OpenCLRenderer(module)
+            renderer.add_entry(plan["function"], plan["rank"])
+            if feature in renderer.finish().features:
+                users.append(f"'{key}'")
+        raise TargetError(f"gpu_opencl: node(s) {', '.join(users)} use {what}, but the OpenCL "
+                          f"device {info.describe()} lacks {extension} (fix: use a device that "
+                          "has it (options platform=/device=), change the types, or place "
+                          "those nodes on cpu with hint cpu)")
+
+
+def _explain_lines(rendered, module: Module, plans: dict[str, NodePlan]) -> list[str]:
+    """Per generated line: the nodes and IR statement it comes from."""
+    users: dict[str, list[str]] = {}
+    for key, plan in plans.items():
+        if plan.kind == "kernel":
+            users.setdefault(plan.function, []).append(key)
+    described: dict[tuple, str] = {}
+    lines = []
+    for origin in rendered.writer.origins:
+        cache_key = (origin.function, id(origin.stmt))
+        if cache_key not in described:
+            nodes = users.get(origin.function)
+            prefix = f"node(s) {', '.join(nodes)}, " if nodes else ""
+            described[cache_key] = prefix + origin.describe()
+        lines.append(described[cache_key])
+    return lines

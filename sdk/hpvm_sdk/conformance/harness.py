@@ -32,10 +32,12 @@ class TargetUnderTest:
         self.name = name
         self.tolerance_scale = tolerance_scale
         self.registry = registry or Registry()
+        self.registry.target(name)  # TargetError naming the installed targets
         self.loopback = LoopbackTarget(LOOPBACK)
         self.registry.register(LoopbackPlugin(self.loopback), name="hpvm-sdk-loopback",
                                distribution="hpvm-sdk")
-        self.info = self.registry.target(name)  # TargetError names the installed ones
+        # Registering collects the targets again: look the target up afresh.
+        self.info = self.registry.target(name)
 
     @property
     def target(self):

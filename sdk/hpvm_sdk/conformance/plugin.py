@@ -77,12 +77,24 @@ class ConformanceSession:
     def __init__(self, under_test):
         from .summary import SupportSummary
         self.under_test = under_test
-        self.summary = SupportSummary(under_test.describe())
+        availability = under_test.availability
+        unavailable = "" if availability.available else availability.reason or "no reason given"
+        self.summary = SupportSummary(under_test.describe(), unavailable)
+
+    def pytest_collection_modifyitems(self, items) -> None:
+        from .battery import category_of
+        from .summary import CATEGORY_PROPERTY
+        for item in items:
+            category = category_of(item.path)
+            if category is not None:
+                item.user_properties.append((CATEGORY_PROPERTY, category))
 
     def pytest_runtest_logreport(self, report) -> None:
         self.summary.add(report)
 
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter, config) -> None:
+        if config.option.collectonly:
+            return
         terminalreporter.write_sep("=", f"hpvm conformance summary: {self.under_test.name}")
         for line in self.summary.lines():
             terminalreporter.write_line(line)

@@ -14,24 +14,29 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from .battery import CATEGORIES, category_of
+from .battery import CATEGORIES
 
 SUPPORT_PROPERTY = "hpvm_support"
+CATEGORY_PROPERTY = "hpvm_category"
+"""The plugin tags each battery test with its category at collection."""
 OUTCOMES = ("passed", "failed", "skipped")
 
 
 class SupportSummary:
     """Outcomes of the battery's tests, one per test id."""
 
-    def __init__(self, target_line: str):
+    def __init__(self, target_line: str, unavailable: str = ""):
         self.target_line = target_line
+        self.unavailable = unavailable
+        """Why the target cannot run here; empty when it can."""
         self.outcomes: dict[str, tuple[str, str]] = {}   # nodeid -> (category, outcome)
         self.skip_reasons: dict[str, Counter] = defaultdict(Counter)
         self.support: dict[str, list[str]] = defaultdict(list)
 
     def add(self, report) -> None:
         """Record a pytest TestReport (any phase)."""
-        category = category_of(report.nodeid)
+        properties = dict(report.user_properties)
+        category = properties.get(CATEGORY_PROPERTY)
         if category is None:
             return
         outcome = _outcome(report)
@@ -65,9 +70,10 @@ class SupportSummary:
         for category, notes in self.support.items():
             lines.append("")
             lines.extend(_support_lines(category, notes))
-        for category, reasons in self.skip_reasons.items():
-            for reason, count in reasons.most_common():
-                lines.append(f"skipped in {category}: {reason} ({count})")
+        if not self.unavailable:  # else every skip gives the same reason
+            for category, reasons in self.skip_reasons.items():
+                for reason, count in reasons.most_common():
+                    lines.append(f"skipped in {category}: {reason} ({count})")
         lines.append("")
         lines.append(self.verdict())
         return lines
@@ -76,6 +82,8 @@ class SupportSummary:
         ran = sum(1 for _, outcome in self.outcomes.values() if outcome == "passed")
         if self.failed:
             return f"verdict: {self.failed} check(s) FAILED"
+        if self.unavailable:
+            return f"verdict: not tested, the target is not available here: {self.unavailable}"
         if not ran:
             return "verdict: nothing ran (see the skip reasons above)"
         return "verdict: every check that applies to this target passed"

@@ -33,7 +33,7 @@ def test_get_op_lists_the_ops_when_the_name_is_unknown():
 def test_defaults_fill_in_missing_attributes():
     attrs = get_op("conv2d").resolve_attrs({"groups": 2})
     assert attrs == {"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1),
-                     "groups": 2}
+                     "groups": 2, "activation": "none"}
 
 
 def test_unknown_attribute_error_lists_the_allowed_ones():

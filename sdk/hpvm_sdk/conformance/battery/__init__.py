@@ -27,8 +27,10 @@ def battery_files() -> list[str]:
     return [str(here / f"{module}.py") for module in CATEGORIES]
 
 
-def category_of(nodeid: str) -> str | None:
-    """The category of a test id (``.../check_corpus.py::test_x[saxpy]``);
-    None for tests outside the battery."""
-    stem = Path(nodeid.split("::", 1)[0]).stem
-    return CATEGORIES.get(stem)
+def category_of(path) -> str | None:
+    """The category of a test module's path; None for files outside the
+    battery."""
+    path = Path(path)
+    if path.resolve().parent != Path(__file__).resolve().parent:
+        return None
+    return CATEGORIES.get(path.stem)

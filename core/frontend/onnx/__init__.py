@@ -1,0 +1,51 @@
+"""The ONNX front end: ONNX models (from PyTorch's or Keras's exporters, or
+written by hand) to HPVM Modules of tensor-op nodes.
+
+    from hpvm.frontend.onnx import load
+    module = load("lenet.onnx")          # or load(model_proto)
+    exe = hpvm.runtime.compile(module, ["cpu"])
+    exe(input=batch)
+
+Weights become ConstantBody nodes; a dynamic batch (``dim_param``) becomes
+a shape symbol.  Unsupported operators are reported together, each with
+the node that uses it, in one ParseError.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...errors import Diagnostic, Location, ParseError
+from ...ir.graph import Module
+from .importer import import_model
+
+
+def load(path_or_model) -> Module:
+    """The Module of an ONNX model given as a path or a ModelProto."""
+    try:
+        import onnx
+    except ImportError:  # onnx is a dependency of hpvm; this is a broken install
+        raise ParseError(Diagnostic(Location(), "the onnx package is not installed",
+                                    "pip install onnx")) from None
+    if isinstance(path_or_model, (str, Path)):
+        path = str(path_or_model)
+        try:
+            model = onnx.load(path)
+        except (OSError, Exception) as error:
+            raise ParseError(Diagnostic(Location(file=path), f"cannot read ONNX model: {error}",
+                                        "pass the path of a .onnx file")) from None
+        return import_model(model, source=path)
+    if isinstance(path_or_model, onnx.ModelProto):
+        return import_model(path_or_model)
+    raise ParseError(Diagnostic(Location(), f"cannot load {type(path_or_model).__name__} as "
+                                "an ONNX model", "pass a path or an onnx.ModelProto"))
+
+
+def compile_onnx(path) -> Module:
+    """``hpvm compile model.onnx``: the verified Module of the model."""
+    from ...ir.verify import verify
+    module = load(path)
+    verify(module)
+    return module
+
+
+__all__ = ["compile_onnx", "load"]

@@ -1,0 +1,228 @@
+"""ONNX operators that become tensor-op nodes.
+
+Each converter takes the graph state and one :class:`OnnxNode` and returns
+the Values of the node's outputs.  Attributes the tensor ops cannot express
+(auto_pad other than NOTSET/VALID/SAME_*, ceil_mode, dilated pooling ...)
+raise :class:`Unsupported` naming the attribute.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .values import ConstValue, GraphState, Unsupported, Value
+
+
+@dataclass
+class OnnxNode:
+    """One ONNX node: ``name`` is its IR node name; ``inputs`` and
+    ``outputs`` are ONNX tensor names ('' for an omitted optional one)."""
+
+    name: str
+    op_type: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict
+
+    def attr(self, name: str, default=None):
+        return self.attrs.get(name, default)
+
+    def input(self, state: GraphState, index: int) -> Value | None:
+        if index >= len(self.inputs) or not self.inputs[index]:
+            return None
+        return state.value(self.inputs[index])
+
+    def reject(self, attribute: str, value, supported: str) -> None:
+        raise Unsupported(f"attribute {attribute}={value!r} is not supported",
+                          f"export the model with {supported}")
+
+
+Converter = Callable[[GraphState, OnnxNode], list[Value]]
+
+
+def _inputs(state: GraphState, node: OnnxNode, ports: tuple[str, ...]) -> dict[str, Value]:
+    values = {}
+    for index, port in enumerate(ports):
+        value = node.input(state, index)
+        if value is not None:
+            values[port] = value
+    return values
+
+
+def _spatial(node: OnnxNode, kernel: tuple[int, int], input_type, dilation=(1, 1)):
+    """(stride, padding [t, l, b, r]) of a conv or pool node, with auto_pad
+    resolved against the input's height and width."""
+    stride = tuple(node.attr("strides", (1, 1)))
+    pads = tuple(node.attr("pads", (0, 0, 0, 0)))
+    auto_pad = node.attr("auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    if len(stride) != 2 or len(pads) != 4:
+        raise Unsupported("only 2-D convolution and pooling (NCHW) is supported",
+                          "use 4-D inputs")
+    if auto_pad in ("NOTSET", "VALID"):
+        return stride, pads if auto_pad == "NOTSET" else (0, 0, 0, 0)
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        node.reject("auto_pad", auto_pad, "NOTSET, VALID, SAME_UPPER or SAME_LOWER")
+    begin, end = [], []
+    for axis in range(2):
+        size = input_type.shape[2 + axis]
+        if not isinstance(size, int):
+            raise Unsupported(f"auto_pad={auto_pad} needs a fixed input size",
+                              "give the input fixed height and width, or explicit pads")
+        extent = dilation[axis] * (kernel[axis] - 1) + 1
+        out = -(-size // stride[axis])
+        total = max(0, (out - 1) * stride[axis] + extent - size)
+        small, large = total // 2, total - total // 2
+        begin.append(large if auto_pad == "SAME_LOWER" else small)
+        end.append(small if auto_pad == "SAME_LOWER" else large)
+    return stride, (begin[0], begin[1], end[0], end[1])
+
+
+def conv(state: GraphState, node: OnnxNode) -> list[Value]:
+    inputs = _inputs(state, node, ("x", "w", "b"))
+    dilation = tuple(node.attr("dilations", (1, 1)))
+    kernel = tuple(node.attr("kernel_shape", inputs["w"].type.shape[2:]))
+    stride, padding = _spatial(node, kernel, inputs["x"].type, dilation)
+    attrs = {"stride": stride, "padding": padding, "dilation": dilation,
+             "groups": node.attr("group", 1)}
+    return [state.add_op(node.name, "conv2d", inputs, attrs)]
+
+
+def gemm(state: GraphState, node: OnnxNode) -> list[Value]:
+    inputs = _inputs(state, node, ("a", "b", "c"))
+    trans_b = bool(node.attr("transB", 0))
+    if trans_b and isinstance(inputs["b"], ConstValue):
+        # Transposed constant weights (torch's Linear) are stored transposed
+        # once, so that every product reads rows of b contiguously.
+        inputs["b"] = ConstValue(np.array(inputs["b"].array.T, order="C"))
+        trans_b = False
+    attrs = {"alpha": float(node.attr("alpha", 1.0)), "beta": float(node.attr("beta", 1.0)),
+             "trans_a": bool(node.attr("transA", 0)), "trans_b": trans_b}
+    return [state.add_op(node.name, "gemm", inputs, attrs)]
+
+
+def matmul(state: GraphState, node: OnnxNode) -> list[Value]:
+    return [state.add_op(node.name, "matmul", _inputs(state, node, ("a", "b")))]
+
+
+def binary(op: str) -> Converter:
+    def convert(state: GraphState, node: OnnxNode) -> list[Value]:
+        return [state.add_op(node.name, op, _inputs(state, node, ("a", "b")))]
+    return convert
+
+
+def sub(state: GraphState, node: OnnxNode) -> list[Value]:
+    """a - b as a + (-b) when b is a constant (negation is exact)."""
+    if not state.is_constant(node.inputs[1]):
+        raise Unsupported("Sub is supported only with a constant right operand",
+                          "fold the subtraction into a constant, or use Add")
+    negated = ConstValue(-state.constant(node.inputs[1], "the subtrahend"))
+    return [state.add_op(node.name, "add", {"a": node.input(state, 0), "b": negated})]
+
+
+def unary(op: str) -> Converter:
+    def convert(state: GraphState, node: OnnxNode) -> list[Value]:
+        return [state.add_op(node.name, op, {"x": node.input(state, 0)})]
+    return convert
+
+
+def clip(state: GraphState, node: OnnxNode) -> list[Value]:
+    x = node.input(state, 0)
+    info = np.finfo(x.type.element.numpy_dtype) if x.type.element.is_float else None
+    bounds = []
+    for index, name, default in ((1, "min", -info.max if info else None),
+                                 (2, "max", info.max if info else None)):
+        if len(node.inputs) > index and node.inputs[index]:
+            bounds.append(float(state.constant(node.inputs[index], f"Clip's {name}")))
+        else:
+            bounds.append(float(node.attr(name, default)))
+    return [state.add_op(node.name, "clipped_relu", {"x": x},
+                         {"min": bounds[0], "max": bounds[1]})]
+
+
+def _pool_attrs(node: OnnxNode, x) -> dict:
+    if node.attr("ceil_mode", 0):
+        node.reject("ceil_mode", 1, "ceil_mode=0")
+    if any(d != 1 for d in node.attr("dilations", (1, 1))):
+        node.reject("dilations", node.attr("dilations"), "no dilation in pooling")
+    if len(node.outputs) > 1 and node.outputs[1]:
+        raise Unsupported("MaxPool's Indices output is not supported", "drop the Indices output")
+    kernel = tuple(node.attr("kernel_shape"))
+    stride, padding = _spatial(node, kernel, x.type)
+    return {"kernel": kernel, "stride": stride, "padding": padding}
+
+
+def max_pool(state: GraphState, node: OnnxNode) -> list[Value]:
+    if node.attr("storage_order", 0):
+        node.reject("storage_order", 1, "storage_order=0")
+    x = node.input(state, 0)
+    return [state.add_op(node.name, "max_pool", {"x": x}, _pool_attrs(node, x))]
+
+
+def avg_pool(state: GraphState, node: OnnxNode) -> list[Value]:
+    x = node.input(state, 0)
+    attrs = _pool_attrs(node, x)
+    attrs["count_include_pad"] = bool(node.attr("count_include_pad", 0))
+    return [state.add_op(node.name, "avg_pool", {"x": x}, attrs)]
+
+
+def global_pool(op: str) -> Converter:
+    def convert(state: GraphState, node: OnnxNode) -> list[Value]:
+        x = node.input(state, 0)
+        shape = x.type.shape
+        if len(shape) != 4 or not all(isinstance(d, int) for d in shape[2:]):
+            raise Unsupported(f"{node.op_type} needs a 4-D input of fixed height and width, "
+                              f"got {x.type}", "give the input fixed spatial sizes")
+        return [state.add_op(node.name, op, {"x": x}, {"kernel": tuple(shape[2:])})]
+    return convert
+
+
+def softmax(state: GraphState, node: OnnxNode, opset: int) -> list[Value]:
+    x = node.input(state, 0)
+    axis = node.attr("axis", -1 if opset >= 13 else 1)
+    rank = len(x.type.shape)
+    if opset < 13 and axis % max(rank, 1) != rank - 1:
+        raise Unsupported(f"Softmax before opset 13 with axis={axis} (not the last) flattens "
+                          "its input", "export with opset 13 or later")
+    return [state.add_op(node.name, "softmax", {"x": x}, {"axis": axis})]
+
+
+def batchnorm(state: GraphState, node: OnnxNode) -> list[Value]:
+    if node.attr("training_mode", 0) or len([o for o in node.outputs if o]) > 1:
+        raise Unsupported("BatchNormalization in training mode is not supported",
+                          "export the model in eval mode (model.eval())")
+    inputs = _inputs(state, node, ("x", "scale", "bias", "mean", "var"))
+    return [state.add_op(node.name, "batchnorm", inputs,
+                         {"epsilon": float(node.attr("epsilon", 1e-5))})]
+
+
+def flatten(state: GraphState, node: OnnxNode) -> list[Value]:
+    return [state.add_op(node.name, "flatten", {"x": node.input(state, 0)},
+                         {"axis": node.attr("axis", 1)})]
+
+
+def concat(state: GraphState, node: OnnxNode) -> list[Value]:
+    inputs = {f"x{i}": state.value(name) for i, name in enumerate(n for n in node.inputs if n)}
+    return [state.add_op(node.name, "concat", inputs, {"axis": node.attr("axis")})]
+
+
+def reshape(state: GraphState, node: OnnxNode) -> list[Value]:
+    from .shapes import reshape_target
+    if node.attr("allowzero", 0):
+        node.reject("allowzero", 1, "allowzero=0")
+    x = node.input(state, 0)
+    shape = reshape_target(state, node.inputs[1], x.type)
+    return [state.add_op(node.name, "reshape", {"x": x}, {"shape": shape})]
+
+
+TENSOR_CONVERTERS: dict[str, Converter] = {
+    "Conv": conv, "Gemm": gemm, "MatMul": matmul,
+    "Add": binary("add"), "Mul": binary("mul"), "Sub": sub,
+    "Relu": unary("relu"), "Tanh": unary("tanh"), "Sigmoid": unary("sigmoid"), "Clip": clip,
+    "MaxPool": max_pool, "AveragePool": avg_pool,
+    "GlobalAveragePool": global_pool("avg_pool"), "GlobalMaxPool": global_pool("max_pool"),
+    "BatchNormalization": batchnorm, "Flatten": flatten, "Concat": concat, "Reshape": reshape,
+}
+"""ONNX op type -> converter (Softmax takes the opset too; see importer)."""

@@ -1,0 +1,197 @@
+"""Register-tiled lowerings of conv2d and gemm/matmul, for scalar targets.
+
+Each instance computes tiles of results: a tile is a small private array
+``acc[rows][cols]`` that one walk over the reduction fills.  Per reduction
+step the kernel loads ``rows`` scalars (weights, or elements of ``a``) and
+then, in an inner loop over the tile's columns, one consecutive value per
+column (input pixels, or elements of a row of ``b``) and does ``rows``
+multiply-adds per column.  That inner loop has no loop-carried value and
+contiguous loads, so a vectorising back end (LLVM's loop vectoriser) turns
+it into vector loads and multiply-adds on registers; the reference
+lowerings (one instance per output element, a scalar reduction loop) leave
+nothing to vectorise, as floating-point sums may not be reordered.
+
+Widths are fixed when lowering: full tiles of ``TILE_COLS`` and one tail
+tile of the remainder, so no tile needs bounds checks on its columns.
+When a shape this needs is symbolic (beyond the batch), the functions here
+return None and the caller uses the reference lowering.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..kernel import ArrayDecl, Const, Expr, InstanceId, Intrinsic, Load, Var
+from ..types import I64
+from .activation import apply_kernel
+from .lowering import KernelBuilder, add, const_value, div, in_range, mul
+
+TILE_COLS = 8
+"""Columns of a tile: one 256-bit vector of f32."""
+CONV_TILE_ROWS = (4, 3, 2, 1)
+"""Output channels per conv tile: the first that divides the channel count."""
+GEMM_TILE_ROWS = 4
+MAX_PADDED_ROWS = 32768
+"""Largest private copy of padded input rows (elements) a conv instance makes."""
+
+
+def _i64(value: int) -> Const:
+    return Const(value, I64)
+
+
+def _fixed(dims: list[Expr]) -> list[int] | None:
+    values = [const_value(d) for d in dims]
+    return None if any(v is None for v in values) else values
+
+
+class ArrayTile:
+    """A ``rows`` x ``cols`` private accumulator array, zeroed where it is
+    declared (the current point of the kernel)."""
+
+    def __init__(self, b: KernelBuilder, rows: int, cols: int):
+        self.b, self.rows, self.cols = b, rows, cols
+        self.element = b.element("y")
+        self.name = b.fresh("acc")
+        b.emit(ArrayDecl(self.name, self.element, (rows, cols), "private"))
+
+    def cell(self, row: int, col: Expr) -> Load:
+        return Load(self.name, (_i64(row), col), self.element)
+
+    def accumulate(self, row_values: list[Expr], column: Callable[[Var], Expr]) -> None:
+        """acc[i][j] += row_values[i] * column(j) for every cell."""
+        with self.b.loop("j", _i64(self.cols)) as j:
+            value = self.b.let("v", column(j))
+            for row, factor in enumerate(row_values):
+                self.b.store(self.name, (_i64(row), j), self.cell(row, j) + factor * value)
+
+    def store(self, row: int, emit: Callable[[Var, Expr], None]) -> None:
+        """Call ``emit(j, acc[row][j])`` inside a loop over the columns."""
+        with self.b.loop("j", _i64(self.cols)) as j:
+            emit(j, self.cell(row, j))
+
+
+def _column_tiles(b: KernelBuilder, count: int, emit: Callable[[Expr, int], None]) -> None:
+    """Call ``emit(start, width)`` for the full tiles covering ``count``
+    columns (in a loop), then for the remainder."""
+    full, rest = divmod(count, TILE_COLS)
+    if full == 1:
+        emit(_i64(0), TILE_COLS)
+    elif full > 1:
+        with b.loop("t", _i64(full)) as t:
+            emit(b.let("col", mul(t, _i64(TILE_COLS))), TILE_COLS)
+    if rest:
+        emit(_i64(full * TILE_COLS), rest)
+
+
+# conv2d -------------------------------------------------------------------
+def lower_conv2d(b: KernelBuilder, stride, padding, dilation, groups,
+                 activation: str) -> tuple[Expr, ...] | None:
+    """One instance per output row (n, oh), all channels; None when the
+    shapes (other than the batch) are not fixed or groups > 1."""
+    (sh, sw), (top, left, bottom, right), (dh, dw) = stride, padding, dilation
+    sizes = _fixed(b.dims("x")[1:] + b.dims("w") + b.dims("y")[1:])
+    if groups != 1 or sizes is None:
+        return None
+    channels, height, width, kernels, _, rows, cols, _, out_h, out_w = sizes
+    padded_width = (out_w - 1) * sw + (cols - 1) * dw + 1
+    copy_rows = left + right > 0
+    if copy_rows and channels * rows * padded_width > MAX_PADDED_ROWS:
+        return None
+    block = next(r for r in CONV_TILE_ROWS if kernels % r == 0)
+    instance = b.let("i", InstanceId(0))
+    n = b.let("n", div(instance, _i64(out_h)))
+    oh = b.let("oh", instance % _i64(out_h)) if out_h > 1 else _i64(0)
+    ih0 = b.let("ih0", add(mul(oh, _i64(sh)), _i64(-top)))
+    if copy_rows:
+        source = _copy_padded_rows(b, n, ih0, (channels, rows, padded_width), dh, left,
+                                   width, height)
+    else:
+        def source(c, r, col):
+            return b.load("x", n, c, add(ih0, mul(r, _i64(dh))), col)
+    # Rows in the padding are skipped (the copy holds zeros for them).
+    row_guard = top + bottom > 0 and not copy_rows
+    with b.loop("kb", _i64(kernels // block)) as kb:
+        k0 = b.let("k0", mul(kb, _i64(block)))
+        ks = [add(k0, _i64(kk)) for kk in range(block)]
+
+        def tile(ow0: Expr, width: int) -> None:
+            acc = ArrayTile(b, block, width)
+            with b.loop("c", _i64(channels)) as c:
+                with b.loop("r", _i64(rows)) as r:
+                    ih = add(ih0, mul(r, _i64(dh)))
+                    with b.guard(row_guard, in_range(ih, _i64(height))):
+                        with b.loop("s", _i64(cols)) as s:
+                            weights = [b.let("wk", b.load("w", k, c, r, s)) for k in ks]
+                            col0 = b.let("col0", add(mul(ow0, _i64(sw)), mul(s, _i64(dw))))
+                            acc.accumulate(weights, lambda j: source(c, r, add(col0, mul(j, _i64(sw)))))
+            for row, k in enumerate(ks):
+                bias = b.let("bias", b.load("b", k)) if "b" in b.types else None
+
+                def emit(j, value, k=k, bias=bias):
+                    result = value + bias if bias is not None else value
+                    b.store("y", (n, k, oh, add(ow0, j)), apply_kernel(activation, result))
+                acc.store(row, emit)
+
+        _column_tiles(b, out_w, tile)
+    return (mul(b.dim("x", 0), _i64(out_h)),)
+
+
+def _copy_padded_rows(b, n, ih0, shape, dh, left, width, height):
+    """Copy the input rows one output row reads into a private array
+    ``[channels, rows, padded_width]``, zero at the sides and for rows in the
+    padding; returns ``source(c, r, col)`` reading it."""
+    channels, rows, padded_width = shape
+    name = b.fresh("rows")
+    element = b.element("x")
+    b.emit(ArrayDecl(name, element, shape, "private"))
+    with b.loop("c", _i64(channels)) as c:
+        with b.loop("r", _i64(rows)) as r:
+            ih = b.let("ih", add(ih0, mul(r, _i64(dh))))
+            with b.when(in_range(ih, _i64(height))):
+                last = min(padded_width, width + left)
+                with b.loop("j", _i64(last), start=_i64(left)) as j:
+                    b.store(name, (c, r, j), b.load("x", n, c, ih, add(j, _i64(-left))))
+
+    def source(c, r, col):
+        return Load(name, (c, r, col), element)
+    return source
+
+
+# gemm / matmul --------------------------------------------------------------
+def lower_matrix_product(b: KernelBuilder, trans_a: bool, trans_b: bool, alpha: float,
+                         beta: float, activation: str) -> tuple[Expr, ...] | None:
+    """y[M, N] = act(alpha * a' @ b' + beta * c): one instance per block of
+    GEMM_TILE_ROWS rows, tiles across N; None unless N is fixed."""
+    out_rows, out_cols = b.dims("y")
+    cols = const_value(out_cols)
+    if cols is None:
+        return None
+    inner = b.dim("a", 0 if trans_a else 1)
+    fixed_rows = const_value(out_rows)
+    block = GEMM_TILE_ROWS if fixed_rows is None else min(GEMM_TILE_ROWS, fixed_rows)
+    ragged = fixed_rows is None or fixed_rows % block != 0
+    m0 = b.let("m0", mul(InstanceId(0), _i64(block)))
+    last_row = add(out_rows, _i64(-1))
+    ms = [add(m0, _i64(i)) for i in range(block)]
+    # Rows past the end (last block) read the last row and are not stored.
+    reads = [b.let("mr", Intrinsic("min", (m, last_row)) if ragged else m) for m in ms]
+
+    def tile(n0: Expr, width: int) -> None:
+        acc = ArrayTile(b, block, width)
+        with b.loop("k", inner) as k:
+            lhs = [b.let("av", b.load("a", k, m) if trans_a else b.load("a", m, k)) for m in reads]
+            acc.accumulate(lhs, lambda j: b.load("b", add(n0, j), k) if trans_b
+                           else b.load("b", k, add(n0, j)))
+        for row, m in enumerate(ms):
+            with b.guard(ragged, m.lt(out_rows)):
+                def emit(j, value, m=m):
+                    n = add(n0, j)
+                    result = value if alpha == 1.0 else b.const(alpha) * value
+                    if "c" in b.types:
+                        bias = b.load_broadcast("c", [m, n])
+                        result = result + (bias if beta == 1.0 else b.const(beta) * bias)
+                    b.store("y", (m, n), apply_kernel(activation, result))
+                acc.store(row, emit)
+
+    _column_tiles(b, cols, tile)
+    blocks = out_rows if block == 1 else div(add(out_rows, _i64(block - 1)), _i64(block))
+    return (blocks,)

@@ -1,0 +1,110 @@
+"""Tensor ops on ATen: one function per op, ``run(inputs, attrs, out_shape)
+-> torch.Tensor``, with the semantics of hpvm.ir.tensor_ops (ONNX).
+
+``inputs`` are torch tensors by port name; ``attrs`` the node's attributes
+with defaults filled in; ``out_shape`` the shape of the result port (known
+from the allocated buffer), used by the shape-only ops.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+OpFunction = Callable[[dict, dict, tuple], torch.Tensor]
+
+
+def _activation(y: torch.Tensor, name: str) -> torch.Tensor:
+    if name == "relu":
+        return torch.relu(y)
+    if name == "tanh":
+        return torch.tanh(y)
+    if name == "sigmoid":
+        return torch.sigmoid(y)
+    return y
+
+
+def _pad(x: torch.Tensor, padding, value: float = 0.0) -> torch.Tensor:
+    top, left, bottom, right = padding
+    if not any(padding):
+        return x
+    return F.pad(x, (left, right, top, bottom), value=value)
+
+
+def conv2d(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    top, left, bottom, right = attrs["padding"]
+    if top == bottom and left == right:
+        data, padding = x["x"], (top, left)
+    else:
+        data, padding = _pad(x["x"], attrs["padding"]), (0, 0)
+    y = F.conv2d(data, x["w"], x.get("b"), tuple(attrs["stride"]), padding,
+                 tuple(attrs["dilation"]), attrs["groups"])
+    return _activation(y, attrs.get("activation", "none"))
+
+
+def gemm(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    a = x["a"].t() if attrs["trans_a"] else x["a"]
+    b = x["b"].t() if attrs["trans_b"] else x["b"]
+    c = x.get("c")
+    if c is None:
+        y = a @ b if attrs["alpha"] == 1.0 else torch.mm(a, b) * attrs["alpha"]
+    else:
+        y = torch.addmm(c.expand(out_shape), a, b, beta=attrs["beta"], alpha=attrs["alpha"])
+    return _activation(y, attrs.get("activation", "none"))
+
+
+def bias_add(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    data = x["x"]
+    axis = attrs["axis"] % data.dim()
+    return data + x["b"].reshape((-1,) + (1,) * (data.dim() - axis - 1))
+
+
+def max_pool(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    data = _pad(x["x"], attrs["padding"], float("-inf"))
+    return F.max_pool2d(data, tuple(attrs["kernel"]), tuple(attrs["stride"]))
+
+
+def avg_pool(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    kernel, stride = tuple(attrs["kernel"]), tuple(attrs["stride"])
+    total = F.avg_pool2d(_pad(x["x"], attrs["padding"]), kernel, stride)
+    if attrs["count_include_pad"] or not any(attrs["padding"]):
+        return total
+    ones = torch.ones_like(x["x"][:1, :1])
+    share = F.avg_pool2d(_pad(ones, attrs["padding"]), kernel, stride)
+    return total / share
+
+
+def batchnorm(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    return F.batch_norm(x["x"], x["mean"], x["var"], x["scale"], x["bias"],
+                        training=False, eps=attrs["epsilon"])
+
+
+def concat(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    parts = [x[f"x{i}"] for i in range(len(x))]
+    return torch.cat(parts, dim=attrs["axis"])
+
+
+def _reshape(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    return x["x"].reshape(tuple(out_shape))
+
+
+OPS: dict[str, OpFunction] = {
+    "conv2d": conv2d,
+    "matmul": lambda x, attrs, shape: torch.matmul(x["a"], x["b"]),
+    "gemm": gemm,
+    "add": lambda x, attrs, shape: torch.add(x["a"], x["b"]),
+    "mul": lambda x, attrs, shape: torch.mul(x["a"], x["b"]),
+    "bias_add": bias_add,
+    "relu": lambda x, attrs, shape: torch.relu(x["x"]),
+    "clipped_relu": lambda x, attrs, shape: torch.clamp(x["x"], attrs["min"], attrs["max"]),
+    "tanh": lambda x, attrs, shape: torch.tanh(x["x"]),
+    "sigmoid": lambda x, attrs, shape: torch.sigmoid(x["x"]),
+    "max_pool": max_pool,
+    "avg_pool": avg_pool,
+    "softmax": lambda x, attrs, shape: torch.softmax(x["x"], dim=attrs["axis"]),
+    "batchnorm": batchnorm,
+    "reshape": _reshape,
+    "flatten": _reshape,
+    "concat": concat,
+}

@@ -1,0 +1,118 @@
+"""The aten target claims tensor ops (not kernels), runs them through ATen
+like the reference, in FP32 and FP16, on host memory on the CPU."""
+import numpy as np
+import pytest
+
+from hpvm.ir.graph import BindIn, BindOut, ConstantBody, Edge, Graph, KernelBody, Module, Node
+from hpvm.ir.parameter import Parameter
+from hpvm.ir.tensor_ops import TENSOR_OPS, tensor_node
+from hpvm.ir.types import F32, I32, BufferType
+from hpvm.registry import get_registry
+from hpvm.runtime import compile
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(0)
+
+
+def single_op_module(op, inputs, attrs=None, constants=()):
+    """A module running one tensor op on graph inputs (and constant nodes
+    for the ports in ``constants``)."""
+    types = {p: BufferType(F32, a.shape) for p, a in inputs.items()}
+    node = tensor_node("op", op, types, attrs)
+    nodes, edges, binds, params = [node], [], [], []
+    for port, array in inputs.items():
+        if port in constants:
+            nodes.append(Node(f"{port}_const", ConstantBody(types[port], array)))
+            edges.append(Edge(f"{port}_const", "value", "op", port))
+        else:
+            params.append(Parameter(port, types[port], "in"))
+            binds.append(BindIn(port, "op", port))
+    out = next(p for p in node.body.params if p.direction == "out")
+    params.append(Parameter("y", out.type, "out"))
+    graph = Graph("main", tuple(params), tuple(nodes), tuple(edges), tuple(binds),
+                  (BindOut("op", "y", "y"),))
+    return Module("m", {}, {"main": graph}, "main")
+
+
+CASES = {
+    "conv2d": ({"x": (2, 3, 7, 6), "w": (4, 3, 3, 3), "b": (4,)},
+               {"padding": (1, 0, 2, 1), "stride": (2, 1), "activation": "relu"}),
+    "matmul": ({"a": (2, 3, 4), "b": (4, 5)}, {}),
+    "gemm": ({"a": (4, 3), "b": (5, 4), "c": (5,)},
+             {"trans_a": True, "trans_b": True, "alpha": 0.5, "beta": 2.0}),
+    "add": ({"a": (2, 3, 4), "b": (3, 1)}, {}),
+    "mul": ({"a": (2, 3), "b": (3,)}, {}),
+    "bias_add": ({"x": (2, 3, 4), "b": (3,)}, {"axis": 1}),
+    "relu": ({"x": (3, 4)}, {}),
+    "clipped_relu": ({"x": (3, 4)}, {"min": -0.5, "max": 0.5}),
+    "tanh": ({"x": (3, 4)}, {}),
+    "sigmoid": ({"x": (3, 4)}, {}),
+    "max_pool": ({"x": (1, 2, 5, 6)}, {"kernel": (3, 2), "stride": (2, 2),
+                                        "padding": (1, 1, 0, 0)}),
+    "avg_pool": ({"x": (1, 2, 5, 6)}, {"kernel": (3, 3), "padding": (1, 1, 1, 1)}),
+    "softmax": ({"x": (2, 3, 4)}, {"axis": 1}),
+    "batchnorm": ({"x": (2, 3, 4, 4), "scale": (3,), "bias": (3,), "mean": (3,), "var": (3,)},
+                  {"epsilon": 1e-3}),
+    "reshape": ({"x": (2, 3, 4)}, {"shape": (0, -1)}),
+    "flatten": ({"x": (2, 3, 4)}, {"axis": 2}),
+    "concat": ({"x0": (2, 3), "x1": (2, 1)}, {"axis": 1}),
+}
+
+
+def case_inputs(op):
+    shapes, attrs = CASES[op]
+    inputs = {p: RNG.standard_normal(s).astype(np.float32) for p, s in shapes.items()}
+    if "var" in inputs:
+        inputs["var"] = np.abs(inputs["var"]) + 0.5
+    return inputs, attrs
+
+
+def test_every_tensor_op_is_native():
+    target = get_registry().target("aten").target
+    assert target.native_tensor_ops == frozenset(TENSOR_OPS) == frozenset(CASES)
+
+
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_op_matches_the_reference(op):
+    inputs, attrs = case_inputs(op)
+    module = single_op_module(op, inputs, attrs)
+    expected = TENSOR_OPS[op].evaluate(inputs, attrs)["y"]
+    exe = compile(module, ["aten"])
+    assert set(exe.placement.targets.values()) == {"aten"}
+    np.testing.assert_allclose(exe(**inputs)["y"], expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["conv2d", "gemm", "softmax", "avg_pool"])
+def test_float16_computes_in_half_precision_close_to_the_reference(op):
+    inputs, attrs = case_inputs(op)
+    expected = TENSOR_OPS[op].evaluate(inputs, attrs)["y"]
+    exe = compile(single_op_module(op, inputs, attrs), ["aten"], {"dtype": "float16"})
+    out = exe(**inputs)["y"]
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, expected, rtol=2e-2, atol=2e-2)
+
+
+def test_constant_weights_are_claimed_with_their_reader():
+    inputs, attrs = case_inputs("conv2d")
+    module = single_op_module("conv2d", inputs, attrs, constants=("w", "b"))
+    exe = compile(module, ["aten"])
+    assert exe.placement.targets["@main.w_const"] == "aten"
+    np.testing.assert_allclose(exe(x=inputs["x"])["y"],
+                               TENSOR_OPS["conv2d"].evaluate(inputs, attrs)["y"], rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_kernel_nodes_and_integer_tensor_ops_are_not_claimed():
+    target = get_registry().target("aten").target
+    kernel = Node("k", KernelBody("f"))
+    ints = tensor_node("r", "relu", {"x": BufferType(I32, (4,))})
+    graph = Graph("main", ())
+    assert not target.claims(None, graph, kernel)
+    assert not target.claims(None, graph, ints)
+
+
+def test_an_unknown_dtype_option_is_rejected():
+    inputs, attrs = case_inputs("relu")
+    with pytest.raises(Exception, match="dtype"):
+        compile(single_op_module("relu", inputs, attrs), ["aten"], {"dtype": "int8"})

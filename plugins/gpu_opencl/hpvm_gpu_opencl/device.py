@@ -1,0 +1,179 @@
+"""The runtime shim of 'gpu_opencl': device buffers, copies and launches.
+
+Handles are :class:`DeviceBuffer` (a ``cl.Buffer`` with its shape and
+dtype).  Every command goes to the device's in-order queue, so launches and
+copies happen in submission order; ``launch`` returns the kernel's event
+and ``wait`` waits for it.  Reads back to the host (``copy_out``) are the
+only blocking transfers besides ``copy_in`` (which must finish before the
+caller may reuse its array).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hpvm.errors import Location
+from hpvm.ir.graph import ConstantBody, Module
+from hpvm.ir.shapes import bind_symbols, replication_sizes
+from hpvm.target import Device, NodeRef
+
+from .devices import DeviceRuntime
+from .launch import chosen_group, geometry
+from .layout import Argument
+
+
+@dataclass
+class DeviceBuffer:
+    buffer: Any
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """How to run one node: a kernel entry and its arguments, or a constant."""
+
+    kind: str
+    function: str = ""
+    entry: str = ""
+    rank: int = 1
+    synchronous: bool = False
+
+    def to_json(self) -> dict:
+        return self.__dict__.copy()
+
+
+class OpenCLDevice(Device):
+    """One OpenCL device running the nodes of one artifact."""
+
+    name = "gpu_opencl"
+    host_memory = False
+
+    def __init__(self, runtime: DeviceRuntime, program, module: Module,
+                 plans: dict[str, NodePlan], arguments: dict[str, list[Argument]], options: dict):
+        self.runtime = runtime
+        self.program = program
+        self.module = module
+        self.plans = plans
+        self.arguments = arguments
+        self.work_group = options.get("work_group")
+        self._kernels: dict[str, Any] = {}
+        self._constants: dict[str, Any] = {}
+
+    # -- memory ----------------------------------------------------------
+    def allocate(self, shape, dtype) -> DeviceBuffer:
+        handle = self._new_buffer(shape, dtype)
+        if handle.nbytes:
+            import pyopencl as cl
+            cl.enqueue_fill_buffer(self.runtime.queue, handle.buffer, np.uint8(0), 0, handle.nbytes)
+        return handle
+
+    def _new_buffer(self, shape, dtype) -> DeviceBuffer:
+        import pyopencl as cl
+        shape, dtype = tuple(int(s) for s in shape), np.dtype(dtype)
+        nbytes = math.prod(shape) * dtype.itemsize
+        buffer = cl.Buffer(self.runtime.context, cl.mem_flags.READ_WRITE, max(nbytes, 1))
+        return DeviceBuffer(buffer, shape, dtype)
+
+    def copy_in(self, handle: DeviceBuffer, array) -> None:
+        import pyopencl as cl
+        data = np.ascontiguousarray(np.broadcast_to(array, handle.shape), dtype=handle.dtype)
+        if handle.nbytes:
+            cl.enqueue_copy(self.runtime.queue, handle.buffer, data, is_blocking=True)
+
+    def copy_out(self, handle: DeviceBuffer) -> np.ndarray:
+        import pyopencl as cl
+        array = np.empty(handle.shape, handle.dtype)
+        if handle.nbytes:
+            cl.enqueue_copy(self.runtime.queue, array, handle.buffer, is_blocking=True)
+        return array
+
+    def duplicate(self, handle: DeviceBuffer, shape, dtype) -> DeviceBuffer:
+        import pyopencl as cl
+        copy = self._new_buffer(shape, dtype)
+        if copy.nbytes:
+            cl.enqueue_copy(self.runtime.queue, copy.buffer, handle.buffer, byte_count=copy.nbytes)
+        return copy
+
+    def free(self, handle: DeviceBuffer) -> None:
+        handle.buffer.release()  # OpenCL frees it once queued commands are done
+
+    # -- execution ---------------------------------------------------------
+    def launch(self, node: NodeRef, args: dict[str, Any]):
+        plan = self.plans[str(node)]
+        graph_node = self.module.graph(node.graph).node(node.node)
+        if plan.kind == "constant":
+            return self._copy_constant(str(node), graph_node.body, args["value"])
+        kernel = self.module.function(plan.function)
+        where = Location(graph=node.graph, node=node.node)
+        sizes = replication_sizes(graph_node.replication, bind_symbols(kernel.params, args, where))
+        group = chosen_group(node.node, len(sizes), graph_node.attributes.get("group"),
+                             self.work_group)
+        return self.enqueue(plan, args, sizes, group, where)
+
+    def enqueue(self, plan: NodePlan, args: dict[str, Any], sizes: tuple[int, ...],
+                group: tuple[int, ...] | None, where: Location):
+        """Launch ``plan``'s entry over replication ``sizes`` with work-group
+        size ``group`` (None: the driver's choice); returns its event."""
+        if math.prod(sizes) == 0:
+            return None
+        global_size, local_size = geometry(sizes, group, plan.synchronous,
+                                           self.runtime.info.max_work_group_size, where)
+        values = [self._argument(a, args, sizes) for a in self.arguments[plan.entry]]
+        import pyopencl as cl
+        with self.runtime.lock:
+            cl_kernel = self._kernels.get(plan.entry)
+            if cl_kernel is None:
+                cl_kernel = self._kernels[plan.entry] = cl.Kernel(self.program, plan.entry)
+            cl_kernel.set_args(*values)
+            return cl.enqueue_nd_range_kernel(self.runtime.queue, cl_kernel, global_size,
+                                              local_size)
+
+    def wait(self, event) -> None:
+        if event is not None:
+            event.wait()
+
+    def _argument(self, argument: Argument, args: dict, sizes: tuple[int, ...]):
+        if argument.kind == "count":
+            return np.int64(sizes[argument.index])
+        if argument.kind == "scalar":
+            return _scalar(args[argument.name], argument.type)
+        handle: DeviceBuffer = args[argument.name]
+        if argument.kind == "buffer":
+            return handle.buffer
+        if argument.kind == "dim":
+            return np.int64(handle.shape[argument.index])
+        if argument.kind == "length":
+            return np.int64(math.prod(handle.shape))
+        # scratch: one private copy per instance, filled by the kernel
+        return self._new_buffer((math.prod(sizes),) + handle.shape, handle.dtype).buffer
+
+    def _copy_constant(self, key: str, body: ConstantBody, handle: DeviceBuffer):
+        import pyopencl as cl
+        if not handle.nbytes:
+            return None
+        source = self._constants.get(key)
+        if source is None:
+            data = np.ascontiguousarray(body.data, dtype=handle.dtype)
+            source = cl.Buffer(self.runtime.context, cl.mem_flags.READ_ONLY
+                               | cl.mem_flags.COPY_HOST_PTR, hostbuf=data)
+            self._constants[key] = source
+        return cl.enqueue_copy(self.runtime.queue, handle.buffer, source, byte_count=handle.nbytes)
+
+
+def _scalar(value, type_name: str):
+    """A scalar argument as the kernel declares it (bool as uchar, f16 as
+    float)."""
+    if type_name == "bool":
+        return np.uint8(bool(value))
+    if type_name == "f16":
+        return np.float32(np.float16(value))
+    from hpvm.ir.types import SCALAR_TYPES
+    return SCALAR_TYPES[type_name].numpy_dtype.type(value)

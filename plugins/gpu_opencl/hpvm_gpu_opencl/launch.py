@@ -1,0 +1,59 @@
+"""The geometry of a kernel launch: global and work-group sizes.
+
+The work-group size of a node comes from its attribute ``group`` (one int
+per replication dimension; it is semantic: local arrays are shared per
+group), else from the option ``work_group`` (a tuning knob: a tuple for
+every node of that rank, or a dict from node name to tuple), else the
+driver chooses.  A global size that is not a multiple of the group is
+padded up, the padded instances return at once.  Kernels that synchronise
+their work group (barriers, local arrays) are never padded: their
+replication must be a multiple of the group, and without a ``group`` the
+whole replication is one work group, as in the interpreter.
+"""
+from __future__ import annotations
+
+import math
+
+from hpvm.errors import Diagnostic, ExecutionError, Location
+
+
+def chosen_group(node_name: str, rank: int, attribute, option) -> tuple[int, ...] | None:
+    """The work-group size for a node (IR dimension order) or None."""
+    if attribute is not None:
+        return tuple(int(g) for g in _as_tuple(attribute))
+    if isinstance(option, dict):
+        option = option.get(node_name)
+    if option is None:
+        return None
+    group = tuple(int(g) for g in _as_tuple(option))
+    return group if len(group) == rank else None
+
+
+def _as_tuple(value) -> tuple:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def geometry(sizes: tuple[int, ...], group: tuple[int, ...] | None, synchronous: bool,
+             max_group: int, where: Location) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """``(global_size, local_size)`` in OpenCL dimension order (reversed
+    IR order) for replication ``sizes``; see the module docstring."""
+    if synchronous and group is None:
+        group = sizes
+    if group is None:
+        return tuple(reversed(sizes)), None
+    if len(group) != len(sizes) or any(g <= 0 for g in group):
+        raise ExecutionError(Diagnostic(
+            where, f"work-group size {list(group)} does not fit replication {list(sizes)}",
+            "give one positive work-group size per replication dimension"))
+    if math.prod(group) > max_group:
+        raise ExecutionError(Diagnostic(
+            where, f"a work group of {list(group)} ({math.prod(group)} instances) exceeds the "
+                   f"device's maximum of {max_group}",
+            "give the node a smaller 'group' attribute (or work_group option)"))
+    if synchronous and any(s % g for s, g in zip(sizes, group)):
+        raise ExecutionError(Diagnostic(
+            where, f"the kernel synchronises its work groups (barrier or local arrays), so its "
+                   f"replication {list(sizes)} must be a multiple of its group {list(group)}",
+            "choose sizes divisible by the group, or a 'group' attribute that divides them"))
+    padded = tuple(-(-s // g) * g for s, g in zip(sizes, group))
+    return tuple(reversed(padded)), tuple(reversed(group))

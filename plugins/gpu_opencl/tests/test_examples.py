@@ -1,0 +1,81 @@
+"""The example programs on the OpenCL device against the interpreter:
+batch, streaming, saved and loaded, tuned work groups."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hpvm.runtime as rt
+from hpvm.interp import Interpreter, run_module
+from hpvm.ir.text import load_module
+from hpvm.registry import get_registry
+from hpvm.runtime import Executable
+from hpvm.testing import assert_outputs_close, random_inputs, run_streaming
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "ir"
+SIZES = {"H": 13, "W": 17, "N": 3, "M": 9, "K": 11}
+TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
+
+
+def batch_examples():
+    return [p for p in sorted(EXAMPLES.glob("*.hpvm")) if not load_module(p).root_graph.is_streaming]
+
+
+@pytest.mark.parametrize("path", batch_examples(), ids=lambda p: p.stem)
+def test_examples_match_the_interpreter(path):
+    module = load_module(path)
+    inputs = random_inputs(module.root_graph, SIZES)
+    expected = run_module(module, inputs)
+    exe = rt.compile(module, targets=["gpu_opencl"])
+    assert set(exe.placement.targets.values()) == {"gpu_opencl"}
+    assert_outputs_close(exe(**inputs), expected, **TOLERANCE, label=path.stem)
+
+
+def test_streaming_example_matches_the_interpreter():
+    module = load_module(EXAMPLES / "pipeline.hpvm")
+    inputs = random_inputs(module.root_graph, SIZES)
+    streamed = {b.param for b in module.root_graph.bind_ins if b.streaming}
+    fixed = {k: v for k, v in inputs.items() if k not in streamed}
+    frames = [{k: np.asarray(v) + i for k, v in inputs.items() if k in streamed} for i in range(6)]
+    results = run_streaming(rt.compile(module, targets=["gpu_opencl"]), module, fixed, frames)
+    reference = Interpreter(module)
+    reference.start(**fixed)
+    for frame, result in zip(frames, results):
+        reference.push(**frame)
+        assert_outputs_close(result, reference.pop(), **TOLERANCE)
+
+
+def test_saved_executables_load_and_run(tmp_path):
+    module = load_module(EXAMPLES / "matmul.hpvm")
+    inputs = random_inputs(module.root_graph, SIZES)
+    rt.compile(module, targets=["gpu_opencl"]).save(tmp_path / "mm.hpvmx")
+    assert (tmp_path / "mm.hpvmx" / "artifacts" / "gpu_opencl" / "kernels.cl").exists()
+    loaded = Executable.load(tmp_path / "mm.hpvmx")
+    assert_outputs_close(loaded(**inputs), run_module(module, inputs), **TOLERANCE)
+
+
+@pytest.mark.parametrize("work_group", [(4, 4), {"mm": (2, 8)}])
+def test_work_group_option_pads_the_global_size(work_group):
+    module = load_module(EXAMPLES / "matmul.hpvm")  # 9 x 3 instances: padded
+    inputs = random_inputs(module.root_graph, SIZES)
+    exe = rt.compile(module, targets=["gpu_opencl"], options={"work_group": work_group})
+    assert_outputs_close(exe(**inputs), run_module(module, inputs), **TOLERANCE)
+
+
+def test_work_group_sizes_are_tuning_knobs():
+    module = load_module(EXAMPLES / "matmul.hpvm")
+    target = get_registry().target("gpu_opencl").target
+    [knob] = target.knobs(module, rt.compile(module, targets=["gpu_opencl"]).placement.nodes_of("gpu_opencl"))
+    assert knob.name == "work_group" and knob.default is None and (16, 16) in knob.values
+
+
+def test_hpvm_targets_lists_the_opencl_devices():
+    availability = get_registry().target("gpu_opencl").availability
+    assert availability.available
+    assert "devices: [0.0]" in availability.reason and "default:" in availability.reason
+
+
+def test_device_option_that_matches_nothing_is_a_clear_error():
+    module = load_module(EXAMPLES / "matmul.hpvm")
+    with pytest.raises(Exception, match="no OpenCL device matches.*devices found"):
+        rt.compile(module, targets=["gpu_opencl"], options={"device": "no-such-device"})

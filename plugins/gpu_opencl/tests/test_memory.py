@@ -1,0 +1,94 @@
+"""Programs split between gpu_opencl and cpu run correctly, and the memory
+tracker moves exactly the buffers that change device: counted in bytes."""
+import numpy as np
+import pytest
+
+import hpvm.runtime as rt
+from hpvm.interp import run_module
+from hpvm.ir.text import parse_module
+from hpvm.testing import assert_outputs_close
+
+N = 1000
+FLOAT = 4
+
+CHAIN = """hpvm 1.0
+module chain
+
+func @negate(in x: f32[N], out y: f32[N]) {
+  let i: i64 = instance_id(0)
+  y[i] = -x[i]
+}
+
+func @square(in x: f32[N], out y: f32[N]) {
+  let i: i64 = instance_id(0)
+  y[i] = x[i] * x[i]
+}
+
+func @add(in x: f32[N], in z: f32[N], out y: f32[N]) {
+  let i: i64 = instance_id(0)
+  y[i] = x[i] + z[i]
+}
+
+graph @main(in data: f32[N], out result: f32[N], out side: f32[N]) {
+  node first = @negate [N] hint %s
+  node second = @square [N] hint %s
+  node third = @add [N] hint %s
+  node fourth = @square [N] hint %s
+  edge first.y -> second.x all-to-all
+  edge second.y -> third.x all-to-all
+  edge first.y -> third.z all-to-all
+  edge first.y -> fourth.x all-to-all
+  in data -> first.x
+  out third.y -> result
+  out fourth.y -> side
+}
+
+root @main
+"""
+
+
+def run_chain(hints):
+    module = parse_module(CHAIN % hints)
+    data = np.random.default_rng(1).standard_normal(N).astype(np.float32)
+    exe = rt.compile(module, targets=["gpu_opencl", "cpu"])
+    assert_outputs_close(exe(data=data), run_module(module, {"data": data}))
+    report = exe.report()
+    copied = {r.node: (r.copies.to_device, r.copies.to_host) for r in report.records}
+    return exe, report.bytes_copied, copied
+
+
+def test_all_on_the_device_copies_inputs_in_and_outputs_out_only():
+    exe, total, copied = run_chain(("gpu_opencl",) * 4)
+    assert set(exe.placement.targets.values()) == {"gpu_opencl"}
+    assert total == 3 * N * FLOAT
+    assert copied["first"] == (N * FLOAT, 0)
+    assert copied["second"] == copied["third"] == copied["fourth"] == (0, 0)
+    assert copied["<outputs>"] == (0, 2 * N * FLOAT)
+
+
+def test_a_cpu_node_in_the_middle_moves_only_what_crosses_devices():
+    exe, total, copied = run_chain(("gpu_opencl", "cpu", "gpu_opencl", "cpu"))
+    assert exe.placement.targets["@main.second"] == "cpu"
+    # first.y goes to the host once (second, fourth share the copy);
+    # second.y goes back to the device; third.y comes out.
+    assert copied["first"] == (N * FLOAT, 0)
+    assert sorted([copied["second"], copied["fourth"]]) == [(0, 0), (0, N * FLOAT)]
+    assert copied["third"] == (N * FLOAT, 0)
+    assert copied["<outputs>"] == (0, N * FLOAT)
+    assert total == 4 * N * FLOAT
+
+
+def test_a_cpu_producer_feeds_the_device_once():
+    exe, total, copied = run_chain(("cpu", "gpu_opencl", "gpu_opencl", "cpu"))
+    assert copied["first"] == (0, 0)
+    assert copied["second"] == (N * FLOAT, 0)
+    assert copied["third"] == (0, 0)  # first.y is already on the device
+    assert copied["<outputs>"] == (0, N * FLOAT)
+    assert total == 2 * N * FLOAT
+
+
+@pytest.mark.parametrize("hint", ["gpu_opencl", "cpu"])
+def test_repeated_runs_give_the_same_counts(hint):
+    _, first, _ = run_chain((hint,) * 4)
+    _, second, _ = run_chain((hint,) * 4)
+    assert first == second == (3 * N * FLOAT if hint == "gpu_opencl" else 0)

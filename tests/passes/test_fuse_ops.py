@@ -1,0 +1,93 @@
+"""fuse-ops folds bias, batchnorm and activations into conv2d and gemm, and
+the fused module computes what the unfused one does."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import hpvm.passes.fuse_ops  # noqa: F401  (registers the pass)
+from hpvm.frontend.onnx import load
+from hpvm.passes import run_pipeline
+from hpvm.runtime import compile
+
+RNG = np.random.default_rng(0)
+
+
+def model(nodes, x_shape, initializers):
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(a.astype(np.float32), n) for n, a in initializers.items()])
+    return load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def ops(module):
+    return [n.body.op for n in module.root_graph.nodes if hasattr(n.body, "op")]
+
+
+def op_node(module, op):
+    return next(n for n in module.root_graph.nodes if getattr(n.body, "op", None) == op)
+
+
+def assert_same_results(before, after, x):
+    expected = compile(before, ["interp"])(x=x)["y"]
+    for target in ("interp", "cpu"):
+        np.testing.assert_allclose(compile(after, [target])(x=x)["y"], expected,
+                                   rtol=1e-4, atol=1e-5)
+
+
+def conv_bn_relu():
+    c = 4
+    return model([
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"]),
+        helper.make_node("Relu", ["n"], ["y"])], ["N", 3, 5, 5],
+        {"w": RNG.standard_normal((c, 3, 3, 3)), "s": RNG.uniform(0.5, 1.5, c),
+         "b": RNG.standard_normal(c), "m": RNG.standard_normal(c), "v": RNG.uniform(0.5, 2, c)})
+
+
+def test_conv_batchnorm_relu_becomes_one_conv_with_bias_and_activation():
+    before = conv_bn_relu()
+    after = run_pipeline(before, "fuse-ops", verify_each=True)
+    assert ops(after) == ["conv2d"]
+    conv = op_node(after, "conv2d")
+    assert conv.body.attrs["activation"] == "relu"
+    assert {p.name for p in conv.body.params} == {"x", "w", "b", "y"}
+    assert_same_results(before, after, RNG.standard_normal((2, 3, 5, 5)).astype(np.float32))
+
+
+def test_conv_then_channel_bias_add_becomes_the_conv_bias():
+    before = model([helper.make_node("Conv", ["x", "w"], ["c"]),
+                    helper.make_node("Add", ["c", "bias"], ["t"]),
+                    helper.make_node("Tanh", ["t"], ["y"])], [1, 2, 4, 4],
+                   {"w": RNG.standard_normal((3, 2, 1, 1)), "bias": RNG.standard_normal((3, 1, 1))})
+    after = run_pipeline(before, "fuse-ops", verify_each=True)
+    assert ops(after) == ["conv2d"]
+    assert_same_results(before, after, RNG.standard_normal((1, 2, 4, 4)).astype(np.float32))
+
+
+def test_an_add_along_the_width_is_not_taken_as_a_bias():
+    before = model([helper.make_node("Conv", ["x", "w"], ["c"]),
+                    helper.make_node("Add", ["c", "bias"], ["y"])], [1, 2, 3, 3],
+                   {"w": RNG.standard_normal((3, 2, 1, 1)), "bias": RNG.standard_normal(3)})
+    after = run_pipeline(before, "fuse-ops", verify_each=True)
+    assert ops(after) == ["conv2d", "add"]
+
+
+def test_matmul_add_relu_becomes_a_gemm_with_activation():
+    before = model([helper.make_node("MatMul", ["x", "w"], ["m"]),
+                    helper.make_node("Add", ["m", "bias"], ["a"]),
+                    helper.make_node("Relu", ["a"], ["y"])], ["N", 6],
+                   {"w": RNG.standard_normal((6, 5)), "bias": RNG.standard_normal(5)})
+    after = run_pipeline(before, "fuse-ops", verify_each=True)
+    assert ops(after) == ["gemm"]
+    assert op_node(after, "gemm").body.attrs["activation"] == "relu"
+    assert_same_results(before, after, RNG.standard_normal((3, 6)).astype(np.float32))
+
+
+def test_a_result_read_twice_is_not_fused():
+    before = model([helper.make_node("Gemm", ["x", "w"], ["g"]),
+                    helper.make_node("Relu", ["g"], ["r"]),
+                    helper.make_node("Add", ["g", "r"], ["y"])], [2, 3],
+                   {"w": RNG.standard_normal((3, 3))})
+    after = run_pipeline(before, "fuse-ops", verify_each=True)
+    assert ops(after) == ops(before)

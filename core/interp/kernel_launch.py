@@ -11,10 +11,10 @@ from typing import Any, Mapping
 import numpy as np
 
 from hpvm.errors import Diagnostic, ExecutionError, Location
+from hpvm.ir.analysis import writes_buffer
 from hpvm.ir.graph import Module
-from hpvm.ir.kernel import AtomicUpdate, Call, KernelFunction, Store, Var
+from hpvm.ir.kernel import KernelFunction
 from hpvm.ir.parameter import Parameter
-from hpvm.ir.visit import walk
 
 from .kernel_eval import KernelEvaluator, WorkGroups
 from .memory import Lanes, Storage
@@ -82,7 +82,7 @@ def bind_kernel_args(function: KernelFunction, args: Mapping[str, Any], count: i
                                "pass a value for every kernel parameter")
         value = args[param.name]
         if param.is_buffer:
-            private_copies = param.direction == "private" and _may_write(function, param.name)
+            private_copies = param.direction == "private" and writes_buffer(function.body, param.name)
             values[param.name] = _buffer_storage(param, value, count, private_copies, where)
             _collect_symbols(param, np.shape(value), symbols, where)
         else:
@@ -98,18 +98,6 @@ def bind_kernel_args(function: KernelFunction, args: Mapping[str, Any], count: i
         else:
             values[name] = np.int64(size)
     return values
-
-
-def _may_write(function: KernelFunction, name: str) -> bool:
-    """Whether the body may write buffer ``name``: a store or atomic to it,
-    or passing it to a helper."""
-    for node in walk(function.body):
-        if isinstance(node, (Store, AtomicUpdate)) and node.buffer == name:
-            return True
-        if isinstance(node, Call) and any(isinstance(a, Var) and a.name == name
-                                          for a in node.args):
-            return True
-    return False
 
 
 def _buffer_storage(param: Parameter, array, count: int, private_copies: bool,

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Iterable
 
 from ..ir.kernel import (
-    ArrayDecl, Assign, AtomicUpdate, Call, Expr, For, KernelFunction, Let, Load,
+    ArrayDecl, Assign, AtomicUpdate, Expr, For, KernelFunction, Let, Load,
     Stmt, Store, Var,
 )
 from ..ir.visit import rewrite, walk
@@ -35,18 +35,6 @@ def names_in(stmts: tuple[Stmt, ...] | Expr) -> set[str]:
             if value is not None:
                 found.add(value)
     return found
-
-
-def writes_buffer(stmts: tuple[Stmt, ...], name: str) -> bool:
-    """Whether ``stmts`` may write buffer ``name``: a store or atomic update
-    to it, or passing it to a call."""
-    for node in walk(stmts):
-        if isinstance(node, (Store, AtomicUpdate)) and node.buffer == name:
-            return True
-        if isinstance(node, Call) and any(isinstance(a, Var) and a.name == name
-                                          for a in node.args):
-            return True
-    return False
 
 
 def function_names(function: KernelFunction) -> set[str]:

@@ -29,7 +29,8 @@ from ..ir.types import BOOL, I64
 from ..ir.visit import rewrite, walk
 from .errors import PassError
 from .module_tools import callees, called_functions, iter_nodes, map_nodes
-from .names import NameGenerator, function_names, substitute, unique_name, writes_buffer
+from ..ir.analysis import writes_buffer
+from .names import NameGenerator, function_names, substitute, unique_name
 from .registry import Option, register_pass
 from .returns import contains_return, lower_returns
 

@@ -15,7 +15,6 @@ import json
 import threading
 from collections import deque
 from pathlib import Path
-from typing import Any
 
 from ..errors import HpvmError
 from ..ir.graph import Module

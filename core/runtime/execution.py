@@ -129,9 +129,11 @@ class Frame:
             if p.writes:
                 shape = out_shapes.get(p.name) or self.values[task.inputs[p.name]].shape
                 source = Source(task.index, p.name)
-                self.values[source] = self.tracker.produced(
-                    target, args[p.name], shape, p.type.element.numpy_dtype,
-                    self.counts.get(source, 0))
+                value = self.tracker.produced(target, args[p.name], shape,
+                                              p.type.element.numpy_dtype, self.counts.get(source, 0))
+                if value.consumers == 0:
+                    self.tracker.discard(value)  # an output nobody reads
+                self.values[source] = value
         for p in params:
             if p.is_buffer and p.name in task.inputs:
                 self.tracker.release(self.values[task.inputs[p.name]])

@@ -107,6 +107,11 @@ class MemoryTracker:
                 return
             self._free_copies(value)
 
+    def discard(self, value: Value) -> None:
+        """Free a value no one will read."""
+        with self._lock:
+            self._free_copies(value)
+
     def _free_copies(self, value: Value) -> None:
         for place, handle in value.copies.items():
             if place != HOST:

@@ -1,9 +1,13 @@
 """Small graphs the battery places node by node, built with the IR API.
 
+Every node of these graphs maps a vector ``x: f32[N]`` to ``y: f32[N]``.
+A node is either a kernel (``stage=None``: y = 2x, x + 1, 3x) or, for
+targets that run only tensor ops, the unary tensor op ``stage`` ("relu" ...).
 Each node can carry a hint, so a test puts exactly the nodes it wants on
 the target under test and on the second (loopback) device::
 
     module = chain(("mydevice", "sdk_loopback", "mydevice"))
+    module = chain(("npu", "npu", "npu"), stage="relu")
 """
 from __future__ import annotations
 
@@ -13,6 +17,9 @@ from hpvm.ir import (
 )
 
 VECTOR = BufferType(F32, ("N",))
+UNARY_TENSOR_OPS = ("relu", "tanh", "sigmoid", "clipped_relu")
+"""Tensor ops that can stand in for a kernel node in these graphs."""
+
 Hints = tuple  # one target name (or None) per node
 
 
@@ -30,51 +37,55 @@ def _increment_in_place() -> KernelFunction:
     return KernelFunction("bump", (Parameter("x", VECTOR, "inout"),), body)
 
 
-DOUBLE = _elementwise("double", lambda v: v * 2.0)
-INCREMENT = _elementwise("inc", lambda v: v + 1.0)
-TRIPLE = _elementwise("triple", lambda v: v * 3.0)
+KERNELS = (_elementwise("double", lambda v: v * 2.0), _elementwise("inc", lambda v: v + 1.0),
+           _elementwise("triple", lambda v: v * 3.0))
 
 
-def _node(name: str, function: KernelFunction, hint: str | None) -> Node:
-    return Node(name, KernelBody(function.name), (Var("N", I64),), hint)
+def _node(name: str, index: int, hint: str | None, stage: str | None) -> Node:
+    """Node ``name`` (x -> y): kernel number ``index`` or tensor op ``stage``."""
+    if stage is None:
+        return Node(name, KernelBody(KERNELS[index].name), (Var("N", I64),), hint)
+    from hpvm.ir.tensor_ops import tensor_node
+    return tensor_node(name, stage, {"x": VECTOR}, hint=hint)
 
 
-def _module(name: str, functions, graph: Graph) -> Module:
-    return Module(name, {f.name: f for f in functions}, {"main": graph}, "main")
+def _module(name: str, graph: Graph, stage: str | None, extra=()) -> Module:
+    functions = {f.name: f for f in KERNELS + tuple(extra)} if stage is None else {}
+    return Module(name, functions, {"main": graph}, "main")
 
 
-def chain(hints: Hints = (None, None, None)) -> Module:
-    """b = ((a * 2) + 1) * 3 through nodes s, t, u (in that order)."""
-    nodes = (_node("s", DOUBLE, hints[0]), _node("t", INCREMENT, hints[1]),
-             _node("u", TRIPLE, hints[2]))
+def chain(hints: Hints = (None, None, None), stage: str | None = None) -> Module:
+    """b = u(t(s(a))) through nodes s, t, u (in that order)."""
+    nodes = tuple(_node(name, i, hint, stage) for i, (name, hint) in enumerate(zip("stu", hints)))
     graph = Graph("main", (Parameter("a", VECTOR, "in"), Parameter("b", VECTOR, "out")), nodes,
                   edges=(Edge("s", "y", "t", "x"), Edge("t", "y", "u", "x")),
                   bind_ins=(BindIn("a", "s", "x"),), bind_outs=(BindOut("u", "y", "b"),))
-    return _module("chain", (DOUBLE, INCREMENT, TRIPLE), graph)
+    return _module("chain", graph, stage)
 
 
 def diamond(hints: Hints = (None, None, None)) -> Module:
     """c = 2 * (2a) read by ``reader``, d = 2a + 1 updated in place by
-    ``updater``: both consume one value; the reader must see it unchanged."""
+    ``updater``: both consume one value; the reader must see it unchanged.
+    Kernels only (tensor ops update nothing in place)."""
     bump = _increment_in_place()
-    nodes = (_node("copy", DOUBLE, hints[0]), _node("reader", DOUBLE, hints[1]),
-             _node("updater", bump, hints[2]))
+    nodes = (_node("copy", 0, hints[0], None), _node("reader", 0, hints[1], None),
+             Node("updater", KernelBody(bump.name), (Var("N", I64),), hints[2]))
     graph = Graph("main", (Parameter("a", VECTOR, "in"), Parameter("c", VECTOR, "out"),
                            Parameter("d", VECTOR, "out")), nodes,
                   edges=(Edge("copy", "y", "reader", "x"), Edge("copy", "y", "updater", "x")),
                   bind_ins=(BindIn("a", "copy", "x"),),
                   bind_outs=(BindOut("reader", "y", "c"), BindOut("updater", "x", "d")))
-    return _module("diamond", (DOUBLE, bump), graph)
+    return _module("diamond", graph, None, (bump,))
 
 
-def independent_pair(hint: str | None) -> Module:
-    """Two nodes with no edge between them: c = 2a, d = a + 1."""
+def independent_pair(hint: str | None, stage: str | None = None) -> Module:
+    """Two nodes with no edge between them: c = p(a), d = q(a)."""
     graph = Graph("main", (Parameter("a", VECTOR, "in"), Parameter("c", VECTOR, "out"),
                            Parameter("d", VECTOR, "out")),
-                  (_node("p", DOUBLE, hint), _node("q", INCREMENT, hint)),
+                  (_node("p", 0, hint, stage), _node("q", 1, hint, stage)),
                   bind_ins=(BindIn("a", "p", "x"), BindIn("a", "q", "x")),
                   bind_outs=(BindOut("p", "y", "c"), BindOut("q", "y", "d")))
-    return _module("pair", (DOUBLE, INCREMENT), graph)
+    return _module("pair", graph, stage)
 
 
 def one_node_module(node: Node, hint: str | None = None) -> Module:

@@ -8,13 +8,16 @@ and compares what they compute with the reference interpreter::
 
     def test_something(hpvm_target):
         exe = hpvm_target.compile(module)          # targets=[NAME]
-        hpvm_target.require_nodes(exe, "module")   # skip if it claimed none
+        hpvm_target.require_nodes(exe)             # skip if it claimed none
         hpvm_target.assert_close(exe(**inputs), run_module(module, inputs))
 """
 from __future__ import annotations
 
 import numpy as np
 import pytest
+
+from . import graphs
+from .graphs import UNARY_TENSOR_OPS
 
 LOOPBACK = "sdk_loopback"
 """Name of the second device the battery registers."""
@@ -68,28 +71,53 @@ class TargetUnderTest:
         """Keys (``@graph.node``) of the nodes ``exe`` placed on the target."""
         return [key for key, target in exe.placement.targets.items() if target == self.name]
 
-    def require_nodes(self, exe, what: str) -> list[str]:
+    def require_nodes(self, exe) -> list[str]:
         """The nodes placed on the target; skips the test when there are none
-        (the target's matcher claims nothing of ``what``)."""
+        (the target's matcher claims nothing of the program)."""
         nodes = self.nodes_on_target(exe)
         if not nodes:
-            pytest.skip(f"target '{self.name}' claims no node of {what}")
+            pytest.skip("the target claims no node of this program")
         return nodes
 
+    # -- the small graphs of graphs.py, made of nodes the target claims ------
+    @property
+    def stage(self) -> str | None:
+        """What the battery's small graphs are made of for this target: None
+        (kernel nodes) when it claims them, else the first unary tensor op
+        it claims; skips the test when it claims neither."""
+        for stage in (None,) + UNARY_TENSOR_OPS:
+            module = graphs.chain((self.name,) * 3, stage)
+            graph = module.root_graph
+            if all(self.target.claims(module, graph, node) for node in graph.nodes):
+                return stage
+        pytest.skip(f"target '{self.name}' claims neither plain kernel nodes nor any of the "
+                    f"tensor ops {', '.join(UNARY_TENSOR_OPS)}")
+
+    def require_kernels(self) -> None:
+        """Skip unless the target claims plain kernel nodes."""
+        if self.stage is not None:
+            pytest.skip(f"target '{self.name}' claims no plain kernel node")
+
+    def chain(self, hints):
+        """:func:`graphs.chain` of nodes this target claims."""
+        return graphs.chain(hints, self.stage)
+
+    def pair(self):
+        """:func:`graphs.independent_pair` on this target."""
+        return graphs.independent_pair(self.name, self.stage)
+
     def require_placed(self, exe, *nodes: str) -> None:
-        """Skip unless every ``@main.NODE`` of ``nodes`` landed where its hint
-        said (the target's matcher refused a node it was asked to take)."""
+        """Assert every ``@main.NODE`` of ``nodes`` landed where its hint said."""
         wrong = [f"{n} on {exe.placement.targets[f'@main.{n}']}" for n in nodes
                  if exe.placement.targets[f"@main.{n}"] not in (self.name, LOOPBACK)]
-        if wrong:
-            pytest.skip(f"target '{self.name}' does not claim the simple kernel nodes this "
-                        f"check needs ({', '.join(wrong)})")
+        assert not wrong, (f"nodes hinted '{self.name}' that it claims were placed elsewhere: "
+                           f"{', '.join(wrong)}")
 
-    def device(self, module):
-        """A fresh Device of the target loaded from an artifact for ``module``
-        (whose nodes must be hinted with the target's name)."""
-        exe = self.compile(module)
-        self.require_nodes(exe, f"module '{module.name}'")
+    def device(self):
+        """A fresh Device of the target, loaded from an artifact for a small
+        chain placed on it."""
+        exe = self.compile(self.chain((self.name,) * 3))
+        self.require_nodes(exe)
         return self.target.load(exe.artifacts[self.name], {})
 
     # -- comparing ---------------------------------------------------------
@@ -99,7 +127,7 @@ class TargetUnderTest:
         every output with the interpreter's."""
         module = program.load()
         exe = self.compile(module)
-        self.require_nodes(exe, f"program '{program.name}'")
+        self.require_nodes(exe)
         inputs = program.inputs(seed=0)
         try:
             if module.root_graph.is_streaming:

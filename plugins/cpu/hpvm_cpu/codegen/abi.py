@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpvm.ir.kernel import AtomicUpdate, Call, KernelFunction, Store, Var
+from hpvm.ir.analysis import writes_buffer
+from hpvm.ir.kernel import KernelFunction
 from hpvm.ir.types import BufferType, ScalarType
-from hpvm.ir.visit import walk
 
 ENTRY_PREFIX = "hpvm_node_"
 HELPER_PREFIX = "hpvm_fn_"
@@ -81,7 +81,7 @@ class ArgumentLayout:
                 rank_of_buffer = dim_count(parameter.type)
                 dims = tuple(range(next_slot + 1, next_slot + 1 + rank_of_buffer))
                 scratch = None
-                if parameter.direction == "private" and writes_buffer(kernel, parameter.name):
+                if parameter.direction == "private" and writes_buffer(kernel.body, parameter.name):
                     scratch = dims[-1] + 1 if dims else next_slot + 1
                 params.append(BufferSlots(parameter.name, parameter.type, next_slot, dims, scratch))
                 next_slot += 1 + rank_of_buffer + (scratch is not None)
@@ -97,14 +97,3 @@ class ArgumentLayout:
     @property
     def scalars(self) -> tuple[ScalarSlot, ...]:
         return tuple(p for p in self.params if isinstance(p, ScalarSlot))
-
-
-def writes_buffer(kernel: KernelFunction, name: str) -> bool:
-    """True if ``kernel`` may write buffer ``name`` (stores, atomics, or
-    passing it to a helper)."""
-    for node in walk(kernel.body):
-        if isinstance(node, (Store, AtomicUpdate)) and node.buffer == name:
-            return True
-        if isinstance(node, Call) and any(isinstance(a, Var) and a.name == name for a in node.args):
-            return True
-    return False

@@ -26,7 +26,7 @@ np.savez(outputs_path, **outputs)
 
 def _compiled(hpvm_target, program):
     exe = hpvm_target.compile(program.load())
-    hpvm_target.require_nodes(exe, f"program '{program.name}'")
+    hpvm_target.require_nodes(exe)
     return exe
 
 
@@ -58,8 +58,14 @@ def test_saved_executable_runs_after_load(hpvm_target, program, tmp_path):
 
 
 def test_saved_executable_runs_in_a_fresh_process(hpvm_target, tmp_path):
-    program = PROGRAMS[0]
-    _compiled(hpvm_target, program).save(tmp_path / "exe")
+    for program in PROGRAMS:
+        exe = hpvm_target.compile(program.load())
+        if hpvm_target.nodes_on_target(exe):
+            break
+    else:
+        pytest.skip(f"target '{hpvm_target.name}' claims no node of "
+                    f"{' or '.join(p.name for p in PROGRAMS)}")
+    exe.save(tmp_path / "exe")
     inputs = program.inputs(seed=4)
     np.savez(tmp_path / "inputs.npz", **inputs)
     result = subprocess.run([sys.executable, "-c", RUN_SAVED, str(tmp_path / "exe"),

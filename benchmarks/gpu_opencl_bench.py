@@ -195,8 +195,16 @@ def blur(size, hand, torch, registry, options, repeat):
     t = median_seconds(run.run, run.finish, repeat)
     reference = run.result("blurred")
     rows = [("hpvm gpu_opencl (2 nodes)", t, traffic / t / 1e9, "GB/s", 0.0)]
-    ends = median_seconds(run.end_to_end, lambda: None, max(3, repeat // 4))
-    rows.append(("hpvm gpu_opencl end to end (copies in/out)", ends, traffic / ends / 1e9, "GB/s", None))
+    for variant in ({"work_group": (8, 32)}, {"fast_math": True}):
+        other = HpvmRun(module, {"image": img}, {**options, **variant}, registry)
+        t = median_seconds(other.run, other.finish, repeat)
+        rows.append((f"hpvm gpu_opencl {variant}", t, traffic / t / 1e9, "GB/s",
+                     relative_error(other.result("blurred"), reference)))
+    for transfer in ("copy", "map", "pinned"):
+        other = HpvmRun(module, {"image": img}, {**options, "transfer": transfer}, registry)
+        ends = median_seconds(other.end_to_end, lambda: None, max(3, repeat // 4))
+        rows.append((f"hpvm gpu_opencl end to end, transfer={transfer} ({img.nbytes >> 20} MiB in and out)",
+                     ends, traffic / ends / 1e9, "GB/s", None))
     src, tmp, dst = hand.buffer(img), hand.buffer(nbytes=img.nbytes), hand.buffer(nbytes=img.nbytes)
     dims = (np.int32(h), np.int32(w))
 
@@ -209,15 +217,19 @@ def blur(size, hand, torch, registry, options, repeat):
     if torch is not None:
         timg = torch.from_numpy(img).cuda()
 
-        def torch_blur():
+        def torch_blur(image):
             pad = torch.nn.functional.pad
-            x = pad(timg[None, None], (1, 1, 0, 0), mode="replicate")[0, 0]
+            x = pad(image[None, None], (1, 1, 0, 0), mode="replicate")[0, 0]
             rows_ = (x[:, :-2] + x[:, 1:-1] + x[:, 2:]) / 3
             y = pad(rows_[None, None], (0, 0, 1, 1), mode="replicate")[0, 0]
             return (y[:-2] + y[1:-1] + y[2:]) / 3
-        t = median_seconds(torch_blur, torch.cuda.synchronize, repeat)
+        t = median_seconds(lambda: torch_blur(timg), torch.cuda.synchronize, repeat)
         rows.append(("PyTorch (pad + slices)", t, traffic / t / 1e9, "GB/s",
-                     relative_error(torch_blur().cpu().numpy(), reference)))
+                     relative_error(torch_blur(timg).cpu().numpy(), reference)))
+        t = median_seconds(lambda: torch_blur(torch.from_numpy(img).cuda()).cpu().numpy(),
+                           torch.cuda.synchronize, max(3, repeat // 4))
+        rows.append(("PyTorch end to end (pageable .cuda() / .cpu())", t, traffic / t / 1e9,
+                     "GB/s", None))
     return f"blur 3x3 (two passes) {h}x{w} f32", rows
 
 

@@ -11,6 +11,11 @@ drive it::
 A model is imported with hpvm.frontend.onnx and compiled with
 hpvm.runtime.compile for one target; the ``CUDA`` device is offered by
 targets that can use a GPU (aten, when PyTorch sees one).
+
+Inputs that the tensor ops take as attributes (Reshape's shape, Clip's
+bounds) cannot stay run-time inputs: a model that has them as graph inputs
+is compiled when it runs, with their values made initializers, once per
+distinct value (shape specialisation, as compiling backends do).
 """
 from __future__ import annotations
 
@@ -21,26 +26,71 @@ from onnx import ModelProto, NodeProto, helper
 from onnx.backend.base import Backend, BackendRep
 
 GPU_TARGETS = ("aten",)
+STATIC_INPUTS = {"Reshape": (1,), "Clip": (1, 2)}
+"""ONNX op -> positions of inputs that must be known when compiling."""
 
 
 class HpvmRep(BackendRep):
     """A prepared model: ``run(inputs)`` takes a list (in the model's input
     order) or a dict by ONNX input name and returns the outputs in order."""
 
-    def __init__(self, executable, inputs: list[tuple[str, str]], outputs: list[tuple[str, str]]):
-        self.executable = executable
-        self.inputs = inputs      # (ONNX name, hpvm parameter name)
-        self.outputs = outputs
+    def __init__(self, backend: type["HpvmBackend"], model: ModelProto, device: str,
+                 options: dict):
+        self.backend, self.model, self.device, self.options = backend, model, device, options
+        initialized = {init.name for init in model.graph.initializer}
+        self.input_names = [i.name for i in model.graph.input if i.name not in initialized]
+        self.static = _static_inputs(model) & set(self.input_names)
+        self._compiled: dict[bytes, tuple] = {}
+        if not self.static:
+            self._compiled[b""] = self._compile(model)
 
     def run(self, inputs, **kwargs):
         if isinstance(inputs, dict):
-            given = {param: inputs[name] for name, param in self.inputs}
+            values = {name: np.asarray(inputs[name]) for name in self.input_names}
         else:
-            values = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
-            given = {param: value for (_, param), value in zip(self.inputs, values)}
-        results = self.executable(**{k: np.asarray(v) for k, v in given.items()})
-        Outputs = namedtuple("Outputs", [f"o{i}" for i in range(len(self.outputs))])
-        return Outputs(*(results[param] for _, param in self.outputs))
+            listed = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
+            values = {name: np.asarray(v) for name, v in zip(self.input_names, listed)}
+        key = b"".join(values[n].tobytes() + str(values[n].dtype).encode()
+                       for n in sorted(self.static))
+        if key not in self._compiled:
+            self._compiled[key] = self._compile(_with_initializers(
+                self.model, {n: values[n] for n in self.static}))
+        executable, params, outputs = self._compiled[key]
+        results = executable(**{params[n]: v for n, v in values.items() if n in params})
+        Outputs = namedtuple("Outputs", [f"o{i}" for i in range(len(outputs))])
+        return Outputs(*(results[param] for param in outputs))
+
+    def _compile(self, model: ModelProto) -> tuple:
+        """(executable, ONNX input name -> parameter, output parameters)."""
+        from .frontend.onnx import load
+        from .runtime import compile
+        module = load(model)
+        options = dict(self.options)
+        if self.backend.target in GPU_TARGETS:
+            options.setdefault("device", "cuda" if self.device == "CUDA" else "cpu")
+        executable = compile(module, [self.backend.target], options)
+        initialized = {init.name for init in model.graph.initializer}
+        names = [i.name for i in model.graph.input if i.name not in initialized]
+        params = [p.name for p in module.root_graph.params]
+        return executable, dict(zip(names, params)), params[len(names):]
+
+
+def _static_inputs(model: ModelProto) -> set[str]:
+    return {node.input[i] for node in model.graph.node
+            for i in STATIC_INPUTS.get(node.op_type, ()) if i < len(node.input) and node.input[i]}
+
+
+def _with_initializers(model: ModelProto, values: dict) -> ModelProto:
+    """A copy of ``model`` with the graph inputs ``values`` names made
+    initializers holding those values."""
+    from onnx import numpy_helper
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    kept = [i for i in copy.graph.input if i.name not in values]
+    del copy.graph.input[:]
+    copy.graph.input.extend(kept)
+    copy.graph.initializer.extend(numpy_helper.from_array(v, name) for name, v in values.items())
+    return copy
 
 
 class HpvmBackend(Backend):
@@ -51,21 +101,8 @@ class HpvmBackend(Backend):
 
     @classmethod
     def prepare(cls, model: ModelProto, device: str = "CPU", **kwargs) -> HpvmRep:
-        from .frontend.onnx import load
-        from .runtime import compile
         super().prepare(model, device, **kwargs)
-        module = load(model)
-        options = {**cls.options, **kwargs}
-        if cls.target in GPU_TARGETS:
-            options.setdefault("device", "cuda" if device == "CUDA" else "cpu")
-        executable = compile(module, [cls.target], options)
-        params = [p.name for p in module.root_graph.params]
-        initialized = {init.name for init in model.graph.initializer}
-        names = [i.name for i in model.graph.input if i.name not in initialized]
-        names += [o.name for o in model.graph.output]
-        pairs = list(zip(names, params))
-        return HpvmRep(executable, pairs[:len(names) - len(model.graph.output)],
-                       pairs[len(names) - len(model.graph.output):])
+        return HpvmRep(cls, model, device, {**cls.options, **kwargs})
 
     @classmethod
     def run_model(cls, model: ModelProto, inputs, device: str = "CPU", **kwargs):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..errors import TargetError
 from ..ir import kernel as k
-from ..ir.types import F32, I64, U32, U64, ScalarType
+from ..ir.types import F32, U32, U64, ScalarType
 
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%",
             "and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>",
@@ -254,5 +254,3 @@ class CStyleExpressions:
     def _expr_Call(self, e: k.Call) -> str:
         return self.call_text(e)
 
-
-__all__ = ["BufferBinding", "CStyleExpressions", "ScalarBinding", "I64"]

@@ -31,14 +31,16 @@ def as_module(program) -> Module:
 
 def compile(program, targets: Sequence[str] = DEFAULT_TARGETS, options: dict | None = None,
             registry=None) -> Executable:
-    """Compile ``program`` for the ordered ``targets`` (see placement)."""
+    """Compile ``program`` for the ordered ``targets`` (see placement); a
+    single target may be given as its name."""
     from ..ir.verify import verify
     from ..registry import get_registry
     registry = registry or get_registry()
     options = dict(options or {})
+    targets = [targets] if isinstance(targets, str) else list(targets)
     module = as_module(program)
     verify(module)
-    placement = plan(module, list(targets), registry)
+    placement = plan(module, targets, registry)
     artifacts = {}
     for name in placement.used_targets:
         target = registry.target(name).target

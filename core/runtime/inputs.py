@@ -40,6 +40,8 @@ def validate_inputs(graph: Graph, inputs: Mapping[str, Any],
                 problems.append(Diagnostic(where, f"expects dtype {dtype} ({p.type}), got {array.dtype}",
                                            f"convert it with .astype(np.{dtype.name})"))
                 continue
+            if not (array.flags.c_contiguous and array.flags.writeable):
+                array = np.array(array, order="C")   # targets take dense, owned buffers
             normalised[p.name] = array
         else:
             if np.ndim(value) != 0:

@@ -99,11 +99,8 @@ def _unary(name: str, evaluate, kernel_expr, attrs=None, check_attrs=None,
 
 
 def _clip_bounds(ctx: OpContext) -> tuple[float, float]:
-    low, high = ctx.float_attr("min"), ctx.float_attr("max")
-    if low > high:
-        ctx.fail(f"attribute 'min' ({low}) is greater than 'max' ({high})",
-                 "choose min <= max")
-    return low, high
+    """(min, max); min > max is allowed and makes every result max (ONNX)."""
+    return ctx.float_attr("min"), ctx.float_attr("max")
 
 
 def _evaluate_clipped_relu(ctx: OpContext, x: np.ndarray) -> np.ndarray:

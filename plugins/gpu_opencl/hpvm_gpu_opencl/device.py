@@ -23,6 +23,9 @@ from hpvm.target import Device, NodeRef
 from .devices import DeviceRuntime
 from .launch import chosen_group, geometry
 from .layout import Argument
+from .transfers import Transfers
+
+DEFAULT_TRANSFER = "copy"
 
 
 @dataclass
@@ -64,6 +67,8 @@ class OpenCLDevice(Device):
         self.plans = plans
         self.arguments = arguments
         self.work_group = options.get("work_group")
+        self.transfers = Transfers(runtime.context, runtime.queue,
+                                   options.get("transfer", DEFAULT_TRANSFER))
         self._kernels: dict[str, Any] = {}
         self._constants: dict[str, Any] = {}
 
@@ -83,16 +88,14 @@ class OpenCLDevice(Device):
         return DeviceBuffer(buffer, shape, dtype)
 
     def copy_in(self, handle: DeviceBuffer, array) -> None:
-        import pyopencl as cl
         data = np.ascontiguousarray(np.broadcast_to(array, handle.shape), dtype=handle.dtype)
         if handle.nbytes:
-            cl.enqueue_copy(self.runtime.queue, handle.buffer, data, is_blocking=True)
+            self.transfers.to_device(handle.buffer, data)
 
     def copy_out(self, handle: DeviceBuffer) -> np.ndarray:
-        import pyopencl as cl
         array = np.empty(handle.shape, handle.dtype)
         if handle.nbytes:
-            cl.enqueue_copy(self.runtime.queue, array, handle.buffer, is_blocking=True)
+            self.transfers.to_host(handle.buffer, array)
         return array
 
     def duplicate(self, handle: DeviceBuffer, shape, dtype) -> DeviceBuffer:

@@ -47,6 +47,9 @@ class OpenCLRenderer(CStyleRenderer):
     space_qualifiers = {"global": "__global", "local": "__local", "private": "__private"}
     entry_qualifier = "__kernel"
     reserved_names = CStyleRenderer.reserved_names | OPENCL_RESERVED
+    _scratch: frozenset[str] = frozenset()
+    """Private buffers of the entry being rendered that get per-instance
+    scratch copies."""
 
     # -- types and spellings ---------------------------------------------
     def half_storage_type(self, space: str) -> str:
@@ -188,8 +191,6 @@ class OpenCLRenderer(CStyleRenderer):
         self.body(kernel.body)
         self.writer.close()
         self._scratch = set()
-
-    _scratch: set = set()
 
     def _copy_private_buffers(self, kernel: KernelFunction) -> None:
         """Each instance works on its own slice of the scratch buffer."""

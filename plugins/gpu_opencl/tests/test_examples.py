@@ -79,3 +79,20 @@ def test_device_option_that_matches_nothing_is_a_clear_error():
     module = load_module(EXAMPLES / "matmul.hpvm")
     with pytest.raises(Exception, match="no OpenCL device matches.*devices found"):
         rt.compile(module, targets=["gpu_opencl"], options={"device": "no-such-device"})
+
+
+@pytest.mark.parametrize("transfer", ["copy", "map", "pinned"])
+def test_every_transfer_mode_moves_data_correctly(transfer, monkeypatch):
+    import hpvm_gpu_opencl.transfers as transfers
+    monkeypatch.setattr(transfers, "PINNED_MINIMUM", 1)  # small arrays take the pinned path too
+    module = load_module(EXAMPLES / "blur.hpvm")
+    inputs = random_inputs(module.root_graph, SIZES)
+    exe = rt.compile(module, targets=["gpu_opencl"], options={"transfer": transfer})
+    assert_outputs_close(exe(**inputs), run_module(module, inputs), **TOLERANCE)
+
+
+def test_unknown_transfer_mode_is_a_clear_error():
+    module = load_module(EXAMPLES / "blur.hpvm")
+    exe = rt.compile(module, targets=["gpu_opencl"], options={"transfer": "teleport"})
+    with pytest.raises(Exception, match="transfer='teleport' is not one of copy, map, pinned"):
+        exe(**random_inputs(module.root_graph, SIZES))

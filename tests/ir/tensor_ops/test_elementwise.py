@@ -127,9 +127,11 @@ def test_clipped_relu_uses_its_bounds():
     np.testing.assert_array_equal(y, [-1.0, -0.5, 0.5, 1.0])
 
 
-def test_clipped_relu_rejects_min_above_max():
-    with pytest.raises(VerificationError, match="'min' \\(2.0\\) is greater than 'max'"):
-        get_op("clipped_relu").infer({"x": f32(2)}, {"min": 2.0, "max": 1.0})
+def test_clipped_relu_with_min_above_max_gives_max_everywhere():
+    # ONNX Clip: when min > max, every value becomes max.
+    x = np.array([-3.0, 0.5, 4.0], np.float32)
+    y = get_op("clipped_relu").evaluate({"x": x}, {"min": 2.0, "max": 1.0})["y"]
+    np.testing.assert_array_equal(y, [1.0, 1.0, 1.0])
 
 
 def test_relu_works_on_integers():

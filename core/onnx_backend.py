@@ -8,9 +8,10 @@ drive it::
     cpu = backend.backend_for("cpu")              # a Backend class per target
     cpu.run_model(model, [x])
 
-A model is imported with hpvm.frontend.onnx and compiled with
-hpvm.runtime.compile for one target; the ``CUDA`` device is offered by
-targets that can use a GPU (aten, when PyTorch sees one).
+A model is imported with hpvm.frontend.onnx (with its default fusion)
+and compiled with hpvm.runtime.compile for one target; the ``CUDA``
+device is offered by targets that can use a GPU (aten, when PyTorch sees
+one).
 
 Inputs that the tensor ops take as attributes (Reshape's shape, Clip's
 bounds) cannot stay run-time inputs: a model that has them as graph inputs

@@ -40,7 +40,7 @@ def svg(module: Module, placement: dict[str, str] | None = None) -> str:
              '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
              'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#374151"/>'
              '</marker></defs>',
-             f'<rect width="100%" height="100%" fill="white"/>',
+             '<rect width="100%" height="100%" fill="white"/>',
              _text(MARGIN, MARGIN + 4, title, bold=True)]
     _render(layout, MARGIN, MARGIN + title_h, parts)
     parts.append("</svg>")

@@ -144,7 +144,7 @@ class KernelDef:
                 denied = None
                 if spec.direction == "in":
                     denied = (f"parameter '{spec.name}' is declared In",
-                              f"declare it InOut[...] or Out[...] to write it")
+                              "declare it InOut[...] or Out[...] to write it")
                 buffers[spec.name] = BufferRef(spec.name, spec.type, write_denied=denied)
                 symbols.update({s: Var(s, I64) for s in spec.type.symbols})
             else:

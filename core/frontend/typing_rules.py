@@ -86,7 +86,7 @@ def adopt(value: Value, target: ScalarType) -> Expr:
     if value.type.is_float and not target.is_float:
         raise TypeRuleError(
             f"a float literal cannot become {target}",
-            f"write an integer literal, or cast the other operand: f32(x)")
+            "write an integer literal, or cast the other operand: f32(x)")
     if target.is_bool:
         raise TypeRuleError("a number cannot be used as bool", "compare it: x != 0")
     return _retype(value.expr, target)

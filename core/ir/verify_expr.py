@@ -269,7 +269,7 @@ class ExprChecker:
         elif expr.name in FLOAT_ONLY_INTRINSICS and not first.is_float:
             self.report.error(
                 f"intrinsic '{expr.name}' needs a float argument, got {first}",
-                f"cast it first: Cast(x, f32)")
+                "cast it first: Cast(x, f32)")
         return first
 
     def _type_InstanceId(self, expr) -> Type | None:

@@ -97,7 +97,7 @@ class KernelChecker(ExprChecker):
             self.report.error(
                 f"cannot assign to '{stmt.name}': it is "
                 f"{READ_ONLY_KINDS[symbol.kind]} (read-only)",
-                f"copy it into a Let variable and assign to that")
+                "copy it into a Let variable and assign to that")
         elif symbol.is_buffer:
             self.report.error(f"cannot assign to buffer '{stmt.name}'",
                               f"write an element: Store('{stmt.name}', "
@@ -120,7 +120,7 @@ class KernelChecker(ExprChecker):
         if symbol is not None and symbol.kind == "buffer" and symbol.direction == "in":
             self.report.error(
                 f"parameter '{name}' is read-only (direction in)",
-                f"declare it out or inout", port=name)
+                "declare it out or inout", port=name)
         return symbol
 
     def _check_For(self, stmt) -> None:

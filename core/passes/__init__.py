@@ -4,7 +4,9 @@
     module = run_pipeline(module, "inline,const-fold,dce", verify_each=True)
 
 Built-in passes (one per file): dce, const-fold, inline, sequentialize,
-legalize-tensor-ops.  Plugins add theirs with ``register_pass``.
+legalize-tensor-ops, and on tensor-op graphs fold-tensor-constants,
+fuse-ops and fuse-elementwise (TENSOR_PIPELINE runs the three, as the ONNX
+front end does by default).  Plugins add theirs with ``register_pass``.
 """
 from .errors import PassError, PipelineError
 from .manager import PassManager, run_pipeline
@@ -13,11 +15,19 @@ from .registry import (
     Option, PassInfo, get_pass, list_passes, register_pass, unregister_pass,
 )
 
+TENSOR_PIPELINE = "fold-tensor-constants,fuse-ops,fuse-elementwise"
+"""The optimisations of tensor-op graphs, in order: constants folded first
+(so that fusion sees constant weights), then conv/gemm with bias, batchnorm
+and activation, then the remaining elementwise chains."""
+
 __all__ = [
-    "Option", "PassError", "PassInfo", "PassManager", "PipelineError",
+    "TENSOR_PIPELINE", "Option", "PassError", "PassInfo", "PassManager", "PipelineError",
     "format_pipeline", "get_pass", "list_passes", "parse_pipeline",
     "register_pass", "run_pipeline", "unregister_pass",
 ]
 
 # The built-in passes register themselves on import.
-from . import const_fold, dce, inline, legalize_tensor_ops, sequentialize  # noqa: E402,F401
+from . import (  # noqa: E402,F401
+    const_fold, dce, fold_tensor_constants, fuse_elementwise, fuse_ops, inline,
+    legalize_tensor_ops, sequentialize,
+)

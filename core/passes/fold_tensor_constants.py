@@ -16,7 +16,9 @@ import dataclasses
 from ..ir.graph import ConstantBody, Graph, Module, Node, TensorBody
 from ..ir.types import BufferType, scalar_type_of_dtype
 from .registry import Option, register_pass
-from .tensor_graph import constant_input, remove_nodes, reroute, unused_constants
+from .tensor_graph import (
+    constant_input, remove_nodes, reroute, rewrite_until_done, unused_constants,
+)
 
 
 @register_pass("fold-tensor-constants", options=[
@@ -28,16 +30,12 @@ def fold_tensor_constants(module: Module, max_elements: int) -> Module:
 
 
 def _fold_graph(graph: Graph, max_elements: int) -> Graph:
+    def fold(graph: Graph, node: Node) -> Graph | None:
+        folded = _folded(graph, node, max_elements)
+        return None if folded is None else _replace_by_constant(graph, node, folded)
+
     unread_before = unused_constants(graph)
-    changed = True
-    while changed:
-        changed = False
-        for node in graph.nodes:
-            folded = _folded(graph, node, max_elements)
-            if folded is not None:
-                graph = _replace_by_constant(graph, node, folded)
-                changed = True
-                break
+    graph = rewrite_until_done(graph, fold)
     return remove_nodes(graph, unused_constants(graph) - unread_before)
 
 

@@ -21,12 +21,12 @@ import dataclasses
 
 import numpy as np
 
-from ..ir.graph import BindIn, ConstantBody, Edge, Graph, Module, Node, TensorBody
+from ..ir.graph import ConstantBody, Edge, Graph, Module, Node, TensorBody
 from ..ir.types import BufferType
 from .registry import register_pass
 from .tensor_graph import (
-    constant_input, producer, remove_nodes, reroute, sole_consumer, tensor_inputs,
-    unused_constants,
+    constant_input, producer, remove_nodes, reroute, rewrite_until_done, sole_consumer,
+    tensor_inputs, unused_constants,
 )
 
 ACTIVATION_OPS = ("relu", "tanh", "sigmoid")
@@ -41,14 +41,7 @@ def fuse_ops(module: Module) -> Module:
 
 def _fuse_graph(graph: Graph) -> Graph:
     unread_before = unused_constants(graph)
-    progress = True
-    while progress:
-        progress = False
-        for node in graph.nodes:
-            fused = _fuse_after(graph, node)
-            if fused is not None:
-                graph, progress = fused, True
-                break
+    graph = rewrite_until_done(graph, _fuse_after)
     return remove_nodes(graph, unused_constants(graph) - unread_before)
 
 
@@ -185,10 +178,11 @@ def _absorb(graph: Graph, fused: Node, consumer: Node, moves: dict[str, str],
     for source_port, target_port in moves.items():
         edge = producer(graph, consumer.name, source_port)
         if edge is not None:
-            edges.append(Edge(edge.src_node, edge.src_port, fused.name, target_port, edge.kind))
+            edges.append(dataclasses.replace(edge, dst_node=fused.name, dst_port=target_port))
         for bind in graph.bind_ins:
             if (bind.dst_node, bind.dst_port) == (consumer.name, source_port):
-                bind_ins.append(BindIn(bind.param, fused.name, target_port, bind.streaming))
+                bind_ins.append(dataclasses.replace(bind, dst_node=fused.name,
+                                                    dst_port=target_port))
     nodes = [fused if n.name == fused.name else n for n in graph.nodes]
     taken = {n.name for n in nodes}
     for port, data in (constants or {}).items():

@@ -8,6 +8,8 @@ import dataclasses
 
 import numpy as np
 
+from typing import Callable
+
 from ..ir.graph import BindOut, ConstantBody, Edge, Graph, Node, TensorBody
 
 
@@ -88,3 +90,17 @@ def add_edge(graph: Graph, edge: Edge) -> Graph:
 
 def bind_outs_of(graph: Graph, node: str) -> list[BindOut]:
     return [b for b in graph.bind_outs if b.src_node == node]
+
+
+def rewrite_until_done(graph: Graph, rewrite: Callable[[Graph, Node], Graph | None]) -> Graph:
+    """Apply ``rewrite(graph, node)`` (a new graph, or None where nothing
+    matches at ``node``) to the first node it matches, again and again,
+    until it matches none."""
+    while True:
+        for node in graph.nodes:
+            rewritten = rewrite(graph, node)
+            if rewritten is not None:
+                graph = rewritten
+                break
+        else:
+            return graph

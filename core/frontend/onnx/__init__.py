@@ -9,6 +9,11 @@ written by hand) to HPVM Modules of tensor-op nodes.
 Weights become ConstantBody nodes; a dynamic batch (``dim_param``) becomes
 a shape symbol.  Unsupported operators are reported together, each with
 the node that uses it, in one ParseError.
+
+By default the imported graph is optimised with hpvm.passes.TENSOR_PIPELINE
+(tensor constants folded; conv/gemm fused with bias, batchnorm and
+activation; elementwise chains fused).  ``load(model, optimize=False)``
+gives the graph node for node as the model has it.
 """
 from __future__ import annotations
 
@@ -19,8 +24,17 @@ from ...ir.graph import Module
 from .importer import import_model
 
 
-def load(path_or_model) -> Module:
-    """The Module of an ONNX model given as a path or a ModelProto."""
+def load(path_or_model, optimize: bool = True) -> Module:
+    """The Module of an ONNX model given as a path or a ModelProto;
+    ``optimize``: run hpvm.passes.TENSOR_PIPELINE on it."""
+    module = _import(path_or_model)
+    if not optimize:
+        return module
+    from ...passes import TENSOR_PIPELINE, run_pipeline
+    return run_pipeline(module, TENSOR_PIPELINE)
+
+
+def _import(path_or_model) -> Module:
     try:
         import onnx
     except ImportError:  # onnx is a dependency of hpvm; this is a broken install
@@ -40,10 +54,11 @@ def load(path_or_model) -> Module:
                                 "an ONNX model", "pass a path or an onnx.ModelProto"))
 
 
-def compile_onnx(path) -> Module:
-    """``hpvm compile model.onnx``: the verified Module of the model."""
+def compile_onnx(path, optimize: bool = True) -> Module:
+    """``hpvm compile model.onnx``: the verified (by default optimised)
+    Module of the model."""
     from ...ir.verify import verify
-    module = load(path)
+    module = load(path, optimize)
     verify(module)
     return module
 

@@ -1,6 +1,7 @@
 """Tensor ops (the ApproxHPVM half of the IR): conv2d, matmul, gemm, add,
 mul, bias_add, relu, clipped_relu, tanh, sigmoid, max_pool, avg_pool,
-softmax, batchnorm, reshape, flatten, concat.
+softmax, batchnorm, reshape, flatten, concat, and elementwise (a fused chain
+of elementwise ops, chain.py).
 
 ``TENSOR_OPS`` maps op names to their :class:`TensorOpSpec` (ports,
 attribute defaults, ``infer`` / ``evaluate`` / ``lower``).  ``tensor_node``
@@ -19,12 +20,12 @@ from ...errors import Diagnostic, Location, VerificationError
 from ..graph import Node, TensorBody
 from ..parameter import Parameter
 from ..types import BufferType
-from . import conv, elementwise, linear, norm, pool, shape_ops, softmax
+from . import chain, conv, elementwise, linear, norm, pool, shape_ops, softmax
 from .spec import REQUIRED, OpContext, TensorOpSpec, normalize_attr
 
 TENSOR_OPS: dict[str, TensorOpSpec] = {
     spec.name: spec
-    for family in (conv, linear, elementwise, pool, softmax, norm, shape_ops)
+    for family in (conv, linear, elementwise, pool, softmax, norm, shape_ops, chain)
     for spec in family.OPS
 }
 

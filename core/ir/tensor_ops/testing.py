@@ -105,4 +105,7 @@ def example_nodes(seed: int = 0) -> dict[str, tuple[Node, dict[str, np.ndarray]]
         "reshape": node("reshape", x4, {"shape": (0, -1, 5)}, ("x",)),
         "flatten": node("flatten", x4, symbolic=("x",)),
         "concat": node("concat", arrays(x0=(2, 1, 3), x1=(2, 2, 3)), symbolic=("x0", "x1")),
+        "elementwise": node("elementwise", {"x0": x4["x"], **arrays(x1=(4, 1, 1), x2=(2, 4, 6, 5))},
+                            {"steps": (("mul", 1), ("add", 2), ("clipped_relu", -1.0, 1.0),
+                                       ("sigmoid",))}, ("x0", "x2")),
     }

@@ -3,11 +3,12 @@
 On the CPU, handles are numpy arrays (``host_memory``) viewed as torch
 tensors without copying; on CUDA they are torch tensors in device memory,
 and the memory tracker copies through ``copy_in`` / ``copy_out``.  With
-``dtype=float16`` float ops compute in half precision: inputs are cast
+``precision=fp16`` float ops compute in half precision: inputs are cast
 down, results cast back to the buffer's type.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,8 @@ class AtenDevice(Device):
         self.compute_dtype = compute_dtype
         self.host_memory = self.device.type == "cpu"
         self.name = f"aten:{self.device}"
-        self._constants: dict[str, torch.Tensor] = {}
+        self._constants: dict = {}
+        self._plans: dict[NodeRef, _Plan] = {}
 
     # memory ----------------------------------------------------------------
     def allocate(self, shape, dtype):
@@ -51,27 +53,21 @@ class AtenDevice(Device):
 
     # running -----------------------------------------------------------------
     def launch(self, node: NodeRef, args: dict[str, Any]) -> None:
-        graph_node = self.module.graph(node.graph).node(node.node)
-        body = graph_node.body
-        if isinstance(body, ConstantBody):
-            self._tensor(args["value"]).copy_(self._constant(str(node), body.data))
+        plan = self._plan(node)
+        if plan.constant is not None:
+            self._tensor(args["value"]).copy_(self._constant(str(node), plan.constant))
             return None
-        assert isinstance(body, TensorBody)
-        from hpvm.ir.tensor_ops import get_op
-        spec = get_op(body.op, node.node)
-        attrs = spec.resolve_attrs(body.attrs)
-        inputs = {p.name: self._compute(self._tensor(args[p.name]))
-                  for p in body.params if p.direction == "in"}
-        output = next(p.name for p in body.params if p.direction == "out")
-        target = self._tensor(args[output])
+        inputs = {port: self._weight(plan.weights[port]) if port in plan.weights
+                  else self._compute(self._tensor(args[port])) for port in plan.inputs}
+        target = self._tensor(args[plan.output])
         try:
             with torch.no_grad():
-                result = OPS[body.op](inputs, attrs, tuple(target.shape))
+                result = plan.run(inputs, plan.attrs, tuple(target.shape))
         except RuntimeError as error:
             raise ExecutionError(Diagnostic(
                 Location(graph=node.graph, node=node.node),
-                f"aten: {body.op} failed: {str(error).splitlines()[0]}",
-                "run this node on another target (cpu), or without dtype=float16")) from None
+                f"aten: {plan.op} failed: {str(error).splitlines()[0]}",
+                "run this node on another target (cpu), or with precision='fp32'")) from None
         target.copy_(result.reshape(target.shape))
         return None
 
@@ -80,6 +76,13 @@ class AtenDevice(Device):
     # synchronises, so no launch needs waiting for on the host.
 
     # helpers -----------------------------------------------------------------
+    def _plan(self, node: NodeRef) -> "_Plan":
+        """What launching ``node`` needs, worked out on its first launch."""
+        plan = self._plans.get(node)
+        if plan is None:
+            plan = self._plans[node] = _Plan.of(self.module, node)
+        return plan
+
     def _tensor(self, handle) -> torch.Tensor:
         return torch.from_numpy(handle) if isinstance(handle, np.ndarray) else handle
 
@@ -93,6 +96,47 @@ class AtenDevice(Device):
         if key not in self._constants:
             self._constants[key] = torch.from_numpy(np.array(data, order="C")).to(self.device)
         return self._constants[key]
+
+    def _weight(self, source: tuple[str, np.ndarray]) -> torch.Tensor:
+        """A constant input read straight from this device's copy, in the
+        compute precision (cast once, not at every launch)."""
+        key, data = source
+        if (key, "compute") not in self._constants:
+            self._constants[(key, "compute")] = self._compute(self._constant(key, data))
+        return self._constants[(key, "compute")]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A node's launch, prepared once: the op function and its resolved
+    attributes, its ports, and the constant nodes feeding its inputs
+    (port -> (constant's key, data)); ``constant`` for a ConstantBody node."""
+
+    op: str = ""
+    run: Any = None
+    attrs: dict = field(default_factory=dict)
+    inputs: tuple[str, ...] = ()
+    output: str = ""
+    weights: dict = field(default_factory=dict)
+    constant: np.ndarray | None = None
+
+    @staticmethod
+    def of(module: Module, node: NodeRef) -> "_Plan":
+        graph = module.graph(node.graph)
+        body = graph.node(node.node).body
+        if isinstance(body, ConstantBody):
+            return _Plan(constant=body.data)
+        assert isinstance(body, TensorBody)
+        from hpvm.ir.tensor_ops import get_op
+        attrs = get_op(body.op, node.node).resolve_attrs(body.attrs)
+        inputs = tuple(p.name for p in body.params if p.direction == "in")
+        weights = {}
+        for edge in graph.edges:
+            source = graph.node(edge.src_node)
+            if edge.dst_node == node.node and isinstance(source.body, ConstantBody):
+                weights[edge.dst_port] = (str(NodeRef(node.graph, source.name)), source.body.data)
+        output = next(p.name for p in body.params if p.direction == "out")
+        return _Plan(body.op, OPS[body.op], attrs, inputs, output, weights)
 
 
 def _torch_dtype(dtype) -> torch.dtype:

@@ -85,6 +85,23 @@ def concat(x: dict, attrs: dict, out_shape) -> torch.Tensor:
     return torch.cat(parts, dim=attrs["axis"])
 
 
+def elementwise(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    """The steps of a fused chain (hpvm.ir.tensor_ops.chain), one ATen op
+    each."""
+    value = x["x0"]
+    for step in attrs["steps"]:
+        name = step[0]
+        if name == "add":
+            value = value + x[f"x{step[1]}"]
+        elif name == "mul":
+            value = value * x[f"x{step[1]}"]
+        elif name == "clipped_relu":
+            value = torch.clamp(value, step[1], step[2])
+        else:
+            value = _activation(value, name)
+    return value
+
+
 def _reshape(x: dict, attrs: dict, out_shape) -> torch.Tensor:
     return x["x"].reshape(tuple(out_shape))
 
@@ -107,4 +124,5 @@ OPS: dict[str, OpFunction] = {
     "reshape": _reshape,
     "flatten": _reshape,
     "concat": concat,
+    "elementwise": elementwise,
 }

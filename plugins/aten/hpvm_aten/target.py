@@ -6,8 +6,11 @@ device); kernel nodes are left to other targets.  Code generator: nothing
 to generate; the artifact is the module's text.  Runtime shim:
 :class:`AtenDevice` on ``cuda`` when PyTorch sees a GPU, else ``cpu``.
 
-Options: ``device`` (``cpu``, ``cuda``, ``cuda:1`` ...) and ``dtype``
-(``float16``: compute float ops in half precision).
+Options: ``device`` (``cpu``, ``cuda``, ``cuda:1`` ...; default ``cuda``
+when PyTorch sees a GPU) and ``precision`` (``fp32``, the default, or
+``fp16``: float ops compute in half precision; buffers stay as the module
+declares them).  ``dtype=float16`` is the older spelling of
+``precision=fp16``.
 """
 from __future__ import annotations
 
@@ -16,7 +19,9 @@ from hpvm.ir.graph import ConstantBody, Graph, Module, Node, TensorBody
 from hpvm.target import Artifact, Availability, Device, NodeRef, Target
 
 MODULE_FILE = "module.hpvm"
-COMPUTE_DTYPES = ("float32", "float16")
+PRECISIONS = {"fp32": "float32", "float32": "float32", "fp16": "float16", "float16": "float16"}
+"""Values of the ``precision`` option (and of its old name ``dtype``) ->
+the torch dtype float ops compute in."""
 
 
 class AtenTarget(Target):
@@ -72,8 +77,11 @@ class AtenTarget(Target):
 
 
 def _compute_dtype(options: dict) -> str:
-    dtype = str(options.get("dtype", "float32"))
-    if dtype not in COMPUTE_DTYPES:
-        raise TargetError(f"aten: option dtype={dtype!r} is not supported; use one of "
-                          f"{', '.join(COMPUTE_DTYPES)}")
-    return dtype
+    """The torch dtype name float ops compute in, from ``precision`` (or
+    ``dtype``); TargetError naming the accepted values otherwise."""
+    key = "precision" if "precision" in options else "dtype"
+    value = str(options.get(key, "fp32")).lower()
+    if value not in PRECISIONS:
+        raise TargetError(f"aten: option {key}={options[key]!r} is not supported; use "
+                          "precision='fp32' or precision='fp16'")
+    return PRECISIONS[value]

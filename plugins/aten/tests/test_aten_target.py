@@ -1,5 +1,6 @@
 """The aten target claims tensor ops (not kernels), runs them through ATen
-like the reference, in FP32 and FP16, on host memory on the CPU."""
+like the reference, in FP32 and FP16, on host memory on the CPU and in
+device memory on CUDA (those tests run where PyTorch sees a GPU)."""
 import numpy as np
 import pytest
 
@@ -57,7 +58,15 @@ CASES = {
     "reshape": ({"x": (2, 3, 4)}, {"shape": (0, -1)}),
     "flatten": ({"x": (2, 3, 4)}, {"axis": 2}),
     "concat": ({"x0": (2, 3), "x1": (2, 1)}, {"axis": 1}),
+    "elementwise": ({"x0": (2, 3, 4), "x1": (3, 1), "x2": (2, 3, 4)},
+                    {"steps": (("add", 1), ("relu",), ("mul", 2), ("clipped_relu", -0.2, 0.3),
+                               ("sigmoid",), ("tanh",))}),
 }
+FP16_TOLERANCE = 2e-2
+"""rtol and atol of FP16 results against the FP32 reference: half precision
+keeps 11 significant bits (about 5e-4 relative per rounding); these
+inputs are O(1) and reduce over at most 36 products."""
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="PyTorch sees no CUDA GPU")
 
 
 def case_inputs(op):
@@ -83,14 +92,35 @@ def test_op_matches_the_reference(op):
     np.testing.assert_allclose(exe(**inputs)["y"], expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("op", ["conv2d", "gemm", "softmax", "avg_pool"])
-def test_float16_computes_in_half_precision_close_to_the_reference(op):
+@pytest.mark.parametrize("op", ["conv2d", "gemm", "softmax", "avg_pool", "elementwise"])
+def test_fp16_computes_in_half_precision_close_to_the_reference(op):
     inputs, attrs = case_inputs(op)
     expected = TENSOR_OPS[op].evaluate(inputs, attrs)["y"]
-    exe = compile(single_op_module(op, inputs, attrs), ["aten"], {"dtype": "float16"})
+    exe = compile(single_op_module(op, inputs, attrs), ["aten"], {"precision": "fp16"})
     out = exe(**inputs)["y"]
     assert out.dtype == np.float32
-    np.testing.assert_allclose(out, expected, rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(out, expected, rtol=FP16_TOLERANCE, atol=FP16_TOLERANCE)
+    assert not np.array_equal(out, expected) or op == "elementwise"
+
+
+def test_the_old_dtype_option_still_selects_fp16():
+    inputs, attrs = case_inputs("gemm")
+    fp16 = compile(single_op_module("gemm", inputs, attrs), ["aten"], {"dtype": "float16"})
+    precise = compile(single_op_module("gemm", inputs, attrs), ["aten"],
+                      {"precision": "fp16"})
+    np.testing.assert_array_equal(fp16(**inputs)["y"], precise(**inputs)["y"])
+
+
+@CUDA
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+@pytest.mark.parametrize("op", ["conv2d", "gemm", "max_pool", "softmax", "elementwise"])
+def test_op_on_cuda_matches_the_reference(op, precision):
+    inputs, attrs = case_inputs(op)
+    expected = TENSOR_OPS[op].evaluate(inputs, attrs)["y"]
+    exe = compile(single_op_module(op, inputs, attrs), ["aten"],
+                  {"device": "cuda", "precision": precision})
+    tolerance = FP16_TOLERANCE if precision == "fp16" else 1e-4
+    np.testing.assert_allclose(exe(**inputs)["y"], expected, rtol=tolerance, atol=tolerance)
 
 
 def test_constant_weights_are_claimed_with_their_reader():
@@ -112,7 +142,15 @@ def test_kernel_nodes_and_integer_tensor_ops_are_not_claimed():
     assert not target.claims(None, graph, ints)
 
 
-def test_an_unknown_dtype_option_is_rejected():
+def test_an_unknown_precision_is_rejected_naming_the_accepted_ones():
     inputs, attrs = case_inputs("relu")
-    with pytest.raises(Exception, match="dtype"):
-        compile(single_op_module("relu", inputs, attrs), ["aten"], {"dtype": "int8"})
+    with pytest.raises(Exception, match="precision='fp32' or precision='fp16'"):
+        compile(single_op_module("relu", inputs, attrs), ["aten"], {"precision": "int8"})
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_cuda_without_a_gpu_is_a_clear_error():
+    inputs, attrs = case_inputs("relu")
+    exe = compile(single_op_module("relu", inputs, attrs), ["aten"], {"device": "cuda"})
+    with pytest.raises(Exception, match="sees no CUDA GPU"):
+        exe(**inputs)

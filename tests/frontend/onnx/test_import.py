@@ -37,12 +37,19 @@ def conv_relu_model():
 
 
 def test_weights_become_constant_nodes_and_the_batch_a_symbol():
-    module = load(conv_relu_model())
+    module = load(conv_relu_model(), optimize=False)
     graph = module.root_graph
     assert graph.param("x").type.shape == ("batch", 3, 8, 8)
     assert graph.param("y").type.shape == ("batch", 4, 8, 8)
     kinds = {n.name: type(n.body) for n in graph.nodes}
     assert kinds == {"conv": TensorBody, "conv_w": ConstantBody, "relu": TensorBody}
+
+
+def test_load_fuses_by_default():
+    graph = load(conv_relu_model()).root_graph
+    conv = graph.node("conv")
+    assert [n.name for n in graph.nodes if isinstance(n.body, TensorBody)] == ["conv"]
+    assert conv.body.attrs["activation"] == "relu"
 
 
 def test_imported_module_round_trips_through_text():

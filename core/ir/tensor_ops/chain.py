@@ -1,0 +1,126 @@
+"""``elementwise``: a chain of elementwise ops as one op, so that a value
+goes through memory once instead of once per op (made by the pass
+``fuse-elementwise``; written by hand too).
+
+Ports ``x0, x1, ... xk``: ``x0`` is the chain's input and has the result's
+shape; ``x1 ... xk`` are the other operands of its binary steps, each
+broadcasting (numpy rules) to that shape.  Attribute ``steps`` lists the
+steps, applied to the running value ``v`` (starting as ``x0``) in order::
+
+    ("add", k)                  v = v + xk
+    ("mul", k)                  v = v * xk
+    ("relu",) ("tanh",) ("sigmoid",)
+    ("clipped_relu", min, max)  v = min(max(v, min), max)
+
+e.g. ``steps = [["add", 1], ["relu"]]`` is ResNet's ``relu(conv + x)``.
+Each step rounds to the element type as the separate op would, so the
+chain computes exactly what the unfused ops compute.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernel import Expr
+from ..types import BufferType
+from .activation import apply_kernel, apply_numpy
+from .dims import broadcast_shape
+from .lowering import KernelBuilder, maximum, minimum, replication_over
+from .spec import REQUIRED, OpContext, TensorOpSpec
+
+BINARY_STEPS = ("add", "mul")
+UNARY_STEPS = ("relu", "tanh", "sigmoid")
+STEP_FORMS = ('["add", k]', '["mul", k]', '["relu"]', '["tanh"]', '["sigmoid"]',
+              '["clipped_relu", min, max]')
+
+
+def chain_steps(ctx: OpContext) -> tuple[tuple, ...]:
+    """The checked ``steps`` of this use of the op; every operand port
+    x1 ... xk is used by some step."""
+    steps = ctx.attrs["steps"]
+    operands = len(ctx.types) - 1
+    if not isinstance(steps, tuple) or not steps or not all(_valid(s, operands) for s in steps):
+        ctx._bad_attr("steps", f"a non-empty list of steps, each one of {', '.join(STEP_FORMS)}"
+                               f" with k in 1..{operands}")
+    used = {step[1] for step in steps if step[0] in BINARY_STEPS}
+    for index in range(1, operands + 1):
+        if index not in used:
+            ctx.fail(f"input 'x{index}' is read by no step", f"add a step reading x{index} or "
+                     "remove the input", f"x{index}")
+    return steps
+
+
+def _valid(step, operands: int) -> bool:
+    if not isinstance(step, tuple) or not step:
+        return False
+    name, args = step[0], step[1:]
+    if name in BINARY_STEPS:
+        return len(args) == 1 and type(args[0]) is int and 1 <= args[0] <= operands
+    if name in UNARY_STEPS:
+        return not args
+    if name == "clipped_relu":
+        return len(args) == 2 and all(type(a) in (int, float) for a in args)
+    return False
+
+
+def _infer(ctx: OpContext) -> dict[str, BufferType]:
+    element = ctx.float_element()
+    chain_steps(ctx)
+    result = ctx.shape("x0")
+    for port in list(ctx.types)[1:]:
+        if broadcast_shape(ctx, ("x0", port)) != result:
+            ctx.fail(f"input '{port}' of shape {ctx.types[port]} does not broadcast to the "
+                     f"shape of 'x0' {ctx.types['x0']}",
+                     "give the operand a shape that broadcasts to x0's", port)
+    return {"y": BufferType(element, result)}
+
+
+def _evaluate(ctx: OpContext, x: dict) -> dict:
+    value = x["x0"]
+    kind = value.dtype.type
+    for step in chain_steps(ctx):
+        name = step[0]
+        if name == "add":
+            value = np.add(value, x[f"x{step[1]}"])
+        elif name == "mul":
+            value = np.multiply(value, x[f"x{step[1]}"])
+        elif name == "clipped_relu":
+            value = np.minimum(np.maximum(value, kind(step[1])), kind(step[2]))
+        else:
+            value = apply_numpy(name, value)
+    return {"y": value}
+
+
+def _lower(b: KernelBuilder) -> tuple[Expr, ...]:
+    out_dims = b.dims("y")
+    shape = b.types["y"].shape
+    operands = [port for port in b.types if port not in ("x0", "y")]
+    if all(b.types[port].shape == shape for port in operands):
+        i = b.instance()
+        load = lambda port: b.load(port, i)  # noqa: E731
+    else:
+        i, indices = b.instance_indices(out_dims)
+        load = lambda port: (b.load(port, i) if b.types[port].shape == shape  # noqa: E731
+                             else b.load_broadcast(port, indices))
+    value = b.let("v", b.load("x0", i))
+    for step in chain_steps(b.ctx):
+        b.assign(value, _step_expr(b, step, value, load))
+    b.store("y", i, value)
+    return replication_over(out_dims)
+
+
+def _step_expr(b: KernelBuilder, step: tuple, value: Expr, load) -> Expr:
+    name = step[0]
+    if name == "add":
+        return value + load(f"x{step[1]}")
+    if name == "mul":
+        return value * load(f"x{step[1]}")
+    if name == "clipped_relu":
+        return minimum(maximum(value, b.const(float(step[1]))), b.const(float(step[2])))
+    return apply_kernel(name, value)
+
+
+ELEMENTWISE = TensorOpSpec(
+    "elementwise", ("x0",), ("y",), _infer, _evaluate, _lower, attrs={"steps": REQUIRED},
+    variadic=True, summary="y = a chain of add, mul and activations applied to x0")
+
+OPS = (ELEMENTWISE,)

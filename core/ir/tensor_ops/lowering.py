@@ -166,8 +166,10 @@ class KernelBuilder:
         self.emit(Store(port, indices, value))
 
     @contextmanager
-    def loop(self, hint: str, stop: Expr, start: Expr | None = None) -> Iterator[Var]:
-        """``for hint in [start, stop)``; the trip count is noted when fixed."""
+    def loop(self, hint: str, stop: Expr, start: Expr | None = None,
+             unroll: int | None = None, ivdep: bool = False) -> Iterator[Var]:
+        """``for hint in [start, stop)``; the trip count is noted when fixed;
+        ``unroll`` and ``ivdep`` are the For's hints."""
         start = start if start is not None else Const(0, I64)
         var = Var(self.fresh(hint), I64)
         self._blocks.append([])
@@ -175,7 +177,7 @@ class KernelBuilder:
         body = tuple(self._blocks.pop())
         first, last = const_value(start), const_value(stop)
         trip = last - first if first is not None and last is not None else None
-        self.emit(For(var.name, start, stop, 1, body, trip_count=trip))
+        self.emit(For(var.name, start, stop, 1, body, unroll=unroll, ivdep=ivdep, trip_count=trip))
 
     @contextmanager
     def when(self, cond: Expr) -> Iterator[None]:

@@ -30,6 +30,9 @@ TILE_COLS = 8
 CONV_TILE_ROWS = (4, 3, 2, 1)
 """Output channels per conv tile: the first that divides the channel count."""
 GEMM_TILE_ROWS = 4
+DOT_ROWS, DOT_COLS, DOT_LANES = 4, 2, 8
+"""Block of results per step of a dot-product gemm (b transposed), and its
+partial sums per result: 8 vectors of 8 f32 in registers."""
 MAX_PADDED_ROWS = 32768
 """Largest private copy of padded input rows (elements) a conv instance makes."""
 
@@ -69,17 +72,18 @@ class ArrayTile:
             emit(j, self.cell(row, j))
 
 
-def _column_tiles(b: KernelBuilder, count: int, emit: Callable[[Expr, int], None]) -> None:
+def _column_tiles(b: KernelBuilder, count: int, emit: Callable[[Expr, int], None],
+                  width: int = TILE_COLS) -> None:
     """Call ``emit(start, width)`` for the full tiles covering ``count``
     columns (in a loop), then for the remainder."""
-    full, rest = divmod(count, TILE_COLS)
+    full, rest = divmod(count, width)
     if full == 1:
-        emit(_i64(0), TILE_COLS)
+        emit(_i64(0), width)
     elif full > 1:
         with b.loop("t", _i64(full)) as t:
-            emit(b.let("col", mul(t, _i64(TILE_COLS))), TILE_COLS)
+            emit(b.let("col", mul(t, _i64(width))), width)
     if rest:
-        emit(_i64(full * TILE_COLS), rest)
+        emit(_i64(full * width), rest)
 
 
 # conv2d -------------------------------------------------------------------
@@ -157,41 +161,111 @@ def _copy_padded_rows(b, n, ih0, shape, dh, left, width, height):
 
 
 # gemm / matmul --------------------------------------------------------------
+class RowBlock:
+    """The rows of ``y`` one instance computes: ``rows`` consecutive rows
+    from ``InstanceId(0) * rows``.  ``reads`` index the operand rows (rows
+    past the end, in the last block, read the last row; they are not
+    stored); ``replication`` is the number of blocks."""
+
+    def __init__(self, b: KernelBuilder, max_rows: int):
+        out_rows = b.dim("y", 0)
+        fixed_rows = const_value(out_rows)
+        self.rows = max_rows if fixed_rows is None else min(max_rows, fixed_rows)
+        self.ragged = fixed_rows is None or fixed_rows % self.rows != 0
+        self.out_rows = out_rows
+        m0 = b.let("m0", mul(InstanceId(0), _i64(self.rows)))
+        self.ms = [add(m0, _i64(i)) for i in range(self.rows)]
+        last_row = add(out_rows, _i64(-1))
+        self.reads = [b.let("mr", Intrinsic("min", (m, last_row)) if self.ragged else m)
+                      for m in self.ms]
+        self.replication = (out_rows if self.rows == 1 else
+                            div(add(out_rows, _i64(self.rows - 1)), _i64(self.rows)),)
+
+    def guard(self, b: KernelBuilder, row: int):
+        """Skip the stores of a row past the end."""
+        return b.guard(self.ragged, self.ms[row].lt(self.out_rows))
+
+
+def store_product(b: KernelBuilder, m: Expr, n: Expr, value: Expr, alpha: float, beta: float,
+                  activation: str) -> None:
+    """y[m, n] = act(alpha * value + beta * c[m, n]) (c broadcast, if given)."""
+    result = value if alpha == 1.0 else b.const(alpha) * value
+    if "c" in b.types:
+        bias = b.load_broadcast("c", [m, n])
+        result = result + (bias if beta == 1.0 else b.const(beta) * bias)
+    b.store("y", (m, n), apply_kernel(activation, result))
+
+
 def lower_matrix_product(b: KernelBuilder, trans_a: bool, trans_b: bool, alpha: float,
                          beta: float, activation: str) -> tuple[Expr, ...] | None:
     """y[M, N] = act(alpha * a' @ b' + beta * c): one instance per block of
     GEMM_TILE_ROWS rows, tiles across N; None unless N is fixed."""
-    out_rows, out_cols = b.dims("y")
-    cols = const_value(out_cols)
+    cols = const_value(b.dim("y", 1))
     if cols is None:
         return None
+    if trans_b and not trans_a:
+        return lower_dot_products(b, cols, alpha, beta, activation)
     inner = b.dim("a", 0 if trans_a else 1)
-    fixed_rows = const_value(out_rows)
-    block = GEMM_TILE_ROWS if fixed_rows is None else min(GEMM_TILE_ROWS, fixed_rows)
-    ragged = fixed_rows is None or fixed_rows % block != 0
-    m0 = b.let("m0", mul(InstanceId(0), _i64(block)))
-    last_row = add(out_rows, _i64(-1))
-    ms = [add(m0, _i64(i)) for i in range(block)]
-    # Rows past the end (last block) read the last row and are not stored.
-    reads = [b.let("mr", Intrinsic("min", (m, last_row)) if ragged else m) for m in ms]
+    block = RowBlock(b, GEMM_TILE_ROWS)
 
     def tile(n0: Expr, width: int) -> None:
-        acc = ArrayTile(b, block, width)
+        acc = ArrayTile(b, block.rows, width)
         with b.loop("k", inner) as k:
-            lhs = [b.let("av", b.load("a", k, m) if trans_a else b.load("a", m, k)) for m in reads]
+            lhs = [b.let("av", b.load("a", k, m) if trans_a else b.load("a", m, k))
+                   for m in block.reads]
             acc.accumulate(lhs, lambda j: b.load("b", add(n0, j), k) if trans_b
                            else b.load("b", k, add(n0, j)))
-        for row, m in enumerate(ms):
-            with b.guard(ragged, m.lt(out_rows)):
-                def emit(j, value, m=m):
-                    n = add(n0, j)
-                    result = value if alpha == 1.0 else b.const(alpha) * value
-                    if "c" in b.types:
-                        bias = b.load_broadcast("c", [m, n])
-                        result = result + (bias if beta == 1.0 else b.const(beta) * bias)
-                    b.store("y", (m, n), apply_kernel(activation, result))
-                acc.store(row, emit)
+        for row, m in enumerate(block.ms):
+            with block.guard(b, row):
+                acc.store(row, lambda j, value, m=m: store_product(
+                    b, m, add(n0, j), value, alpha, beta, activation))
 
     _column_tiles(b, cols, tile)
-    blocks = out_rows if block == 1 else div(add(out_rows, _i64(block - 1)), _i64(block))
-    return (blocks,)
+    return block.replication
+
+
+def lower_dot_products(b: KernelBuilder, cols: int, alpha: float, beta: float,
+                       activation: str) -> tuple[Expr, ...]:
+    """y = act(alpha * a @ b^T + beta * c) with a [M, K], b [N, K]: rows of
+    both operands are contiguous in k, so each result is a dot product,
+    summed as DOT_LANES partial sums (element p sums the k = p mod
+    DOT_LANES) added at the end.  Per step of DOT_LANES k, an inner loop
+    over p loads DOT_LANES consecutive values of each operand row and
+    updates the partial sums of a block of DOT_ROWS x DOT_COLS results."""
+    inner = b.dim("a", 1)
+    block = RowBlock(b, DOT_ROWS)
+    lanes = _i64(DOT_LANES)
+    fixed_inner = const_value(inner)
+    steps = div(inner, lanes) if fixed_inner is None else _i64(fixed_inner // DOT_LANES)
+
+    def tile(n0: Expr, width: int) -> None:
+        name = b.fresh("acc")
+        element = b.element("y")
+        b.emit(ArrayDecl(name, element, (block.rows, width, DOT_LANES), "private"))
+
+        def update(k: Expr, lane: Expr) -> None:
+            lhs = [b.let("av", b.load("a", m, k)) for m in block.reads]
+            rhs = [b.let("bv", b.load("b", add(n0, _i64(c)), k)) for c in range(width)]
+            for row, av in enumerate(lhs):
+                for col, bv in enumerate(rhs):
+                    cell = (_i64(row), _i64(col), lane)
+                    b.store(name, cell, Load(name, cell, element) + av * bv)
+
+        # Unrolling this loop fully would stop LLVM vectorising the one in it.
+        with b.loop("ks", steps, unroll=1) as ks:
+            k0 = b.let("k0", mul(ks, lanes))
+            with b.loop("p", lanes, unroll=1, ivdep=True) as p:
+                update(add(k0, p), p)
+        if fixed_inner is None or fixed_inner % DOT_LANES:
+            with b.loop("k", inner, start=mul(steps, lanes)) as k:
+                update(k, _i64(0))
+        for row, m in enumerate(block.ms):
+            with block.guard(b, row):
+                for col in range(width):
+                    total = b.let("sum", b.const(0))
+                    with b.loop("p", lanes) as p:
+                        b.assign(total, total + Load(name, (_i64(row), _i64(col), p), element))
+                    store_product(b, m, add(n0, _i64(col)), total, alpha, beta, activation)
+
+    _column_tiles(b, cols, tile, DOT_COLS)
+    return block.replication

@@ -85,7 +85,7 @@ class CpuTarget(Target):
 
 
 def _codegen_options(options: dict) -> dict:
-    return {k: options[k] for k in ("opt_level", "threads") if k in options}
+    return {k: options[k] for k in ("opt_level", "threads", "lanes", "rows") if k in options}
 
 
 def _ir_file(function: str) -> str:

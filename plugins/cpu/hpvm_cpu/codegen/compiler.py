@@ -13,10 +13,17 @@ from .functions import build_module
 from .jit import CompiledKernel
 from .machine import LLVM_LOCK, host_cpu, optimize, parse, target_machine
 
-DEFAULT_OPTIONS = {"opt_level": 3, "threads": None}
-"""Options read here: ``opt_level`` (0-3, LLVM's pipeline level) and
-``threads`` (chunks per run; None: one per core).  Others are ignored but
-still part of the cache key."""
+DEFAULT_LANES, DEFAULT_ROWS = 16, 1
+"""Lane strips (lanes.py): 16 instances (two 256-bit vectors of f32) of the
+innermost replication dimension.  Blocks of several rows (``rows`` > 1)
+are correct but LLVM does not yet keep their accumulators in registers
+(slower at 512^3 sgemm), so they are off by default."""
+
+DEFAULT_OPTIONS = {"opt_level": 3, "threads": None, "lanes": DEFAULT_LANES, "rows": DEFAULT_ROWS}
+"""Options read here: ``opt_level`` (0-3, LLVM's pipeline level),
+``threads`` (chunks per run; None: one per core), ``lanes`` (instances
+per lane strip; 0 or 1: none) and ``rows`` (rows per block of strips; 1:
+none).  Others are ignored but still part of the cache key."""
 
 _compiled: dict[str, CompiledKernel] = {}
 
@@ -45,16 +52,19 @@ def _compile(module: Module, function_name: str, rank: int, options: dict, key: 
     llvm_ir = read_cached_ir(key)
     from_cache = llvm_ir is not None
     if llvm_ir is None:
-        llvm_ir = str(optimized_module(module, {function_name: rank}, options["opt_level"]))
+        llvm_ir = str(optimized_module(module, {function_name: rank}, options["opt_level"],
+                                       lanes=options["lanes"], rows=options["rows"]))
         write_cached_ir(key, llvm_ir)
     return CompiledKernel(kernel, layout, llvm_ir, options["threads"], from_cache)
 
 
 def optimized_module(module: Module, ranks: dict[str, int], opt_level: int = 3,
-                     machine=None) -> llvm.ModuleRef:
+                     machine=None, lanes: int = DEFAULT_LANES,
+                     rows: int = DEFAULT_ROWS) -> llvm.ModuleRef:
     """The optimised LLVM module of the node entries ``ranks`` names, for
-    ``machine`` (default: the host JIT machine)."""
-    text, _ = build_module(module, ranks, module.name)
+    ``machine`` (default: the host JIT machine), with lane strips of
+    ``rows`` x ``lanes`` instances where they pay (lanes.py)."""
+    text, _ = build_module(module, ranks, module.name, lanes, rows)
     llvm_module = parse(text)
     optimize(llvm_module, machine or target_machine(jit=True, opt_level=opt_level), opt_level)
     return llvm_module

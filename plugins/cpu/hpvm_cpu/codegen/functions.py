@@ -17,7 +17,7 @@ from hpvm.ir.types import BufferType
 from . import arithmetic
 from .abi import HELPER_PREFIX, ArgumentLayout, BufferSlots, dim_count, entry_symbol
 from .llvm_types import I8, I64, POINTER, VOID, constant, i64, register_type
-from .loop_metadata import access_group, loop_id
+from .replication import plan_strips, replication_loops
 from .state import BufferView
 from .statements import StatementLowering
 
@@ -31,9 +31,11 @@ class Helper:
 class ModuleContext:
     """One LLVM module being filled with node entries and their helpers."""
 
-    def __init__(self, module: Module, llvm_module: ir.Module):
+    def __init__(self, module: Module, llvm_module: ir.Module, lanes: int = 0, rows: int = 1):
         self.module = module
         self.llvm_module = llvm_module
+        self.lanes = lanes
+        self.rows = rows
         self.helpers: dict[str, Helper] = {}
 
     def kernel(self, name: str) -> KernelFunction:
@@ -171,40 +173,11 @@ def _define_node_body(context: ModuleContext, kernel: KernelFunction, layout: Ar
     rest = list(arguments)
     lowering.instance_counts = rest[:layout.rank]
     begin, end = rest[layout.rank:]
-    _replication_loops(lowering, kernel, 0, begin, end, views, scratch)
+    strips = plan_strips(kernel, layout.rank, context.lanes, context.rows)
+    replication_loops(lowering, kernel.body, begin, end, strips, views, scratch)
     lowering.builder.ret_void()
     lowering.finish_entry()
     return function
-
-
-def _replication_loops(lowering, kernel, dim, begin, end, views, scratch) -> None:
-    rank = len(lowering.instance_counts)
-    innermost = dim == rank - 1
-    group = access_group(lowering.module) if innermost else None
-    metadata = loop_id(lowering.module, parallel_group=group)
-
-    def body(index: ir.Value, next_instance: ir.Block) -> None:
-        lowering.instance_ids.append(index)
-        if not innermost:
-            count = lowering.instance_counts[dim + 1]
-            _replication_loops(lowering, kernel, dim + 1, i64(0), count, views, scratch)
-            return
-        lowering.instance_group = group
-        lowering.return_block = next_instance
-        lowering.push_scope()
-        _copy_private_buffers(lowering, views, scratch)
-        lowering.statements(kernel.body)
-        lowering.pop_scope()
-
-    lowering.counted_loop(f"instance{dim}", begin, lambda: end, 1, body, metadata)
-
-
-def _copy_private_buffers(lowering, views, scratch) -> None:
-    """Give this instance its own copy of each written private buffer."""
-    for name, area in scratch.items():
-        view = views[name]
-        lowering.copy_bytes(area, view.pointer, lowering.byte_count(view))
-        lowering.bind(name, BufferView(view.element, area, view.dims, parallel=False))
 
 
 def _define_entry(llvm_module: ir.Module, symbol: str, layout: ArgumentLayout,
@@ -238,10 +211,13 @@ def _define_entry(llvm_module: ir.Module, symbol: str, layout: ArgumentLayout,
 
 
 
-def build_module(module: Module, ranks: dict[str, int], name: str) -> tuple[str, dict[str, ArgumentLayout]]:
+def build_module(module: Module, ranks: dict[str, int], name: str, lanes: int = 0,
+                 rows: int = 1) -> tuple[str, dict[str, ArgumentLayout]]:
     """Unoptimised LLVM IR text with one node entry per ``ranks`` item
-    (function name: replication rank >= 1), and their argument layouts."""
+    (function name: replication rank >= 1), and their argument layouts.
+    ``lanes`` > 1 runs kernels that profit in blocks of ``rows`` x ``lanes``
+    instances (lanes.py)."""
     llvm_module = ir.Module(name=name)
-    context = ModuleContext(module, llvm_module)
+    context = ModuleContext(module, llvm_module, lanes, rows)
     layouts = {function: context.add_node(function, rank) for function, rank in ranks.items()}
     return str(llvm_module), layouts

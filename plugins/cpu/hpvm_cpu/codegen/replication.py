@@ -1,0 +1,138 @@
+"""The replication loop nest of a node entry: dimension 0 from ``begin``
+to ``end`` (one thread's chunk), the inner dimensions in full, the body
+inside; with lane strips (lanes.py), blocks of adjacent instances first
+and one instance at a time for the rest.
+
+With ``lanes`` L and ``rows`` R on a rank >= 2 node, the two innermost
+dimensions run as::
+
+    for i0 in full blocks of R rows:
+        for j0 in full strips of L: block body (R x L instances)
+        for r in 0..R: for j in the rest: body (i0 + r, j)
+    for i in the remaining rows:
+        for j0 in full strips of L: strip body (L instances)
+        for j in the rest: body (i, j)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from hpvm.ir.kernel import KernelFunction, Stmt
+
+from .lanes import strip_body
+from .llvm_types import i64
+from .loop_metadata import access_group, loop_id
+from .state import BufferView
+
+
+@dataclass(frozen=True)
+class Strips:
+    """Bodies for blocks of instances: ``strip`` runs ``lanes`` instances
+    of the innermost dimension, ``block`` ``rows`` x ``lanes`` of the two
+    innermost (None: not used)."""
+
+    lanes: int
+    strip: tuple[Stmt, ...] | None = None
+    rows: int = 1
+    block: tuple[Stmt, ...] | None = None
+
+
+def plan_strips(kernel: KernelFunction, rank: int, lanes: int, rows: int) -> Strips:
+    """The strip bodies worth using for ``kernel`` replicated in ``rank``
+    dimensions (none when lanes.strip_body declines)."""
+    inner = rank - 1
+    strip = strip_body(kernel, {inner: lanes}) if lanes > 1 else None
+    if strip is None or rank < 2 or rows < 2:
+        return Strips(lanes, strip)
+    return Strips(lanes, strip, rows, strip_body(kernel, {inner - 1: rows, inner: lanes}))
+
+
+def replication_loops(lowering, body: tuple[Stmt, ...], begin, end, strips: Strips,
+                      views, scratch, dim: int = 0) -> None:
+    """Emit the loops over dimension ``dim`` (from ``begin`` to ``end``) and
+    the dimensions inside it, running ``body`` once per instance."""
+    rank = len(lowering.instance_counts)
+    if dim == rank - 1:
+        _innermost(lowering, body, begin, end, strips.strip, strips.lanes, views, scratch)
+        return
+
+    def row(index: ir.Value, _next: ir.Block) -> None:
+        lowering.instance_ids.append(index)
+        count = lowering.instance_counts[dim + 1]
+        replication_loops(lowering, body, i64(0), count, strips, views, scratch, dim + 1)
+        lowering.instance_ids.pop()
+
+    if dim == rank - 2 and strips.block is not None:
+        rows = strips.rows
+
+        def block_row(index: ir.Value, _next: ir.Block) -> None:
+            lowering.instance_ids.append(index)
+            count = lowering.instance_counts[dim + 1]
+            _innermost(lowering, body, i64(0), count, strips.block, strips.lanes, views, scratch,
+                       rows)
+            lowering.instance_ids.pop()
+
+        blocks_end = _full_multiple_end(lowering.builder, begin, end, rows)
+        lowering.counted_loop(f"rows{dim}", begin, lambda: blocks_end, rows, block_row)
+        begin = blocks_end
+    lowering.counted_loop(f"instance{dim}", begin, lambda: end, 1, row)
+
+
+def _full_multiple_end(builder: ir.IRBuilder, begin, end, step: int) -> ir.Value:
+    """``begin`` plus the largest multiple of ``step`` not past ``end``."""
+    full = builder.mul(builder.sdiv(builder.sub(end, begin), i64(step)), i64(step))
+    return builder.add(begin, full)
+
+
+def _innermost(lowering, body, begin, end, strip, lanes: int, views, scratch,
+               rows: int = 1) -> None:
+    """The innermost dimension: strips of ``lanes`` instances (when
+    ``strip`` is given) up to the last full one, then single instances;
+    with ``rows`` > 1 the single instances run for each of ``rows`` rows
+    from the current id of the dimension outside."""
+    dim = len(lowering.instance_counts) - 1
+    if strip is not None:
+        strips_end = _full_multiple_end(lowering.builder, begin, end, lanes)
+        _instance_loop(lowering, f"strip{dim}", begin, strips_end, lanes, strip, views, scratch)
+        begin = strips_end
+    if rows == 1:
+        _instance_loop(lowering, f"instance{dim}", begin, end, 1, body, views, scratch)
+        return
+    first_row = lowering.instance_ids.pop()
+
+    def row(index: ir.Value, _next: ir.Block) -> None:
+        lowering.instance_ids.append(lowering.builder.add(first_row, index))
+        _instance_loop(lowering, f"instance{dim}", begin, end, 1, body, views, scratch)
+        lowering.instance_ids.pop()
+
+    lowering.counted_loop(f"rest_row{dim - 1}", i64(0), lambda: i64(rows), 1, row)
+    lowering.instance_ids.append(first_row)
+
+
+def _instance_loop(lowering, name, begin, end, step, statements, views, scratch) -> None:
+    """``for id in [begin, end) step step``: ``statements`` with
+    InstanceId of the innermost dimension reading ``id``."""
+    group = access_group(lowering.module)
+
+    def body(index: ir.Value, next_instance: ir.Block) -> None:
+        lowering.instance_ids.append(index)
+        lowering.instance_group = group
+        lowering.return_block = next_instance
+        lowering.push_scope()
+        _copy_private_buffers(lowering, views, scratch)
+        lowering.statements(statements)
+        lowering.pop_scope()
+        lowering.instance_ids.pop()
+
+    lowering.counted_loop(name, begin, lambda: end, step, body,
+                          loop_id(lowering.module, parallel_group=group))
+
+
+def _copy_private_buffers(lowering, views, scratch) -> None:
+    """Give this instance its own copy of each written private buffer."""
+    for name, area in scratch.items():
+        view = views[name]
+        lowering.copy_bytes(area, view.pointer, lowering.byte_count(view))
+        lowering.bind(name, BufferView(view.element, area, view.dims, parallel=False))

@@ -1,0 +1,41 @@
+"""The tiled lowerings of gemm and conv2d compiled for the cpu equal the
+ops' reference semantics (evaluate) on ragged and single-element shapes."""
+import numpy as np
+import pytest
+
+from hpvm.errors import Location
+from hpvm.ir.shapes import bind_symbols, replication_sizes
+from hpvm.ir.tensor_ops import tensor_node
+from hpvm.ir.tensor_ops.testing import evaluate_node, lowered_module, types_of
+from hpvm_cpu.codegen import compile_kernel_node
+
+
+def run_on_cpu(node, inputs, threads):
+    module, name, replication = lowered_module(node)
+    kernel = compile_kernel_node(module, name, len(replication), {"threads": threads})
+    sizes = replication_sizes(replication, bind_symbols(node.body.params, inputs, Location()))
+    return kernel.run(dict(inputs), sizes)
+
+
+def arrays(seed, **shapes):
+    rng = np.random.default_rng(seed)
+    return {port: rng.standard_normal(shape).astype(np.float32) for port, shape in shapes.items()}
+
+
+@pytest.mark.parametrize("m, k, n, trans_b", [(64, 120, 84, True), (5, 13, 3, True),
+                                              (1, 1, 1, True), (7, 17, 19, False)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gemm_on_cpu_matches_evaluate(m, k, n, trans_b, threads):
+    inputs = arrays(m + k + n, a=(m, k), b=(n, k) if trans_b else (k, n), c=(n,))
+    node = tensor_node("fc", "gemm", types_of(**inputs), {"trans_b": trans_b})
+    actual = run_on_cpu(node, inputs, threads)["y"]
+    np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("x, w, padding", [((3, 2, 9, 11), (5, 2, 3, 3), 1),
+                                           ((1, 1, 5, 5), (1, 1, 5, 5), 0)])
+def test_conv2d_on_cpu_matches_evaluate(x, w, padding):
+    inputs = arrays(7, x=x, w=w, b=(w[0],))
+    node = tensor_node("conv", "conv2d", types_of(**inputs), {"padding": (padding,) * 4})
+    actual = run_on_cpu(node, inputs, 2)["y"]
+    np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)

@@ -14,7 +14,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 
-packages=(-e ".[test]")
+packages=(-e ".[test,bench]")   # bench: the suite's peers (numba, Halide)
 for plugin in plugins/*/; do
     [ -f "$plugin/pyproject.toml" ] && packages+=(-e "${plugin%/}")
 done

@@ -50,23 +50,39 @@ class DagScheduler:
         self._pool.shutdown(wait=True)
 
     def _start(self, job: Hashable) -> None:
-        with self._lock:
-            work = self._work.pop(job, None)
+        work = self._take(job)
         if work is not None:
             self._pool.submit(self._run, job, work)
 
-    def _run(self, job: Hashable, work: Callable[[], Any]) -> None:
-        try:
-            result = work()
-        except BaseException as error:  # reported through the future
-            self._finish(job, error=error)
-        else:
-            self._finish(job, result=result)
+    def _take(self, job: Hashable) -> Callable[[], Any] | None:
+        with self._lock:
+            return self._work.pop(job, None)
 
-    def _finish(self, job: Hashable, result: Any = None, error: BaseException | None = None) -> None:
+    def _run(self, job: Hashable, work: Callable[[], Any] | None) -> None:
+        """Run ``job``, then in this same thread one of the jobs it made
+        ready (a chain of nodes costs no thread hand-off per node); the
+        others go to the pool."""
+        while work is not None:
+            try:
+                result = work()
+            except BaseException as error:  # reported through the future
+                ready = self._finish(job, error=error)
+            else:
+                ready = self._finish(job, result=result)
+            work = None
+            for dependent in ready:
+                if work is None:
+                    job, work = dependent, self._take(dependent)
+                else:
+                    self._start(dependent)
+
+    def _finish(self, job: Hashable, result: Any = None,
+                error: BaseException | None = None) -> list[Hashable]:
+        """Record ``job``'s outcome and return the dependents it made ready;
+        a failure fails its dependents at once instead."""
         with self._lock:
             if job in self._done:
-                return
+                return []
             self._done[job] = error
             self._work.pop(job, None)
             dependents = self._dependents.pop(job, [])
@@ -78,10 +94,8 @@ class DagScheduler:
         future = self._futures[job]
         if error is not None:
             future.set_exception(error)
-        else:
-            future.set_result(result)
-        for d in ready:
-            if error is not None:
+            for d in ready:
                 self._finish(d, error=error)
-            else:
-                self._start(d)
+            return []
+        future.set_result(result)
+        return ready

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -25,6 +26,9 @@ from .machine import parse, target_machine
 from .marshal import PackedArguments, pack_arguments
 
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+MIN_INSTANCES_PER_CHUNK = 4096
+"""Below this many instances per chunk, handing a chunk to another thread
+costs more than running it."""
 
 
 @functools.cache
@@ -80,7 +84,8 @@ class CompiledKernel:
         args.update(missing_outputs(self.kernel, args))
         packed = pack_arguments(self.kernel.name, self.layout, args, sizes)
         if 0 not in sizes:
-            self._launch(packed, split_range(sizes[0], threads or self.threads))
+            parts = min(threads or self.threads, -(-math.prod(sizes) // MIN_INSTANCES_PER_CHUNK))
+            self._launch(packed, split_range(sizes[0], parts))
         return dict(packed.buffers)
 
     def _launch(self, packed: PackedArguments, chunks: list[tuple[int, int]]) -> None:
@@ -90,7 +95,9 @@ class CompiledKernel:
             arguments, begin, end = calls[0]
             self.entry(arguments.address, begin, end)
             return
-        futures = [_thread_pool().submit(self.entry, a.address, b, e) for a, b, e in calls]
+        futures = [_thread_pool().submit(self.entry, a.address, b, e) for a, b, e in calls[1:]]
+        arguments, begin, end = calls[0]
+        self.entry(arguments.address, begin, end)  # this thread takes a chunk too
         for future in futures:
             future.result()
 

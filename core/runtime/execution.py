@@ -144,7 +144,10 @@ class Frame:
         stats = CopyStats()
         for name, source in self.program.outputs.items():
             value = self.values[source]
-            outputs[name] = np.array(self.tracker.to_host(value, stats), copy=True)
+            array = self.tracker.to_host(value, stats)
+            # The last reader of a value the run made owns it: no copy.
+            handed_over = not value.pinned and value.consumers == 1
+            outputs[name] = array if handed_over else np.array(array, copy=True)
             self.tracker.release(value)
         if stats.total:
             self.report.records.append(NodeRecord("<outputs>", "host", 0.0, stats, self.id))

@@ -187,3 +187,30 @@ def test_saved_executables_run_in_another_process(tmp_path):
         f"np.save(r'{tmp_path / 'b.npy'}', out['b'])\n")
     subprocess.run([sys.executable, "-c", script], check=True)
     np.testing.assert_allclose(np.load(tmp_path / "b.npy"), (a * 2 + 1) * 3, rtol=1e-6)
+
+
+def fan_out_to_two_outputs():
+    """One node's result bound to two root outputs, b and c."""
+    from hpvm.ir.graph import BindIn, BindOut, Graph, Module
+    from hpvm.ir.parameter import Parameter
+    functions = {"double": programs.elementwise("double", lambda v: v * 2.0)}
+    graph = Graph("main", (Parameter("a", programs.VECTOR, "in"), Parameter("b", programs.VECTOR, "out"),
+                           Parameter("c", programs.VECTOR, "out")),
+                  (programs.node("s", "double"),),
+                  bind_ins=(BindIn("a", "s", "x"),),
+                  bind_outs=(BindOut("s", "y", "b"), BindOut("s", "y", "c")))
+    return Module("fan_out", functions, {"main": graph}, "main")
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+def test_outputs_never_alias_each_other_or_a_later_run(target):
+    exe = compile(fan_out_to_two_outputs(), targets=[target])
+    a = vector()
+    first = exe(a=a)
+    assert not np.shares_memory(first["b"], first["c"])
+    first["b"][:] = 0
+    second = exe(a=a)
+    np.testing.assert_array_equal(first["c"], a * 2)
+    np.testing.assert_array_equal(second["b"], a * 2)
+    assert not np.shares_memory(first["c"], second["c"])
+    np.testing.assert_array_equal(a, vector())  # the input is untouched

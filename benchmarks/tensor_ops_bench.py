@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
+import timeit
 
 import numpy as np
 import onnxruntime as ort
@@ -30,13 +30,8 @@ RNG = np.random.default_rng(0)
 
 
 def median_s(run, repeat: int) -> float:
-    run()
-    times = []
-    for _ in range(repeat):
-        began = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - began)
-    return statistics.median(times)
+    run()  # warm-up
+    return statistics.median(timeit.repeat(run, number=1, repeat=repeat))
 
 
 def random(*shape) -> np.ndarray:

@@ -25,6 +25,7 @@ from .inputs import validate_inputs
 from .memory import MemoryTracker
 from .placement import Placement
 from .scheduler import DagScheduler
+from .task_plan import plan_program
 
 EXECUTABLE_FORMAT = 1
 
@@ -52,6 +53,7 @@ class Executable:
         self.options = dict(options or {})
         self._registry = registry
         self._program = flatten(module)
+        self._plan = plan_program(module, self._program, placement.targets)
         self._devices: dict[str, Device] | None = None
         self._lock = threading.Lock()
         self._scheduler: DagScheduler | None = None
@@ -61,17 +63,12 @@ class Executable:
 
     # -- running -----------------------------------------------------------
     def __call__(self, **inputs) -> dict:
-        return self.launch(**inputs).wait()
+        # The calling thread works on the run too instead of only waiting.
+        return self._start_run(inputs, run_here=True).result()
 
     def launch(self, **inputs) -> Launch:
         """Start a run and return at once."""
-        graph = self.module.root_graph
-        if graph.is_streaming:
-            raise HpvmError(f"graph '@{graph.name}' is a streaming pipeline: use "
-                            "start(...), push(...) and pop() instead of calling it")
-        checked = validate_inputs(graph, inputs)
-        frame = self._new_frame(Report())
-        return Launch(frame.start(self._get_scheduler(), checked, pinned=set(checked)))
+        return Launch(self._start_run(inputs, run_here=False))
 
     def start(self, **fixed_inputs) -> None:
         """Begin a stream: the non-streaming inputs, fixed for every frame."""
@@ -91,8 +88,8 @@ class Executable:
         """Feed one frame; stages of successive frames overlap."""
         stream = self._require_stream()
         checked = validate_inputs(self.module.root_graph, frame_inputs, required=stream["streamed"])
-        frame = Frame(next(self._frame_ids), self.module, self._program, self.placement.targets,
-                      self._get_devices(), stream["tracker"], stream["report"])
+        frame = Frame(next(self._frame_ids), self._plan, self._get_devices(),
+                      stream["tracker"], stream["report"])
         stream["count"] += 1
         future = frame.start(self._get_scheduler(), {**stream["fixed"], **checked},
                              pinned=set(checked), previous=stream["previous"])
@@ -154,11 +151,21 @@ class Executable:
                    manifest["options"], registry)
 
     # -- internals -----------------------------------------------------------
+    def _start_run(self, inputs: dict, run_here: bool):
+        """Check ``inputs`` (nothing runs if they are wrong) and start a
+        frame; returns the future of its outputs."""
+        graph = self.module.root_graph
+        if graph.is_streaming:
+            raise HpvmError(f"graph '@{graph.name}' is a streaming pipeline: use "
+                            "start(...), push(...) and pop() instead of calling it")
+        checked = validate_inputs(graph, inputs)
+        frame = self._new_frame(Report())
+        return frame.start(self._get_scheduler(), checked, pinned=set(checked), run_here=run_here)
+
     def _new_frame(self, report: Report) -> Frame:
         self._last_report = report
-        tracker = MemoryTracker(self._get_devices())
-        return Frame(next(self._frame_ids), self.module, self._program, self.placement.targets,
-                     self._get_devices(), tracker, report)
+        devices = self._get_devices()
+        return Frame(next(self._frame_ids), self._plan, devices, MemoryTracker(devices), report)
 
     def _require_stream(self) -> dict:
         if self._stream is None:

@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Location
-from ..ir.graph import Module
+from ..ir.parameter import Parameter
 from ..ir.shapes import bind_symbols, output_shape
 from ..target import Device
-from .flatten import FlatProgram, LeafTask, Source
+from .flatten import Source
 from .memory import CopyStats, MemoryTracker, Value
 from .scheduler import DagScheduler
+from .task_plan import SCALAR, READ, ProgramPlan, TaskPlan, consumer_counts  # noqa: F401
 
 
 @dataclass
@@ -49,38 +49,27 @@ class Report:
         return self.format()
 
 
-def consumer_counts(program: FlatProgram) -> dict[Source, int]:
-    """How many tasks (and root outputs) read each value."""
-    counts: dict[Source, int] = {}
-    for task in program.tasks:
-        for source in task.inputs.values():
-            counts[source] = counts.get(source, 0) + 1
-    for source in program.outputs.values():
-        counts[source] = counts.get(source, 0) + 1
-    return counts
-
-
 class Frame:
     """One execution of the program; tasks are scheduled as jobs
     ``(frame_id, task_index)`` and wait for ``after`` jobs too (the same
     task of the previous frame, when streaming)."""
 
-    def __init__(self, frame_id: int, module: Module, program: FlatProgram,
-                 placement: dict[str, str], devices: dict[str, Device],
+    def __init__(self, frame_id: int, plan: ProgramPlan, devices: dict[str, Device],
                  tracker: MemoryTracker, report: Report):
         self.id = frame_id
-        self.module = module
-        self.program = program
-        self.placement = placement
+        self.plan = plan
         self.devices = devices
         self.tracker = tracker
         self.report = report
-        self.counts = consumer_counts(program)
+        self.counts = plan.counts
         self.values: dict[Source, Any] = {}
 
     def start(self, scheduler: DagScheduler, inputs: dict[str, Any], pinned: set[str],
-              previous: "Frame | None" = None) -> Any:
-        """Submit every task; returns the future of the final job."""
+              previous: "Frame | None" = None, run_here: bool = False) -> Any:
+        """Submit every task; returns the future of the final job.  With
+        ``run_here`` the calling thread runs one of the first ready tasks
+        (and the chain after it) before returning; the others go to the
+        scheduler's threads."""
         for name, value in inputs.items():
             source = Source(None, name)
             consumers = self.counts.get(source, 0)
@@ -90,59 +79,66 @@ class Frame:
                 self.values[source] = self.tracker.from_host(value, consumers, pinned=name in pinned)
             else:
                 self.values[source] = value
-        for task in self.program.tasks:
+        held = []
+        for plan in self.plan.tasks:
+            task = plan.task
             deps = [(self.id, d) for d in sorted(task.deps)]
             if previous is not None:
                 deps.append((previous.id, task.index))
-            scheduler.add((self.id, task.index), deps, lambda t=task: self._run(t))
-        final = [(self.id, t.index) for t in self.program.tasks]
-        return scheduler.add((self.id, "outputs"), final, self._collect)
+            job = (self.id, task.index)
+            hold = run_here and not deps
+            scheduler.add(job, deps, lambda p=plan: self._run(p), hold=hold)
+            if hold:
+                held.append(job)
+        final = [(self.id, p.task.index) for p in self.plan.tasks]
+        future = scheduler.add((self.id, "outputs"), final, self._collect)
+        for job in held[1:]:
+            scheduler.release(job)
+        if held:
+            scheduler.run_here(held[0])
+        return future
 
-    def _run(self, task: LeafTask) -> None:
-        target = self.placement[str(task.ref)]
+    def _run(self, plan: TaskPlan) -> None:
+        target = plan.target
         device = self.devices[target]
+        tracker = self.tracker
+        values = self.values
         stats = CopyStats()
-        params = self.module.node_params(task.node)
-        where = Location(graph=task.graph, node=task.node.name)
         args: dict[str, Any] = {}
-        for p in params:
-            if p.name not in task.inputs:
-                continue
-            value = self.values[task.inputs[p.name]]
-            if not p.is_buffer:
-                args[p.name] = value
-            elif p.direction == "in":
-                args[p.name] = self.tracker.acquire(value, target, stats)
+        shapes: dict[str, Any] = {}
+        for name, source, role in plan.arguments:
+            value = values[source]
+            shapes[name] = value
+            if role == SCALAR:
+                args[name] = value
+            elif role == READ:
+                args[name] = tracker.acquire(value, target, stats)
             else:
-                args[p.name] = self.tracker.acquire_for_update(value, target, stats)
-        shapes = {p.name: self.values[task.inputs[p.name]] for p in params if p.name in task.inputs}
-        symbols = bind_symbols(params, shapes, where)
+                args[name] = tracker.acquire_for_update(value, target, stats)
+        symbols = bind_symbols(plan.bound_params, shapes, plan.where)
         out_shapes = {}
-        for p in params:
-            if p.direction == "out":
-                out_shapes[p.name] = output_shape(p, symbols, where)
-                args[p.name] = device.allocate(out_shapes[p.name], p.type.element.numpy_dtype)
+        for output in plan.outputs:
+            if output.allocated:
+                shape = out_shapes[output.param.name] = _output_shape(output.param, symbols, plan.where)
+                args[output.param.name] = device.allocate(shape, output.dtype)
         began = time.perf_counter()
-        device.wait(device.launch(task.ref, args))
+        device.wait(device.launch(plan.task.ref, args))
         seconds = time.perf_counter() - began
-        for p in params:
-            if p.writes:
-                shape = out_shapes.get(p.name) or self.values[task.inputs[p.name]].shape
-                source = Source(task.index, p.name)
-                value = self.tracker.produced(target, args[p.name], shape,
-                                              p.type.element.numpy_dtype, self.counts.get(source, 0))
-                if value.consumers == 0:
-                    self.tracker.discard(value)  # an output nobody reads
-                self.values[source] = value
-        for p in params:
-            if p.is_buffer and p.name in task.inputs:
-                self.tracker.release(self.values[task.inputs[p.name]])
-        self.report.records.append(NodeRecord(task.label, target, seconds, stats, self.id))
+        for output in plan.outputs:
+            name = output.param.name
+            shape = out_shapes[name] if name in out_shapes else values[plan.task.inputs[name]].shape
+            value = tracker.produced(target, args[name], shape, output.dtype, output.consumers)
+            if value.consumers == 0:
+                tracker.discard(value)  # an output nobody reads
+            values[output.source] = value
+        for source in plan.buffer_sources:
+            tracker.release(values[source])
+        self.report.records.append(NodeRecord(plan.task.label, target, seconds, stats, self.id))
 
     def _collect(self) -> dict[str, np.ndarray]:
         outputs = {}
         stats = CopyStats()
-        for name, source in self.program.outputs.items():
+        for name, source in self.plan.outputs.items():
             value = self.values[source]
             array = self.tracker.to_host(value, stats)
             # The last reader of a value the run made owns it: no copy.
@@ -153,3 +149,13 @@ class Frame:
             self.report.records.append(NodeRecord("<outputs>", "host", 0.0, stats, self.id))
         self.report.bytes_copied = self.tracker.bytes_copied
         return outputs
+
+
+def _output_shape(param: Parameter, symbols: dict[str, int], where) -> tuple[int, ...]:
+    """output_shape without its checks when every size is known (the common
+    case); the checked version reports what is missing."""
+    shape = param.type.shape
+    try:
+        return tuple(symbols[d] if isinstance(d, str) else d for d in shape)
+    except (KeyError, TypeError):
+        return output_shape(param, symbols, where)

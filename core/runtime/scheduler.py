@@ -24,9 +24,12 @@ class DagScheduler:
         self._work: dict[Hashable, Callable[[], Any]] = {}
         self._done: dict[Hashable, BaseException | None] = {}
 
-    def add(self, job: Hashable, deps: Iterable[Hashable], work: Callable[[], Any]) -> Future:
+    def add(self, job: Hashable, deps: Iterable[Hashable], work: Callable[[], Any],
+            hold: bool = False) -> Future:
         """Schedule ``work`` after ``deps``; returns the job's future.  A
-        failed dependency fails the job with the same exception."""
+        failed dependency fails the job with the same exception.  With
+        ``hold`` a job that is ready at once waits for :meth:`release` or
+        :meth:`run_here` instead of starting on the pool."""
         future: Future = Future()
         with self._lock:
             self._futures[job] = future
@@ -39,9 +42,20 @@ class DagScheduler:
             errors = [self._done[d] for d in deps if self._done.get(d) is not None]
         if errors:
             self._finish(job, error=errors[0])
-        elif not pending:
+        elif not pending and not hold:
             self._start(job)
         return future
+
+    def release(self, job: Hashable) -> None:
+        """Start a held job on the pool."""
+        self._start(job)
+
+    def run_here(self, job: Hashable) -> None:
+        """Run a held job in the calling thread, then the chain of jobs it
+        makes ready, as a worker would."""
+        work = self._take(job)
+        if work is not None:
+            self._run(job, work)
 
     def future(self, job: Hashable) -> Future:
         return self._futures[job]

@@ -45,3 +45,22 @@ def test_jobs_added_after_their_dependency_finished_still_run(scheduler):
     scheduler.add("a", [], lambda: 1).result(5)
     time.sleep(0.01)
     assert scheduler.add("b", ["a"], lambda: 2).result(5) == 2
+
+
+def test_a_held_job_waits_for_release(scheduler):
+    ran = threading.Event()
+    future = scheduler.add("held", [], ran.set, hold=True)
+    time.sleep(0.05)
+    assert not ran.is_set()
+    scheduler.release("held")
+    future.result(5)
+    assert ran.is_set()
+
+
+def test_run_here_runs_the_job_and_its_chain_in_the_calling_thread(scheduler):
+    threads = []
+    scheduler.add("a", [], lambda: threads.append(threading.get_ident()), hold=True)
+    last = scheduler.add("b", ["a"], lambda: threads.append(threading.get_ident()))
+    scheduler.run_here("a")
+    assert last.done()
+    assert threads == [threading.get_ident()] * 2

@@ -20,9 +20,7 @@ import numpy as np
 from hpvm.errors import TargetError
 from hpvm.ir.graph import ConstantBody, Graph, KernelBody, Module, Node, TensorBody
 from hpvm.ir.kernel import Barrier
-from hpvm.ir.shapes import bind_symbols, replication_sizes
 from hpvm.ir.visit import walk
-from hpvm.errors import Location
 from hpvm.target import Artifact, Availability, Device, NodeRef, Target
 
 MODULE_FILE = "module.hpvm"
@@ -126,6 +124,7 @@ class CpuDevice(Device):
     def __init__(self, module: Module, kernels: dict):
         self.module = module
         self.kernels = kernels
+        self._nodes: dict[NodeRef, tuple] = {}
 
     def allocate(self, shape, dtype) -> np.ndarray:
         return np.zeros(tuple(shape), dtype)
@@ -137,13 +136,22 @@ class CpuDevice(Device):
         return handle.copy()
 
     def launch(self, node: NodeRef, args: dict[str, Any]) -> None:
-        graph_node = self.module.graph(node.graph).node(node.node)
-        body = graph_node.body
-        if isinstance(body, ConstantBody):
+        body, kernel, replication = self._node(node)
+        if kernel is None:
             args["value"][...] = body.data
             return None
-        kernel = self.kernels[body.function]
-        where = Location(graph=node.graph, node=node.node)
-        symbols = bind_symbols(kernel.kernel.params, args, where)
-        kernel.run(args, replication_sizes(graph_node.replication, symbols))
+        # The kernel checks every argument and binds the shape symbols the
+        # replication needs while it packs them.
+        kernel.run_replicated(args, replication)
         return None
+
+    def _node(self, node: NodeRef) -> tuple:
+        """(body, compiled kernel or None for a constant, replication),
+        looked up on the node's first launch."""
+        found = self._nodes.get(node)
+        if found is None:
+            graph_node = self.module.graph(node.graph).node(node.node)
+            body = graph_node.body
+            kernel = None if isinstance(body, ConstantBody) else self.kernels[body.function]
+            found = self._nodes[node] = (body, kernel, graph_node.replication)
+        return found

@@ -19,11 +19,12 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from hpvm.errors import Diagnostic, ExecutionError, Location
-from hpvm.ir.kernel import KernelFunction
+from hpvm.ir.kernel import Expr, KernelFunction
+from hpvm.ir.shapes import replication_sizes
 
 from .abi import ArgumentLayout, entry_symbol
 from .machine import parse, target_machine
-from .marshal import PackedArguments, pack_arguments
+from .marshal import PackedArguments, Packer, set_replication
 
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 MIN_INSTANCES_PER_CHUNK = 4096
@@ -68,6 +69,9 @@ class CompiledKernel:
         self._engine = llvm.create_mcjit_compiler(module, target_machine(jit=True))
         self._engine.finalize_object()
         self.entry = ENTRY_TYPE(self._engine.get_function_address(self.symbol))
+        self._packer = Packer(kernel.name, layout)
+        self._outputs = tuple(p.name for p in kernel.params if p.direction == "out" and p.is_buffer)
+        self._private = any(b.scratch is not None for b in layout.buffers)
 
     @property
     def rank(self) -> int:
@@ -80,16 +84,28 @@ class CompiledKernel:
         are made zero-filled when their shape follows from the other
         arguments.  Returns every buffer by parameter name."""
         sizes = self._replication(replication_sizes)
-        args = dict(args)
-        args.update(missing_outputs(self.kernel, args))
-        packed = pack_arguments(self.kernel.name, self.layout, args, sizes)
+        if not all(name in args for name in self._outputs):
+            args = {**args, **missing_outputs(self.kernel, args)}
+        packed = self._packer.pack(args, sizes)
+        self._run_packed(packed, sizes, threads)
+        return dict(packed.buffers)
+
+    def run_replicated(self, args: dict[str, Any], replication: tuple[Expr, ...]) -> None:
+        """Run a node: every argument given, buffers updated in place; the
+        replication expressions are evaluated in the scope the arguments
+        bind (their shape symbols and integer scalars)."""
+        packed = self._packer.pack(args)
+        sizes = self._replication(replication_sizes(replication, packed.symbols))
+        set_replication(packed, sizes)
+        self._run_packed(packed, sizes, None)
+
+    def _run_packed(self, packed: PackedArguments, sizes: tuple[int, ...], threads: int | None) -> None:
         if 0 not in sizes:
             parts = min(threads or self.threads, -(-math.prod(sizes) // MIN_INSTANCES_PER_CHUNK))
             self._launch(packed, split_range(sizes[0], parts))
-        return dict(packed.buffers)
 
     def _launch(self, packed: PackedArguments, chunks: list[tuple[int, int]]) -> None:
-        private = any(b.scratch is not None for b in self.layout.buffers)
+        private = self._private
         calls = [(packed.with_scratch() if private else packed, b, e) for b, e in chunks]
         if len(calls) == 1:
             arguments, begin, end = calls[0]

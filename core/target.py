@@ -105,6 +105,11 @@ class Device:
     host_memory: bool = False
     """True when handles are numpy arrays in host memory (CPU-like devices):
     the memory tracker then hands arrays over without copying."""
+    async_launch: bool = False
+    """True when ``launch`` only queues work on the device and returns at
+    once (a CUDA stream): the runtime then launches from the thread that
+    made the node ready instead of handing it to a worker thread, which
+    would cost more than the launch itself."""
 
     def allocate(self, shape: tuple[int, ...], dtype) -> Any:
         raise NotImplementedError

@@ -79,19 +79,20 @@ class Frame:
                 self.values[source] = self.tracker.from_host(value, consumers, pinned=name in pinned)
             else:
                 self.values[source] = value
-        held = []
+        jobs = []
         for plan in self.plan.tasks:
             task = plan.task
             deps = [(self.id, d) for d in sorted(task.deps)]
             if previous is not None:
                 deps.append((previous.id, task.index))
             job = (self.id, task.index)
-            hold = run_here and not deps
-            scheduler.add(job, deps, lambda p=plan: self._run(p), hold=hold)
-            if hold:
-                held.append(job)
+            inline = plan.constant or self.devices[plan.target].async_launch
+            scheduler.add(job, deps, lambda p=plan: self._run(p), hold=run_here and not inline,
+                          inline=inline)
+            jobs.append(job)
         final = [(self.id, p.task.index) for p in self.plan.tasks]
         future = scheduler.add((self.id, "outputs"), final, self._collect)
+        held = [job for job in jobs if run_here and scheduler.is_held(job)]
         for job in held[1:]:
             scheduler.release(job)
         if held:

@@ -23,17 +23,23 @@ class DagScheduler:
         self._dependents: dict[Hashable, list[Hashable]] = {}
         self._work: dict[Hashable, Callable[[], Any]] = {}
         self._done: dict[Hashable, BaseException | None] = {}
+        self._inline: set[Hashable] = set()
 
     def add(self, job: Hashable, deps: Iterable[Hashable], work: Callable[[], Any],
-            hold: bool = False) -> Future:
+            hold: bool = False, inline: bool = False) -> Future:
         """Schedule ``work`` after ``deps``; returns the job's future.  A
         failed dependency fails the job with the same exception.  With
         ``hold`` a job that is ready at once waits for :meth:`release` or
-        :meth:`run_here` instead of starting on the pool."""
+        :meth:`run_here` instead of starting on the pool.  An ``inline``
+        job (cheap, or one that only queues work on a device) never goes to
+        the pool: the thread that makes it ready runs it, since handing it
+        to another thread would cost more than running it."""
         future: Future = Future()
         with self._lock:
             self._futures[job] = future
             self._work[job] = work
+            if inline:
+                self._inline.add(job)
             deps = list(deps)
             pending = [d for d in deps if d not in self._done]
             self._waiting[job] = len(pending)
@@ -63,9 +69,18 @@ class DagScheduler:
     def shutdown(self) -> None:
         self._pool.shutdown(wait=True)
 
+    def is_held(self, job: Hashable) -> bool:
+        """Whether ``job`` is ready but held (added with ``hold``)."""
+        with self._lock:
+            return job in self._work and self._waiting.get(job) == 0
+
     def _start(self, job: Hashable) -> None:
         work = self._take(job)
-        if work is not None:
+        if work is None:
+            return
+        if job in self._inline:
+            self._run(job, work)
+        else:
             self._pool.submit(self._run, job, work)
 
     def _take(self, job: Hashable) -> Callable[[], Any] | None:
@@ -73,22 +88,28 @@ class DagScheduler:
             return self._work.pop(job, None)
 
     def _run(self, job: Hashable, work: Callable[[], Any] | None) -> None:
-        """Run ``job``, then in this same thread one of the jobs it made
-        ready (a chain of nodes costs no thread hand-off per node); the
-        others go to the pool."""
-        while work is not None:
+        """Run ``job``, then in this same thread every inline job and one
+        other job it made ready (a chain of nodes costs no thread hand-off
+        per node); the others go to the pool."""
+        stack = [(job, work)] if work is not None else []
+        while stack:
+            job, work = stack.pop()
             try:
                 result = work()
             except BaseException as error:  # reported through the future
                 ready = self._finish(job, error=error)
             else:
                 ready = self._finish(job, result=result)
-            work = None
+            keep_one = all(queued in self._inline for queued, _ in stack)
             for dependent in ready:
-                if work is None:
-                    job, work = dependent, self._take(dependent)
-                else:
+                inline = dependent in self._inline
+                if not (inline or keep_one):
                     self._start(dependent)
+                    continue
+                work = self._take(dependent)
+                if work is not None:
+                    stack.append((dependent, work))
+                    keep_one = keep_one and inline
 
     def _finish(self, job: Hashable, result: Any = None,
                 error: BaseException | None = None) -> list[Hashable]:
@@ -99,6 +120,7 @@ class DagScheduler:
                 return []
             self._done[job] = error
             self._work.pop(job, None)
+            self._inline.discard(job)
             dependents = self._dependents.pop(job, [])
             ready = []
             for d in dependents:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import Location
-from ..ir.graph import Module
+from ..ir.graph import ConstantBody, Module
 from ..ir.parameter import Parameter
 from .flatten import FlatProgram, LeafTask, Source
 
@@ -44,6 +44,11 @@ class TaskPlan:
     outputs: tuple[OutputPort, ...]
     buffer_sources: tuple[Source, ...]
     """The incoming buffers, released after the launch."""
+
+    @property
+    def constant(self) -> bool:
+        """A constant node: its launch only copies data."""
+        return isinstance(self.task.node.body, ConstantBody)
 
 
 @dataclass(frozen=True)

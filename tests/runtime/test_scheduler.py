@@ -64,3 +64,25 @@ def test_run_here_runs_the_job_and_its_chain_in_the_calling_thread(scheduler):
     scheduler.run_here("a")
     assert last.done()
     assert threads == [threading.get_ident()] * 2
+
+
+def test_an_inline_job_runs_in_the_thread_that_makes_it_ready(scheduler):
+    threads = {}
+    record = lambda name: (lambda: threads.__setitem__(name, threading.get_ident()))
+    scheduler.add("now", [], record("now"), inline=True)
+    assert threads["now"] == threading.get_ident()  # ready at once: the caller ran it
+    go = threading.Event()
+    scheduler.add("a", [], lambda: (go.wait(5), record("a")()))
+    scheduler.add("b", ["a"], record("b"), inline=True)
+    scheduler.add("c", ["a"], record("c"), inline=True)
+    last = scheduler.add("d", ["b", "c"], record("d"))
+    go.set()
+    last.result(5)
+    assert threads["a"] != threading.get_ident()
+    assert threads["b"] == threads["c"] == threads["a"]
+
+
+def test_a_failed_dependency_fails_an_inline_job(scheduler):
+    scheduler.add("a", [], lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        scheduler.add("b", ["a"], lambda: "never", inline=True).result(5)

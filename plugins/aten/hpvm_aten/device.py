@@ -29,6 +29,7 @@ class AtenDevice(Device):
         self.device = torch.device(device)
         self.compute_dtype = compute_dtype
         self.host_memory = self.device.type == "cpu"
+        self.async_launch = self.device.type == "cuda"  # launches queue on the stream
         self.name = f"aten:{self.device}"
         self._constants: dict = {}
         self._plans: dict[NodeRef, _Plan] = {}

@@ -52,6 +52,18 @@ def assert_outputs_close(actual: Mapping[str, np.ndarray], expected: Mapping[str
                                    err_msg=f"{label}: output '{name}'")
 
 
+def stream_inputs(graph: Graph, inputs: Mapping[str, object], count: int
+                  ) -> tuple[dict[str, object], list[dict[str, object]]]:
+    """``inputs`` split for a streaming ``graph``: the ones fixed at
+    ``start`` and ``count`` frames of the streamed ones (frame i adds i, so
+    frames differ)."""
+    streamed = {b.param for b in graph.bind_ins if b.streaming}
+    fixed = {k: v for k, v in inputs.items() if k not in streamed}
+    frames = [{k: np.asarray(v) + i for k, v in inputs.items() if k in streamed}
+              for i in range(count)]
+    return fixed, frames
+
+
 def run_streaming(exe, module: Module, fixed: dict, frames: list[dict]) -> list[dict]:
     """Push ``frames`` through a streaming executable (or an Interpreter)
     and pop every result."""

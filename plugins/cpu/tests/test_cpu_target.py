@@ -1,14 +1,14 @@
 """The cpu target against the reference interpreter on the example modules."""
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import hpvm.runtime as rt
-from hpvm.interp import Interpreter, run_module
+from hpvm.interp import run_module
 from hpvm.ir.text import load_module
 from hpvm.runtime import Executable
-from hpvm.testing import assert_outputs_close, random_inputs, run_streaming
+from hpvm.testing import (assert_outputs_close, check_against_interpreter, random_inputs,
+                          stream_inputs)
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "ir"
 SIZES = {"H": 13, "W": 17, "N": 3, "M": 9, "K": 11}
@@ -22,24 +22,15 @@ def batch_examples():
 @pytest.mark.parametrize("path", batch_examples(), ids=lambda p: p.stem)
 def test_examples_match_the_interpreter(path):
     module = load_module(path)
-    inputs = random_inputs(module.root_graph, SIZES)
-    exe = rt.compile(module, targets=["cpu"])
+    exe = check_against_interpreter(module, random_inputs(module.root_graph, SIZES), ["cpu"],
+                                    **TOLERANCE)
     assert set(exe.placement.targets.values()) == {"cpu"}
-    assert_outputs_close(exe(**inputs), run_module(module, inputs), **TOLERANCE, label=path.stem)
 
 
 def test_streaming_example_matches_the_interpreter():
     module = load_module(EXAMPLES / "pipeline.hpvm")
-    inputs = random_inputs(module.root_graph, SIZES)
-    streamed = {b.param for b in module.root_graph.bind_ins if b.streaming}
-    fixed = {k: v for k, v in inputs.items() if k not in streamed}
-    frames = [{k: np.asarray(v) + i for k, v in inputs.items() if k in streamed} for i in range(10)]
-    results = run_streaming(rt.compile(module, targets=["cpu"]), module, fixed, frames)
-    reference = Interpreter(module)
-    reference.start(**fixed)
-    for frame, result in zip(frames, results):
-        reference.push(**frame)
-        assert_outputs_close(result, reference.pop(), **TOLERANCE)
+    fixed, frames = stream_inputs(module.root_graph, random_inputs(module.root_graph, SIZES), 10)
+    check_against_interpreter(module, fixed, ["cpu"], frames, **TOLERANCE)
 
 
 def test_saved_cpu_executables_load_and_run(tmp_path):

@@ -3,7 +3,10 @@ context and in-order queue per device, shared by every executable.
 
 Options: ``platform`` and ``device``, each an index (``0``) or a
 case-insensitive part of the name (``"nvidia"``, ``"pocl"``).  Without
-them the first GPU is chosen, else the first device of any kind.
+them the first GPU is chosen, else the first device of any kind.  A device
+whose OpenCL C compiler cannot build a trivial kernel is never chosen: PoCL
+3.0's LLVM 14, for one, does not know CPUs newer than itself (AMD Zen 5)
+and rejects every program with "unknown target CPU 'generic'".
 """
 from __future__ import annotations
 
@@ -73,10 +76,40 @@ def all_devices() -> tuple:
     return tuple(found)
 
 
+PROBE_SOURCE = "__kernel void hpvm_probe(__global int* out) { out[get_global_id(0)] = 1; }"
+_COMPILER_PROBLEMS: dict[int, str | None] = {}
+
+
+def compiler_problem(device) -> str | None:
+    """None when ``device``'s OpenCL C compiler builds a trivial kernel;
+    else the first line of what it said (asked once per process)."""
+    key = device.int_ptr
+    if key not in _COMPILER_PROBLEMS:
+        import pyopencl as cl
+        try:
+            cl.Program(runtime_for(device).context, PROBE_SOURCE).build()
+            _COMPILER_PROBLEMS[key] = None
+        except Exception as error:  # cl.Error, or a driver that fails otherwise
+            lines = [line.strip() for line in str(error).splitlines()]
+            said = [line for line in lines if line.startswith("error:")] or lines or ["no message"]
+            _COMPILER_PROBLEMS[key] = said[0]
+    return _COMPILER_PROBLEMS[key]
+
+
 def describe_devices() -> str:
-    """One line per device: ``[platform.device] name (kind, platform)``."""
-    return "; ".join(f"[{p}.{d}] {device_info(device).describe()}"
-                     for p, d, device in all_devices())
+    """One line per device: ``[platform.device] name (kind, platform)``,
+    and why it is not used where its compiler fails."""
+    lines = []
+    for p, d, device in all_devices():
+        problem = compiler_problem(device)
+        unusable = f" [unusable: its OpenCL C compiler fails: {problem}]" if problem else ""
+        lines.append(f"[{p}.{d}] {device_info(device).describe()}{unusable}")
+    return "; ".join(lines)
+
+
+def usable_devices() -> list:
+    """The devices whose compiler works, as ``all_devices`` lists them."""
+    return [entry for entry in all_devices() if compiler_problem(entry[2]) is None]
 
 
 def _matches(selector, index: int, name: str) -> bool:
@@ -91,7 +124,7 @@ def select_device(options: dict):
     """The pyopencl device the options name (see the module docstring)."""
     import pyopencl as cl
     platform, wanted = options.get("platform"), options.get("device")
-    candidates = [device for p, d, device in all_devices()
+    candidates = [device for p, d, device in usable_devices()
                   if _matches(platform, p, device.platform.name)
                   and _matches(wanted, d, device.name)]
     if not candidates:

@@ -44,10 +44,14 @@ class GpuOpenCLTarget(Target):
         except ImportError as error:
             return Availability.no(f"pyopencl cannot be imported ({error}); pip install pyopencl "
                                    "(and pocl-binary-distribution for a CPU device)")
-        from .devices import all_devices, describe_devices, device_info, select_device
+        from .devices import all_devices, describe_devices, device_info, select_device, usable_devices
         if not all_devices():
             return Availability.no("pyopencl finds no OpenCL device; install a driver (an ICD) "
                                    "or pip install pocl-binary-distribution")
+        if not usable_devices():
+            return Availability.no(f"no OpenCL device can compile a kernel: {describe_devices()}; "
+                                   "install a driver (an ICD) whose compiler knows this machine, "
+                                   "e.g. a newer PoCL")
         default = device_info(select_device({})).name
         return Availability.yes(f"pyopencl {pyopencl.VERSION_TEXT}; devices: {describe_devices()}"
                                 f"; default: {default}")

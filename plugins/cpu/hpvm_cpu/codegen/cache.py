@@ -19,7 +19,7 @@ from hpvm.ir.graph import Module
 from hpvm.ir.kernel import Call
 from hpvm.ir.visit import walk
 
-CODEGEN_VERSION = 2
+CODEGEN_VERSION = 3
 """Bump when generated code changes, so stale cache entries are ignored."""
 
 

@@ -2,9 +2,14 @@
 
 Float math maps to LLVM intrinsics (``llvm.sqrt.f32`` ...), which LLVM turns
 into instructions or libm calls; ``tanh`` has no LLVM intrinsic and calls
-libm's ``tanhf``/``tanh``.  ``min``/``max`` on floats use ``llvm.minnum`` /
-``llvm.maxnum``: C's fmin/fmax, a NaN operand yields the other operand (as
-the reference interpreter does).
+libm's ``tanhf``/``tanh``.  ``min``/``max`` on floats are C's fmin/fmax
+(a NaN operand yields the other operand, as the reference interpreter
+does), written as compares and selects rather than ``llvm.minnum`` /
+``llvm.maxnum``: LLVM 22's loop vectoriser turns a minnum/maxnum reduction
+in an inner loop whose trip count is not a multiple of the vector width
+into code that skips the last iterations (max pooling, ``acc = max(acc,
+x[k])``); it does not recognise the select form as a reduction, and x86
+still selects ``maxps``/``minps`` for it.
 """
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ from .arithmetic import narrow, widen
 _LLVM_FLOAT_INTRINSICS = {
     "sqrt": "llvm.sqrt", "exp": "llvm.exp", "log": "llvm.log", "sin": "llvm.sin",
     "cos": "llvm.cos", "floor": "llvm.floor", "ceil": "llvm.ceil", "abs": "llvm.fabs",
-    "pow": "llvm.pow", "min": "llvm.minnum", "max": "llvm.maxnum",
+    "pow": "llvm.pow",
 }
 _LIBM_FUNCTIONS = {"tanh": {32: "tanhf", 64: "tanh"}}
 
@@ -37,6 +42,8 @@ def _float_intrinsic(builder: ir.IRBuilder, name: str, args: list, type: ScalarT
     wide = [widen(builder, a, type)[0] for a in args]
     value_type = wide[0].type
     module = builder.module
+    if name in ("min", "max"):
+        return narrow(builder, _float_min_max(builder, name, *wide), type)
     if name in _LLVM_FLOAT_INTRINSICS:
         signature = ir.FunctionType(value_type, [value_type] * len(args))
         function = module.declare_intrinsic(_LLVM_FLOAT_INTRINSICS[name], [value_type], signature)
@@ -46,6 +53,14 @@ def _float_intrinsic(builder: ir.IRBuilder, name: str, args: list, type: ScalarT
     else:
         raise TargetError(f"cpu codegen: unknown intrinsic '{name}'")
     return narrow(builder, builder.call(function, wide), type)
+
+
+def _float_min_max(builder: ir.IRBuilder, name: str, a, b):
+    """fmin/fmax(a, b): ``a`` when ``b`` is NaN, else the smaller/larger
+    (``b`` when ``a`` is NaN: the ordered compare is false)."""
+    keep_a = builder.fcmp_ordered("<" if name == "min" else ">", a, b)
+    b_is_nan = builder.fcmp_unordered("uno", b, b)
+    return builder.select(builder.or_(keep_a, b_is_nan), a, b)
 
 
 def _declare_libm(module: ir.Module, symbol: str, value_type, arity: int) -> ir.Function:

@@ -1,0 +1,59 @@
+"""Float min/max reductions in inner loops (max pooling's ``acc =
+max(acc, x[k])``): LLVM 22's loop vectoriser miscompiles llvm.maxnum /
+llvm.minnum reductions whose trip count is not a multiple of the vector
+width (it skips the last iterations), which made ONNX MaxPool wrong on
+AVX-512 hosts.  Trip counts around every vector width, with and without
+lane strips, with NaNs, against the interpreter."""
+import numpy as np
+import pytest
+
+from hpvm.ir.text import parse_module
+from hpvm_cpu.codegen.testing import assert_matches_reference, run_cpu
+
+WINDOW_REDUCTION = """hpvm 1.0
+module m
+func @k(in x: f32[N, 5, WIDTH], out y: f32[N]) {
+  let i: i64 = instance_id(0)
+  let acc: f32 = x[i, 0, 0]
+  for r in 0 .. 5 step 1 {
+    for s in 0 .. WIDTH step 1 {
+      acc = OP(acc, x[i, r, s])
+    }
+  }
+  y[i] = acc
+}
+graph @main() {
+}
+root @main
+"""
+
+
+def window_reduction(op: str, width: int):
+    """The kernel with constant trip counts, as tensor-op lowerings have."""
+    return parse_module(WINDOW_REDUCTION.replace("OP", op).replace("WIDTH", str(width)))
+
+
+@pytest.mark.parametrize("width", [3, 5, 7, 9, 13, 17, 31])
+@pytest.mark.parametrize("lanes", [0, 16])
+@pytest.mark.parametrize("op, extreme", [("max", 100.0), ("min", -100.0)])
+def test_min_max_over_a_window_sees_every_element(op, extreme, width, lanes):
+    module = window_reduction(op, width)
+    rng = np.random.default_rng(width)
+    x = rng.standard_normal((37, 5, width)).astype(np.float32)
+    # The extreme sits in the last column, which a vector loop that drops
+    # its remainder never reads.
+    x[:, 2, -1] = extreme
+    result = run_cpu(module, "k", {"x": x}, (37,), options={"lanes": lanes})
+    np.testing.assert_array_equal(result["y"], np.full(37, extreme, np.float32))
+    assert_matches_reference(module, "k", {"x": x}, (37,), result)
+
+
+@pytest.mark.parametrize("op, expected", [("max", [34.0, 69.0]), ("min", [0.0, 36.0])])
+def test_min_max_ignore_nan_operands_like_fmin_and_fmax(op, expected):
+    x = np.arange(2 * 5 * 7, dtype=np.float32).reshape(2, 5, 7)
+    x[0, 1, 3] = np.nan
+    x[1, 0, 0] = np.nan  # the start value itself
+    module = window_reduction(op, 7)
+    result = run_cpu(module, "k", {"x": x}, (2,))
+    np.testing.assert_array_equal(result["y"], expected)
+    assert_matches_reference(module, "k", {"x": x}, (2,), result)

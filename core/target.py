@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .ir.graph import Graph, Module, Node
+from .options import Option
 
 CORE_API_VERSION = 1
 """The version of this contract.  A plugin states the version it was built
@@ -57,11 +58,18 @@ class NodeRef:
 class Artifact:
     """What a code generator produced for one target: named files (object
     code, OpenCL C, a bitstream, a model) and JSON-able metadata.  Saved as
-    a folder; loaded back in another process."""
+    a folder; loaded back in another process.  ``metadata["notes"]``, a
+    list of strings, tells the user what the code generator had to do
+    (a fallback pipeline after a toolchain crash ...); they go into the
+    placement report."""
 
     target: str
     files: dict[str, bytes] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self.metadata.get("notes", ()))
 
     def save(self, folder: str | Path) -> None:
         folder = Path(folder)
@@ -156,6 +164,14 @@ class Target:
     def claims(self, module: Module, graph: Graph, node: Node) -> bool:
         """Matcher: may this target run leaf ``node`` of ``graph``?"""
         return False
+
+    def options(self) -> list[Option]:
+        """The compile options this target reads (hpvm.options.Option: name,
+        type, default, allowed values, one line of help).  ``hpvm.compile``
+        refuses keys no listed target declares and values a declaration
+        refuses, and hands each target only the options it declares, as
+        given by the user (a missing one: the target's default)."""
+        return []
 
     def passes(self, options: dict) -> str:
         """An extra pass pipeline (pass-manager syntax) run on the module

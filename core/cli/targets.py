@@ -9,12 +9,21 @@ def add_parsers(subparsers) -> None:
         "targets", help="list installed targets and whether they can be used",
         description="List every target of the installed plugins, whether its device "
                     "or toolchain is present, and plugins that failed to load.")
+    parser.add_argument("--options", action="store_true",
+                        help="list each target's compile options instead (name, type, allowed "
+                             "values, default, help); pass them as options={name: value} or "
+                             "options={target: {name: value}}")
     parser.set_defaults(handler=show_targets)
 
 
 def show_targets(args) -> int:
     from ..registry import get_registry
     registry = get_registry()
+    if args.options:
+        rows = [(info.name, option.name, option.describe(), option.help)
+                for info in registry.targets() for option in info.target.options()]
+        print(format_table(("target", "option", "type and default", "help"), rows))
+        return 0
     rows = [(info.name, info.distribution, info.version or "-",
              "yes" if info.availability.available else "no",
              info.availability.reason or "-")

@@ -19,71 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..ir.graph import Module
-
-OPTION_TYPES = (int, float, bool, str, list)
-"""Types an option may have; ``list`` is a list of strings written
-``a,b,c`` and passed to the pass as a tuple."""
-
-_TRUE = ("true", "1", "yes", "on")
-_FALSE = ("false", "0", "no", "off")
-
-
-@dataclass(frozen=True)
-class Option:
-    """A declared option of a pass: name, type (see OPTION_TYPES), default
-    and a one-line help text."""
-
-    name: str
-    type: type
-    default: Any
-    help: str = ""
-
-    def __post_init__(self):
-        if self.type not in OPTION_TYPES:
-            raise ValueError(f"option '{self.name}': type must be one of "
-                             f"{', '.join(t.__name__ for t in OPTION_TYPES)}")
-
-    @property
-    def type_name(self) -> str:
-        return "list of names" if self.type is list else self.type.__name__
-
-    def convert(self, value: Any) -> Any:
-        """``value`` (text from a pipeline, or a Python value) as this
-        option's type; ValueError saying what was expected otherwise."""
-        if isinstance(value, str):
-            return self._from_text(value)
-        if self.type is list and isinstance(value, (list, tuple)):
-            return tuple(str(v) for v in value)
-        if self.type is float and isinstance(value, int) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, self.type) and not (self.type is int and isinstance(value, bool)):
-            return value
-        raise ValueError(f"expects {self._expected()}, got {value!r}")
-
-    def _from_text(self, text: str) -> Any:
-        if self.type is str:
-            return text
-        if self.type is list:
-            return tuple(part.strip() for part in text.split(",") if part.strip())
-        if self.type is bool:
-            if text.lower() in _TRUE:
-                return True
-            if text.lower() in _FALSE:
-                return False
-        else:
-            try:
-                return self.type(text)
-            except ValueError:
-                pass
-        raise ValueError(f"expects {self._expected()}, got '{text}'")
-
-    def _expected(self) -> str:
-        if self.type is bool:
-            return "a bool (true or false)"
-        if self.type is list:
-            return "a comma-separated list of names"
-        return f"an {self.type_name}" if self.type is int else f"a {self.type_name}"
-
+from ..options import OPTION_TYPES, Option  # noqa: F401  (re-exported: passes declare options)
 
 @dataclass(frozen=True)
 class PassInfo:

@@ -8,7 +8,7 @@ from ..errors import HpvmError
 from ..ir.graph import Module, TensorBody
 from ..target import NodeRef, Target
 from .executable import Executable
-from .placement import plan
+from .placement import FALLBACKS, plan
 
 DEFAULT_TARGETS = ("cpu",)
 
@@ -34,10 +34,12 @@ def compile(program, targets: Sequence[str] = DEFAULT_TARGETS, options: dict | N
     """Compile ``program`` for the ordered ``targets`` (see placement); a
     single target may be given as its name."""
     from ..ir.verify import verify
+    from ..options import resolve_compile_options
     from ..registry import get_registry
     registry = registry or get_registry()
     options = dict(options or {})
     targets = [targets] if isinstance(targets, str) else list(targets)
+    per_target = resolve_compile_options(options, _with_fallbacks(targets), registry)
     module = as_module(program)
     verify(module)
     placement = plan(module, targets, registry)
@@ -45,9 +47,16 @@ def compile(program, targets: Sequence[str] = DEFAULT_TARGETS, options: dict | N
     for name in placement.used_targets:
         target = registry.target(name).target
         nodes = placement.nodes_of(name)
-        prepared = prepare_for_target(module, target, nodes, options)
-        artifacts[name] = target.compile(prepared, nodes, options)
+        target_options = per_target[name]
+        prepared = prepare_for_target(module, target, nodes, target_options)
+        artifacts[name] = target.compile(prepared, nodes, target_options)
+        placement.notes.extend(f"{name}: {note}" for note in artifacts[name].notes)
     return Executable(module, placement, artifacts, options, registry)
+
+
+def _with_fallbacks(targets: list[str]) -> list[str]:
+    """The listed targets and those placement falls back to."""
+    return targets + [name for name in FALLBACKS if name not in targets]
 
 
 def prepare_for_target(module: Module, target: Target, nodes: list[NodeRef],

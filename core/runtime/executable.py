@@ -181,8 +181,10 @@ class Executable:
     def _get_devices(self) -> dict[str, Device]:
         with self._lock:
             if self._devices is None:
+                from ..options import resolve_compile_options
                 registry = self._registry or _default_registry()
-                self._devices = {name: registry.target(name).target.load(artifact, self.options)
+                options = resolve_compile_options(self.options, list(self.artifacts), registry)
+                self._devices = {name: registry.target(name).target.load(artifact, options[name])
                                  for name, artifact in self.artifacts.items()}
             return self._devices
 

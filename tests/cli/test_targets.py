@@ -23,6 +23,14 @@ def test_targets_shows_the_reason_a_target_is_unavailable(capsys):
     assert "hpvm-cpu" in cpu
 
 
+def test_targets_options_lists_each_declared_option_with_type_default_and_help(capsys):
+    assert main(["targets", "--options"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["target", "option", "type"]
+    [threads] = [line for line in lines if line.split()[:2] == ["cpu", "threads"]]
+    assert "int (1 <= value), default None" in threads and "one per core" in threads
+
+
 @pytest.fixture
 def fake_registry(monkeypatch):
     """A registry of one unusable target and one broken plugin, used by

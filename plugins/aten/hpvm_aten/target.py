@@ -16,12 +16,21 @@ from __future__ import annotations
 
 from hpvm.errors import TargetError
 from hpvm.ir.graph import ConstantBody, Graph, Module, Node, TensorBody
+from hpvm.options import Option
 from hpvm.target import Artifact, Availability, Device, NodeRef, Target
 
 MODULE_FILE = "module.hpvm"
 PRECISIONS = {"fp32": "float32", "float32": "float32", "fp16": "float16", "float16": "float16"}
 """Values of the ``precision`` option (and of its old name ``dtype``) ->
 the torch dtype float ops compute in."""
+
+
+OPTIONS = [
+    Option("device", str, None, "torch device: cpu, cuda, cuda:1 ...; None: cuda when "
+           "PyTorch sees a GPU, else cpu"),
+    Option("precision", str, "fp32", "precision float ops compute in", choices=tuple(PRECISIONS)),
+    Option("dtype", str, None, "older name of precision", choices=tuple(PRECISIONS)),
+]
 
 
 class AtenTarget(Target):
@@ -43,6 +52,9 @@ class AtenTarget(Target):
             return Availability.no(f"PyTorch cannot be imported ({error}); pip install torch")
         where = f"CUDA ({torch.cuda.get_device_name(0)})" if torch.cuda.is_available() else "CPU"
         return Availability.yes(f"torch {torch.__version__} on {where}")
+
+    def options(self) -> list[Option]:
+        return OPTIONS
 
     def claims(self, module: Module, graph: Graph, node: Node) -> bool:
         if isinstance(node.body, TensorBody):

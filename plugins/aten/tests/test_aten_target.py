@@ -4,6 +4,8 @@ device memory on CUDA (those tests run where PyTorch sees a GPU)."""
 import numpy as np
 import pytest
 
+from hpvm.options import OptionError
+
 from hpvm.ir.graph import BindIn, BindOut, ConstantBody, Edge, Graph, KernelBody, Module, Node
 from hpvm.ir.parameter import Parameter
 from hpvm.ir.tensor_ops import TENSOR_OPS, tensor_node
@@ -144,7 +146,8 @@ def test_kernel_nodes_and_integer_tensor_ops_are_not_claimed():
 
 def test_an_unknown_precision_is_rejected_naming_the_accepted_ones():
     inputs, attrs = case_inputs("relu")
-    with pytest.raises(Exception, match="precision='fp32' or precision='fp16'"):
+    with pytest.raises(OptionError, match="option 'precision' of target 'aten' expects one of "
+                                          "'fp32', 'float32', 'fp16', 'float16', got 'int8'"):
         compile(single_op_module("relu", inputs, attrs), ["aten"], {"precision": "int8"})
 
 

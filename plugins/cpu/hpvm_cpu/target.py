@@ -21,10 +21,24 @@ from hpvm.errors import TargetError
 from hpvm.ir.graph import ConstantBody, Graph, KernelBody, Module, Node, TensorBody
 from hpvm.ir.kernel import Barrier
 from hpvm.ir.visit import walk
+from hpvm.options import Option
 from hpvm.target import Artifact, Availability, Device, NodeRef, Target
 
 MODULE_FILE = "module.hpvm"
 OBJECT_FILE = "kernels.o"
+
+OPTIONS = [
+    Option("opt_level", int, 3, "LLVM optimisation level", minimum=0, maximum=3),
+    Option("threads", int, None, "threads a node's instances are split across; "
+           "None: one per core", minimum=1),
+    Option("lanes", int, 16, "adjacent instances run together in vector lanes; 0 or 1: none",
+           minimum=0, maximum=256),
+    Option("rows", int, 1, "rows of lane strips run together; 1: none", minimum=1, maximum=16),
+    Option("cpu_model", str, None, "LLVM CPU model code is made for (znver4, sapphirerapids, "
+           "x86-64-v3, neoverse-v2 ...); None: $HPVM_CPU_MODEL, else this machine"),
+    Option("triple", str, None, "make object code for this LLVM triple "
+           "(aarch64-linux-gnu ...) instead of code that runs here"),
+]
 
 
 class CpuTarget(Target):
@@ -38,7 +52,11 @@ class CpuTarget(Target):
         except ImportError as error:  # llvmlite missing or broken
             return Availability.no(f"llvmlite cannot be imported ({error}); pip install llvmlite")
         triple, cpu = host_cpu()[:2]
-        return Availability.yes(f"llvmlite {llvmlite.__version__}, {cpu} ({triple})")
+        return Availability.yes(f"llvmlite {llvmlite.__version__}, {cpu} ({triple}); LLVM runs "
+                                "in a compile worker process")
+
+    def options(self) -> list[Option]:
+        return OPTIONS
 
     def claims(self, module: Module, graph: Graph, node: Node) -> bool:
         if isinstance(node.body, (ConstantBody, TensorBody)):
@@ -59,9 +77,13 @@ class CpuTarget(Target):
             metadata["triple"] = triple
             return Artifact(self.name, files, metadata)
         from .codegen import compile_kernel_node
+        notes = []
         for function, rank in ranks.items():
             compiled = compile_kernel_node(module, function, rank, _codegen_options(options))
             files[_ir_file(function)] = compiled.llvm_ir.encode()
+            notes.extend(compiled.notes)
+        if notes:
+            metadata["notes"] = notes
         return Artifact(self.name, files, metadata)
 
     def load(self, artifact: Artifact, options: dict) -> Device:
@@ -71,19 +93,21 @@ class CpuTarget(Target):
                               "there (link kernels.o into a program for that machine)")
         from hpvm.ir.text import parse_module
         from .codegen.abi import ArgumentLayout
+        from .codegen.compiler import load_optimised_ir
         from .codegen.jit import CompiledKernel
         module = parse_module(artifact.files[MODULE_FILE].decode(), filename=MODULE_FILE)
         kernels = {}
         for function, rank in artifact.metadata["kernels"].items():
             kernel = module.functions[function]
-            kernels[function] = CompiledKernel(kernel, ArgumentLayout.of(kernel, rank),
-                                               artifact.files[_ir_file(function)].decode(),
+            code = load_optimised_ir(function, artifact.files[_ir_file(function)].decode())
+            kernels[function] = CompiledKernel(kernel, ArgumentLayout.of(kernel, rank), code,
                                                options.get("threads"))
         return CpuDevice(module, kernels)
 
 
 def _codegen_options(options: dict) -> dict:
-    return {k: options[k] for k in ("opt_level", "threads", "lanes", "rows") if k in options}
+    return {k: options[k] for k in ("opt_level", "threads", "lanes", "rows", "cpu_model")
+            if k in options}
 
 
 def _ir_file(function: str) -> str:

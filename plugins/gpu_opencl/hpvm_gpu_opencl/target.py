@@ -19,10 +19,12 @@ import json
 
 from hpvm.errors import TargetError
 from hpvm.ir.graph import ConstantBody, Graph, KernelBody, Module, Node, TensorBody
+from hpvm.options import Option
 from hpvm.target import Artifact, Availability, Device, Knob, NodeRef, Target
 
-from .device import NodePlan, OpenCLDevice
+from .device import DEFAULT_TRANSFER, NodePlan, OpenCLDevice
 from .layout import Argument, entry_arguments, synchronizes
+from .transfers import MODES as TRANSFER_MODES
 
 SOURCE_FILE = "kernels.cl"
 MODULE_FILE = "module.hpvm"
@@ -32,6 +34,19 @@ WORK_GROUP_CHOICES = {1: ((64,), (128,), (256,)), 2: ((8, 8), (8, 32), (16, 16),
 FEATURE_NEEDS = {"fp64": ("fp64", "double precision (f64)", "cl_khr_fp64"),
                  "atomics64": ("atomics64", "64-bit atomics",
                                "cl_khr_int64_base_atomics and cl_khr_int64_extended_atomics")}
+
+
+OPTIONS = [
+    Option("platform", object, None, "OpenCL platform: an index or part of its name"),
+    Option("device", object, None, "OpenCL device: an index or part of its name "
+           "(default: the first GPU, else the first device)"),
+    Option("work_group", object, None, "work-group size: a tuple for every node, or a dict "
+           "node -> tuple; None: chosen per node"),
+    Option("fast_math", bool, False, "build with -cl-fast-relaxed-math"),
+    Option("build_options", list, (), "more OpenCL C compiler flags"),
+    Option("transfer", str, DEFAULT_TRANSFER, "how buffers move between host and device",
+           choices=tuple(TRANSFER_MODES)),
+]
 
 
 class GpuOpenCLTarget(Target):
@@ -55,6 +70,9 @@ class GpuOpenCLTarget(Target):
         default = device_info(select_device({})).name
         return Availability.yes(f"pyopencl {pyopencl.VERSION_TEXT}; devices: {describe_devices()}"
                                 f"; default: {default}")
+
+    def options(self) -> list[Option]:
+        return OPTIONS
 
     def claims(self, module: Module, graph: Graph, node: Node) -> bool:
         return isinstance(node.body, (KernelBody, ConstantBody, TensorBody))

@@ -1,9 +1,11 @@
-"""The compile cache: optimised LLVM IR by a key naming everything the
-code depends on, in memory (compiled kernels) and on disk (IR text).
+"""The compile cache: machine code by a key naming everything the code
+depends on, in memory (compiled kernels) and on disk.
 
 The disk cache lives in ``$HPVM_CACHE_DIR``, else ``$XDG_CACHE_HOME/hpvm/cpu``,
-else ``~/.cache/hpvm/cpu``; one ``<key>.ll`` file per compiled node.  It is
-best effort: an unwritable directory only costs the second compile.
+else ``~/.cache/hpvm/cpu``; per compiled node ``<key>.o`` (object code),
+``<key>.json`` (the pipeline used and its notes) and ``<key>.ll`` (the
+optimised IR, written last: an entry without it is not read).  It is best
+effort: an unwritable directory only costs the second compile.
 """
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from hpvm.ir.graph import Module
 from hpvm.ir.kernel import Call
 from hpvm.ir.visit import walk
 
-CODEGEN_VERSION = 3
+from .pipeline import MachineCode
+
+CODEGEN_VERSION = 4
 """Bump when generated code changes, so stale cache entries are ignored."""
 
 
@@ -59,20 +63,29 @@ def cache_directory() -> Path:
     return Path(base) / "hpvm" / "cpu"
 
 
-def read_cached_ir(key: str) -> str | None:
+def read_cached(key: str) -> MachineCode | None:
+    """The entry under ``key``, or None (missing, partial or unreadable)."""
+    directory = cache_directory()
     try:
-        return (cache_directory() / f"{key}.ll").read_text()
-    except OSError:
+        llvm_ir = (directory / f"{key}.ll").read_text()
+        object_code = (directory / f"{key}.o").read_bytes()
+        about = json.loads((directory / f"{key}.json").read_text())
+        return MachineCode(llvm_ir, object_code, about["pipeline"], tuple(about["notes"]))
+    except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def write_cached_ir(key: str, llvm_ir: str) -> None:
-    """Store ``llvm_ir`` atomically (a reader never sees half a file)."""
+def write_cached(key: str, code: MachineCode) -> None:
+    """Store ``code``, each file atomically (a reader never sees half a
+    file) and the IR last."""
     directory = cache_directory()
+    about = json.dumps({"pipeline": code.pipeline, "notes": list(code.notes)})
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        temporary = directory / f"{key}.{os.getpid()}.tmp"
-        temporary.write_text(llvm_ir)
-        os.replace(temporary, directory / f"{key}.ll")
+        for suffix, data in ((".o", code.object_code), (".json", about.encode()),
+                             (".ll", code.llvm_ir.encode())):
+            temporary = directory / f"{key}{suffix}.{os.getpid()}.tmp"
+            temporary.write_bytes(data)
+            os.replace(temporary, directory / f"{key}{suffix}")
     except OSError:
         pass

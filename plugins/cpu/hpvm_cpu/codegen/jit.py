@@ -23,7 +23,8 @@ from hpvm.ir.kernel import Expr, KernelFunction
 from hpvm.ir.shapes import replication_sizes
 
 from .abi import ArgumentLayout, entry_symbol
-from .machine import parse, target_machine
+from .pipeline import MachineCode
+from .machine import MachineSpec, parse
 from .marshal import PackedArguments, Packer, set_replication
 
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
@@ -53,20 +54,24 @@ class CompiledKernel:
     """A node kernel compiled to machine code for this CPU.
 
     ``run(args, replication_sizes)`` runs every instance; ``llvm_ir`` is the
-    optimised LLVM IR; ``layout`` the slot layout (abi.py); ``symbol`` the
-    entry's name; ``from_cache`` says whether the IR came from the cache.
+    optimised LLVM IR; ``notes`` what the compile worker had to do
+    (pipeline.py); ``layout`` the slot layout (abi.py); ``symbol`` the
+    entry's name; ``from_cache`` says whether the code came from the cache.
+    Only the object code is linked here: LLVM's passes and code generator
+    never run in this process.
     """
 
-    def __init__(self, kernel: KernelFunction, layout: ArgumentLayout, llvm_ir: str,
+    def __init__(self, kernel: KernelFunction, layout: ArgumentLayout, code: MachineCode,
                  threads: int | None = None, from_cache: bool = False):
         self.kernel = kernel
         self.layout = layout
-        self.llvm_ir = llvm_ir
+        self.llvm_ir = code.llvm_ir
+        self.notes = code.notes
         self.symbol = entry_symbol(kernel.name)
         self.threads = threads or os.cpu_count() or 1
         self.from_cache = from_cache
-        module = parse(llvm_ir)
-        self._engine = llvm.create_mcjit_compiler(module, target_machine(jit=True))
+        self._engine = llvm.create_mcjit_compiler(parse(""), MachineSpec.host().create(jit=True))
+        self._engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_code))
         self._engine.finalize_object()
         self.entry = ENTRY_TYPE(self._engine.get_function_address(self.symbol))
         self._packer = Packer(kernel.name, layout)

@@ -1,14 +1,20 @@
-"""LLVM set-up: initialisation, target machines, the optimisation pipeline.
+"""LLVM set-up: initialisation, the machine code is made for, the
+optimisation pipeline.
 
-The host machine uses the host CPU's name and features (AVX2 ... on x86),
-so JIT code is tuned for the machine it runs on; cross targets name their
-triple and optionally a CPU and features.
+A ``MachineSpec`` names a triple, an LLVM CPU model and features.  The
+default is this machine (its CPU name and features, so JIT code is tuned
+for where it runs); the option ``cpu_model`` or ``$HPVM_CPU_MODEL`` picks
+another model (``znver4``, ``sapphirerapids``, ``x86-64-v3``,
+``neoverse-v2`` ...): code for it is always made, and run here only when
+this machine has every feature the model implies.
 """
 from __future__ import annotations
 
 import ctypes.util
 import functools
+import os
 import threading
+from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
@@ -21,6 +27,26 @@ global context, which is not thread-safe."""
 RUNTIME_LIBRARIES = ("m", "gcc_s")
 """Libraries whose symbols generated code may call: libm (expf, tanhf ...)
 and libgcc (half-precision conversions on CPUs without F16C)."""
+
+CPU_MODEL_VARIABLE = "HPVM_CPU_MODEL"
+HOST = "host"
+
+_X86_V2 = ("sse4.2", "popcnt", "ssse3", "cx16")
+_X86_V3 = _X86_V2 + ("avx", "avx2", "fma", "bmi", "bmi2", "f16c", "movbe", "lzcnt")
+_X86_V4 = _X86_V3 + ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
+_ICELAKE = _X86_V4 + ("avx512vbmi", "avx512vbmi2", "avx512vnni", "avx512bitalg",
+                      "avx512vpopcntdq", "avx512ifma", "gfni", "vaes", "vpclmulqdq")
+X86_MODEL_FEATURES = {
+    "x86-64": (), "x86-64-v2": _X86_V2, "x86-64-v3": _X86_V3, "x86-64-v4": _X86_V4,
+    "haswell": _X86_V3, "skylake": _X86_V3, "znver2": _X86_V3, "znver3": _X86_V3,
+    "skylake-avx512": _X86_V4, "icelake-server": _ICELAKE,
+    "znver4": _ICELAKE + ("avx512bf16",),
+    "znver5": _ICELAKE + ("avx512bf16", "avx512vp2intersect", "avxvnni"),
+    "sapphirerapids": _ICELAKE + ("avx512bf16", "avx512fp16", "avxvnni", "amx-tile",
+                                  "amx-bf16", "amx-int8"),
+}
+"""The host features an x86 model's code may use, for the models whose code
+is run here when the host has them; code for any other model is only made."""
 
 
 @functools.cache
@@ -44,35 +70,106 @@ def host_cpu() -> tuple[str, str, str]:
             llvm.get_host_cpu_features().flatten())
 
 
+@functools.cache
+def host_features() -> frozenset[str]:
+    """The features this machine has (``avx2``, ``avx512f`` ...)."""
+    initialize()
+    return frozenset(name for name, on in llvm.get_host_cpu_features().items() if on)
+
+
+@dataclass(frozen=True)
+class MachineSpec:
+    """What code is made for: ``triple`` (None: this machine's), an LLVM
+    CPU model and features ("" for the model's own)."""
+
+    triple: str | None = None
+    cpu: str = ""
+    features: str = ""
+
+    @classmethod
+    def host(cls) -> "MachineSpec":
+        triple, cpu, features = host_cpu()
+        return cls(triple, cpu, features)
+
+    @classmethod
+    def for_model(cls, model: str | None) -> "MachineSpec":
+        """This machine for ``model`` None or ``"host"``, else this
+        machine's triple with CPU ``model`` and its default features."""
+        if model in (None, "", HOST):
+            return cls.host()
+        return cls(host_cpu()[0], model, "")
+
+    @classmethod
+    def from_options(cls, options: dict) -> "MachineSpec":
+        """The model the option ``cpu_model`` names, else
+        ``$HPVM_CPU_MODEL``, else the host."""
+        return cls.for_model(options.get("cpu_model") or os.environ.get(CPU_MODEL_VARIABLE))
+
+    @property
+    def is_host(self) -> bool:
+        return self == MachineSpec.host()
+
+    def why_not_runnable(self) -> str | None:
+        """None when this machine can run code made for this spec; else why."""
+        if self.is_host:
+            return None
+        triple = host_cpu()[0]
+        if self.triple != triple:
+            return f"it is code for {self.triple}, and this machine is {triple}"
+        needed = X86_MODEL_FEATURES.get(self.cpu) if triple.startswith("x86_64") else None
+        if needed is None:
+            return f"hpvm does not know which features CPU model '{self.cpu}' implies"
+        missing = sorted(set(needed) - host_features())
+        if missing:
+            return f"this machine lacks {', '.join(missing)}"
+        return None
+
+    def describe(self) -> str:
+        return f"{self.cpu or 'generic'} ({self.triple})"
+
+    def generic(self) -> "MachineSpec":
+        """The same triple with the most widely runnable CPU model."""
+        triple = self.triple or host_cpu()[0]
+        return MachineSpec(triple, "x86-64" if triple.startswith("x86_64") else "", "")
+
+    def create(self, opt_level: int = 3, jit: bool = False) -> llvm.TargetMachine:
+        """An LLVM target machine; ``jit`` for code loaded into this process."""
+        initialize()
+        triple = self.triple or host_cpu()[0]
+        try:
+            target = llvm.Target.from_triple(triple)
+        except RuntimeError as error:
+            raise TargetError(f"cpu codegen: LLVM has no target for triple '{triple}': {error}") from None
+        return target.create_target_machine(
+            cpu=self.cpu, features=self.features, opt=opt_level,
+            reloc="default" if jit else "pic", codemodel="jitdefault" if jit else "default", jit=jit)
+
+
 def target_machine(triple: str | None = None, cpu: str | None = None,
                    features: str | None = None, opt_level: int = 3,
                    jit: bool = False) -> llvm.TargetMachine:
     """A target machine for ``triple`` (None: the host, with the host CPU
     and features unless given)."""
-    initialize()
     if triple is None:
-        triple, host_name, host_features = host_cpu()
-        cpu = host_name if cpu is None else cpu
-        features = host_features if features is None else features
-    try:
-        target = llvm.Target.from_triple(triple)
-    except RuntimeError as error:
-        raise TargetError(f"cpu codegen: LLVM has no target for triple '{triple}': {error}") from None
-    return target.create_target_machine(
-        cpu=cpu or "", features=features or "", opt=opt_level,
-        reloc="default" if jit else "pic", codemodel="jitdefault" if jit else "default", jit=jit)
+        host = MachineSpec.host()
+        spec = MachineSpec(host.triple, host.cpu if cpu is None else cpu,
+                           host.features if features is None else features)
+    else:
+        spec = MachineSpec(triple, cpu or "", features or "")
+    return spec.create(opt_level, jit)
 
 
-def optimize(module: llvm.ModuleRef, machine: llvm.TargetMachine, opt_level: int = 3) -> None:
-    """Run LLVM's default pipeline at ``opt_level`` with loop and SLP
-    vectorisation on ``module``, in place."""
+def optimize(module: llvm.ModuleRef, machine: llvm.TargetMachine, opt_level: int = 3,
+             loop_vectorize: bool = True, slp_vectorize: bool = True) -> None:
+    """Run LLVM's default pipeline at ``opt_level`` (with loop and SLP
+    vectorisation from level 2 unless turned off) on ``module``, in place."""
     module.triple = machine.triple
     module.data_layout = str(machine.target_data)
     if opt_level == 0:
         return
     tuning = llvm.create_pipeline_tuning_options(speed_level=opt_level)
-    tuning.loop_vectorization = opt_level >= 2
-    tuning.slp_vectorization = opt_level >= 2
+    tuning.loop_vectorization = loop_vectorize and opt_level >= 2
+    tuning.slp_vectorization = slp_vectorize and opt_level >= 2
     tuning.loop_unrolling = True
     builder = llvm.create_pass_builder(machine, tuning)
     builder.getModulePassManager().run(module, builder)

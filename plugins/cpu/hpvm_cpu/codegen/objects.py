@@ -10,8 +10,8 @@ from hpvm.ir.graph import KernelBody, Module
 from hpvm.ir.kernel import InstanceCount, InstanceId
 from hpvm.ir.visit import walk
 
-from .compiler import optimized_module
-from .machine import LLVM_LOCK, target_machine
+from .compiler import kernel_machine_code
+from .machine import MachineSpec
 
 CROSS_TRIPLES = ("aarch64-linux-gnu", "riscv64-linux-gnu")
 """Triples tested here; any triple of LLVM's compiled-in targets works."""
@@ -28,19 +28,23 @@ def emit_object(module: Module, function_names: Iterable[str] | Mapping[str, int
     ``function_names``: names (each node's replication rank is found from
     the module's nodes, else from the InstanceId dims the kernel uses) or a
     mapping name -> rank.  ``triple`` None means this machine, with its CPU
-    and features; otherwise ``cpu``/``features`` default to generic.
+    and features or the CPU model ``cpu``; otherwise ``cpu``/``features``
+    default to generic.
     """
-    ranks = (dict(function_names) if isinstance(function_names, Mapping)
-             else {name: replication_rank_of(module, name) for name in function_names})
-    for name in ranks:
+    for name in function_names:
         if name not in module.functions:
             raise TargetError(f"cpu codegen: module '{module.name}' has no function '@{name}'")
-    if triple is not None and features is None:
-        features = _DEFAULT_FEATURES.get(triple.split("-")[0], "")
-    with LLVM_LOCK:
-        machine = target_machine(triple, cpu, features, opt_level=opt_level)
-        llvm_module = optimized_module(module, ranks, opt_level, machine)
-        return machine.emit_object(llvm_module)
+    ranks = (dict(function_names) if isinstance(function_names, Mapping)
+             else {name: replication_rank_of(module, name) for name in function_names})
+    if triple is None:
+        machine = MachineSpec.host() if cpu is None else MachineSpec.for_model(cpu)
+    else:
+        if features is None:
+            features = _DEFAULT_FEATURES.get(triple.split("-")[0], "")
+        machine = MachineSpec(triple, cpu or "", features)
+    machine.create()  # an unknown triple is reported here, not in the worker
+    code = kernel_machine_code(module, ranks, {"opt_level": opt_level}, machine, jit=False)
+    return code.object_code
 
 
 def replication_rank_of(module: Module, function_name: str) -> int:

@@ -95,3 +95,15 @@ def check_map(inputs: Mapping[str, np.ndarray], out: ScalarType, compute: Callab
     assert_same(result["out"], np.asarray(expected).astype(out.numpy_dtype), rtol, atol, "out")
     assert_matches_reference(module, MAP_FUNCTION, inputs, replication, result, rtol, atol)
     return result["out"]
+
+
+def emit_aborting_with_the_loop_vectorizer(llvm_ir: str, machine, pipeline, jit: bool):
+    """``pipeline.emit``, except that the worker process aborts (a real
+    SIGABRT, as LLVM's assertions raise) whenever the pipeline runs the
+    loop vectoriser: set ``pipeline.EMITTER`` to this module's
+    ``emit_aborting_with_the_loop_vectorizer`` to see the fallback."""
+    import os
+    from .pipeline import emit
+    if pipeline.loop_vectorize and pipeline.run_passes:
+        os.abort()
+    return emit(llvm_ir, machine, pipeline, jit)

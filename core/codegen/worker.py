@@ -1,0 +1,214 @@
+"""A compile worker: a child process that runs a toolchain (LLVM, an
+OpenCL or vendor compiler driven through its library) on the caller's
+behalf, so that an abort, a segfault or a hang in it costs that child, not
+the user's process.
+
+    from hpvm.codegen.worker import run_isolated, ToolchainCrash
+    try:
+        object_code = run_isolated("hpvm_cpu.codegen.pipeline:emit", (ir_text, spec),
+                                   timeout=120)
+    except ToolchainCrash as crash:
+        ...  # crash.reason: "aborted (SIGABRT)", crash.output: its last stderr lines
+
+``run_isolated(function, args)`` imports ``"module:function"`` in the
+worker and calls it with ``args``; the arguments and the result travel
+pickled.  An exception the function raises is raised again here (an
+``HpvmError`` as itself, anything else as a ``TargetError``).  One worker
+serves the whole process, one call at a time, and is started again after
+it dies.  ``HPVM_COMPILE_IN_PROCESS=1`` runs the function in this process
+instead (for debuggers and profilers).
+"""
+from __future__ import annotations
+
+import atexit
+import importlib
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+from ..errors import HpvmError, TargetError
+
+DEFAULT_TIMEOUT = 300.0
+"""Seconds a single toolchain call may take before it counts as hung."""
+OUTPUT_TAIL = 2000
+"""Characters of the worker's stderr kept in a crash report."""
+_HEADER = struct.Struct("<Q")
+
+
+class ToolchainCrash(TargetError):
+    """The toolchain died or hung in the worker.  ``reason`` says how
+    (``aborted (SIGABRT)``, ``hung for more than 300 s``), ``output`` is
+    what it printed last (an assertion message, a stack dump)."""
+
+    def __init__(self, function: str, reason: str, output: str):
+        self.function = function
+        self.reason = reason
+        self.output = output
+        said = _last_meaningful_line(output)
+        super().__init__(f"{reason}" + (f": {said}" if said else ""))
+
+
+def in_process() -> bool:
+    return os.environ.get("HPVM_COMPILE_IN_PROCESS", "") not in ("", "0")
+
+
+def run_isolated(function: str, args: tuple = (), timeout: float = DEFAULT_TIMEOUT) -> Any:
+    """``function(*args)`` (``"package.module:name"``) run in the compile
+    worker; see the module docstring."""
+    if in_process():
+        return _resolve(function)(*args)
+    return _WORKER.call(function, args, timeout)
+
+
+def _resolve(function: str):
+    module, _, name = function.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _last_meaningful_line(output: str) -> str:
+    for line in reversed(output.strip().splitlines()):
+        line = line.strip()
+        if line and not line.startswith(("#", "Stack dump", "PLEASE submit", "0.", "1.")):
+            return line[:600]
+    return ""
+
+
+class _Worker:
+    """The child process and the pipes to it."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen | None = None
+        self._stderr = None
+
+    def call(self, function: str, args: tuple, timeout: float) -> Any:
+        payload = pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
+        with self._lock:
+            process = self._started()
+            try:
+                _write_message(process.stdin, payload)
+                status, value = pickle.loads(self._read_reply(process, function, timeout))
+            except (OSError, EOFError, pickle.UnpicklingError):  # the pipe broke: it died
+                raise self._crash(function, None) from None
+        if status == "ok":
+            return value
+        raise value
+
+    def _started(self) -> subprocess.Popen:
+        if self._process is not None and self._process.poll() is None:
+            return self._process
+        self._stderr = tempfile.TemporaryFile()
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", "from hpvm.codegen.worker import serve; serve()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        return self._process
+
+    def _read_reply(self, process: subprocess.Popen, function: str, timeout: float) -> bytes:
+        deadline = time.monotonic() + timeout
+        header = _read_exactly(process.stdout, _HEADER.size, deadline)
+        body = None if header is None else _read_exactly(
+            process.stdout, _HEADER.unpack(header)[0], deadline)
+        if body is None:
+            raise self._crash(function, timeout if time.monotonic() >= deadline else None)
+        return body
+
+    def _crash(self, function: str, timeout: float | None) -> ToolchainCrash:
+        """Stop the worker and describe how it ended: ``timeout`` when it
+        hung that long, None when its pipe closed (it died)."""
+        process = self._process
+        if timeout is not None:
+            process.kill()
+        try:
+            code = process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # closed its pipe but lives on
+            process.kill()
+            code = process.wait()
+        self._stderr.seek(0)
+        output = self._stderr.read().decode(errors="replace")[-OUTPUT_TAIL:]
+        self._process = None
+        if timeout is not None:
+            reason = f"hung for more than {timeout:g} s and was stopped"
+        elif code < 0:
+            reason = f"{_signal_word(-code)} ({signal.Signals(-code).name})"
+        else:
+            reason = f"exited with status {code}"
+        return ToolchainCrash(function, reason, output)
+
+    def close(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+
+
+def _signal_word(number: int) -> str:
+    return {signal.SIGABRT: "aborted", signal.SIGSEGV: "crashed (segmentation fault)",
+            signal.SIGILL: "crashed (illegal instruction)", signal.SIGBUS: "crashed (bus error)",
+            signal.SIGKILL: "was killed", signal.SIGFPE: "crashed (arithmetic fault)",
+            }.get(number, "died of a signal")
+
+
+def _read_exactly(stream, count: int, deadline: float) -> bytes | None:
+    """``count`` bytes from the pipe, or None at end of file or past the
+    deadline."""
+    chunks, missing = [], count
+    fd = stream.fileno()
+    while missing:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            return None
+        chunk = os.read(fd, min(missing, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        missing -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_message(stream, payload: bytes) -> None:
+    stream.write(_HEADER.pack(len(payload)) + payload)
+    stream.flush()
+
+
+_WORKER = _Worker()
+atexit.register(_WORKER.close)
+
+
+def _print_and_abort(message: str) -> None:
+    """Say ``message`` on stderr and abort, as a failed LLVM assertion does
+    (for tests of crash reports)."""
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+    os.abort()
+
+
+def serve() -> None:
+    """The worker's loop: read a call, run it, write the result, until the
+    parent closes the pipe."""
+    requests = os.fdopen(os.dup(0), "rb")
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # what the toolchain prints goes to stderr, not the protocol
+    while True:
+        header = requests.read(_HEADER.size)
+        if len(header) < _HEADER.size:
+            return
+        function, args = pickle.loads(requests.read(_HEADER.unpack(header)[0]))
+        try:
+            reply = ("ok", _resolve(function)(*args))
+        except HpvmError as error:
+            reply = ("error", error)
+        except Exception as error:  # a toolchain binding's own exception
+            reply = ("error", TargetError(f"{type(error).__name__}: {error}"))
+        try:
+            payload = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as error:  # an exception that does not pickle
+            payload = pickle.dumps(("error", TargetError(str(reply[1]) or repr(error))))
+        _write_message(replies, payload)

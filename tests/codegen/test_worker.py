@@ -1,0 +1,47 @@
+"""The compile worker (hpvm.codegen.worker): a toolchain that aborts,
+hangs or raises in it becomes an error here, and this process goes on."""
+import os
+
+import pytest
+
+from hpvm.codegen import worker
+from hpvm.codegen.worker import ToolchainCrash, run_isolated
+from hpvm.errors import TargetError
+
+
+@pytest.fixture(autouse=True)
+def isolated(monkeypatch):
+    monkeypatch.delenv("HPVM_COMPILE_IN_PROCESS", raising=False)
+
+
+def test_a_call_runs_in_another_process():
+    assert run_isolated("os:getpid") != os.getpid()
+    assert run_isolated("math:hypot", (3.0, 4.0)) == 5.0
+
+
+def test_an_abort_in_the_worker_is_a_toolchain_crash_and_the_next_call_works():
+    with pytest.raises(ToolchainCrash, match=r"aborted \(SIGABRT\)") as crash:
+        run_isolated("os:abort")
+    assert crash.value.reason == "aborted (SIGABRT)"
+    assert run_isolated("math:hypot", (6.0, 8.0)) == 10.0
+
+
+def test_a_hang_is_stopped_at_the_timeout():
+    with pytest.raises(ToolchainCrash, match=r"hung for more than 0.5 s"):
+        run_isolated("time:sleep", (30,), timeout=0.5)
+    assert run_isolated("math:hypot", (3.0, 4.0)) == 5.0
+
+
+def test_what_the_toolchain_printed_last_is_in_the_message():
+    with pytest.raises(ToolchainCrash, match="the last words"):
+        run_isolated("hpvm.codegen.worker:_print_and_abort", ("the last words",))
+
+
+def test_an_exception_in_the_function_comes_back_as_a_target_error():
+    with pytest.raises(TargetError, match="ValueError: math domain error"):
+        run_isolated("math:sqrt", (-1.0,))
+
+
+def test_in_process_mode_runs_here(monkeypatch):
+    monkeypatch.setenv("HPVM_COMPILE_IN_PROCESS", "1")
+    assert worker.in_process() and run_isolated("os:getpid") == os.getpid()

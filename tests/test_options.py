@@ -1,0 +1,65 @@
+"""Compile options are declared (hpvm.options): a key no listed target
+declares, or a value its declaration refuses, is an error naming the
+target and the valid choices; each target receives only its own."""
+from pathlib import Path
+
+import pytest
+
+import hpvm
+from hpvm.options import Option, OptionError, resolve_compile_options
+from hpvm.registry import get_registry
+
+MATMUL = Path(__file__).resolve().parents[1] / "examples" / "ir" / "matmul.hpvm"
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"bogus": 1}, r"unknown compile option 'bogus' \(fix: use one of .*opt_level.* \(cpu\)"),
+    ({"cpu": {"bogus": 1}}, r"target 'cpu' has no option 'bogus' \(fix: use one of .*threads"),
+    ({"precision": "fp99"}, r"unknown compile option 'precision'"),
+    ({"threads": -3}, r"option 'threads' of target 'cpu' expects an int of at least 1, got -3"),
+    ({"cpu": {"opt_level": "fast"}}, r"option 'opt_level' of target 'cpu' expects an int, got 'fast'"),
+    ({"cpu": 4}, r"compile option 'cpu' names a target, so it takes a dict"),
+])
+def test_bad_compile_options_are_refused_before_anything_compiles(options, message):
+    with pytest.raises(OptionError, match=message):
+        hpvm.compile(MATMUL, targets=["cpu"], options=options)
+
+
+def test_a_value_outside_the_choices_names_them():
+    pytest.importorskip("torch")
+    with pytest.raises(OptionError, match="expects one of 'fp32', 'float32', 'fp16', 'float16', "
+                                          "got 'fp99'"):
+        hpvm.compile(MATMUL, targets=["aten", "cpu"], options={"precision": "fp99"})
+
+
+def test_each_target_receives_only_the_options_it_declares():
+    registry = get_registry()
+    resolved = resolve_compile_options(
+        {"threads": 2, "cpu": {"lanes": 0}, "interp": {}}, ["cpu", "interp"], registry)
+    assert resolved == {"cpu": {"threads": 2, "lanes": 0}, "interp": {}}
+
+
+def test_a_section_option_reaches_the_target_and_the_program_runs():
+    import numpy as np
+    exe = hpvm.compile(MATMUL, targets=["cpu"], options={"cpu": {"threads": 1, "lanes": "0"}})
+    a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+    np.testing.assert_array_equal(exe(a=a, b=b)["c"], a @ b)
+
+
+@pytest.mark.parametrize("option, value, converted", [
+    (Option("n", int, 3, minimum=0, maximum=3), "2", 2),
+    (Option("n", int, None, minimum=1), None, None),
+    (Option("flag", bool, False), "yes", True),
+    (Option("names", list, ()), "a, b", ("a", "b")),
+    (Option("mode", str, "copy", choices=("copy", "map")), "map", "map"),
+])
+def test_options_convert_text_and_values(option, value, converted):
+    assert option.convert(value) == converted
+
+
+def test_every_installed_target_declares_well_formed_options():
+    for info in get_registry().targets():
+        for option in info.target.options():
+            assert isinstance(option, Option) and option.help, (info.name, option)
+            if option.default is not None and option.type is not object:
+                assert option.convert(option.default) == option.default, (info.name, option.name)

@@ -46,20 +46,29 @@ class HpvmRep(BackendRep):
             self._compiled[b""] = self._compile(model)
 
     def run(self, inputs, **kwargs):
-        if isinstance(inputs, dict):
-            values = {name: np.asarray(inputs[name]) for name in self.input_names}
-        else:
-            listed = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
-            values = {name: np.asarray(v) for name, v in zip(self.input_names, listed)}
+        values = self._values(inputs)
+        executable, params, outputs = self.compiled_for(inputs)
+        results = executable(**{params[n]: v for n, v in values.items() if n in params})
+        Outputs = namedtuple("Outputs", [f"o{i}" for i in range(len(outputs))])
+        return Outputs(*(results[param] for param in outputs))
+
+    def compiled_for(self, inputs) -> tuple:
+        """(executable, ONNX input name -> parameter, output parameters) for
+        ``inputs`` (as ``run`` takes them): compiled here for the values of
+        the static inputs, without running."""
+        values = self._values(inputs)
         key = b"".join(values[n].tobytes() + str(values[n].dtype).encode()
                        for n in sorted(self.static))
         if key not in self._compiled:
             self._compiled[key] = self._compile(_with_initializers(
                 self.model, {n: values[n] for n in self.static}))
-        executable, params, outputs = self._compiled[key]
-        results = executable(**{params[n]: v for n, v in values.items() if n in params})
-        Outputs = namedtuple("Outputs", [f"o{i}" for i in range(len(outputs))])
-        return Outputs(*(results[param] for param in outputs))
+        return self._compiled[key]
+
+    def _values(self, inputs) -> dict[str, np.ndarray]:
+        if isinstance(inputs, dict):
+            return {name: np.asarray(inputs[name]) for name in self.input_names}
+        listed = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
+        return {name: np.asarray(v) for name, v in zip(self.input_names, listed)}
 
     def _compile(self, model: ModelProto) -> tuple:
         """(executable, ONNX input name -> parameter, output parameters)."""

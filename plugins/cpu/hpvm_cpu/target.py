@@ -73,7 +73,8 @@ class CpuTarget(Target):
         triple = options.get("triple")
         if triple:
             from .codegen import emit_object
-            files[OBJECT_FILE] = emit_object(module, ranks, triple=triple)
+            files[OBJECT_FILE] = emit_object(module, ranks, triple=triple,
+                                             cpu=options.get("cpu_model"))
             metadata["triple"] = triple
             return Artifact(self.name, files, metadata)
         from .codegen import compile_kernel_node

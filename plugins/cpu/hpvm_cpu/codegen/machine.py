@@ -48,6 +48,12 @@ X86_MODEL_FEATURES = {
 """The host features an x86 model's code may use, for the models whose code
 is run here when the host has them; code for any other model is only made."""
 
+AARCH64_MODELS = ("generic", "cortex-a72", "cortex-a76", "neoverse-n1", "neoverse-n2",
+                  "neoverse-v1", "neoverse-v2", "apple-m1", "ampere1")
+"""AArch64 models a ``cpu_model`` may name on any host: they imply the
+triple ``aarch64-linux-gnu``."""
+AARCH64_TRIPLE = "aarch64-linux-gnu"
+
 
 @functools.cache
 def initialize() -> None:
@@ -92,12 +98,17 @@ class MachineSpec:
         return cls(triple, cpu, features)
 
     @classmethod
-    def for_model(cls, model: str | None) -> "MachineSpec":
-        """This machine for ``model`` None or ``"host"``, else this
-        machine's triple with CPU ``model`` and its default features."""
-        if model in (None, "", HOST):
+    def for_model(cls, model: str | None, triple: str | None = None) -> "MachineSpec":
+        """This machine for ``model`` None or ``"host"``; else CPU ``model``
+        with its default features, for ``triple`` (default: this machine's,
+        or aarch64 for the AArch64 models)."""
+        if model in (None, "", HOST) and triple is None:
             return cls.host()
-        return cls(host_cpu()[0], model, "")
+        host_triple = host_cpu()[0]
+        if triple is None:
+            on_arm = host_triple.startswith("aarch64")
+            triple = AARCH64_TRIPLE if model in AARCH64_MODELS and not on_arm else host_triple
+        return cls(triple, "" if model in (None, HOST) else model, "")
 
     @classmethod
     def from_options(cls, options: dict) -> "MachineSpec":
@@ -114,7 +125,7 @@ class MachineSpec:
         if self.is_host:
             return None
         triple = host_cpu()[0]
-        if self.triple != triple:
+        if self.triple.split("-")[0] != triple.split("-")[0]:
             return f"it is code for {self.triple}, and this machine is {triple}"
         needed = X86_MODEL_FEATURES.get(self.cpu) if triple.startswith("x86_64") else None
         if needed is None:

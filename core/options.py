@@ -116,13 +116,16 @@ class Option:
         return f"an {self.type_name}" if self.type is int else f"a {self.type_name}"
 
 
-def resolve_compile_options(options: dict | None, target_names, registry) -> dict[str, dict]:
+def resolve_compile_options(options: dict | None, target_names, registry,
+                            strict: bool = True) -> dict[str, dict]:
     """The options each of ``target_names`` receives, checked: a plain key
     goes to every listed target that declares it, a key named after a
     target (``{"cpu": {"threads": 4}}``) holds options for that target
     alone.  OptionError for a key no listed target declares, a section for
     no installed target, or a value a declaration refuses (naming the
-    target that declares it and the valid choices)."""
+    target that declares it and the valid choices).  Not ``strict``: keys
+    for targets other than ``target_names`` are passed over (loading an
+    executable that uses only some of the targets it was compiled for)."""
     options = dict(options or {})
     declared = {name: {o.name: o for o in _declared_options(registry, name)} for name in target_names}
     installed = {info.name for info in registry.targets()}
@@ -132,7 +135,7 @@ def resolve_compile_options(options: dict | None, target_names, registry) -> dic
         if key in sections:
             continue
         owners = [name for name in target_names if key in declared[name]]
-        if not owners:
+        if not owners and strict:
             raise OptionError(f"unknown compile option '{key}' (fix: use one of the options "
                               f"the targets declare: {_listing(declared)})")
         for name in owners:
@@ -144,10 +147,11 @@ def resolve_compile_options(options: dict | None, target_names, registry) -> dic
         if name not in resolved:  # a target that is installed but not listed
             continue
         for key, value in section.items():
-            if key not in declared[name]:
+            if key not in declared[name] and strict:
                 raise OptionError(f"target '{name}' has no option '{key}' (fix: use one of "
                                   f"{_listing({name: declared[name]})})")
-            resolved[name][key] = _checked(declared[name][key], name, value)
+            if key in declared[name]:
+                resolved[name][key] = _checked(declared[name][key], name, value)
     return resolved
 
 

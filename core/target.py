@@ -14,7 +14,6 @@ nothing.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,19 +71,27 @@ class Artifact:
         return list(self.metadata.get("notes", ()))
 
     def save(self, folder: str | Path) -> None:
+        """Write every file and ``artifact.json`` (with each file's sha256)."""
+        from .saved_folder import write_files, write_json
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        for name, data in self.files.items():
-            (folder / name).write_bytes(data)
-        manifest = {"target": self.target, "files": sorted(self.files),
+        digests = write_files(folder, self.files)
+        manifest = {"target": self.target, "files": sorted(self.files), "sha256": digests,
                     "metadata": self.metadata}
-        (folder / "artifact.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+        write_json(folder / "artifact.json", manifest)
 
     @classmethod
     def load(cls, folder: str | Path) -> "Artifact":
+        """Read back what ``save`` wrote; SavedFolderError naming the file
+        when a name leaves the folder, a file changed or the manifest is
+        damaged."""
+        from .saved_folder import read_checked, read_manifest
         folder = Path(folder)
-        manifest = json.loads((folder / "artifact.json").read_text())
-        files = {name: (folder / name).read_bytes() for name in manifest["files"]}
+        path = folder / "artifact.json"
+        manifest = read_manifest(path, {"target": str, "files": list, "sha256": dict,
+                                        "metadata": dict})
+        files = {name: read_checked(folder, name, manifest["sha256"].get(name), path)
+                 for name in manifest["files"]}
         return cls(manifest["target"], files, manifest["metadata"])
 
 

@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+TRACEBACK_VARIABLE = "HPVM_TRACEBACK"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``hpvm`` command line ``argv`` (default: sys.argv[1:])."""
     try:
@@ -82,6 +85,21 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         report_error("interrupted")
         return 130
+    except MemoryError:
+        report_error("out of memory (fix: use smaller sizes, or set $HPVM_MEMORY_LIMIT "
+                     "to have sizes checked against a lower limit before anything runs)")
+        return 1
+    except RecursionError:
+        report_error("the input nests too deeply for hpvm to process (fix: split deep "
+                     "expressions or graphs into smaller pieces)")
+        return 1
+    except Exception as err:  # a bug in hpvm or in a plugin: still no traceback
+        if os.environ.get(TRACEBACK_VARIABLE):
+            raise
+        report_error(f"internal error: {type(err).__name__}: {err} (this is a bug in hpvm or "
+                     f"one of its plugins: please report it with the command that caused it; "
+                     f"set {TRACEBACK_VARIABLE}=1 to see where it happened)")
+        return 70
 
 
 def report_error(message: str) -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import traceback
 from pathlib import Path
 
+from ..errors import HpvmError
 from ..ir.graph import Module
 from .builder import Graph
 from .errors import frontend_error
@@ -23,10 +25,27 @@ def load_python_file(path: str | Path):
     sys.modules[name] = module   # dataclasses and inspect look modules up here
     try:
         spec.loader.exec_module(module)
-    except Exception:
+    except HpvmError:
         del sys.modules[name]
         raise
+    except RecursionError:
+        del sys.modules[name]
+        raise frontend_error(f"{path}: Python cannot compile it: the code nests too deeply",
+                             "split deep expressions with intermediate variables") from None
+    except (Exception, SystemExit) as error:  # the user's program failed while importing
+        del sys.modules[name]
+        raise frontend_error(f"{_where_raised(error, path)}: importing the program raised "
+                             f"{type(error).__name__}: {error}", "fix the program") from None
     return module
+
+
+def _where_raised(error: BaseException, path: Path) -> str:
+    """``path:line`` of the deepest frame in ``path`` that ``error`` passed."""
+    if isinstance(error, SyntaxError) and error.lineno:
+        return f"{path}:{error.lineno}"
+    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
+             if Path(frame.filename) == path]
+    return f"{path}:{lines[-1]}" if lines else str(path)
 
 
 def compile_program(spec: str) -> Module:

@@ -41,12 +41,22 @@ class FunctionSource:
         text = "".join(lines)
         dedented = textwrap.dedent(text)
         indent = len(lines[0]) - len(lines[0].lstrip())
-        module = ast.parse(dedented)
+        try:
+            module = ast.parse(dedented)
+        except (RecursionError, MemoryError):
+            raise frontend_error(f"'{name}' nests too deeply for Python's parser",
+                                 "split deep expressions with intermediate variables") from None
         tree = module.body[0]
         if not isinstance(tree, ast.FunctionDef):
             raise frontend_error(f"'{name}' is not a plain function",
                                  "decorate a 'def' function")
-        return cls(function, tree, file, first_line, indent, _namespace_of(function))
+        source = cls(function, tree, file, first_line, indent, _namespace_of(function))
+        too_deep = _deepest_beyond(tree, MAX_NESTING)
+        if too_deep is not None:
+            raise source.error(too_deep, f"code nested more than {MAX_NESTING} levels deep",
+                               "split deep expressions with intermediate variables, and deep "
+                               "loop nests with helper functions")
+        return source
 
     @property
     def name(self) -> str:
@@ -90,6 +100,25 @@ def _namespace_of(function) -> dict:
             except ValueError:  # cell not yet filled (defined later)
                 pass
     return namespace
+
+
+MAX_NESTING = 100
+"""Deepest nesting of expressions and statements in a kernel, as the text
+form allows (hpvm.ir.text.kernel_parser.MAX_EXPRESSION_DEPTH): the
+translation and every pass after it recurse over the tree."""
+
+
+def _deepest_beyond(tree: ast.AST, limit: int) -> ast.AST | None:
+    """A node with a position, nested more than ``limit`` levels below
+    ``tree`` (counted without recursion), or None."""
+    pending = [(tree, 0, tree)]
+    while pending:
+        node, depth, located = pending.pop()
+        located = node if hasattr(node, "lineno") else located
+        if depth > limit:
+            return located
+        pending.extend((child, depth + 1, located) for child in ast.iter_child_nodes(node))
+    return None
 
 
 def source_of(function) -> FunctionSource:

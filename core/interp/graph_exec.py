@@ -164,7 +164,8 @@ def _run_kernel_node(module: Module, graph: Graph, node: Node, ports: Mapping[st
 
 def _replication(graph: Graph, node: Node, symbols: Mapping[str, int]) -> tuple[int, ...]:
     try:
-        return replication_sizes(node.replication, symbols)
+        return replication_sizes(node.replication, symbols,
+                                 Location(graph=graph.name, node=node.name))
     except (KeyError, ValueError, ZeroDivisionError) as error:
         raise _graph_error(graph, f"node '{node.name}': replication cannot be evaluated "
                            f"({error})", "write replication sizes with the node's buffer "

@@ -6,6 +6,8 @@ Call :func:`launch_kernel` with arrays the caller owns: ``out`` and
 """
 from __future__ import annotations
 
+import math
+
 from typing import Any, Mapping
 
 import numpy as np
@@ -15,6 +17,7 @@ from hpvm.ir.analysis import writes_buffer
 from hpvm.ir.graph import Module
 from hpvm.ir.kernel import KernelFunction
 from hpvm.ir.parameter import Parameter
+from hpvm.ir.shapes import check_allocation
 
 from .kernel_eval import KernelEvaluator, WorkGroups
 from .memory import Lanes, Storage
@@ -31,7 +34,10 @@ def launch_kernel(module: Module, function: KernelFunction, args: Mapping[str, A
     where = where or Location(function=function.name)
     where = Location(graph=where.graph, node=where.node, function=function.name)
     replication = _check_replication(replication, where)
-    count = int(np.prod(replication, dtype=np.int64))
+    count = math.prod(replication)
+    # The interpreter holds every instance's ids, and values, as arrays.
+    check_allocation((count, len(replication) + 1), 8, where,
+                     f"interpreting {count} instances of replication {list(replication)}")
     ids = tuple(np.asarray(i, dtype=np.int64)
                 for i in np.unravel_index(np.arange(count, dtype=np.int64), replication))
     lanes = Lanes(count, ids, function.name, where.node, where.graph)

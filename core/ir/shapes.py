@@ -8,6 +8,8 @@ allocated with shapes from that scope; replication sizes are evaluated in it.
 """
 from __future__ import annotations
 
+import math
+import os
 from typing import Any, Mapping
 
 import numpy as np
@@ -16,6 +18,51 @@ from ..errors import Diagnostic, ExecutionError, Location
 from .kernel import Binary, Cast, Const, Expr, Intrinsic, Unary, Var
 from .parameter import Parameter
 from .types import BufferType
+
+
+MEMORY_LIMIT_VARIABLE = "HPVM_MEMORY_LIMIT"
+
+
+def memory_limit() -> int:
+    """Bytes one allocation may take: ``$HPVM_MEMORY_LIMIT`` (a number of
+    bytes, with an optional K, M, G or T), else this machine's memory."""
+    text = os.environ.get(MEMORY_LIMIT_VARIABLE, "").strip().upper()
+    if text:
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(text[-1], 1)
+        try:
+            return int(float(text.rstrip("KMGT")) * scale)
+        except ValueError:
+            pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
+
+
+def format_bytes(count: int) -> str:
+    """``count`` bytes for a person: ``1.5 GiB``, ``7.3e+13 TiB``."""
+    value = float(count)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.3g} TiB"
+
+
+def check_allocation(shape, itemsize: int, where: Location, what: str) -> None:
+    """ExecutionError at ``where`` when ``shape`` (of ``itemsize``-byte
+    elements) has a negative size or needs more than ``memory_limit()``;
+    ``what`` names it (``output 'y'``)."""
+    if any(size < 0 for size in shape):
+        raise ExecutionError(Diagnostic(where, f"{what} would have the negative shape "
+                                               f"{list(shape)}", "check the sizes it is made from"))
+    needed = math.prod(int(size) for size in shape) * itemsize
+    limit = memory_limit()
+    if needed > limit:
+        raise ExecutionError(Diagnostic(
+            where, f"{what} needs {format_bytes(needed)} (shape {list(shape)} of {itemsize}-byte "
+                   f"elements), more than the {format_bytes(limit)} allowed",
+            f"use smaller sizes, or raise ${MEMORY_LIMIT_VARIABLE}"))
 
 
 def bind_symbols(params: tuple[Parameter, ...], values: Mapping[str, Any],
@@ -79,7 +126,10 @@ def output_shape(param: Parameter, symbols: Mapping[str, int], where: Location) 
             Location(**{**where.__dict__, "port": param.name}),
             f"output size {', '.join(missing)} is not known from the inputs",
             "use only sizes of input buffers or integer scalar inputs in output shapes"))
-    return param.type.concrete_shape(dict(symbols))
+    shape = param.type.concrete_shape(dict(symbols))
+    check_allocation(shape, param.type.element.numpy_dtype.itemsize,
+                     Location(**{**where.__dict__, "port": param.name}), f"output '{param.name}'")
+    return shape
 
 
 def evaluate_size(expr: Expr, symbols: Mapping[str, int]) -> int:
@@ -120,8 +170,15 @@ _INTEGER_OPS = {
 }
 
 
-def replication_sizes(replication: tuple[Expr, ...], symbols: Mapping[str, int]) -> tuple[int, ...]:
-    """Concrete replication sizes (``(1,)`` for an unreplicated node)."""
+def replication_sizes(replication: tuple[Expr, ...], symbols: Mapping[str, int],
+                      where: Location | None = None) -> tuple[int, ...]:
+    """Concrete replication sizes (``(1,)`` for an unreplicated node);
+    ExecutionError when one is negative or there are 2**63 instances or more."""
     if not replication:
         return (1,)
-    return tuple(evaluate_size(e, symbols) for e in replication)
+    sizes = tuple(evaluate_size(e, symbols) for e in replication)
+    if any(size < 0 for size in sizes) or math.prod(sizes) >= 1 << 63:
+        raise ExecutionError(Diagnostic(
+            where or Location(), f"replication {list(sizes)} is invalid: sizes must be non-negative and "
+                        "their product below 2**63", "check the sizes the replication is made from"))
+    return sizes

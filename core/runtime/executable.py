@@ -11,7 +11,6 @@ or as a stream (``start`` / ``push`` / ``pop``), and save to a folder that
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 from collections import deque
 from pathlib import Path
@@ -27,7 +26,9 @@ from .placement import Placement
 from .scheduler import DagScheduler
 from .task_plan import plan_program
 
-EXECUTABLE_FORMAT = 1
+EXECUTABLE_FORMAT = 2
+"""2: every file carries its sha256 in the manifests."""
+MODULE_FILE = "module.hpvm"
 
 
 class Launch:
@@ -122,33 +123,48 @@ class Executable:
 
     # -- persistence ---------------------------------------------------------
     def save(self, folder: str | Path) -> None:
-        """Write the portable module, the placement and every artifact."""
+        """Write the portable module, the placement and every artifact, with
+        each file's sha256 (checked by ``load``)."""
         from ..ir.text import print_module
+        from ..saved_folder import write_files, write_json
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "module.hpvm").write_text(print_module(self.module))
-        manifest = {"format": EXECUTABLE_FORMAT, "placement": self.placement.to_json(),
-                    "options": self.options, "targets": sorted(self.artifacts)}
+        digests = write_files(folder, {MODULE_FILE: print_module(self.module).encode()})
         for name, artifact in self.artifacts.items():
             artifact.save(folder / "artifacts" / name)
-        (folder / "executable.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+        manifest = {"format": EXECUTABLE_FORMAT, "placement": self.placement.to_json(),
+                    "options": self.options, "targets": sorted(self.artifacts), "sha256": digests}
+        write_json(folder / "executable.json", manifest)
 
     @classmethod
     def load(cls, folder: str | Path, registry=None) -> "Executable":
-        from ..ir.text import load_module
+        """Read back what ``save`` wrote.  It holds code for the machine:
+        load only executables from authors you trust (see saved_folder)."""
+        from ..ir.text import parse_module
+        from ..saved_folder import (
+            DAMAGED_FIX, SavedFolderError, read_checked, read_manifest, safe_name,
+        )
         folder = Path(folder)
         manifest_path = folder / "executable.json"
         if not manifest_path.exists():
             raise HpvmError(f"{folder}: not a saved executable (no executable.json); "
                             "make one with hpvm compile ... -o DIR")
-        manifest = json.loads(manifest_path.read_text())
+        manifest = read_manifest(manifest_path, {"placement": dict, "options": dict,
+                                                 "targets": list})
         if manifest.get("format") != EXECUTABLE_FORMAT:
             raise HpvmError(f"{folder}: executable format {manifest.get('format')} is not "
                             f"{EXECUTABLE_FORMAT}; recompile it with this hpvm")
-        module = load_module(folder / "module.hpvm")
-        artifacts = {name: Artifact.load(folder / "artifacts" / name) for name in manifest["targets"]}
-        return cls(module, Placement.from_json(manifest["placement"]), artifacts,
-                   manifest["options"], registry)
+        digests = manifest.get("sha256") if isinstance(manifest.get("sha256"), dict) else {}
+        text = read_checked(folder, MODULE_FILE, digests.get(MODULE_FILE), manifest_path)
+        module = parse_module(text.decode(errors="replace"), filename=str(folder / MODULE_FILE))
+        artifacts = {name: Artifact.load(safe_name(folder / "artifacts", name, manifest_path))
+                     for name in manifest["targets"]}
+        try:
+            placement = Placement.from_json(manifest["placement"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise SavedFolderError(f"{manifest_path}: 'placement' is malformed ({error!r}) "
+                                   f"(fix: {DAMAGED_FIX})") from None
+        return cls(module, placement, artifacts, manifest["options"], registry)
 
     # -- internals -----------------------------------------------------------
     def _start_run(self, inputs: dict, run_here: bool):
@@ -183,7 +199,8 @@ class Executable:
             if self._devices is None:
                 from ..options import resolve_compile_options
                 registry = self._registry or _default_registry()
-                options = resolve_compile_options(self.options, list(self.artifacts), registry)
+                options = resolve_compile_options(self.options, list(self.artifacts), registry,
+                                                  strict=False)
                 self._devices = {name: registry.target(name).target.load(artifact, options[name])
                                  for name, artifact in self.artifacts.items()}
             return self._devices

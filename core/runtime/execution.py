@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.parameter import Parameter
-from ..ir.shapes import bind_symbols, output_shape
+from ..ir.shapes import bind_symbols, check_allocation, output_shape
 from ..target import Device
 from .flatten import Source
 from .memory import CopyStats, MemoryTracker, Value
@@ -121,6 +121,8 @@ class Frame:
         for output in plan.outputs:
             if output.allocated:
                 shape = out_shapes[output.param.name] = _output_shape(output.param, symbols, plan.where)
+                check_allocation(shape, output.dtype.itemsize, plan.where,
+                                 f"output '{output.param.name}'")
                 args[output.param.name] = device.allocate(shape, output.dtype)
         began = time.perf_counter()
         device.wait(device.launch(plan.task.ref, args))

@@ -6,6 +6,9 @@ arrays) and from the signatures of all functions of the module.
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+
 from ..kernel import (
     COMPARE_OPS, INTRINSICS, ArrayDecl, Assign, AtomicUpdate, Barrier, Binary,
     Call, Cast, Compare, Const, Expr, ExprStmt, For, If, InstanceCount,
@@ -67,6 +70,26 @@ def check_int_range(stream: TokenStream, token: Token, value: int, type: ScalarT
                                   f"(range {low} .. {high})", "use a wider type")
 
 
+MAX_EXPRESSION_DEPTH = 100
+"""Deepest expression tree the parser builds: every pass, printer and
+target walks expressions recursively, so deeper ones are refused here with
+a located message instead of a RecursionError later."""
+MAX_BLOCK_DEPTH = 50
+"""Deepest nesting of statement blocks (loops and ifs inside each other)."""
+
+
+def _operands(node: Expr) -> list:
+    """The expressions directly inside ``node``."""
+    found = []
+    for field in dataclasses.fields(node):
+        value = getattr(node, field.name)
+        if isinstance(value, Expr):
+            found.append(value)
+        elif isinstance(value, tuple):
+            found.extend(v for v in value if isinstance(v, Expr))
+    return found
+
+
 class KernelParser:
     """Reads expressions and statements from ``stream``; ``functions`` maps
     every function name of the module to its signature (body unused)."""
@@ -75,19 +98,52 @@ class KernelParser:
         self.s = stream
         self.functions = functions
         self.scope = Scope({})
+        self._depths: dict[int, int] = {}
+        self._nesting = 0
+        self._blocks = 0
 
     # ------------------------------------------------------ expressions
     def expr(self, min_precedence: int = 1) -> Expr:
         """An infix expression; operators below ``min_precedence`` end it."""
-        lhs = self.unary()
-        while True:
-            token = self.s.peek()
-            op = OPERATOR_BY_SPELLING.get(token.value) if token.kind == "op" else None
-            if op is None or PRECEDENCE[op] < min_precedence:
-                return lhs
-            self.s.next()
-            rhs = self.expr(PRECEDENCE[op] + 1)
-            lhs = Compare(op, lhs, rhs) if op in COMPARE_OPS else Binary(op, lhs, rhs)
+        start = self.s.peek()
+        with self._nested(start):
+            lhs = self.unary()
+            while True:
+                token = self.s.peek()
+                op = OPERATOR_BY_SPELLING.get(token.value) if token.kind == "op" else None
+                if op is None or PRECEDENCE[op] < min_precedence:
+                    return self._measured(start, lhs)
+                self.s.next()
+                rhs = self.expr(PRECEDENCE[op] + 1)
+                lhs = self._measured(token, Compare(op, lhs, rhs) if op in COMPARE_OPS
+                                     else Binary(op, lhs, rhs))
+
+    @contextlib.contextmanager
+    def _nested(self, token: Token):
+        """One more level of parser recursion (ParseError at ``token`` past
+        MAX_EXPRESSION_DEPTH, before Python's own limit is near)."""
+        self._nesting += 1
+        try:
+            if self._nesting > MAX_EXPRESSION_DEPTH:
+                raise self._too_deep(token)
+            yield
+        finally:
+            self._nesting -= 1
+
+    def _measured(self, token: Token, node: Expr) -> Expr:
+        """``node``, after checking how deep its tree is (ParseError at
+        ``token`` past MAX_EXPRESSION_DEPTH)."""
+        if id(node) not in self._depths:
+            depth = 1 + max((self._depths.get(id(o), 1) for o in _operands(node)), default=0)
+            if depth > MAX_EXPRESSION_DEPTH:
+                raise self._too_deep(token)
+            self._depths[id(node)] = depth
+        return node
+
+    def _too_deep(self, token: Token):
+        return self.s.error(token, f"expression nested more than {MAX_EXPRESSION_DEPTH} "
+                                   "levels deep", "split it into smaller expressions with "
+                                                  "'let' statements")
 
     def unary(self) -> Expr:
         s = self.s
@@ -96,8 +152,10 @@ class KernelParser:
         token = s.peek()
         if token.kind == "op" and token.value in UNARY_BY_SPELLING:
             s.next()
-            return Unary(UNARY_BY_SPELLING[token.value], self.unary())
-        return self.primary()
+            with self._nested(token):
+                operand = self.unary()
+            return self._measured(token, Unary(UNARY_BY_SPELLING[token.value], operand))
+        return self._measured(token, self.primary())
 
     def literal(self) -> Const:
         """A bare number: an i64 or (with '.' or 'e') an f64 constant."""
@@ -222,6 +280,17 @@ class KernelParser:
         return KernelFunction(signature.name, signature.params, body, signature.return_type)
 
     def block(self) -> tuple[Stmt, ...]:
+        s = self.s
+        self._blocks += 1
+        try:
+            if self._blocks > MAX_BLOCK_DEPTH:
+                raise s.error(s.peek(), f"blocks nested more than {MAX_BLOCK_DEPTH} levels deep",
+                              "move inner loops into a helper function")
+            return self._block_body()
+        finally:
+            self._blocks -= 1
+
+    def _block_body(self) -> tuple[Stmt, ...]:
         s = self.s
         s.expect_op("{")
         self.scope.push()

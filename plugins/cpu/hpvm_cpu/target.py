@@ -100,7 +100,9 @@ class CpuTarget(Target):
         kernels = {}
         for function, rank in artifact.metadata["kernels"].items():
             kernel = module.functions[function]
-            code = load_optimised_ir(function, artifact.files[_ir_file(function)].decode())
+            name = _ir_file(function)
+            code = load_optimised_ir(function, artifact.files[name].decode(errors="replace"),
+                                     f"artifacts/cpu/{name}")
             kernels[function] = CompiledKernel(kernel, ArgumentLayout.of(kernel, rank), code,
                                                options.get("threads"))
         return CpuDevice(module, kernels)

@@ -116,7 +116,8 @@ class OpenCLDevice(Device):
             return self._copy_constant(str(node), graph_node.body, args["value"])
         kernel = self.module.function(plan.function)
         where = Location(graph=node.graph, node=node.node)
-        sizes = replication_sizes(graph_node.replication, bind_symbols(kernel.params, args, where))
+        sizes = replication_sizes(graph_node.replication, bind_symbols(kernel.params, args, where),
+                                  where)
         group = chosen_group(node.node, len(sizes), graph_node.attributes.get("group"),
                              self.work_group)
         return self.enqueue(plan, args, sizes, group, where)

@@ -77,7 +77,7 @@ def kernel_machine_code(module: Module, ranks: dict[str, int], options: dict,
     return compile_llvm_ir(text, machine, what, options["opt_level"], jit)
 
 
-def load_optimised_ir(kernel_name: str, llvm_ir: str) -> MachineCode:
+def load_optimised_ir(kernel_name: str, llvm_ir: str, filename: str) -> MachineCode:
     """Machine code for this machine from IR an artifact saved (already
     optimised: only code generation runs), through the disk cache."""
     machine = MachineSpec.host()
@@ -85,7 +85,7 @@ def load_optimised_ir(kernel_name: str, llvm_ir: str) -> MachineCode:
     code = read_cached(key)
     if code is None:
         code = compile_llvm_ir(llvm_ir, machine, f"kernel '@{kernel_name}'",
-                               pipelines=[Pipeline(run_passes=False)])
+                               pipelines=[Pipeline(run_passes=False)], filename=filename)
         write_cached(key, code)
     return code
 

@@ -100,7 +100,8 @@ class CompiledKernel:
         replication expressions are evaluated in the scope the arguments
         bind (their shape symbols and integer scalars)."""
         packed = self._packer.pack(args)
-        sizes = self._replication(replication_sizes(replication, packed.symbols))
+        sizes = self._replication(replication_sizes(replication, packed.symbols,
+                                                    Location(function=self.kernel.name)))
         set_replication(packed, sizes)
         self._run_packed(packed, sizes, None)
 

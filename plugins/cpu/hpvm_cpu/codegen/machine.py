@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes.util
 import functools
 import os
+import re
 import threading
 from dataclasses import dataclass
 
@@ -186,12 +187,30 @@ def optimize(module: llvm.ModuleRef, machine: llvm.TargetMachine, opt_level: int
     builder.getModulePassManager().run(module, builder)
 
 
-def parse(llvm_ir: str) -> llvm.ModuleRef:
-    """Parse and verify textual LLVM IR; a failure is a codegen bug."""
+class InvalidIR(TargetError):
+    """LLVM IR that does not parse or verify: no other pipeline helps."""
+
+
+def parse(llvm_ir: str, filename: str | None = None) -> llvm.ModuleRef:
+    """Parse and verify textual LLVM IR.  A failure is a codegen bug, or,
+    for IR read from ``filename`` (a saved artifact), a damaged file; the
+    message gives LLVM's line and column."""
     initialize()
     try:
         module = llvm.parse_assembly(llvm_ir)
         module.verify()
     except RuntimeError as error:
-        raise TargetError(f"cpu codegen produced invalid LLVM IR (a bug): {error}") from None
+        said = _located_llvm_error(str(error), filename or "<generated LLVM IR>")
+        if filename is None:
+            raise InvalidIR(f"cpu codegen produced invalid LLVM IR (a bug): {said}") from None
+        raise InvalidIR(f"{said} (fix: the file is damaged: compile the program again)") from None
     return module
+
+
+def _located_llvm_error(message: str, filename: str) -> str:
+    """``file:line:col: what`` from LLVM's ``<string>:line:col: error: what``
+    (whose source line and caret follow on other lines)."""
+    match = re.search(r"<string>:(\d+):(\d+): error: (.*)", message)
+    if match is None:
+        return " ".join(line.strip() for line in message.splitlines() if line.strip())
+    return f"{filename}:{match[1]}:{match[2]}: {match[3]}"

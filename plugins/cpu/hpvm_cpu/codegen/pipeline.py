@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from hpvm.codegen.worker import ToolchainCrash, run_isolated
 from hpvm.errors import TargetError
 
-from .machine import LLVM_LOCK, MachineSpec, optimize, parse
+from .machine import LLVM_LOCK, InvalidIR, MachineSpec, optimize, parse
 
 COMPILE_TIMEOUT = 300.0
 """Seconds LLVM may take on one node before it counts as hung."""
@@ -66,18 +66,22 @@ class MachineCode:
 
 
 def compile_llvm_ir(llvm_ir: str, machine: MachineSpec, what: str, opt_level: int = 3,
-                    jit: bool = True, pipelines: list[Pipeline] | None = None) -> MachineCode:
+                    jit: bool = True, pipelines: list[Pipeline] | None = None,
+                    filename: str | None = None) -> MachineCode:
     """Optimise ``llvm_ir`` and make object code for ``machine`` in the
     compile worker, down the ladder of ``pipelines`` (default:
     ``fallback_pipelines(opt_level)``) until one works.  ``what`` names the
-    code in messages (``kernel '@blur'``).  Raises TargetError naming every
-    pipeline and how it failed when none works."""
+    code in messages (``kernel '@blur'``); ``filename`` the file the IR
+    came from, if any.  Raises TargetError naming every pipeline and how it
+    failed when none works; IR that does not parse fails at once."""
     failures: list[str] = []
     for pipeline in pipelines or fallback_pipelines(opt_level):
         described = pipeline.describe(machine)
         try:
             optimised, object_code = run_isolated(
-                EMITTER, (llvm_ir, machine, pipeline, jit), COMPILE_TIMEOUT)
+                EMITTER, (llvm_ir, machine, pipeline, jit, filename), COMPILE_TIMEOUT)
+        except InvalidIR:  # no other pipeline parses it better
+            raise
         except TargetError as error:
             kind = "LLVM " if isinstance(error, ToolchainCrash) else ""
             failures.append(f"{kind}{error} (pipeline: {described})")
@@ -90,12 +94,14 @@ def compile_llvm_ir(llvm_ir: str, machine: MachineSpec, what: str, opt_level: in
                       "with the kernel's text form)")
 
 
-def emit(llvm_ir: str, machine: MachineSpec, pipeline: Pipeline, jit: bool) -> tuple[str, bytes]:
-    """Run in the worker: ``(optimised IR, object code)`` of ``llvm_ir``."""
+def emit(llvm_ir: str, machine: MachineSpec, pipeline: Pipeline, jit: bool,
+         filename: str | None = None) -> tuple[str, bytes]:
+    """Run in the worker: ``(optimised IR, object code)`` of ``llvm_ir``
+    (read from ``filename``, if given, for messages)."""
     spec = machine.generic() if pipeline.generic_cpu else machine
     with LLVM_LOCK:
         target = spec.create(pipeline.opt_level, jit=jit)
-        module = parse(llvm_ir)
+        module = parse(llvm_ir, filename)
         optimize(module, target, pipeline.opt_level if pipeline.run_passes else 0,
                  pipeline.loop_vectorize, pipeline.slp_vectorize)
         return str(module), target.emit_object(module)

@@ -97,7 +97,8 @@ def check_map(inputs: Mapping[str, np.ndarray], out: ScalarType, compute: Callab
     return result["out"]
 
 
-def emit_aborting_with_the_loop_vectorizer(llvm_ir: str, machine, pipeline, jit: bool):
+def emit_aborting_with_the_loop_vectorizer(llvm_ir: str, machine, pipeline, jit: bool,
+                                           filename=None):
     """``pipeline.emit``, except that the worker process aborts (a real
     SIGABRT, as LLVM's assertions raise) whenever the pipeline runs the
     loop vectoriser: set ``pipeline.EMITTER`` to this module's
@@ -106,4 +107,4 @@ def emit_aborting_with_the_loop_vectorizer(llvm_ir: str, machine, pipeline, jit:
     from .pipeline import emit
     if pipeline.loop_vectorize and pipeline.run_passes:
         os.abort()
-    return emit(llvm_ir, machine, pipeline, jit)
+    return emit(llvm_ir, machine, pipeline, jit, filename)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import Diagnostic, ExecutionError, HpvmError
 from ..ir.parameter import Parameter
 from ..ir.shapes import bind_symbols, check_allocation, output_shape
 from ..target import Device
@@ -125,7 +126,16 @@ class Frame:
                                  f"output '{output.param.name}'")
                 args[output.param.name] = device.allocate(shape, output.dtype)
         began = time.perf_counter()
-        device.wait(device.launch(plan.task.ref, args))
+        try:
+            device.wait(device.launch(plan.task.ref, args))
+        except HpvmError:
+            raise
+        except Exception as error:  # a device or driver failing mid-run
+            raise ExecutionError(Diagnostic(
+                plan.where, f"target '{target}' failed while running it: "
+                            f"{type(error).__name__}: {error}",
+                f"run this node on another target, or report it to the '{target}' "
+                "plugin's authors")) from error
         seconds = time.perf_counter() - began
         for output in plan.outputs:
             name = output.param.name

@@ -126,3 +126,34 @@ def test_unavailable_target_is_refused_with_its_reason(demo, capsys, monkeypatch
     assert capsys.readouterr().err == (
         "hpvm: error: target 'missing' is not available: libvendor.so not found\n")
     assert not outputs.exists()
+
+
+def test_a_device_that_fails_mid_run_is_an_error_naming_the_node_and_target(
+        demo, capsys, monkeypatch):
+    from hpvm.interp.target import InterpTarget
+
+    class Failing(InterpTarget):
+        name = "failing"
+
+        def load(self, artifact, options):
+            device = super().load(artifact, options)
+
+            def launch(node, args):
+                raise RuntimeError("the device fell off the bus")
+            device.launch = launch
+            return device
+
+    class Plugin:
+        @hpvm.hookimpl
+        def hpvm_targets(self):
+            return [Failing()]
+
+    registry = Registry(entry_points=[])
+    registry.register(Plugin(), name="failing")
+    monkeypatch.setattr(registry_module, "_registry", registry)
+    program, inputs, outputs = demo
+    assert run(program, inputs, outputs, "--target", "failing") == 1
+    err = capsys.readouterr().err
+    assert err.startswith("hpvm: error: graph '@main', node '")
+    assert "target 'failing' failed while running it: RuntimeError: the device fell off the bus" in err
+    assert not outputs.exists()

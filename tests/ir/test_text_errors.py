@@ -148,3 +148,13 @@ def test_second_root_line_is_refused():
     error = error_of(GOOD + "root @main\n")
     assert located(error) == (15, 1)
     assert "named twice" in str(error)
+
+
+def test_blocks_nested_too_deep_are_a_located_error():
+    loops = "".join(f"  for i{n} in 0 .. 2 step 1 {{\n" for n in range(3000))
+    body = loops + "  dst[0] = f32(1.0)\n" + "  }\n" * 3000
+    text = GOOD.replace("  let total: i64 = a + 1\n  dst[0] = f32(total)\n", body)
+    error = error_of(text)
+    # the function body is the first block: the 50th loop opens the 51st
+    assert located(error) == (54, 1 + len("  for i49 in 0 .. 2 step 1 "))
+    assert "blocks nested more than 50 levels deep" in str(error)

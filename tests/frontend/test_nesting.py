@@ -1,0 +1,35 @@
+"""Python kernels nested deeper than the IR allows are refused with a
+located message, before translation recurses over them."""
+import pytest
+
+from hpvm.frontend import FrontendError
+from hpvm.frontend.compile import compile_program
+
+
+def write_program(tmp_path, terms: int):
+    path = tmp_path / "deep.py"
+    path.write_text(
+        "import hpvm\nfrom hpvm.lang import Buffer, f32, parallel_loop\n\n"
+        "@hpvm.program\ndef deep(A: Buffer[f32, 'N'], B: Buffer[f32, 'N']):\n"
+        "    for i in parallel_loop(N, ins=(A,), outs=(B,), name='k'):\n"
+        "        B[i] = " + " + ".join(["A[i]"] * terms) + "\n")
+    return path
+
+
+def test_a_kernel_nested_too_deep_is_refused_at_its_line(tmp_path):
+    path = write_program(tmp_path, 500)
+    with pytest.raises(FrontendError) as info:
+        compile_program(f"{path}:deep")
+    [diagnostic] = info.value.diagnostics
+    assert diagnostic.location.line == 7 and "nested more than 100 levels deep" in diagnostic.message
+
+
+def test_code_python_cannot_compile_is_refused_naming_the_file(tmp_path):
+    path = write_program(tmp_path, 5000)
+    with pytest.raises(FrontendError, match="Python cannot compile it: the code nests too deeply"):
+        compile_program(f"{path}:deep")
+
+
+def test_a_kernel_within_the_limit_compiles(tmp_path):
+    path = write_program(tmp_path, 40)
+    assert compile_program(f"{path}:deep").functions

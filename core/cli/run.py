@@ -81,10 +81,28 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray]:
     if not magic.startswith(ZIP_MAGIC):
         raise _bad_npz(path, "it is not an .npz archive")
     try:
+        _check_array_sizes(path)
         with np.load(path, allow_pickle=False) as archive:
             return {name: archive[name] for name in archive.files}
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as err:
         raise _bad_npz(path, str(err)) from None
+
+
+def _check_array_sizes(path: str) -> None:
+    """Read every array's header (shape and dtype) and refuse one larger
+    than memory before numpy allocates it."""
+    from ..ir.shapes import check_allocation
+    with zipfile.ZipFile(path) as archive:
+        for member in archive.namelist():
+            if not member.endswith(".npy"):
+                continue
+            with archive.open(member) as handle:
+                version = np.lib.format.read_magic(handle)
+                read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                               else np.lib.format.read_array_header_2_0)
+                shape, _, dtype = read_header(handle)
+            check_allocation(shape, dtype.itemsize, Location(file=path, port=member[:-4]),
+                             f"input array '{member[:-4]}'")
 
 
 def _bad_npz(path: str, why: str) -> ExecutionError:

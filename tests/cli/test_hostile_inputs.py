@@ -174,3 +174,20 @@ def test_an_unexpected_exception_is_one_line_not_a_traceback(monkeypatch, capsys
     assert main(["targets"]) == 70
     err = capsys.readouterr().err
     assert err.startswith("hpvm: error: internal error: KeyError: 'boom' (this is a bug")
+
+
+def test_an_input_array_whose_header_claims_a_huge_shape_is_refused_before_reading(
+        tmp_path, capsys):
+    import io
+    import zipfile
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f4", "fortran_order": False, "shape": (10 ** 15,)})
+    inputs = tmp_path / "in.npz"
+    with zipfile.ZipFile(inputs, "w") as archive:
+        archive.writestr("x.npy", header.getvalue() + b"\0" * 16)
+    program = tmp_path / "p.hpvm"
+    program.write_text(deep_module("x[0]"))
+    assert main(["run", str(program), "--inputs", str(inputs)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"hpvm: error: {inputs}, parameter 'x': input array 'x' needs 3.64e+03 TiB")

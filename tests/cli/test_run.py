@@ -106,6 +106,18 @@ def test_unknown_target_suggests_a_close_name(demo, capsys):
     assert "unknown target 'interpp': did you mean 'interp'?" in capsys.readouterr().err
 
 
+def install_only(monkeypatch, target: Target) -> None:
+    """Make ``target`` the one plugin target every command sees."""
+    class Plugin:
+        @hpvm.hookimpl
+        def hpvm_targets(self):
+            return [target]
+
+    registry = Registry(entry_points=[])
+    registry.register(Plugin(), name=target.name)
+    monkeypatch.setattr(registry_module, "_registry", registry)
+
+
 def test_unavailable_target_is_refused_with_its_reason(demo, capsys, monkeypatch):
     class Missing(Target):
         name = "missing"
@@ -113,14 +125,7 @@ def test_unavailable_target_is_refused_with_its_reason(demo, capsys, monkeypatch
         def availability(self):
             return Availability.no("libvendor.so not found")
 
-    class Plugin:
-        @hpvm.hookimpl
-        def hpvm_targets(self):
-            return [Missing()]
-
-    registry = Registry(entry_points=[])
-    registry.register(Plugin(), name="missing")
-    monkeypatch.setattr(registry_module, "_registry", registry)
+    install_only(monkeypatch, Missing())
     program, inputs, outputs = demo
     assert run(program, inputs, outputs, "--target", "missing") == 1
     assert capsys.readouterr().err == (
@@ -143,14 +148,7 @@ def test_a_device_that_fails_mid_run_is_an_error_naming_the_node_and_target(
             device.launch = launch
             return device
 
-    class Plugin:
-        @hpvm.hookimpl
-        def hpvm_targets(self):
-            return [Failing()]
-
-    registry = Registry(entry_points=[])
-    registry.register(Plugin(), name="failing")
-    monkeypatch.setattr(registry_module, "_registry", registry)
+    install_only(monkeypatch, Failing())
     program, inputs, outputs = demo
     assert run(program, inputs, outputs, "--target", "failing") == 1
     err = capsys.readouterr().err

@@ -36,8 +36,9 @@ def constant_folding(module: Module) -> Module:
         if node.replication else node)
 
 
-def fold_expression(expr: Expr) -> Expr:
-    """``expr`` with every foldable subexpression folded."""
+def fold_expression(expr):
+    """``expr`` (an expression, or statements) with every foldable
+    subexpression folded."""
     return rewrite(expr, _fold_node)
 
 

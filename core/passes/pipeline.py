@@ -168,14 +168,17 @@ class _PipelineParser:
                 break
             column = self.column()
             word = self.match(_NAME)
+            # A list item may go on past a name (``blur.k:4``).
+            tail = self.match(_BARE_VALUE) if word is not None and self.peek() != "=" else None
             self.skip_space()
-            if word is not None and self.peek() == "=":
+            if word is not None and tail is None and self.peek() == "=":
                 last_key = self.start_option(info, word, column, raw)
             elif last_key is not None and info.option(last_key).type is list:
-                item = word if word is not None else self.value()
+                item = word + (tail or "") if word is not None else self.value()
                 value, first = raw[last_key]
                 raw[last_key] = (f"{value},{item}", first)
             elif word is not None:
+                word += tail or ""
                 raise _error(f"expected '=' after option '{word}'", self.column(),
                              f"write {word}=<value>")
             else:

@@ -11,6 +11,10 @@ arrays become private to each instance, and so does every written
 kernel with a ``Barrier`` is refused.  The node then has no replication.
 A function shared by nodes that are not all sequentialized the same way
 is cloned (``<fn>_seq``).
+The instance loops are marked ``ivdep`` (HPVM2FPGA's IV: instances are
+independent by construction) unless the kernel, or a helper it calls,
+uses atomics (instances may update one element) or declares arrays (the
+loops would share their storage).
 Needed by the FPGA target, whose kernels are single work-items.
 """
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections import Counter
 from ..errors import Diagnostic, Location
 from ..ir.graph import Graph, KernelBody, Module, Node
 from ..ir.kernel import (
-    ArrayDecl, Barrier, Cast, Const, Expr, For, InstanceCount, InstanceId,
+    ArrayDecl, AtomicUpdate, Barrier, Cast, Const, Expr, For, InstanceCount, InstanceId,
     KernelFunction, Let, Load, Stmt, Store, Var,
 )
 from ..ir.types import BOOL, I64
@@ -56,7 +60,8 @@ def sequentialize(module: Module, nodes: tuple[str, ...]) -> Module:
         if uses[function_name] != len(members) or function_name in shared:
             name = unique_name(f"{function_name}_seq", functions)
         functions[name] = sequentialize_kernel(
-            dataclasses.replace(function, name=name), replication)
+            dataclasses.replace(function, name=name), replication,
+            _instances_independent(module, function))
         new_function_of.update({(g.name, n.name): name for g, n in members})
 
     def rewrite_node(graph: Graph, node: Node) -> Node:
@@ -70,8 +75,24 @@ def sequentialize(module: Module, nodes: tuple[str, ...]) -> Module:
     return map_nodes(dataclasses.replace(module, functions=functions), rewrite_node)
 
 
-def sequentialize_kernel(function: KernelFunction, replication: tuple[Expr, ...]) -> KernelFunction:
-    """``function`` running every instance of ``replication`` in loops."""
+def _instances_independent(module: Module, function: KernelFunction) -> bool:
+    """Whether the instance loops of ``function`` may be marked ivdep: no
+    atomics in it or the helpers it calls, and no arrays in it."""
+    reachable, pending = set(), [function.name]
+    while pending:
+        name = pending.pop()
+        if name not in reachable and name in module.functions:
+            reachable.add(name)
+            pending.extend(callees(module.functions[name]))
+    bodies = [module.functions[name].body for name in reachable]
+    return not any(isinstance(node, AtomicUpdate) for body in bodies for node in walk(body)) \
+        and not any(isinstance(node, ArrayDecl) for node in walk(function.body))
+
+
+def sequentialize_kernel(function: KernelFunction, replication: tuple[Expr, ...],
+                         independent: bool = False) -> KernelFunction:
+    """``function`` running every instance of ``replication`` in loops
+    (marked ivdep when ``independent``)."""
     names = NameGenerator(function_names(function))
     counts = [names.fresh(f"count{d}") for d in range(len(replication))]
     indices = [names.fresh(f"instance{d}") for d in range(len(replication))]
@@ -92,7 +113,8 @@ def sequentialize_kernel(function: KernelFunction, replication: tuple[Expr, ...]
     copies, renames = _private_copies(function, names)
     body = copies + substitute(body, renames)
     for dim in reversed(range(len(replication))):
-        body = (For(indices[dim], Const(0, I64), _var(counts[dim]), 1, body),)
+        body = (For(indices[dim], Const(0, I64), _var(counts[dim]), 1, body,
+                    ivdep=independent and not copies),)
     sizes = tuple(Let(count, I64, size if size.type == I64 else Cast(size, I64))
                   for count, size in zip(counts, replication))
     return dataclasses.replace(function, body=sizes + body)

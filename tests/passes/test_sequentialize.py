@@ -240,3 +240,20 @@ def test_written_private_buffer_of_symbolic_size_is_refused():
     with pytest.raises(PassError, match="needs its own copy") as info:
         run_pipeline(m, "sequentialize")
     assert info.value.diagnostics[0].location.port == "p"
+
+
+def test_instance_loops_are_marked_ivdep():
+    result = sequentialize(kernel_module(COPY_2D))
+    loops = [s for s in walk(result.functions["k"].body) if isinstance(s, For)]
+    assert [loop.ivdep for loop in loops] == [True, True]
+
+
+@pytest.mark.parametrize("statement", [
+    "atomic_add b[0, 0], f32(1.0)",
+    "private t: f32[4]\n  t[0] = a[instance_id(0), instance_id(1)]\n  b[0, 0] = t[0]",
+], ids=["atomics", "arrays"])
+def test_instance_loops_sharing_memory_are_not_marked_ivdep(statement):
+    result = sequentialize(kernel_module(statement))
+    loops = [s for s in walk(result.functions["k"].body) if isinstance(s, For)
+             and s.var.startswith("instance")]
+    assert loops and not any(loop.ivdep for loop in loops)

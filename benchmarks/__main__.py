@@ -49,6 +49,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     run.add_argument("--json", type=Path, help="write machine info, command and rows here")
     run.add_argument("--plot", type=Path, help="write an SVG bar chart of the ratios here")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--pipeline", default="", help="hpvm passes run on each program first, "
+                                                     "e.g. node-fusion,dce")
     return parser.parse_args(argv)
 
 
@@ -69,7 +71,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         return 2
     try:
         result = run_suite(split(args.programs) or None, split(args.targets), args.size,
-                           args.repeat, progress=not args.quiet)
+                           args.repeat, progress=not args.quiet, pipeline=args.pipeline)
     except ValueError as error:  # an unknown program name
         print(f"error: {error}", file=sys.stderr)
         return 2

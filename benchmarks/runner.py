@@ -148,12 +148,16 @@ def measure(bench: Benchmark, make_run: Callable[[], Callable[[], dict]], expect
     return Timing(statistics.median(times) * 1e3)
 
 
-def compile_run(bench: Benchmark, target: str, inputs: dict, registry, placed: list):
-    """make_run for the hpvm row: compile for ``target``; ``placed`` gets the
-    targets the placement chose (a node may fall back to cpu or interp)."""
+def compile_run(bench: Benchmark, target: str, inputs: dict, registry, placed: list,
+                pipeline: str = ""):
+    """make_run for the hpvm row: run the pass ``pipeline`` (if any), then
+    compile for ``target``; ``placed`` gets the targets the placement chose
+    (a node may fall back to cpu or interp)."""
     def make_run():
         import hpvm.runtime
-        exe = hpvm.runtime.compile(bench.program, targets=[target], registry=registry)
+        from hpvm.passes import run_pipeline
+        program = run_pipeline(bench.build(), pipeline) if pipeline else bench.program
+        exe = hpvm.runtime.compile(program, targets=[target], registry=registry)
         placed.extend(exe.placement.used_targets)
         return lambda: exe(**inputs)
     return make_run
@@ -185,8 +189,9 @@ def applies(peer, target: str) -> bool:
 
 
 def run_suite(programs: list[str] | None, targets: list[str], size: str = "small",
-              repeat: int = 5, progress: bool = True) -> SuiteResult:
-    """Run and check the named programs (all when None) on ``targets``."""
+              repeat: int = 5, progress: bool = True, pipeline: str = "") -> SuiteResult:
+    """Run and check the named programs (all when None) on ``targets``,
+    after the pass ``pipeline`` (e.g. ``"node-fusion,dce"``) when given."""
     benchmarks = select_benchmarks(programs)
     registry = target_registry(targets)
     usable, skipped = usable_targets(targets, registry)
@@ -201,7 +206,7 @@ def run_suite(programs: list[str] | None, targets: list[str], size: str = "small
             if bar:
                 bar.step(f"{bench.name} on {target}")
             placed: list[str] = []
-            timing = measure(bench, compile_run(bench, target, inputs, registry, placed),
+            timing = measure(bench, compile_run(bench, target, inputs, registry, placed, pipeline),
                              expected, repeat)
             others = "+".join(placed) if set(placed) - {target} else ""
             hpvm_rows.append(Row(bench.name, bench.suite, target, timing.ms, timing.status, others))

@@ -1,0 +1,305 @@
+"""``node-fusion`` (HPVM2FPGA's NF): a producer and a consumer leaf kernel
+node joined by edges become one node whose kernel runs the producer's
+body, then the consumer's, in every instance.
+
+Legal when (each refusal names the reason):
+- both are kernel nodes of one graph with the same replication (compared
+  after the consumer's shape symbols are matched to the producer's through
+  the buffers the edges carry), no hint or the same one, no streaming
+  edge, no ``inout``/``private`` port, no barrier, no ``return``;
+- no other path leads from the producer to the consumer (the fused node
+  would depend on itself);
+- every buffer an edge carries is accessed *instance-owned* in both
+  kernels (core/ir/instance_access.py): instance i of the consumer reads
+  only what instance i of the producer wrote, so running them back to back
+  per instance computes what running every producer instance first does.
+
+A carried buffer that nothing else reads after fusion (no other edge, no
+graph output), whose dimensions other than the instance ones are
+constants, becomes a private array of the fused kernel: the intermediate
+image is never written to memory.  Otherwise it stays an output port.
+
+Options: ``pairs``, producer:consumer node names to fuse (the DSE's knobs,
+one per fusible edge; a pair that is not legal is refused with the
+reason); without it, every legal pair is fused, repeatedly, in graph
+order (the heuristic).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import Diagnostic, Location
+from ..ir.graph import Edge, Graph, KernelBody, Module, Node
+from ..ir.instance_access import owned_positions
+from ..ir.kernel import (
+    ArrayDecl, Assign, Barrier, Const, Expr, KernelFunction, Let, Load, Return, Store, Var,
+)
+from ..ir.parameter import Parameter
+from ..ir.types import I64, BufferType
+from ..ir.visit import rewrite, walk
+from .errors import PassError
+from .names import NameGenerator, declared_names, function_names, substitute, unique_name
+from .registry import Option, register_pass
+
+
+@register_pass("node-fusion", options=[
+    Option("pairs", list, (), "PRODUCER:CONSUMER node pairs to fuse (default: every legal pair)")])
+def node_fusion(module: Module, pairs: tuple[str, ...]) -> Module:
+    """Fuse producer-consumer kernel nodes that run instance by instance."""
+    if pairs:
+        for text in pairs:
+            producer, consumer, graph = _find_pair(module, text)
+            problem = _problem(module, graph, producer, consumer)
+            if problem is not None:
+                raise PassError(Diagnostic(Location(graph=graph.name, node=consumer.name),
+                                           f"node-fusion: cannot fuse '{producer.name}' into "
+                                           f"'{consumer.name}': {problem}",
+                                           "fuse another pair"))
+            module = _fuse(module, graph, producer, consumer)
+        return module
+    fused = True
+    while fused:
+        fused = False
+        for graph in module.graphs.values():
+            for edge in graph.edges:
+                producer, consumer = graph.node(edge.src_node), graph.node(edge.dst_node)
+                if _problem(module, graph, producer, consumer) is None:
+                    module = _fuse(module, graph, producer, consumer)
+                    fused = True
+                    break
+            if fused:
+                break
+    return module
+
+
+def fusible_pairs(module: Module) -> list[str]:
+    """``graph.producer:consumer`` of every pair that is legal to fuse now."""
+    found = []
+    for graph in module.graphs.values():
+        for edge in graph.edges:
+            producer, consumer = graph.node(edge.src_node), graph.node(edge.dst_node)
+            text = f"{producer.name}:{consumer.name}"
+            if text not in found and _problem(module, graph, producer, consumer) is None:
+                found.append(text)
+    return found
+
+
+def _find_pair(module: Module, text: str) -> tuple[Node, Node, Graph]:
+    producer, _, consumer = text.partition(":")
+    for graph in module.graphs.values():
+        names = {n.name for n in graph.nodes}
+        if producer in names and consumer in names:
+            return graph.node(producer), graph.node(consumer), graph
+    raise PassError(Diagnostic(Location(), f"node-fusion: no graph has nodes '{producer}' and "
+                               f"'{consumer}'", "write pairs as PRODUCER:CONSUMER node names"))
+
+
+# -- legality -------------------------------------------------------------
+def _problem(module: Module, graph: Graph, producer: Node, consumer: Node) -> str | None:
+    edges = [e for e in graph.edges if e.src_node == producer.name and e.dst_node == consumer.name]
+    if not edges:
+        return "no edge joins them"
+    for node in (producer, consumer):
+        if not isinstance(node.body, KernelBody):
+            return f"'{node.name}' is not a kernel node"
+        function = module.function(node.body.function)
+        if any(p.direction in ("inout", "private") for p in function.params):
+            return f"'{node.name}' has an inout or private port"
+        if any(isinstance(n, (Barrier, Return)) for n in walk(function.body)):
+            return f"'{node.name}' uses a barrier or returns early"
+    if producer.hint != consumer.hint:
+        return f"their hints differ ({producer.hint} and {consumer.hint})"
+    if any(e.streaming for e in edges):
+        return "an edge between them is streaming"
+    if _other_path(graph, producer.name, consumer.name):
+        return "another node lies on a path between them"
+    first, second = (module.function(n.body.function) for n in (producer, consumer))
+    symbols = _symbol_map(first, second, edges)
+    if symbols is None:
+        return "the buffers they share have different shapes"
+    renamed = tuple(substitute(e, values=_size_values(second, symbols))
+                    for e in consumer.replication)
+    if renamed != producer.replication or not producer.replication:
+        return "their replications differ"
+    rank = len(producer.replication)
+    for edge in edges:
+        at_producer = owned_positions(first, edge.src_port, rank)
+        at_consumer = owned_positions(second, edge.dst_port, rank)
+        if at_producer is None or at_consumer is None or \
+                (at_producer and at_consumer and at_producer != at_consumer):
+            return (f"'{consumer.name}' reads '{edge.src_port}' at elements other instances of "
+                    f"'{producer.name}' write (a stencil)")
+    return None
+
+
+def _other_path(graph: Graph, source: str, target: str) -> bool:
+    """Whether ``target`` is reachable from ``source`` through another node."""
+    successors: dict[str, set[str]] = {}
+    for edge in graph.edges:
+        successors.setdefault(edge.src_node, set()).add(edge.dst_node)
+    pending = [n for n in successors.get(source, ()) if n != target]
+    seen = set(pending)
+    while pending:
+        node = pending.pop()
+        if node == target:
+            return True
+        for following in successors.get(node, ()):
+            if following not in seen:
+                seen.add(following)
+                pending.append(following)
+    return False
+
+
+def _symbol_map(first: KernelFunction, second: KernelFunction, edges) -> dict | None:
+    """The consumer's shape symbols in terms of the producer's, from the
+    buffers the edges carry; None when their shapes disagree."""
+    mapping: dict = {}
+    for edge in edges:
+        produced = _param(first, edge.src_port).type
+        consumed = _param(second, edge.dst_port).type
+        if not (isinstance(produced, BufferType) and isinstance(consumed, BufferType)) or \
+                produced.element != consumed.element or produced.shape is None or \
+                consumed.shape is None or len(produced.shape) != len(consumed.shape):
+            return None
+        for theirs, ours in zip(consumed.shape, produced.shape):
+            if isinstance(theirs, int):
+                if theirs != ours:
+                    return None
+            elif mapping.setdefault(theirs, ours) != ours:
+                return None
+    return mapping
+
+
+def _param(function: KernelFunction, name: str) -> Parameter:
+    return next(p for p in function.params if p.name == name)
+
+
+# -- the rewrite ------------------------------------------------------------
+def _fuse(module: Module, graph: Graph, producer: Node, consumer: Node) -> Module:
+    first, second = (module.function(n.body.function) for n in (producer, consumer))
+    edges = [e for e in graph.edges if e.src_node == producer.name and e.dst_node == consumer.name]
+    carried = {e.dst_port: e.src_port for e in edges}
+    names = NameGenerator(function_names(first) | {p.name for p in first.params})
+    symbols = _symbol_map(first, second, edges)
+    # The consumer's ports, locals and free shape symbols get names of their own.
+    renames = {}
+    for param in second.params:
+        if param.name in carried:
+            renames[param.name] = carried[param.name]
+        else:
+            renames[param.name] = names.fresh(param.name)
+    for symbol in second.shape_symbols:
+        if symbol not in symbols:
+            symbols[symbol] = renames[symbol] if symbol in renames else names.fresh(symbol)
+    for name in set(declared_names(second.body)):
+        renames[name] = names.fresh(name)
+    second_body = substitute(second.body, renames, _size_values(second, symbols))
+    params = list(first.params)
+    for param in second.params:
+        if param.name not in carried:
+            params.append(Parameter(renames[param.name], _renamed_type(param.type, symbols),
+                                    param.direction, param.restrict))
+    body = first.body + second_body
+    kept_edges = [e for e in graph.edges if not (e.src_node == producer.name and
+                                                 e.dst_node == consumer.name)]
+    still_read = {e.src_port for e in kept_edges if e.src_node == producer.name} | \
+        {b.src_port for b in graph.bind_outs if b.src_node == producer.name}
+    rank = len(producer.replication)
+    for port in set(carried.values()) - still_read:
+        demoted = _as_private_array(body, _param(first, port), rank, first, names)
+        if demoted is not None:
+            body = demoted
+            params = [p for p in params if p.name != port]
+    name = unique_name(f"{first.name}_{second.name}", module.functions)
+    fused_function = KernelFunction(name, tuple(params), body)
+    fused_node = dataclasses.replace(producer, name=unique_name(
+        f"{producer.name}_{consumer.name}", {n.name for n in graph.nodes}),
+        body=KernelBody(name))
+    new_graph = _rewire(graph, producer, consumer, fused_node, renames, kept_edges,
+                        {p.name for p in params})
+    functions = {**module.functions, name: fused_function}
+    return dataclasses.replace(module, functions=functions,
+                               graphs={**module.graphs, graph.name: new_graph})
+
+
+def _size_values(function: KernelFunction, symbols: dict) -> dict[str, Expr]:
+    """Reads of ``function``'s shape symbols as the expressions ``symbols``
+    maps them to (a producer's symbol, a new name, or a constant size)."""
+    values = {}
+    for symbol, target in symbols.items():
+        scalar = next((p.type for p in function.params if p.name == symbol and not p.is_buffer),
+                      I64)
+        values[symbol] = Const(target, I64) if isinstance(target, int) else Var(target, scalar)
+    return values
+
+
+def _renamed_type(type_, symbols: dict):
+    if not isinstance(type_, BufferType) or type_.shape is None:
+        return type_
+    shape = tuple(symbols.get(d, d) if isinstance(d, str) else d for d in type_.shape)
+    return dataclasses.replace(type_, shape=shape)
+
+
+def _as_private_array(body, param: Parameter, rank: int, first: KernelFunction,
+                      names: NameGenerator):
+    """``body`` with buffer ``param`` replaced by private storage of its
+    non-instance dimensions (a scalar variable when there are none), or
+    None when those are not constants.  Both start at zero, as the buffer
+    the runtime would have allocated."""
+    positions = owned_positions(KernelFunction("fused", (param,), body), param.name, rank)
+    shape = param.type.shape
+    if not positions or shape is None:
+        return None
+    kept = [i for i in range(len(shape)) if i not in positions]
+    if not all(isinstance(shape[i], int) for i in kept):
+        return None
+    element = param.type.element
+    storage = names.fresh(f"{param.name}_private")
+
+    def visit(node):
+        if not isinstance(node, (Load, Store)) or node.buffer != param.name:
+            return None
+        if kept:
+            return dataclasses.replace(node, buffer=storage,
+                                       indices=tuple(node.indices[i] for i in kept))
+        if isinstance(node, Load):
+            return Var(storage, element)
+        return Assign(storage, node.value)
+
+    declaration = (ArrayDecl(storage, element, tuple(shape[i] for i in kept), "private") if kept
+                   else Let(storage, element, Const(_zero_of(element), element)))
+    return (declaration,) + rewrite(body, visit)
+
+
+def _rewire(graph: Graph, producer: Node, consumer: Node, fused: Node, renames: dict,
+            kept_edges: list[Edge], ports: set[str]) -> Graph:
+    """``graph`` with ``fused`` in place of the pair: edges and bindings
+    of either now name the fused node and its (renamed) ports."""
+    def end(node: str, port: str) -> tuple[str, str]:
+        if node == producer.name:
+            return fused.name, port
+        if node == consumer.name:
+            return fused.name, renames[port]
+        return node, port
+
+    edges = []
+    for edge in kept_edges:
+        src_node, src_port = end(edge.src_node, edge.src_port)
+        dst_node, dst_port = end(edge.dst_node, edge.dst_port)
+        edges.append(dataclasses.replace(edge, src_node=src_node, src_port=src_port,
+                                         dst_node=dst_node, dst_port=dst_port))
+    bind_ins = [dataclasses.replace(b, dst_node=end(b.dst_node, b.dst_port)[0],
+                                    dst_port=end(b.dst_node, b.dst_port)[1])
+                for b in graph.bind_ins]
+    bind_outs = [dataclasses.replace(b, src_node=end(b.src_node, b.src_port)[0],
+                                     src_port=end(b.src_node, b.src_port)[1])
+                 for b in graph.bind_outs]
+    nodes = [fused if n.name == producer.name else n for n in graph.nodes if n.name != consumer.name]
+    return dataclasses.replace(graph, nodes=tuple(nodes), edges=tuple(edges),
+                               bind_ins=tuple(bind_ins), bind_outs=tuple(bind_outs))
+
+
+def _zero_of(element):
+    if element.is_bool:
+        return False
+    return 0.0 if element.is_float else 0

@@ -30,7 +30,7 @@ import dataclasses
 
 from ..errors import Diagnostic, Location
 from ..ir.graph import Edge, Graph, KernelBody, Module, Node
-from ..ir.instance_access import owned_positions
+from ..ir.instance_access import instance_aliases, owned_positions
 from ..ir.kernel import (
     ArrayDecl, Assign, Barrier, Const, Expr, KernelFunction, Let, Load, Return, Store, Var,
 )
@@ -193,7 +193,8 @@ def _fuse(module: Module, graph: Graph, producer: Node, consumer: Node) -> Modul
             symbols[symbol] = renames[symbol] if symbol in renames else names.fresh(symbol)
     for name in set(declared_names(second.body)):
         renames[name] = names.fresh(name)
-    second_body = substitute(second.body, renames, _size_values(second, symbols))
+    second_body = _share_instance_ids(first.body, substitute(second.body, renames,
+                                                             _size_values(second, symbols)))
     params = list(first.params)
     for param in second.params:
         if param.name not in carried:
@@ -220,6 +221,18 @@ def _fuse(module: Module, graph: Graph, producer: Node, consumer: Node) -> Modul
     functions = {**module.functions, name: fused_function}
     return dataclasses.replace(module, functions=functions,
                                graphs={**module.graphs, graph.name: new_graph})
+
+
+def _share_instance_ids(first_body, second_body):
+    """``second_body`` reading the first body's instance-id variables
+    (``let y: i64 = instance_id(0)``) instead of declaring its own, so that
+    what follows them (loops) may be fused too."""
+    ours = {dim: name for name, dim in instance_aliases(first_body).items()
+            if any(isinstance(s, Let) and s.name == name for s in first_body)}
+    theirs = {name: dim for name, dim in instance_aliases(second_body).items()
+              if dim in ours and any(isinstance(s, Let) and s.name == name for s in second_body)}
+    kept = tuple(s for s in second_body if not (isinstance(s, Let) and s.name in theirs))
+    return substitute(kept, values={name: Var(ours[dim], I64) for name, dim in theirs.items()})
 
 
 def _size_values(function: KernelFunction, symbols: dict) -> dict[str, Expr]:

@@ -56,8 +56,7 @@ def test_a_chain_becomes_one_node_and_the_buffer_between_a_scalar():
   let s_private: f32 = f32(0.0)
   let i: i64 = instance_id(0)
   s_private = a[i] * f32(2.0)
-  let i_1: i64 = instance_id(0)
-  b[i_1] = s_private + bias[0]
+  b[i] = s_private + bias[0]
 }
 
 graph @main(in a: f32[N], in bias: f32[K], out b: f32[N]) {

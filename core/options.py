@@ -116,6 +116,14 @@ class Option:
         return f"an {self.type_name}" if self.type is int else f"a {self.type_name}"
 
 
+CORE_OPTIONS = (
+    Option("pipeline", str, "", "passes run on the whole program before placement "
+           "(\"node-fusion,dce\" ...); \"default\": the first listed target's default pipeline"),
+)
+"""Compile options of the core itself, read by ``hpvm.compile``; targets
+never receive them."""
+
+
 def resolve_compile_options(options: dict | None, target_names, registry,
                             strict: bool = True) -> dict[str, dict]:
     """The options each of ``target_names`` receives, checked: a plain key
@@ -131,13 +139,18 @@ def resolve_compile_options(options: dict | None, target_names, registry,
     installed = {info.name for info in registry.targets()}
     resolved: dict[str, dict] = {name: {} for name in target_names}
     sections = {key: value for key, value in options.items() if key in installed}
+    core = {option.name: option for option in CORE_OPTIONS}
     for key, value in options.items():
         if key in sections:
+            continue
+        if key in core:
+            _checked(core[key], "hpvm", value)
             continue
         owners = [name for name in target_names if key in declared[name]]
         if not owners and strict:
             raise OptionError(f"unknown compile option '{key}' (fix: use one of the options "
-                              f"the targets declare: {_listing(declared)})")
+                              f"the targets declare: {_listing(declared)}; or of hpvm itself: "
+                              f"{', '.join(core)})")
         for name in owners:
             resolved[name][key] = _checked(declared[name][key], name, value)
     for name, section in sections.items():
@@ -167,7 +180,8 @@ def _checked(option: Option, target: str, value: Any) -> Any:
         return option.convert(value)
     except ValueError as error:
         about = f"{option.help}; " if option.help else ""
-        raise OptionError(f"option '{option.name}' of target '{target}' {error} "
+        owner = "hpvm" if target == "hpvm" else f"target '{target}'"
+        raise OptionError(f"option '{option.name}' of {owner} {error} "
                           f"(fix: '{option.name}' is the {about}it takes {option.describe()})") from None
 
 

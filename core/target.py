@@ -172,6 +172,12 @@ class Target:
         """Matcher: may this target run leaf ``node`` of ``graph``?"""
         return False
 
+    default_pipeline: str = ""
+    """Graph and kernel passes (pass-manager syntax) that suit this target,
+    run on the whole program before placement when the user asks for
+    ``options={"pipeline": "default"}`` and this is the first listed
+    target; empty for none."""
+
     def options(self) -> list[Option]:
         """The compile options this target reads (hpvm.options.Option: name,
         type, default, allowed values, one line of help).  ``hpvm.compile``

@@ -63,3 +63,35 @@ def test_every_installed_target_declares_well_formed_options():
             assert isinstance(option, Option) and option.help, (info.name, option)
             if option.default is not None and option.type is not object:
                 assert option.convert(option.default) == option.default, (info.name, option.name)
+
+
+def test_the_pipeline_option_runs_passes_before_placement():
+    from hpvm.frontend.compile import compile_program
+    module = compile_program(f"{Path(__file__).resolve().parents[1] / 'examples' / 'edge_detection.py'}"
+                             ":edge_detect")
+    import numpy as np
+    from hpvm.interp import Interpreter
+    from hpvm.testing import assert_outputs_close, random_inputs
+    inputs = random_inputs(module.root_graph, {"H": 9, "W": 11})
+    expected = Interpreter(module).run(**inputs)
+    for pipeline in ("node-fusion,dce", "default"):
+        exe = hpvm.compile(module, targets=["cpu"], options={"pipeline": pipeline})
+        assert "@edge_detect.sobel_y_sobel_x_magnitude" in exe.placement.targets
+        assert_outputs_close(exe(**inputs), expected, 1e-5, 1e-5, pipeline)
+    plain = hpvm.compile(module, targets=["cpu"])
+    assert "@edge_detect.magnitude" in plain.placement.targets
+    assert np.isfinite(plain(**inputs)["edges"]).all()
+
+
+def test_the_default_pipeline_is_the_first_listed_targets():
+    registry = get_registry()
+    assert registry.target("cpu").target.default_pipeline == "node-fusion,dce"
+    assert registry.target("interp").target.default_pipeline == ""
+
+
+def test_a_bad_pipeline_is_refused_naming_the_pass():
+    from hpvm.passes import PipelineError
+    with pytest.raises(PipelineError, match="unknown pass 'node-fusoin'.*did you mean 'node-fusion'"):
+        hpvm.compile(MATMUL, targets=["cpu"], options={"pipeline": "node-fusoin"})
+    with pytest.raises(OptionError, match="option 'pipeline' of hpvm expects a str, got 3"):
+        hpvm.compile(MATMUL, targets=["cpu"], options={"pipeline": 3})

@@ -26,6 +26,9 @@ def add_parsers(subparsers) -> None:
     _add_targets(compile_)
     compile_.add_argument("--triple", help="cpu target: emit object code for this machine "
                           "(e.g. aarch64-linux-gnu, riscv64-linux-gnu)")
+    compile_.add_argument("--pipeline", default="", metavar="PASSES",
+                          help="passes run on the program before placement, e.g. "
+                               "'node-fusion,dce', or 'default' for the first target's own")
     compile_.add_argument("-o", "--output", required=True, metavar="OUT")
     compile_.set_defaults(handler=compile_command)
 
@@ -84,6 +87,8 @@ def compile_command(args) -> int:
         print(f"wrote {args.output}")
         return 0
     options = {"triple": args.triple} if args.triple else {}
+    if args.pipeline:
+        options["pipeline"] = args.pipeline
     exe = compile_program(module, targets=args.targets, options=options)
     save_atomically(exe, Path(args.output))
     print(exe.placement.format())

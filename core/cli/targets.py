@@ -20,8 +20,10 @@ def show_targets(args) -> int:
     from ..registry import get_registry
     registry = get_registry()
     if args.options:
-        rows = [(info.name, option.name, option.describe(), option.help)
-                for info in registry.targets() for option in info.target.options()]
+        from ..options import CORE_OPTIONS
+        rows = [("(hpvm)", option.name, option.describe(), option.help) for option in CORE_OPTIONS]
+        rows += [(info.name, option.name, option.describe(), option.help)
+                 for info in registry.targets() for option in info.target.options()]
         print(format_table(("target", "option", "type and default", "help"), rows))
         return 0
     rows = [(info.name, info.distribution, info.version or "-",

@@ -42,6 +42,10 @@ def compile(program, targets: Sequence[str] = DEFAULT_TARGETS, options: dict | N
     per_target = resolve_compile_options(options, _with_fallbacks(targets), registry)
     module = as_module(program)
     verify(module)
+    pipeline = _pipeline(options.get("pipeline", ""), targets, registry)
+    if pipeline:
+        from ..passes import run_pipeline
+        module = run_pipeline(module, pipeline)
     placement = plan(module, targets, registry)
     artifacts = {}
     for name in placement.used_targets:
@@ -52,6 +56,14 @@ def compile(program, targets: Sequence[str] = DEFAULT_TARGETS, options: dict | N
         artifacts[name] = target.compile(prepared, nodes, target_options)
         placement.notes.extend(f"{name}: {note}" for note in artifacts[name].notes)
     return Executable(module, placement, artifacts, options, registry)
+
+
+def _pipeline(requested: str, targets: list[str], registry) -> str:
+    """The passes the ``pipeline`` option asks for: ``"default"`` is the
+    first listed target's ``default_pipeline``."""
+    if requested != "default":
+        return requested
+    return registry.target(targets[0]).target.default_pipeline if targets else ""
 
 
 def _with_fallbacks(targets: list[str]) -> list[str]:

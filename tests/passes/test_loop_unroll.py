@@ -1,7 +1,7 @@
 """loop-unroll: loops unrolled by a factor (main loop of copies plus a
 remainder) or completely, per loop, by hint or by default factor; illegal
 requests refused with the reason; every corpus program keeps its results
-under random unroll factors, on the interpreter and the cpu target."""
+under random unroll factors, on every usable scalar target (interp, cpu, gpu_opencl)."""
 import random
 from pathlib import Path
 
@@ -14,7 +14,7 @@ from hpvm.interp import Interpreter
 from hpvm.ir.text import parse_module, print_module
 from hpvm.passes import PassError, run_pipeline
 from hpvm.passes.loop_unroll import loop_ids
-from hpvm.testing import assert_outputs_close
+from hpvm.testing import assert_outputs_close, usable_targets
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -144,7 +144,7 @@ def test_random_unroll_factors_keep_every_corpus_program_correct(program):
                                               f"loops='{','.join(requests)}'}}", verify_each=True)
         except PassError:  # a request that is not legal for that loop: the pass said why
             unrolled = run_pipeline(original, f"loop-unroll{{factor={factor}}}", verify_each=True)
-        for target in ("interp", "cpu"):
+        for target in usable_targets():
             actual = hpvm.compile(unrolled, targets=[target])(**inputs)
             assert_outputs_close(actual, expected, max(program.rtol, 1e-4), max(program.atol, 1e-5),
                                  f"{program.name} on {target}, factor {factor}, {requests}")

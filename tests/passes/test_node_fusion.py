@@ -15,7 +15,7 @@ from hpvm.interp import Interpreter
 from hpvm.ir.text import parse_module, print_module
 from hpvm.passes import PassError, run_pipeline
 from hpvm.passes.node_fusion import fusible_pairs
-from hpvm.testing import assert_outputs_close
+from hpvm.testing import assert_outputs_close, usable_targets
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -119,7 +119,7 @@ def test_an_unknown_pair_names_the_fix():
 
 def check_fused_program(module, inputs, expected, rtol, atol):
     fused_module = run_pipeline(module, "node-fusion,dce", verify_each=True)
-    for target in ("interp", "cpu"):
+    for target in usable_targets():
         assert_outputs_close(hpvm.compile(fused_module, [target])(**inputs), expected,
                              rtol, atol, f"{module.name} fused, on {target}")
 

@@ -2,7 +2,7 @@
 node-fusion, loop-fusion, loop-unroll (factors), inline, sequentialize, const-fold and
 dce on every corpus program and every benchmark program; each result must
 equal the reference (the interpreter on the original module, or the
-benchmark's numpy reference) on the interpreter and the cpu target."""
+benchmark's numpy reference) on every usable scalar target (interp, cpu, gpu_opencl)."""
 import random
 import sys
 from pathlib import Path
@@ -14,7 +14,7 @@ import hpvm
 from hpvm.frontend.compile import load_python_file
 from hpvm.interp import Interpreter
 from hpvm.passes import run_pipeline
-from hpvm.testing import assert_outputs_close
+from hpvm.testing import assert_outputs_close, usable_targets
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = load_python_file(ROOT / "tests" / "corpus" / "programs.py").CORPUS
@@ -34,7 +34,7 @@ def random_pipeline(seed: str) -> str:
 def check(module, inputs, expected, rtol, atol, seed):
     pipeline = random_pipeline(seed)
     optimised = run_pipeline(module, pipeline, verify_each=True)
-    for target in ("interp", "cpu"):
+    for target in usable_targets():
         assert_outputs_close(hpvm.compile(optimised, [target])(**inputs), expected, rtol, atol,
                              f"{module.name} after {pipeline} on {target}")
 

@@ -1,7 +1,8 @@
 """loop-unroll: loops unrolled by a factor (main loop of copies plus a
 remainder) or completely, per loop, by hint or by default factor; illegal
 requests refused with the reason; every corpus program keeps its results
-under random unroll factors, on every usable scalar target (interp, cpu, gpu_opencl)."""
+under random unroll factors, on every usable scalar target (interp, cpu,
+gpu_opencl)."""
 import random
 from pathlib import Path
 

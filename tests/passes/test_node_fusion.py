@@ -1,8 +1,9 @@
 """node-fusion: producer-consumer kernel nodes that run instance by
 instance become one node; the buffers between them become private
 storage; stencils, paths through other nodes and mismatched replications
-are refused with the reason; fused programs compute what they did, on the
-interpreter and the cpu target (the corpus and every benchmark program)."""
+are refused with the reason; fused programs compute what they did on
+every usable scalar target: interp, cpu, gpu_opencl (the corpus and
+every benchmark program)."""
 import sys
 from pathlib import Path
 

@@ -4,7 +4,8 @@
     module = run_pipeline(module, "inline,const-fold,dce", verify_each=True)
 
 Built-in passes (one per file): dce, const-fold, inline, sequentialize,
-loop-unroll, loop-fusion, node-fusion, legalize-tensor-ops, and on tensor-op graphs fold-tensor-constants,
+loop-unroll, loop-fusion, node-fusion, argument-privatisation,
+legalize-tensor-ops, and on tensor-op graphs fold-tensor-constants,
 fuse-ops and fuse-elementwise (TENSOR_PIPELINE runs the three, as the ONNX
 front end does by default).  Plugins add theirs with ``register_pass``.
 """
@@ -28,6 +29,6 @@ __all__ = [
 
 # The built-in passes register themselves on import.
 from . import (  # noqa: E402,F401
-    const_fold, dce, fold_tensor_constants, fuse_elementwise, fuse_ops, inline,
+    argument_privatisation, const_fold, dce, fold_tensor_constants, fuse_elementwise, fuse_ops, inline,
     legalize_tensor_ops, loop_fusion, loop_unroll, node_fusion, sequentialize,
 )

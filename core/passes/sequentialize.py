@@ -20,21 +20,21 @@ Needed by the FPGA target, whose kernels are single work-items.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections import Counter
 
 from ..errors import Diagnostic, Location
 from ..ir.graph import Graph, KernelBody, Module, Node
 from ..ir.kernel import (
     ArrayDecl, AtomicUpdate, Barrier, Cast, Const, Expr, For, InstanceCount, InstanceId,
-    KernelFunction, Let, Load, Stmt, Store, Var,
+    KernelFunction, Let, Var,
 )
 from ..ir.types import BOOL, I64
 from ..ir.visit import rewrite, walk
 from .errors import PassError
-from .module_tools import callees, called_functions, iter_nodes, map_nodes
 from ..ir.analysis import writes_buffer
-from .names import NameGenerator, function_names, substitute, unique_name
+from .argument_privatisation import private_copies
+from .module_tools import callees, called_functions, iter_nodes, map_nodes
+from .names import NameGenerator, function_names, unique_name
 from .registry import Option, register_pass
 from .returns import contains_return, lower_returns
 
@@ -110,22 +110,22 @@ def sequentialize_kernel(function: KernelFunction, replication: tuple[Expr, ...]
     if contains_return(body):
         done = names.fresh("instance_done")
         body = (Let(done, BOOL, Const(False, BOOL)),) + lower_returns(body, done)
-    copies, renames = _private_copies(function, names)
-    body = copies + substitute(body, renames)
+    privatised, params = _private_copies(dataclasses.replace(function, body=body))
+    copies = len(privatised) - len(body)
+    body = privatised
     for dim in reversed(range(len(replication))):
         body = (For(indices[dim], Const(0, I64), _var(counts[dim]), 1, body,
                     ivdep=independent and not copies),)
     sizes = tuple(Let(count, I64, size if size.type == I64 else Cast(size, I64))
                   for count, size in zip(counts, replication))
-    return dataclasses.replace(function, body=sizes + body)
+    return dataclasses.replace(function, body=sizes + body, params=params)
 
 
-def _private_copies(function: KernelFunction, names: NameGenerator):
-    """(statements, renames) giving each instance its own copy of every
-    private buffer parameter the kernel writes, as the node's semantics
-    require once instances run one after another in one kernel."""
-    copies: tuple[Stmt, ...] = ()
-    renames: dict[str, str] = {}
+def _private_copies(function: KernelFunction):
+    """(body, params) giving each instance its own copy of every private
+    buffer parameter the kernel writes (argument_privatisation.py), as the node's semantics require
+    once instances run one after another in one kernel."""
+    written = set()
     for param in function.params:
         if (param.direction != "private" or not param.is_buffer
                 or not writes_buffer(function.body, param.name)):
@@ -137,14 +137,8 @@ def _private_copies(function: KernelFunction, names: NameGenerator):
                 f"private buffer of type {param.type} is written, so every instance "
                 "needs its own copy, but its size is not fixed",
                 "give the parameter a fixed shape, or make it inout if instances may share it"))
-        copy, index = names.fresh(f"{param.name}_private"), names.fresh("copy_index")
-        element = param.type.element
-        at = (_var(index),)
-        copies += (ArrayDecl(copy, element, shape, "private"),
-                   For(index, Const(0, I64), Const(math.prod(shape), I64), 1,
-                       (Store(copy, at, Load(param.name, at, element)),)))
-        renames[param.name] = copy
-    return copies, renames
+        written.add(param.name)
+    return private_copies(function, written)
 
 
 def _var(name: str) -> Var:

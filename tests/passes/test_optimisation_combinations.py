@@ -1,5 +1,5 @@
 """The HPVM optimisations composed: random legal combinations of
-node-fusion, loop-fusion, loop-unroll (factors), inline, sequentialize, const-fold and
+node-fusion, loop-fusion, loop-unroll (factors), argument-privatisation, inline, sequentialize, const-fold and
 dce on every corpus program and every benchmark program; each result must
 equal the reference (the interpreter on the original module, or the
 benchmark's numpy reference) on every usable scalar target (interp, cpu, gpu_opencl)."""
@@ -19,7 +19,7 @@ from hpvm.testing import assert_outputs_close, usable_targets
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = load_python_file(ROOT / "tests" / "corpus" / "programs.py").CORPUS
 STEPS = ["node-fusion", "loop-fusion", "loop-unroll{factor=2}", "loop-unroll{factor=3}",
-         "inline", "sequentialize", "const-fold", "dce"]
+         "argument-privatisation", "inline", "sequentialize", "const-fold", "dce"]
 
 
 def random_pipeline(seed: str) -> str:

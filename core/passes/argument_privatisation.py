@@ -1,0 +1,105 @@
+"""``argument-privatisation`` (HPVM2FPGA's AP): a ``private`` buffer
+parameter of fixed size gets a private array, filled from the argument
+when the instance starts; every read and write of the instance goes to
+that array, never to global memory, and the port becomes a plain ``in``.
+
+This is what ``private`` means (each instance starts from the incoming
+value and its writes are its own), made explicit, so that a target keeps
+the copy in registers or on-chip memory instead of one global scratch copy
+per instance.  sequentialize uses the same rewrite for written private
+buffers once instances run one after another.
+
+Options: ``params``, ``FUNCTION.PARAM`` names to privatise (the DSE's
+knobs, one per eligible parameter; ``eligible_params`` lists them);
+default: every eligible one.  Eligible: a ``private`` buffer with a
+constant shape of at most ``max_elements`` elements.  A named parameter
+that is not eligible is refused with the reason.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ..errors import Diagnostic, Location
+from ..ir.graph import Module
+from ..ir.kernel import ArrayDecl, Const, For, KernelFunction, Load, Stmt, Store, Var
+from ..ir.parameter import Parameter
+from ..ir.types import I64
+from .errors import PassError
+from .names import NameGenerator, function_names, substitute
+from .registry import Option, register_pass
+
+
+@register_pass("argument-privatisation", options=[
+    Option("params", list, (), "FUNCTION.PARAM private buffers to privatise (default: all eligible)"),
+    Option("max_elements", int, 4096, "largest buffer given a private array, in elements")])
+def argument_privatisation(module: Module, params: tuple[str, ...], max_elements: int) -> Module:
+    """Give fixed-size private buffer parameters a private array per instance."""
+    chosen = set(params) if params else set(eligible_params(module, max_elements))
+    for name in params:
+        problem = _problem(module, name, max_elements)
+        if problem is not None:
+            function, _, param = name.partition(".")
+            raise PassError(Diagnostic(Location(function=function or None, port=param or None),
+                                       f"argument-privatisation: '{name}' {problem}",
+                                       f"the eligible parameters are: "
+                                       f"{', '.join(eligible_params(module, max_elements)) or 'none'}"))
+    functions = {}
+    for name, function in module.functions.items():
+        wanted = {p.name for p in function.params if f"{name}.{p.name}" in chosen}
+        functions[name] = privatise(function, wanted) if wanted else function
+    return dataclasses.replace(module, functions=functions)
+
+
+def eligible_params(module: Module, max_elements: int = 4096) -> list[str]:
+    """``FUNCTION.PARAM`` of every parameter this pass can privatise."""
+    return [f"{name}.{p.name}" for name, function in module.functions.items()
+            for p in function.params if _param_problem(p, max_elements) is None]
+
+
+def _problem(module: Module, name: str, max_elements: int) -> str | None:
+    function_name, _, param_name = name.partition(".")
+    function = module.functions.get(function_name)
+    param = next((p for p in function.params if p.name == param_name), None) if function else None
+    if param is None:
+        return "names no parameter (write FUNCTION.PARAM)"
+    return _param_problem(param, max_elements)
+
+
+def _param_problem(param: Parameter, max_elements: int) -> str | None:
+    if param.direction != "private" or not param.is_buffer:
+        return "is not a private buffer"
+    shape = param.type.shape
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        return "has a size that is not fixed"
+    if math.prod(shape) > max_elements:
+        return f"has {math.prod(shape)} elements, more than max_elements={max_elements}"
+    return None
+
+
+def privatise(function: KernelFunction, names: set[str]) -> KernelFunction:
+    """``function`` with each of the private buffer parameters ``names``
+    (fixed shapes) copied into a private array at the start, used instead
+    of it, and turned into an ``in`` port."""
+    body, params = private_copies(function, names)
+    return dataclasses.replace(function, body=body, params=params)
+
+
+def private_copies(function: KernelFunction, names: set[str]) -> tuple[tuple[Stmt, ...], tuple]:
+    """(new body, new params) of the rewrite ``privatise`` describes."""
+    generator = NameGenerator(function_names(function))
+    copies: tuple[Stmt, ...] = ()
+    renames: dict[str, str] = {}
+    for param in function.params:
+        if param.name not in names:
+            continue
+        copy, index = generator.fresh(f"{param.name}_private"), generator.fresh("copy_index")
+        at = (Var(index, I64),)
+        copies += (ArrayDecl(copy, param.type.element, param.type.shape, "private"),
+                   For(index, Const(0, I64), Const(math.prod(param.type.shape), I64), 1,
+                       (Store(copy, at, Load(param.name, at, param.type.element)),)))
+        renames[param.name] = copy
+    params = tuple(dataclasses.replace(p, direction="in") if p.name in names else p
+                   for p in function.params)
+    return copies + substitute(function.body, renames), params
+

@@ -119,6 +119,8 @@ class Option:
 CORE_OPTIONS = (
     Option("pipeline", str, "", "passes run on the whole program before placement "
            "(\"node-fusion,dce\" ...); \"default\": the first listed target's default pipeline"),
+    Option("task_parallelism", bool, True, "run nodes with no path between them at the same "
+           "time; off: one node at a time, in the thread that starts the run"),
 )
 """Compile options of the core itself, read by ``hpvm.compile``; targets
 never receive them."""

@@ -90,7 +90,7 @@ class Executable:
         stream = self._require_stream()
         checked = validate_inputs(self.module.root_graph, frame_inputs, required=stream["streamed"])
         frame = Frame(next(self._frame_ids), self._plan, self._get_devices(),
-                      stream["tracker"], stream["report"])
+                      stream["tracker"], stream["report"], serial=self._serial)
         stream["count"] += 1
         future = frame.start(self._get_scheduler(), {**stream["fixed"], **checked},
                              pinned=set(checked), previous=stream["previous"])
@@ -181,7 +181,13 @@ class Executable:
     def _new_frame(self, report: Report) -> Frame:
         self._last_report = report
         devices = self._get_devices()
-        return Frame(next(self._frame_ids), self._plan, devices, MemoryTracker(devices), report)
+        return Frame(next(self._frame_ids), self._plan, devices, MemoryTracker(devices), report,
+                     serial=self._serial)
+
+    @property
+    def _serial(self) -> bool:
+        """The compile option task_parallelism is off."""
+        return not self.options.get("task_parallelism", True)
 
     def _require_stream(self) -> dict:
         if self._stream is None:

@@ -56,8 +56,11 @@ class Frame:
     task of the previous frame, when streaming)."""
 
     def __init__(self, frame_id: int, plan: ProgramPlan, devices: dict[str, Device],
-                 tracker: MemoryTracker, report: Report):
+                 tracker: MemoryTracker, report: Report, serial: bool = False):
         self.id = frame_id
+        self.serial = serial
+        """No task parallelism: every task runs in the thread that makes it
+        ready, one at a time."""
         self.plan = plan
         self.devices = devices
         self.tracker = tracker
@@ -87,7 +90,7 @@ class Frame:
             if previous is not None:
                 deps.append((previous.id, task.index))
             job = (self.id, task.index)
-            inline = plan.constant or self.devices[plan.target].async_launch
+            inline = plan.constant or self.devices[plan.target].async_launch or self.serial
             scheduler.add(job, deps, lambda p=plan: self._run(p), hold=run_here and not inline,
                           inline=inline)
             jobs.append(job)

@@ -214,3 +214,33 @@ def test_outputs_never_alias_each_other_or_a_later_run(target):
     np.testing.assert_array_equal(second["b"], a * 2)
     assert not np.shares_memory(first["c"], second["c"])
     np.testing.assert_array_equal(a, vector())  # the input is untouched
+
+
+def test_without_task_parallelism_every_node_runs_in_the_calling_thread(monkeypatch):
+    from hpvm.interp.target import InterpTarget
+    from hpvm.ir.text import load_module
+    from hpvm.testing import random_inputs
+    threads = set()
+    launch = InterpTarget.load
+
+    def recording_load(self, artifact, options):
+        device = launch(self, artifact, options)
+        original = device.launch
+
+        def launch_here(node, args):
+            threads.add(threading.current_thread().name)
+            return original(node, args)
+        device.launch = launch_here
+        return device
+
+    monkeypatch.setattr(InterpTarget, "load", recording_load)
+    module = load_module(Path(__file__).resolve().parents[2] / "examples" / "ir" / "hierarchy.hpvm")
+    inputs = random_inputs(module.root_graph, {"N": 5, "M": 4, "K": 3, "H": 4, "W": 5})
+    serial = compile(module, targets=["interp"], options={"task_parallelism": False})
+    parallel = compile(module, targets=["interp"])
+    expected = parallel(**inputs)
+    threads.clear()
+    result = serial(**inputs)
+    assert threads == {threading.current_thread().name}
+    for name, value in expected.items():
+        np.testing.assert_array_equal(result[name], value)

@@ -88,6 +88,7 @@ class _Worker:
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
         self._stderr = None
+        self._owner = os.getpid()
 
     def call(self, function: str, args: tuple, timeout: float) -> Any:
         payload = pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
@@ -98,13 +99,19 @@ class _Worker:
                 status, value = pickle.loads(self._read_reply(process, function, timeout))
             except (OSError, EOFError, pickle.UnpicklingError):  # the pipe broke: it died
                 raise self._crash(function, None) from None
+            except BaseException:  # interrupted mid-call: its reply must never be read later
+                self.close()
+                raise
         if status == "ok":
             return value
         raise value
 
     def _started(self) -> subprocess.Popen:
-        if self._process is not None and self._process.poll() is None:
+        # A forked child must not share its parent's worker (and its pipes).
+        if self._process is not None and self._process.poll() is None \
+                and self._owner == os.getpid():
             return self._process
+        self._owner = os.getpid()
         self._stderr = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
             [sys.executable, "-c", "from hpvm.codegen.worker import serve; serve()"],
@@ -144,9 +151,12 @@ class _Worker:
         return ToolchainCrash(function, reason, output)
 
     def close(self) -> None:
-        if self._process is not None and self._process.poll() is None:
+        """Stop the worker (the next call starts a new one)."""
+        if self._process is not None and self._owner == os.getpid() \
+                and self._process.poll() is None:
             self._process.kill()
             self._process.wait()
+        self._process = None
 
 
 def _signal_word(number: int) -> str:

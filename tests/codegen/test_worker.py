@@ -45,3 +45,18 @@ def test_an_exception_in_the_function_comes_back_as_a_target_error():
 def test_in_process_mode_runs_here(monkeypatch):
     monkeypatch.setenv("HPVM_COMPILE_IN_PROCESS", "1")
     assert worker.in_process() and run_isolated("os:getpid") == os.getpid()
+
+
+def test_a_forked_child_gets_a_worker_of_its_own():
+    import multiprocessing
+    parent_worker = run_isolated("os:getppid")
+    assert parent_worker == os.getpid()
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        child_pid, worker_parent = pool.apply(_child_call)
+    assert worker_parent == child_pid != os.getpid()
+    assert run_isolated("os:getppid") == os.getpid()
+
+
+def _child_call():
+    return os.getpid(), run_isolated("os:getppid")

@@ -57,31 +57,29 @@ def node_fusion(module: Module, pairs: tuple[str, ...]) -> Module:
                                            "fuse another pair"))
             module = _fuse(module, graph, producer, consumer)
         return module
-    fused = True
-    while fused:
-        fused = False
-        for graph in module.graphs.values():
-            for edge in graph.edges:
-                producer, consumer = graph.node(edge.src_node), graph.node(edge.dst_node)
-                if _problem(module, graph, producer, consumer) is None:
-                    module = _fuse(module, graph, producer, consumer)
-                    fused = True
-                    break
-            if fused:
-                break
+    while (pair := next(_legal_pairs(module), None)) is not None:
+        module = _fuse(module, *pair)
     return module
 
 
 def fusible_pairs(module: Module) -> list[str]:
-    """``graph.producer:consumer`` of every pair that is legal to fuse now."""
-    found = []
+    """``producer:consumer`` of every pair that is legal to fuse now."""
+    return list(dict.fromkeys(f"{producer.name}:{consumer.name}"
+                              for _, producer, consumer in _legal_pairs(module)))
+
+
+def _legal_pairs(module: Module):
+    """(graph, producer, consumer) of each edge whose nodes may be fused, in
+    graph and edge order."""
     for graph in module.graphs.values():
         for edge in graph.edges:
             producer, consumer = graph.node(edge.src_node), graph.node(edge.dst_node)
-            text = f"{producer.name}:{consumer.name}"
-            if text not in found and _problem(module, graph, producer, consumer) is None:
-                found.append(text)
-    return found
+            if _problem(module, graph, producer, consumer) is None:
+                yield graph, producer, consumer
+
+
+def _edges_between(graph: Graph, producer: Node, consumer: Node) -> list[Edge]:
+    return [e for e in graph.edges if e.src_node == producer.name and e.dst_node == consumer.name]
 
 
 def _find_pair(module: Module, text: str) -> tuple[Node, Node, Graph]:
@@ -96,7 +94,7 @@ def _find_pair(module: Module, text: str) -> tuple[Node, Node, Graph]:
 
 # -- legality -------------------------------------------------------------
 def _problem(module: Module, graph: Graph, producer: Node, consumer: Node) -> str | None:
-    edges = [e for e in graph.edges if e.src_node == producer.name and e.dst_node == consumer.name]
+    edges = _edges_between(graph, producer, consumer)
     if not edges:
         return "no edge joins them"
     for node in (producer, consumer):
@@ -177,7 +175,7 @@ def _param(function: KernelFunction, name: str) -> Parameter:
 # -- the rewrite ------------------------------------------------------------
 def _fuse(module: Module, graph: Graph, producer: Node, consumer: Node) -> Module:
     first, second = (module.function(n.body.function) for n in (producer, consumer))
-    edges = [e for e in graph.edges if e.src_node == producer.name and e.dst_node == consumer.name]
+    edges = _edges_between(graph, producer, consumer)
     carried = {e.dst_port: e.src_port for e in edges}
     names = NameGenerator(function_names(first) | {p.name for p in first.params})
     symbols = _symbol_map(first, second, edges)
@@ -201,13 +199,12 @@ def _fuse(module: Module, graph: Graph, producer: Node, consumer: Node) -> Modul
             params.append(Parameter(renames[param.name], _renamed_type(param.type, symbols),
                                     param.direction, param.restrict))
     body = first.body + second_body
-    kept_edges = [e for e in graph.edges if not (e.src_node == producer.name and
-                                                 e.dst_node == consumer.name)]
+    kept_edges = [e for e in graph.edges if e not in edges]
     still_read = {e.src_port for e in kept_edges if e.src_node == producer.name} | \
         {b.src_port for b in graph.bind_outs if b.src_node == producer.name}
     rank = len(producer.replication)
     for port in set(carried.values()) - still_read:
-        demoted = _as_private_array(body, _param(first, port), rank, first, names)
+        demoted = _as_private_array(body, _param(first, port), rank, names)
         if demoted is not None:
             body = demoted
             params = [p for p in params if p.name != port]
@@ -216,8 +213,7 @@ def _fuse(module: Module, graph: Graph, producer: Node, consumer: Node) -> Modul
     fused_node = dataclasses.replace(producer, name=unique_name(
         f"{producer.name}_{consumer.name}", {n.name for n in graph.nodes}),
         body=KernelBody(name))
-    new_graph = _rewire(graph, producer, consumer, fused_node, renames, kept_edges,
-                        {p.name for p in params})
+    new_graph = _rewire(graph, producer, consumer, fused_node, renames, kept_edges)
     functions = {**module.functions, name: fused_function}
     return dataclasses.replace(module, functions=functions,
                                graphs={**module.graphs, graph.name: new_graph})
@@ -253,8 +249,7 @@ def _renamed_type(type_, symbols: dict):
     return dataclasses.replace(type_, shape=shape)
 
 
-def _as_private_array(body, param: Parameter, rank: int, first: KernelFunction,
-                      names: NameGenerator):
+def _as_private_array(body, param: Parameter, rank: int, names: NameGenerator):
     """``body`` with buffer ``param`` replaced by private storage of its
     non-instance dimensions (a scalar variable when there are none), or
     None when those are not constants.  Both start at zero, as the buffer
@@ -285,7 +280,7 @@ def _as_private_array(body, param: Parameter, rank: int, first: KernelFunction,
 
 
 def _rewire(graph: Graph, producer: Node, consumer: Node, fused: Node, renames: dict,
-            kept_edges: list[Edge], ports: set[str]) -> Graph:
+            kept_edges: list[Edge]) -> Graph:
     """``graph`` with ``fused`` in place of the pair: edges and bindings
     of either now name the fused node and its (renamed) ports."""
     def end(node: str, port: str) -> tuple[str, str]:
@@ -295,18 +290,17 @@ def _rewire(graph: Graph, producer: Node, consumer: Node, fused: Node, renames: 
             return fused.name, renames[port]
         return node, port
 
-    edges = []
-    for edge in kept_edges:
-        src_node, src_port = end(edge.src_node, edge.src_port)
-        dst_node, dst_port = end(edge.dst_node, edge.dst_port)
-        edges.append(dataclasses.replace(edge, src_node=src_node, src_port=src_port,
-                                         dst_node=dst_node, dst_port=dst_port))
-    bind_ins = [dataclasses.replace(b, dst_node=end(b.dst_node, b.dst_port)[0],
-                                    dst_port=end(b.dst_node, b.dst_port)[1])
-                for b in graph.bind_ins]
-    bind_outs = [dataclasses.replace(b, src_node=end(b.src_node, b.src_port)[0],
-                                     src_port=end(b.src_node, b.src_port)[1])
-                 for b in graph.bind_outs]
+    def source(item):
+        node, port = end(item.src_node, item.src_port)
+        return dataclasses.replace(item, src_node=node, src_port=port)
+
+    def destination(item):
+        node, port = end(item.dst_node, item.dst_port)
+        return dataclasses.replace(item, dst_node=node, dst_port=port)
+
+    edges = [destination(source(edge)) for edge in kept_edges]
+    bind_ins = [destination(b) for b in graph.bind_ins]
+    bind_outs = [source(b) for b in graph.bind_outs]
     nodes = [fused if n.name == producer.name else n for n in graph.nodes if n.name != consumer.name]
     return dataclasses.replace(graph, nodes=tuple(nodes), edges=tuple(edges),
                                bind_ins=tuple(bind_ins), bind_outs=tuple(bind_outs))

@@ -2,7 +2,7 @@
 ends."""
 from __future__ import annotations
 
-from .kernel import AtomicUpdate, Call, Stmt, Store, Var
+from .kernel import Assign, AtomicUpdate, Call, For, Load, Stmt, Store, Var
 from .visit import walk
 
 
@@ -16,3 +16,25 @@ def writes_buffer(stmts: tuple[Stmt, ...], name: str) -> bool:
                                           for a in node.args):
             return True
     return False
+
+
+def assigned_variables(stmts) -> set[str]:
+    """Variables ``stmts`` assign (``x = ...``, or an atomic update's result)."""
+    found = set()
+    for node in walk(stmts):
+        if isinstance(node, Assign):
+            found.add(node.name)
+        elif isinstance(node, AtomicUpdate) and node.result:
+            found.add(node.result)
+    return found
+
+
+def bound_dependences(loop: For, bodies) -> tuple[bool, set[str]]:
+    """What could make ``loop``'s bounds change while ``bodies`` run:
+    (whether they read memory or call a function, the variables they read
+    that ``bodies`` assign).  Passes that evaluate the bounds again around
+    a transformed loop need both to be empty."""
+    bounds = (loop.start, loop.stop)
+    reads_memory = any(isinstance(n, (Load, Call)) for n in walk(bounds))
+    read = {n.name for n in walk(bounds) if isinstance(n, Var)}
+    return reads_memory, read & set().union(*(assigned_variables(b) for b in bodies))

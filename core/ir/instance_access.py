@@ -11,8 +11,9 @@ with ``c`` a loop variable is owned; ``x[y, x + 1]`` (a stencil) is not.
 """
 from __future__ import annotations
 
+from .analysis import assigned_variables
 from .kernel import (
-    Assign, AtomicUpdate, Call, Expr, InstanceId, KernelFunction, Let, Load, Stmt, Store, Var,
+    AtomicUpdate, Call, Expr, InstanceId, KernelFunction, Let, Load, Stmt, Store, Var,
 )
 from .visit import walk
 
@@ -20,14 +21,10 @@ from .visit import walk
 def instance_aliases(body: tuple[Stmt, ...]) -> dict[str, int]:
     """Variables that always hold an instance id: name -> dimension."""
     declared: dict[str, list] = {}
-    assigned = set()
     for node in walk(body):
         if isinstance(node, Let):
             declared.setdefault(node.name, []).append(node.value)
-        elif isinstance(node, Assign):
-            assigned.add(node.name)
-        elif isinstance(node, AtomicUpdate) and node.result:
-            assigned.add(node.result)
+    assigned = assigned_variables(body)
     return {name: values[0].dim for name, values in declared.items()
             if len(values) == 1 and name not in assigned and isinstance(values[0], InstanceId)}
 

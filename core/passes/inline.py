@@ -15,9 +15,10 @@ from __future__ import annotations
 import dataclasses
 
 from ..errors import Diagnostic, Location
+from ..ir.analysis import assigned_variables
 from ..ir.graph import Module
 from ..ir.kernel import (
-    Assign, AtomicUpdate, Call, Const, KernelFunction, Let, Return, Stmt, Var,
+    Assign, Call, Const, KernelFunction, Let, Return, Stmt, Var,
 )
 from ..ir.types import BOOL, I64, BufferType
 from ..ir.visit import walk
@@ -90,8 +91,7 @@ def _bind_parameters(call, callee, names, pre, caller):
     renames: dict[str, str] = {}
     scalar_params = {p.name for p in callee.params if not p.is_buffer}
     values: dict = {}
-    assigned = {n.name for n in walk(callee.body) if isinstance(n, Assign)} | {
-        n.result for n in walk(callee.body) if isinstance(n, AtomicUpdate)}
+    assigned = assigned_variables(callee.body)
     for param, arg in zip(callee.params, call.args):
         if param.is_buffer:
             if not (isinstance(arg, Var) and isinstance(arg.type, BufferType)):

@@ -22,8 +22,9 @@ import dataclasses
 
 from ..errors import Diagnostic, Location
 from ..ir.graph import Module
+from ..ir.analysis import assigned_variables, bound_dependences
 from ..ir.kernel import (
-    Assign, AtomicUpdate, Barrier, Call, For, KernelFunction, Load, Return, Stmt, Store, Var,
+    AtomicUpdate, Barrier, Call, For, KernelFunction, Load, Return, Stmt, Store, Var,
 )
 from ..ir.visit import walk
 from .errors import PassError
@@ -107,13 +108,12 @@ def fusion_problem(first: For, second: For) -> str | None:
     bodies = (first.body, renamed)
     if any(isinstance(n, (Return, Barrier, Call)) for body in bodies for n in walk(body)):
         return "return, synchronise or call a function"
-    bounds = (first.start, first.stop)
-    if any(isinstance(n, (Load, Call)) for n in walk(bounds)):
+    reads_memory, changed = bound_dependences(first, bodies)
+    if reads_memory:
         return "have bounds that read memory"
-    assigned = [_assigned(body) for body in bodies]
-    read_in_bounds = {n.name for n in walk(bounds) if isinstance(n, Var)}
-    if read_in_bounds & (assigned[0] | assigned[1]):
+    if changed:
         return "have bounds their bodies change"
+    assigned = [_assigned(body) for body in bodies]
     used = [_used_scalars(body) for body in bodies]
     shared = (assigned[0] & used[1]) | (assigned[1] & used[0])
     if shared:
@@ -127,9 +127,8 @@ def fusion_problem(first: For, second: For) -> str | None:
 
 
 def _assigned(body) -> set[str]:
-    found = {n.name for n in walk(body) if isinstance(n, Assign)}
-    found |= {n.result for n in walk(body) if isinstance(n, AtomicUpdate) and n.result}
-    return found - set(declared_names(body))
+    """Variables declared outside ``body`` that it assigns."""
+    return assigned_variables(body) - set(declared_names(body))
 
 
 def _used_scalars(body) -> set[str]:

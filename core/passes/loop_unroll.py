@@ -31,10 +31,8 @@ import re
 
 from ..errors import Diagnostic, Location
 from ..ir.graph import Module
-from ..ir.kernel import (
-    Assign, AtomicUpdate, Binary, Call, Compare, Const, Expr, For, KernelFunction, Load,
-    Select, Stmt, Var,
-)
+from ..ir.analysis import assigned_variables, bound_dependences
+from ..ir.kernel import Binary, Compare, Const, Expr, For, KernelFunction, Select, Stmt, Var
 from ..ir.types import I64
 from ..ir.visit import walk
 from .const_fold import fold_expression
@@ -151,18 +149,14 @@ class _Unroller:
             return "has bounds that are not constants, so it cannot be unrolled completely"
         if trips is None:
             # The bounds are evaluated again around the unrolled loops.
-            assigned = {n.name for n in walk(loop.body) if isinstance(n, Assign)}
-            assigned |= {n.result for n in walk(loop.body)
-                         if isinstance(n, AtomicUpdate) and n.result}
-            bounds = (loop.start, loop.stop)
-            read = {n.name for n in walk(bounds) if isinstance(n, Var)}
-            if any(isinstance(n, (Load, Call)) for n in walk(bounds)):
+            reads_memory, changed = bound_dependences(loop, (loop.body,))
+            if reads_memory:
                 return "has a bound that reads memory, which the body may change"
-            if read & assigned:
-                return f"has a bound that the body changes ({', '.join(sorted(read & assigned))})"
+            if changed:
+                return f"has a bound that the body changes ({', '.join(sorted(changed))})"
             if loop.step < 0:
                 return "counts down with bounds that are not constants"
-        if any(isinstance(n, Assign) and n.name == loop.var for n in walk(loop.body)):
+        if loop.var in assigned_variables(loop.body):
             return f"assigns its own variable '{loop.var}'"
         copies = trips if factor == FULL or (trips is not None and trips <= factor) else factor
         size = copies * sum(1 for n in walk(loop.body) if isinstance(n, Stmt))

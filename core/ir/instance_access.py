@@ -45,10 +45,20 @@ def owned_positions(function: KernelFunction, buffer: str, rank: int) -> tuple[i
     is not, or when the buffer is used otherwise (passed to a call, updated
     atomically)."""
     aliases = instance_aliases(function.body)
+    return access_positions(function.body, buffer, rank,
+                            lambda index: instance_dimension(index, aliases))
+
+
+def access_positions(stmts, buffer: str, rank: int, dimension_of) -> tuple[int, ...] | None:
+    """The index position of each dimension ``0 .. rank-1`` in the accesses
+    of ``stmts`` to ``buffer``, where ``dimension_of(index)`` says which
+    dimension an index owns (None: none), when every access has them all at
+    the same positions (``()`` when there is no access); None otherwise, or
+    when the buffer is updated atomically or passed to a call."""
     found: set[tuple[int, ...]] = set()
-    for node in walk(function.body):
+    for node in walk(stmts):
         if isinstance(node, (Load, Store)) and node.buffer == buffer:
-            dims = [instance_dimension(i, aliases) for i in node.indices]
+            dims = [dimension_of(i) for i in node.indices]
             try:
                 found.add(tuple(dims.index(d) for d in range(rank)))
             except ValueError:

@@ -23,6 +23,7 @@ import dataclasses
 from ..errors import Diagnostic, Location
 from ..ir.graph import Module
 from ..ir.analysis import assigned_variables, bound_dependences
+from ..ir.instance_access import access_positions
 from ..ir.kernel import (
     AtomicUpdate, Barrier, Call, For, KernelFunction, Load, Return, Stmt, Store, Var,
 )
@@ -146,16 +147,6 @@ def _touched(body) -> set[str]:
 def _owned(bodies, buffer: str, var: str) -> bool:
     """Whether every access to ``buffer`` has ``var`` itself as an index, at
     one position, and no atomic update touches it."""
-    positions = set()
-    for body in bodies:
-        for node in walk(body):
-            if isinstance(node, AtomicUpdate) and node.buffer == buffer:
-                return False
-            if isinstance(node, (Load, Store)) and node.buffer == buffer:
-                found = [i for i, index in enumerate(node.indices)
-                         if isinstance(index, Var) and index.name == var]
-                if not found:
-                    return False
-                positions.add(found[0])
-    return len(positions) <= 1
-
+    def dimension_of(index):
+        return 0 if isinstance(index, Var) and index.name == var else None
+    return access_positions(sum(bodies, ()), buffer, 1, dimension_of) is not None

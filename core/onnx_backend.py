@@ -47,7 +47,7 @@ class HpvmRep(BackendRep):
 
     def run(self, inputs, **kwargs):
         values = self._values(inputs)
-        executable, params, outputs = self.compiled_for(inputs)
+        executable, params, outputs = self._compiled_for_values(values)
         results = executable(**{params[n]: v for n, v in values.items() if n in params})
         Outputs = namedtuple("Outputs", [f"o{i}" for i in range(len(outputs))])
         return Outputs(*(results[param] for param in outputs))
@@ -56,7 +56,9 @@ class HpvmRep(BackendRep):
         """(executable, ONNX input name -> parameter, output parameters) for
         ``inputs`` (as ``run`` takes them): compiled here for the values of
         the static inputs, without running."""
-        values = self._values(inputs)
+        return self._compiled_for_values(self._values(inputs))
+
+    def _compiled_for_values(self, values: dict[str, np.ndarray]) -> tuple:
         key = b"".join(values[n].tobytes() + str(values[n].dtype).encode()
                        for n in sorted(self.static))
         if key not in self._compiled:

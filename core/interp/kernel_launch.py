@@ -7,7 +7,6 @@ Call :func:`launch_kernel` with arrays the caller owns: ``out`` and
 from __future__ import annotations
 
 import math
-
 from typing import Any, Mapping
 
 import numpy as np

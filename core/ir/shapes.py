@@ -8,6 +8,7 @@ allocated with shapes from that scope; replication sizes are evaluated in it.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 from typing import Any, Mapping
@@ -33,6 +34,12 @@ def memory_limit() -> int:
             return int(float(text.rstrip("KMGT")) * scale)
         except ValueError:
             pass
+    return _physical_memory()
+
+
+@functools.cache
+def _physical_memory() -> int:
+    """Asked once: checks run on every allocation of every run."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):

@@ -157,20 +157,6 @@ class MachineSpec:
             reloc="default" if jit else "pic", codemodel="jitdefault" if jit else "default", jit=jit)
 
 
-def target_machine(triple: str | None = None, cpu: str | None = None,
-                   features: str | None = None, opt_level: int = 3,
-                   jit: bool = False) -> llvm.TargetMachine:
-    """A target machine for ``triple`` (None: the host, with the host CPU
-    and features unless given)."""
-    if triple is None:
-        host = MachineSpec.host()
-        spec = MachineSpec(host.triple, host.cpu if cpu is None else cpu,
-                           host.features if features is None else features)
-    else:
-        spec = MachineSpec(triple, cpu or "", features or "")
-    return spec.create(opt_level, jit)
-
-
 def optimize(module: llvm.ModuleRef, machine: llvm.TargetMachine, opt_level: int = 3,
              loop_vectorize: bool = True, slp_vectorize: bool = True) -> None:
     """Run LLVM's default pipeline at ``opt_level`` (with loop and SLP

@@ -111,11 +111,12 @@ def sequentialize_kernel(function: KernelFunction, replication: tuple[Expr, ...]
         done = names.fresh("instance_done")
         body = (Let(done, BOOL, Const(False, BOOL)),) + lower_returns(body, done)
     privatised, params = _private_copies(dataclasses.replace(function, body=body))
-    copies = len(privatised) - len(body)
+    # Private copies are arrays the instance loops would share.
+    independent = independent and len(privatised) == len(body)
     body = privatised
     for dim in reversed(range(len(replication))):
         body = (For(indices[dim], Const(0, I64), _var(counts[dim]), 1, body,
-                    ivdep=independent and not copies),)
+                    ivdep=independent),)
     sizes = tuple(Let(count, I64, size if size.type == I64 else Cast(size, I64))
                   for count, size in zip(counts, replication))
     return dataclasses.replace(function, body=sizes + body, params=params)

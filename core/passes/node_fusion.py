@@ -21,8 +21,10 @@ image is never written to memory.  Otherwise it stays an output port.
 
 Options: ``pairs``, producer:consumer node names to fuse (the DSE's knobs,
 one per fusible edge; a pair that is not legal is refused with the
-reason); without it, every legal pair is fused, repeatedly, in graph
-order (the heuristic).
+reason).  Pairs are fused in order, and a name keeps meaning the node it
+was fused into: ``a:b,b:c`` fuses the chain into one node.  Without
+``pairs``, every legal pair is fused, repeatedly, in graph order (the
+heuristic).
 """
 from __future__ import annotations
 
@@ -47,18 +49,23 @@ from .registry import Option, register_pass
 def node_fusion(module: Module, pairs: tuple[str, ...]) -> Module:
     """Fuse producer-consumer kernel nodes that run instance by instance."""
     if pairs:
+        fused_into: dict[str, str] = {}  # a fused node's old name -> the node it is now part of
         for text in pairs:
-            producer, consumer, graph = _find_pair(module, text)
+            producer, consumer, graph = _find_pair(module, text, fused_into)
             problem = _problem(module, graph, producer, consumer)
             if problem is not None:
                 raise PassError(Diagnostic(Location(graph=graph.name, node=consumer.name),
                                            f"node-fusion: cannot fuse '{producer.name}' into "
                                            f"'{consumer.name}': {problem}",
                                            "fuse another pair"))
-            module = _fuse(module, graph, producer, consumer)
+            module, fused = _fuse(module, graph, producer, consumer)
+            for old, now in list(fused_into.items()):
+                if now in (producer.name, consumer.name):
+                    fused_into[old] = fused
+            fused_into[producer.name] = fused_into[consumer.name] = fused
         return module
     while (pair := next(_legal_pairs(module), None)) is not None:
-        module = _fuse(module, *pair)
+        module = _fuse(module, *pair)[0]
     return module
 
 
@@ -82,8 +89,9 @@ def _edges_between(graph: Graph, producer: Node, consumer: Node) -> list[Edge]:
     return [e for e in graph.edges if e.src_node == producer.name and e.dst_node == consumer.name]
 
 
-def _find_pair(module: Module, text: str) -> tuple[Node, Node, Graph]:
+def _find_pair(module: Module, text: str, fused_into: dict[str, str]) -> tuple[Node, Node, Graph]:
     producer, _, consumer = text.partition(":")
+    producer, consumer = fused_into.get(producer, producer), fused_into.get(consumer, consumer)
     for graph in module.graphs.values():
         names = {n.name for n in graph.nodes}
         if producer in names and consumer in names:
@@ -173,7 +181,8 @@ def _param(function: KernelFunction, name: str) -> Parameter:
 
 
 # -- the rewrite ------------------------------------------------------------
-def _fuse(module: Module, graph: Graph, producer: Node, consumer: Node) -> Module:
+def _fuse(module: Module, graph: Graph, producer: Node, consumer: Node) -> tuple[Module, str]:
+    """``module`` with the pair fused, and the fused node's name."""
     first, second = (module.function(n.body.function) for n in (producer, consumer))
     edges = _edges_between(graph, producer, consumer)
     carried = {e.dst_port: e.src_port for e in edges}
@@ -216,7 +225,7 @@ def _fuse(module: Module, graph: Graph, producer: Node, consumer: Node) -> Modul
     new_graph = _rewire(graph, producer, consumer, fused_node, renames, kept_edges)
     functions = {**module.functions, name: fused_function}
     return dataclasses.replace(module, functions=functions,
-                               graphs={**module.graphs, graph.name: new_graph})
+                               graphs={**module.graphs, graph.name: new_graph}), fused_node.name
 
 
 def _share_instance_ids(first_body, second_body):

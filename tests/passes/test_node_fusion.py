@@ -149,3 +149,18 @@ def test_fused_benchmark_programs_match_their_numpy_reference(name):
     bench = get(name)
     inputs = bench.make_inputs("small", np.random.default_rng(0))
     check_fused_program(bench.build(), inputs, bench.reference(inputs), bench.rtol, bench.atol)
+
+
+def test_named_pairs_keep_meaning_the_nodes_they_were_fused_into():
+    three = CHAIN.replace("  out offset.b -> b\n", "  node clamp = @clamp [N]\n"
+                          "  edge offset.b -> clamp.b all-to-all\n  out clamp.c -> b\n").replace(
+        "graph @main", "func @clamp(in b: f32[N], out c: f32[N]) {\n  let i: i64 = instance_id(0)\n"
+        "  c[i] = max(b[i], f32(0.0))\n}\n\ngraph @main")
+    module = parse_module(three)
+    assert fusible_pairs(module) == ["scale:offset", "offset:clamp"]
+    for pairs in ("scale:offset,offset:clamp", "offset:clamp,scale:offset"):
+        text = fused(three, "{pairs=" + pairs + "}")
+        assert text.count("node ") == 1, text
+        inputs = {"a": np.linspace(-2, 2, 8, dtype=np.float32), "bias": np.array([0.5], np.float32)}
+        assert_outputs_close(Interpreter(parse_module(text)).run(**inputs),
+                             Interpreter(module).run(**inputs), label=pairs)

@@ -18,12 +18,12 @@ its reason; an unavailable peer is listed with its reason.
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 import numpy as np
+from hpvm.cli.output import Progress
 
 from .peers import numpy_peer, stand_in_for_missing_numba
 from .suite import Benchmark, all_benchmarks
@@ -164,26 +164,6 @@ def compile_run(bench: Benchmark, target: str, inputs: dict, registry, placed: l
 
 
 # ------------------------------------------------------------------- suite
-class Progress:
-    """A one-line progress bar on stderr."""
-
-    def __init__(self, total: int, stream=None, width: int = 30):
-        self.total, self.done, self.width = max(total, 1), 0, width
-        self.stream = stream or sys.stderr
-
-    def step(self, label: str) -> None:
-        filled = self.width * self.done // self.total
-        bar = "#" * filled + "." * (self.width - filled)
-        end = "\r" if self.stream.isatty() else "\n"
-        self.stream.write(f"[{bar}] {self.done}/{self.total} {label:<40.40}{end}")
-        self.stream.flush()
-        self.done += 1
-
-    def close(self) -> None:
-        self.stream.write(f"[{'#' * self.width}] {self.total}/{self.total} done{' ' * 36}\n")
-        self.stream.flush()
-
-
 def applies(peer, target: str) -> bool:
     return not peer.targets or target in peer.targets
 

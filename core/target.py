@@ -99,8 +99,13 @@ class Artifact:
 class Knob:
     """A tuning parameter the target exposes to design-space exploration.
 
+    ``name`` is one of the target's compile options (``Target.options``);
     ``values`` lists the admissible settings; ``default`` is used without
-    tuning; ``node`` is the node it applies to (None: the whole program)."""
+    tuning; ``node`` is the node it applies to (None: the whole program).
+    A program-wide knob sets the option to its value; a knob of a node sets
+    the option to a dict from node name to value (hpvm.tune gathers every
+    node's), as ``work_group`` of gpu_opencl reads it.  None as a value:
+    leave the option unset (the target decides)."""
 
     name: str
     values: tuple

@@ -4,11 +4,13 @@
     hpvm ir FILE.hpvm                  parse, verify, print the canonical text
     hpvm passes                        the passes ``opt`` accepts, with options
     hpvm opt FILE.hpvm -p PIPELINE     run passes, print or save the result
-    hpvm compile SOURCE [--emit ir|exe] --targets A,B -o OUT
+    hpvm compile SOURCE [--emit ir|exe] --targets A,B [--config BEST.json] -o OUT
                                        SOURCE: prog.py:NAME, FILE.hpvm or MODEL.onnx
     hpvm plan SOURCE --targets A,B     which target runs each node, and why
     hpvm viz SOURCE -o dfg.svg         draw the dataflow graph
     hpvm run FILE.hpvm|EXE.hpvmx --inputs in.npz --outputs out.npz [--target NAME]
+    hpvm tune SOURCE --targets A,B --inputs in.npz --budget N [-o RECORD] [--config-out BEST]
+                                       design-space exploration (HyperMapper)
     hpvm demo                          blur an image on every target, check it
     hpvm sdk new-target NAME | conformance NAME   vendor SDK (needs hpvm-sdk)
 
@@ -23,9 +25,9 @@ import os
 import sys
 
 from ..errors import DiagnosticError, HpvmError
-from . import build, demo, ir_commands, run, sdk, targets
+from . import build, demo, ir_commands, run, sdk, targets, tune
 
-COMMANDS = (targets, ir_commands, build, run, demo, sdk)
+COMMANDS = (targets, ir_commands, build, run, tune, demo, sdk)
 """Modules that add subcommands: each has ``add_parsers(subparsers)``."""
 
 PROG = "hpvm"

@@ -23,12 +23,15 @@ def add_parsers(subparsers) -> None:
                     "`hpvm run` runs.")
     compile_.add_argument("source", metavar="SOURCE")
     compile_.add_argument("--emit", choices=("ir", "exe"), default="exe")
-    _add_targets(compile_)
+    _add_targets(compile_, default=None)
     compile_.add_argument("--triple", help="cpu target: emit object code for this machine "
                           "(e.g. aarch64-linux-gnu, riscv64-linux-gnu)")
     compile_.add_argument("--pipeline", default="", metavar="PASSES",
                           help="passes run on the program before placement, e.g. "
                                "'node-fusion,dce', or 'default' for the first target's own")
+    compile_.add_argument("--config", metavar="BEST.json",
+                          help="apply a configuration hpvm tune chose (its targets are the "
+                               "default --targets)")
     compile_.add_argument("-o", "--output", required=True, metavar="OUT")
     compile_.set_defaults(handler=compile_command)
 
@@ -51,8 +54,11 @@ def add_parsers(subparsers) -> None:
     viz.set_defaults(handler=viz_command)
 
 
-def _add_targets(parser) -> None:
-    parser.add_argument("-t", "--targets", type=_target_list, default=["cpu"],
+DEFAULT_TARGETS = ["cpu"]
+
+
+def _add_targets(parser, default=DEFAULT_TARGETS) -> None:
+    parser.add_argument("-t", "--targets", type=_target_list, default=default,
                         help="comma-separated target names in order of preference "
                              "(default: cpu); `hpvm targets` lists them")
 
@@ -89,7 +95,8 @@ def compile_command(args) -> int:
     options = {"triple": args.triple} if args.triple else {}
     if args.pipeline:
         options["pipeline"] = args.pipeline
-    exe = compile_program(module, targets=args.targets, options=options)
+    targets = args.targets or (None if args.config else DEFAULT_TARGETS)
+    exe = compile_program(module, targets=targets, options=options, config=args.config)
     save_atomically(exe, Path(args.output))
     print(exe.placement.format())
     print(f"wrote {args.output}")

@@ -1,8 +1,10 @@
-"""Writing results: aligned text tables, and files replaced atomically."""
+"""Writing results: aligned text tables, files replaced atomically, and a
+one-line progress bar."""
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import BinaryIO, Callable, Sequence
@@ -66,3 +68,24 @@ def _mode_for(path: Path) -> int:
     umask = os.umask(0)
     os.umask(umask)
     return 0o666 & ~umask
+
+
+class Progress:
+    """A one-line progress bar on stderr."""
+
+    def __init__(self, total: int, stream=None, width: int = 30):
+        self.total, self.done, self.width = max(total, 1), 0, width
+        self.stream = stream or sys.stderr
+
+    def step(self, label: str) -> None:
+        """Draw the bar with ``label``, then count one step done."""
+        filled = self.width * self.done // self.total
+        bar = "#" * filled + "." * (self.width - filled)
+        end = "\r" if self.stream.isatty() else "\n"
+        self.stream.write(f"[{bar}] {self.done}/{self.total} {label:<40.40}{end}")
+        self.stream.flush()
+        self.done += 1
+
+    def close(self) -> None:
+        self.stream.write(f"[{'#' * self.width}] {self.total}/{self.total} done{' ' * 36}\n")
+        self.stream.flush()

@@ -81,8 +81,10 @@ def _last_meaningful_line(output: str) -> str:
     return ""
 
 
-class _Worker:
-    """The child process and the pipes to it."""
+class Worker:
+    """One worker: the child process and the pipes to it.  ``call(function,
+    args, timeout)`` is what run_isolated does with the process-wide
+    worker; tools that want several at once (the tuner) make their own."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -188,7 +190,7 @@ def _write_message(stream, payload: bytes) -> None:
     stream.flush()
 
 
-_WORKER = _Worker()
+_WORKER = Worker()
 atexit.register(_WORKER.close)
 
 

@@ -150,3 +150,15 @@ def _owned(bodies, buffer: str, var: str) -> bool:
     def dimension_of(index):
         return 0 if isinstance(index, Var) and index.name == var else None
     return access_positions(sum(bodies, ()), buffer, 1, dimension_of) is not None
+
+
+def fusible_functions(module: Module) -> list[str]:
+    """The functions in which loop-fusion would fuse at least one pair of
+    loops (the DSE's knobs)."""
+    names = []
+    for name, function in module.functions.items():
+        fuser = _Fuser(function)
+        fuser.block(function.body)
+        if fuser.fused:
+            names.append(name)
+    return names

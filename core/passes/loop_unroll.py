@@ -203,3 +203,48 @@ def _constant_trips(loop: For) -> int | None:
     if step > 0:
         return max(0, -(-(stop - start) // step))
     return max(0, -(-(start - stop) // -step))
+
+
+def constant_trip_count(loop: For) -> int | None:
+    """The number of iterations of a loop with constant bounds, else None."""
+    return _constant_trips(loop)
+
+
+def loops_by_id(function: KernelFunction) -> dict[str, For]:
+    """``function``'s loops keyed by their ids (see ``loop_ids``)."""
+    loops = [node for node in walk(function.body) if isinstance(node, For)]
+    return dict(zip(loop_ids(function), loops))
+
+
+def with_unroll_hints(module: Module, hints: dict[str, int]) -> Module:
+    """``module`` with the ``unroll`` hint of each loop named in ``hints``
+    (loop id -> factor) set, so that the hint travels with the loop through
+    later passes (loop-fusion, node-fusion rename and merge functions) and
+    loop-unroll or the back end honours it.  KeyError for an unknown id."""
+    def mark(function: KernelFunction) -> KernelFunction:
+        wanted = {loop_id: factor for loop_id, factor in hints.items()
+                  if loop_id.partition(".")[0] == function.name}
+        if not wanted:
+            return function
+        seen: dict[str, int] = {}
+
+        def visit(stmt):
+            if isinstance(stmt, For):
+                seen[stmt.var] = seen.get(stmt.var, 0) + 1
+                suffix = "" if seen[stmt.var] == 1 else f"#{seen[stmt.var]}"
+                factor = wanted.pop(f"{function.name}.{stmt.var}{suffix}", None)
+                if factor is not None:
+                    stmt = dataclasses.replace(stmt, unroll=factor)
+            changes = {}
+            for field in dataclasses.fields(stmt):
+                value = getattr(stmt, field.name)
+                if isinstance(value, tuple) and value and isinstance(value[0], Stmt):
+                    changes[field.name] = tuple(visit(s) for s in value)
+            return dataclasses.replace(stmt, **changes) if changes else stmt
+
+        body = tuple(visit(stmt) for stmt in function.body)
+        if wanted:
+            raise KeyError(", ".join(wanted))
+        return dataclasses.replace(function, body=body)
+
+    return map_functions(module, mark)

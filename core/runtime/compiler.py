@@ -29,24 +29,39 @@ def as_module(program) -> Module:
                     "file, or a function decorated with @hpvm.program")
 
 
-def compile(program, targets: Sequence[str] = DEFAULT_TARGETS, options: dict | None = None,
-            registry=None) -> Executable:
+def compile(program, targets: Sequence[str] | None = None, options: dict | None = None,
+            registry=None, config=None) -> Executable:
     """Compile ``program`` for the ordered ``targets`` (see placement); a
-    single target may be given as its name."""
+    single target may be given as its name.  ``config`` (a TuningConfig,
+    its JSON dict or file, from hpvm.tune) applies a tuned configuration:
+    its passes, placement and options (``options`` given here override
+    its options); ``targets`` then default to those it was tuned for."""
     from ..ir.verify import verify
     from ..options import resolve_compile_options
     from ..registry import get_registry
     registry = registry or get_registry()
     options = dict(options or {})
-    targets = [targets] if isinstance(targets, str) else list(targets)
-    per_target = resolve_compile_options(options, _with_fallbacks(targets), registry)
+    targets = [targets] if isinstance(targets, str) else targets
     module = as_module(program)
     verify(module)
+    tuned = None
+    if config is not None:
+        from ..tune.config import merge_options, realise_config
+        tuned, targets, realised = realise_config(module, config, targets, registry)
+        module = realised.module
+        options = merge_options(realised.options, options)
+    targets = list(targets if targets is not None else DEFAULT_TARGETS)
+    per_target = resolve_compile_options(options, _with_fallbacks(targets), registry)
     pipeline = _pipeline(options.get("pipeline", ""), targets, registry)
     if pipeline:
         from ..passes import run_pipeline
         module = run_pipeline(module, pipeline)
     placement = plan(module, targets, registry)
+    if tuned is not None:
+        placement.notes.append(f"tuned configuration applied ({len(tuned.values)} parameters"
+                               + (f"; pipeline {realised.pipeline}" if realised.pipeline else "")
+                               + ")")
+        placement.notes.extend(f"tuning: {note}" for note in realised.notes)
     artifacts = {}
     for name in placement.used_targets:
         target = registry.target(name).target
@@ -55,7 +70,9 @@ def compile(program, targets: Sequence[str] = DEFAULT_TARGETS, options: dict | N
         prepared = prepare_for_target(module, target, nodes, target_options)
         artifacts[name] = target.compile(prepared, nodes, target_options)
         placement.notes.extend(f"{name}: {note}" for note in artifacts[name].notes)
-    return Executable(module, placement, artifacts, options, registry)
+    exe = Executable(module, placement, artifacts, options, registry)
+    exe.config = tuned.to_json() if tuned is not None else None
+    return exe
 
 
 def _pipeline(requested: str, targets: list[str], registry) -> str:

@@ -52,6 +52,8 @@ class Executable:
         self.placement = placement
         self.artifacts = artifacts
         self.options = dict(options or {})
+        self.config: dict | None = None
+        """The tuned configuration it was compiled with (hpvm.tune), if any."""
         self._registry = registry
         self._program = flatten(module)
         self._plan = plan_program(module, self._program, placement.targets)
@@ -133,7 +135,8 @@ class Executable:
         for name, artifact in self.artifacts.items():
             artifact.save(folder / "artifacts" / name)
         manifest = {"format": EXECUTABLE_FORMAT, "placement": self.placement.to_json(),
-                    "options": self.options, "targets": sorted(self.artifacts), "sha256": digests}
+                    "options": self.options, "targets": sorted(self.artifacts), "sha256": digests,
+                    "config": self.config}
         write_json(folder / "executable.json", manifest)
 
     @classmethod
@@ -164,7 +167,9 @@ class Executable:
         except (KeyError, TypeError, ValueError) as error:
             raise SavedFolderError(f"{manifest_path}: 'placement' is malformed ({error!r}) "
                                    f"(fix: {DAMAGED_FIX})") from None
-        return cls(module, placement, artifacts, manifest["options"], registry)
+        exe = cls(module, placement, artifacts, manifest["options"], registry)
+        exe.config = manifest.get("config") if isinstance(manifest.get("config"), dict) else None
+        return exe
 
     # -- internals -----------------------------------------------------------
     def _start_run(self, inputs: dict, run_here: bool):

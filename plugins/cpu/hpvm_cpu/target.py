@@ -22,7 +22,7 @@ from hpvm.ir.graph import ConstantBody, Graph, KernelBody, Module, Node, TensorB
 from hpvm.ir.kernel import Barrier
 from hpvm.ir.visit import walk
 from hpvm.options import Option
-from hpvm.target import Artifact, Availability, Device, NodeRef, Target
+from hpvm.target import Artifact, Availability, Device, Knob, NodeRef, Target
 
 MODULE_FILE = "module.hpvm"
 OBJECT_FILE = "kernels.o"
@@ -59,6 +59,10 @@ class CpuTarget(Target):
 
     def options(self) -> list[Option]:
         return OPTIONS
+
+    def knobs(self, module: Module, nodes: list[NodeRef]) -> list[Knob]:
+        """Vector lanes and rows of lane strips, for the whole program."""
+        return [Knob("lanes", (1, 4, 8, 16), 16), Knob("rows", (1, 2, 4), 1)]
 
     def claims(self, module: Module, graph: Graph, node: Node) -> bool:
         if isinstance(node.body, (ConstantBody, TensorBody)):

@@ -1,0 +1,213 @@
+"""The tuning loop: ``tune(program, targets, inputs, budget)`` builds the
+space, asks the engine for samples, has the executor evaluate them, keeps
+the record, and returns the best configuration.
+
+    from hpvm.tune import tune
+    result = tune(program, ["gpu_opencl", "cpu"], inputs, budget=100, record="tune.json")
+    print(result.summary())
+    exe = hpvm.compile(program, config=result.best)
+
+The first sample is always the defaults (the program as written), so the
+result can say how much tuning gained.  A sample proposed twice is
+answered from the record without running it again.
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .config import TuningConfig
+from .evaluate import MODES, SampleJob
+from .record import Sample, TuningRecord
+from .search import BudgetSpent, HyperMapperSearch, Outcome, RandomSearch, engine as make_engine, key_of
+from .space import PASS_PARAMETERS, Space, TuneError, space as make_space
+
+OBJECTIVES = ("seconds", "compile_seconds")
+"""What a measured sample reports; an estimate reports what the targets' cost
+models give (``seconds`` at least)."""
+
+
+@dataclass
+class TuneResult:
+    space: Space
+    record: TuningRecord
+    best: TuningConfig | None
+    notes: list[str]
+
+    @property
+    def baseline(self) -> Sample | None:
+        """The sample of the defaults, when it was evaluated."""
+        defaults = key_of(self.space.defaults())
+        return next((s for s in self.record.samples if key_of(s.values) == defaults), None)
+
+    @property
+    def speedup(self) -> float | None:
+        """Baseline over best, in the first objective."""
+        name = self.record.objectives[0]
+        baseline, best = self.baseline, self.record.best()
+        if baseline is None or not baseline.feasible or best is None:
+            return None
+        return baseline.objectives[name] / best.objectives[name]
+
+    def summary(self) -> str:
+        """The winning configuration in words: the parameters it changes."""
+        best = self.record.best()
+        if best is None:
+            return "no feasible configuration was found"
+        name = self.record.objectives[0]
+        lines = [f"best {name}: {_seconds(best.objectives[name])} (sample {best.index} of "
+                 f"{len(self.record.samples)})"]
+        if self.speedup is not None:
+            lines.append(f"speedup over the program as written: {self.speedup:.2f}x")
+        changed = {k: v for k, v in self.space.checked(best.values).items()
+                   if key_of({k: v}) != key_of({k: self.space.parameter(k).default})}
+        if changed:
+            lines.append("changes:")
+            lines.extend(f"  {p.name} = {p.label(changed[p.name])}  ({p.about})"
+                         for p in self.space if p.name in changed)
+        else:
+            lines.append("the defaults are best")
+        lines.extend(f"note: {note}" for note in self.notes)
+        return "\n".join(lines)
+
+
+def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAMETERS,
+         engine: str = "auto", mode: str = "measure", objectives=("seconds",), executor=None,
+         timeout: float = 120.0, repeat: int = 5, seed: int = 0, record: str | Path | None = None,
+         resume: bool = False, progress: Callable[[TuningRecord, Sample], None] | None = None,
+         registry=None) -> TuneResult:
+    """Tune ``program`` on ``targets`` with ``inputs`` until the record
+    holds ``budget`` samples (see the module docstring).  ``executor``: a LocalExecutor
+    (default: one worker) or RayExecutor.  ``record``: the JSON file kept
+    after every batch (and read back with ``resume``).  ``progress`` is
+    called after every sample."""
+    from ..interp import Interpreter
+    from ..ir.verify import verify
+    from ..runtime.compiler import as_module
+    from ..runtime.inputs import validate_inputs
+    from .executors import LocalExecutor
+    if budget < 1:
+        raise TuneError(f"a budget of {budget} samples tunes nothing (fix: give --budget 1 or more)")
+    if mode not in MODES:
+        raise TuneError(f"no mode '{mode}' (fix: use one of {', '.join(MODES)})")
+    objectives = list(objectives)
+    module = as_module(program)
+    verify(module)
+    design = make_space(module, targets, passes=passes, registry=registry)
+    if not len(design):
+        raise TuneError(f"the program has nothing to tune on {','.join(design.targets)}: no "
+                        "fusible nodes or loops, no target knobs, one node (fix: list more "
+                        "targets or tune another program)")
+    search = make_engine(engine, design, budget)
+    history = _start_record(design, search.name, objectives, mode, record, resume)
+    own_executor = executor is None
+    executor = executor or LocalExecutor(1)
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="hpvm-tune-") as folder:
+        inputs_path = str(Path(folder) / "inputs.npz")
+        checked = validate_inputs(module.root_graph, inputs)
+        np.savez(inputs_path, **{k: np.asarray(v) for k, v in checked.items()})
+        reference_path = None
+        if mode == "measure":
+            reference_path = str(Path(folder) / "reference.npz")
+            np.savez(reference_path, **Interpreter(module).run(**checked))
+        from ..ir.text import print_module
+        job = SampleJob(print_module(module), tuple(design.targets), {}, inputs_path,
+                        reference_path, mode, repeat)
+        evaluate = _Evaluation(design, history, job, executor, timeout, budget, record, progress)
+        try:
+            _search(search, design, evaluate, budget, executor, seed, history, objectives, notes)
+        finally:
+            if own_executor:
+                executor.close()
+    best = history.best()
+    config = None if best is None else TuningConfig(design.digest, list(design.targets),
+                                                    best.values, dict(best.objectives))
+    return TuneResult(design, history, config, notes)
+
+
+def _start_record(design, engine_name, objectives, mode, path, resume) -> TuningRecord:
+    if resume:
+        if path is None or not Path(path).exists():
+            raise TuneError(f"--resume needs the record of an earlier run (fix: give --output "
+                            f"FILE of that run{'' if path is None else f'; {path} does not exist'})")
+        history = TuningRecord.load(path)
+        history.check_resumable(design, engine_name, objectives, mode, str(path))
+        return history
+    return TuningRecord.start(design, engine_name, objectives, mode)
+
+
+def _search(search, design, evaluate, budget, executor, seed, history, objectives, notes):
+    batch = getattr(executor, "jobs", 1) or 1
+    try:
+        if key_of(design.defaults()) not in history.seen():
+            evaluate([design.defaults()])  # the baseline, first
+        search.run(design, evaluate, budget - evaluate.spent, batch, seed, history.seen(),
+                   objectives)
+    except BudgetSpent:
+        return
+    except Exception as error:  # HyperMapper ends in an exception when it runs out of points
+        if not isinstance(search, HyperMapperSearch):
+            raise
+        notes.append(f"HyperMapper stopped after {evaluate.spent} samples "
+                     f"({type(error).__name__}: {error}); random search used the rest")
+    except SystemExit:  # HyperMapper's own way of failing
+        notes.append(f"HyperMapper stopped after {evaluate.spent} samples; random search "
+                     "used the rest")
+    if evaluate.spent < budget:
+        try:
+            RandomSearch().run(design, evaluate, budget - evaluate.spent, batch, seed,
+                               history.seen(), objectives)
+        except BudgetSpent:
+            pass
+
+
+class _Evaluation:
+    """The ``evaluate`` callback engines call: runs new configurations,
+    answers repeats from the record, keeps the record on disk, and stops
+    the engine at the budget."""
+
+    def __init__(self, design, history, job, executor, timeout, budget, path, progress):
+        self.design, self.history, self.job = design, history, job
+        self.executor, self.timeout, self.budget = executor, timeout, budget
+        self.path, self.progress = path, progress
+        self.spent = len(history.samples)  # a resumed run counts what it recorded
+        self.repeats = 0
+
+    def __call__(self, configurations: list[dict]) -> list[Outcome]:
+        if self.spent >= self.budget or self.repeats > 10 * self.budget:
+            raise BudgetSpent()
+        known = self.history.seen()
+        fresh: dict[str, dict] = {}
+        keys = []
+        for values in configurations:
+            values = self.design.checked(values)
+            key = key_of(values)
+            keys.append(key)
+            if key in known or key in fresh:
+                self.repeats += 1
+            elif len(fresh) < self.budget - self.spent:
+                fresh[key] = values
+        started = time.perf_counter()
+        jobs = [SampleJob(**{**self.job.__dict__, "values": values}) for values in fresh.values()]
+        results = self.executor.evaluate(jobs, self.timeout) if jobs else []
+        wall = (time.perf_counter() - started) / max(len(jobs), 1)
+        for (key, values), outcome in zip(fresh.items(), results):
+            known[key] = outcome
+            sample = self.history.add(values, outcome, wall)
+            self.spent += 1
+            if self.progress is not None:
+                self.progress(self.history, sample)
+        if self.path is not None and fresh:
+            self.history.save(self.path)
+        missing = Outcome(False, error="not evaluated: the budget is spent")
+        return [known.get(key, missing) for key in keys]
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1e3:.3g} ms" if value < 1 else f"{value:.3g} s"

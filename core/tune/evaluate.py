@@ -1,0 +1,148 @@
+"""Evaluating one sample of the space: measure it (compile, warm up, the
+median of ``repeat`` runs, outputs checked against the reference
+interpreter's) or estimate it (every used target's cost model, no run).
+
+A sample runs in a worker process (hpvm.codegen.worker), never in the
+tuner's: a sample that crashes its toolchain, hangs past the time-out or
+computes a wrong result is an infeasible Outcome with the reason, and the
+search goes on.  Compiles are cached on disk by the targets (the cpu
+target's object-code cache, the OpenCL driver's), so samples that differ
+only in run-time knobs do not compile again.
+
+Every measured sample's outputs are compared with the interpreter's (the
+reference is computed once per tuning run); the comparison costs little
+next to a compile, and a pass or knob that breaks a program is then never
+chosen.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import HpvmError
+from .search import Outcome
+
+MODES = ("measure", "estimate")
+
+
+@dataclass(frozen=True)
+class SampleJob:
+    """Everything a worker needs for one sample (it travels pickled)."""
+
+    module_text: str
+    targets: tuple[str, ...]
+    values: dict
+    inputs_path: str
+    reference_path: str | None
+    mode: str = "measure"
+    repeat: int = 5
+    warmup: int = 1
+    rtol: float = 1e-3
+    atol: float = 1e-5
+
+
+_SPACES: dict = {}
+_ARRAYS: dict = {}
+
+
+def evaluate_sample(job: SampleJob) -> Outcome:
+    """Run in a worker: realise the configuration, then measure or estimate
+    it.  An HpvmError (a pass refusing, a target failing) is an infeasible
+    Outcome with its message."""
+    try:
+        return _evaluate(job)
+    except HpvmError as error:
+        return Outcome(False, error=str(error).splitlines()[0] if str(error) else type(error).__name__)
+
+
+def _evaluate(job: SampleJob) -> Outcome:
+    from ..runtime import compile as compile_program, plan
+    from ..registry import get_registry
+    design = _space_of(job)
+    realised = design.realise(job.values)
+    if job.mode == "estimate":
+        return _estimate(realised, job.targets, get_registry(), plan)
+    started = time.perf_counter()
+    exe = compile_program(realised.module, targets=list(job.targets), options=realised.options)
+    compile_seconds = time.perf_counter() - started
+    inputs = load_arrays(job.inputs_path)
+    for _ in range(job.warmup):
+        outputs = exe(**inputs)
+    times = []
+    for _ in range(job.repeat):
+        started = time.perf_counter()
+        outputs = exe(**inputs)
+        times.append(time.perf_counter() - started)
+    if job.reference_path is not None:
+        problem = _mismatch(outputs, load_arrays(job.reference_path), job.rtol, job.atol)
+        if problem:
+            return Outcome(False, error=f"wrong result: {problem}")
+    return Outcome(True, {"seconds": statistics.median(times), "compile_seconds": compile_seconds})
+
+
+def _estimate(realised, targets, registry, plan) -> Outcome:
+    from ..runtime.compiler import prepare_for_target
+    from ..options import resolve_compile_options
+    placement = plan(realised.module, list(targets), registry)
+    per_target = resolve_compile_options(realised.options, list(targets), registry, strict=False)
+    total: dict[str, float] = {}
+    for name in placement.used_targets:
+        target = registry.target(name).target
+        nodes = placement.nodes_of(name)
+        options = per_target.get(name, {})
+        prepared = prepare_for_target(realised.module, target, nodes, options)
+        estimate = target.estimate(prepared, nodes, options)
+        if estimate is None:
+            return Outcome(False, error=f"target '{name}' has no cost model to estimate with "
+                                        "(use --mode measure)")
+        for metric, value in estimate.items():
+            if isinstance(value, (int, float)):
+                total[metric] = total.get(metric, 0.0) + float(value)
+    return Outcome(True, total)
+
+
+def _space_of(job: SampleJob):
+    from ..ir.text import parse_module
+    from .space import space
+    key = (job.module_text, job.targets)
+    if key not in _SPACES:
+        _SPACES.clear()
+        _SPACES[key] = space(parse_module(job.module_text), list(job.targets))
+    return _SPACES[key]
+
+
+def load_arrays(path: str) -> dict[str, Any]:
+    """The arrays of an npz file (0-d arrays as scalars), read once per process."""
+    if path not in _ARRAYS:
+        with np.load(path, allow_pickle=False) as data:
+            _ARRAYS[path] = {name: _scalar_or_array(data[name]) for name in data.files}
+    return _ARRAYS[path]
+
+
+def remember_arrays(path: str, arrays: dict[str, Any]) -> None:
+    """Use ``arrays`` as the contents of ``path`` in this process (a Ray
+    worker gets them from the object store, not from the file)."""
+    _ARRAYS[path] = arrays
+
+
+def _scalar_or_array(array: np.ndarray):
+    return array.item() if array.ndim == 0 else array
+
+
+def _mismatch(actual: dict, expected: dict, rtol: float, atol: float) -> str:
+    """Why ``actual`` differs from the reference outputs, or ''."""
+    for name, want in expected.items():
+        if name not in actual:
+            return f"output '{name}' is missing"
+        got = np.asarray(actual[name])
+        if got.shape != want.shape:
+            return f"output '{name}' has shape {got.shape}, expected {want.shape}"
+        scale = float(np.max(np.abs(want))) if want.size and want.dtype.kind == "f" else 1.0
+        if not np.allclose(got, want, rtol=rtol, atol=atol * max(scale, 1.0), equal_nan=True):
+            worst = np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))
+            return f"output '{name}' differs from the interpreter's by up to {worst:.3g}"
+    return ""

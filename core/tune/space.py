@@ -1,0 +1,426 @@
+"""The design space of a program: every parameter the tuner may set,
+found by analysing the IR (HPVM2FPGA's static parameter extraction).
+
+    from hpvm.tune import space
+    design = space(module, ["gpu_opencl", "cpu"])
+    print(design.describe())
+    realised = design.realise(design.defaults())   # module after passes, options
+
+A parameter comes from one of four places, and says in words what it acts
+on:
+
+- **placement** (when more than one target is listed): one per leaf node
+  without a hint that more than one listed target claims: which of them
+  runs it.  Hints stay hard constraints.  Realised as the node's hint.
+- **passes** (``passes=``, by default all four): a boolean per fusible
+  producer/consumer pair (node-fusion), per function with fusible loops
+  (loop-fusion) and per eligible ``private`` parameter
+  (argument-privatisation); an unroll factor per kernel loop (loop-unroll;
+  0 keeps the loop as written, a constant trip count unrolls fully).
+  Realised as one pass pipeline, in the order argument-privatisation,
+  loop-fusion, node-fusion, loop-unroll, dce; unroll factors travel as the
+  loops' ``unroll`` hints, so they survive the fusions before them.
+- **targets**: each listed target's ``Target.knobs`` for the nodes it
+  claims (work-group shape, vector lanes ...), realised as its options.
+- **the runtime**: task parallelism on or off, for programs of more than
+  one node.
+
+The defaults are the program as written (no pass, the targets' defaults):
+the untuned baseline a tuned result is compared with.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from ..errors import HpvmError
+from ..ir.graph import KernelBody, Module
+from ..target import NodeRef
+
+PASS_PARAMETERS = ("argument-privatisation", "loop-fusion", "node-fusion", "loop-unroll")
+"""The passes whose parameters a space includes by default, in the order
+they run."""
+UNROLL_FACTORS = (1, 2, 4, 8)
+"""Unroll factors offered per loop, besides 0 (as written) and a full
+unroll of a constant trip count."""
+MAX_FULL_UNROLL = 64
+"""The largest constant trip count offered as a full unroll."""
+ORIGIN = "tune_origin"
+"""Node attribute naming the source node while a realisation runs its
+passes (node-level knobs then find the node a fusion made)."""
+
+
+class TuneError(HpvmError):
+    """A space, a configuration or a tuning request that cannot be used."""
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One tuning parameter: a readable unique ``name``, the admissible
+    ``values``, the ``default`` (the program as written), what it acts on
+    in words (``about``), and how it is realised (``role`` and
+    ``subject``: the node, pair, function, loop, parameter or option)."""
+
+    name: str
+    values: tuple
+    default: Any
+    about: str
+    role: str
+    subject: Any = None
+
+    @property
+    def ordered(self) -> bool:
+        """Numbers (an order the optimiser may exploit), not categories."""
+        return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in self.values)
+
+    def index_of(self, value: Any) -> int:
+        """The position of ``value`` (compared as JSON, so a list read from
+        a file matches a tuple); ValueError when it is not admissible."""
+        wanted = _as_json(value)
+        for index, candidate in enumerate(self.values):
+            if _as_json(candidate) == wanted:
+                return index
+        raise ValueError(value)
+
+    def label(self, value: Any) -> str:
+        """``value`` in words: yes/no, 16x16, full (9), as written."""
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if value is None:
+            return "target's choice"
+        if isinstance(value, (tuple, list)):
+            return "x".join(map(str, value))
+        if self.role == "loop-unroll":
+            if value == 0:
+                return "as written"
+            if value == self.values[-1] and self.subject[1]:
+                return f"full ({value})"
+        return str(value)
+
+
+@dataclass
+class Realisation:
+    """What a configuration means for the compiler: the module after the
+    configuration's passes and hints, the compile options (core options
+    and one section per target), the pipeline that was run, and notes
+    (parameters that had no effect, and why)."""
+
+    module: Module
+    options: dict
+    pipeline: str
+    notes: list[str] = field(default_factory=list)
+
+
+class Space:
+    """The parameters of one program on an ordered list of targets."""
+
+    def __init__(self, module: Module, targets: list[str], parameters: list[Parameter],
+                 placed: dict[str, str | None] | None = None):
+        self.module = module
+        self.targets = list(targets)
+        self.placed = dict(placed or {})
+        """Where each leaf node runs without tuning (node ref -> target)."""
+        self.parameters = tuple(parameters)
+        self._by_name = {p.name: p for p in self.parameters}
+        self.digest = module_digest(module)
+
+    def __len__(self) -> int:
+        return len(self.parameters)
+
+    def __iter__(self) -> Iterator[Parameter]:
+        return iter(self.parameters)
+
+    def parameter(self, name: str) -> Parameter:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise TuneError(f"the space has no parameter '{name}' (fix: use one of "
+                            f"{_listing(self._by_name)})") from None
+
+    @property
+    def size(self) -> int:
+        """The number of distinct configurations."""
+        return math.prod(len(p.values) for p in self.parameters)
+
+    def defaults(self) -> dict[str, Any]:
+        return {p.name: p.default for p in self.parameters}
+
+    def checked(self, values: dict[str, Any]) -> dict[str, Any]:
+        """``values`` completed with defaults, each value the parameter's
+        own (a JSON list becomes the tuple it stands for); TuneError naming
+        an unknown parameter or a value it does not admit."""
+        result = self.defaults()
+        for name, value in values.items():
+            parameter = self.parameter(name)
+            try:
+                result[name] = parameter.values[parameter.index_of(value)]
+            except ValueError:
+                raise TuneError(f"parameter '{name}' cannot be {value!r} (fix: use one of "
+                                f"{', '.join(map(repr, parameter.values))})") from None
+        return result
+
+    def enumerate(self) -> Iterator[dict[str, Any]]:
+        """Every configuration, the defaults first."""
+        names = [p.name for p in self.parameters]
+        orders = [sorted(p.values, key=lambda v, p=p: v != p.default) for p in self.parameters]
+        for combination in itertools.product(*orders):
+            yield dict(zip(names, combination))
+
+    def describe(self, values: dict[str, Any] | None = None) -> str:
+        """A table of the parameters: name, values (or the chosen value),
+        and what each acts on."""
+        rows = []
+        for p in self.parameters:
+            shown = p.label(values[p.name]) if values is not None else \
+                " | ".join(p.label(v) for v in p.values)
+            rows.append((p.name, shown, p.about))
+        if not rows:
+            return "(no parameters)"
+        widths = [max(len(row[i]) for row in rows) for i in range(2)]
+        return "\n".join(f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c}" for a, b, c in rows)
+
+    def realise(self, values: dict[str, Any]) -> Realisation:
+        """The module and options a configuration stands for (see the
+        module docstring); a pass that refuses raises its PassError."""
+        from ..passes import format_pipeline, run_pipeline
+        from ..passes.loop_unroll import with_unroll_hints
+        from ..passes.module_tools import map_nodes
+        values = self.checked(values)
+        by_role: dict[str, list[Parameter]] = {}
+        for p in self.parameters:
+            by_role.setdefault(p.role, []).append(p)
+        chosen = {p.subject: values[p.name] for p in by_role.get("placement", ())}
+        placed = {**self.placed, **chosen}
+
+        def stamp(graph, node):
+            if not node.is_leaf:
+                return node
+            hint = chosen.get(str(NodeRef(graph.name, node.name)), node.hint)
+            return dataclasses.replace(node, hint=hint,
+                                       attributes={**node.attributes, ORIGIN: node.name})
+
+        module = map_nodes(self.module, stamp)
+        hints = {p.subject[0]: values[p.name] for p in by_role.get("loop-unroll", ())
+                 if values[p.name]}
+        if hints:
+            module = with_unroll_hints(module, hints)
+        notes: list[str] = []
+        steps = self._pass_steps(values, by_role, placed, notes)
+        if hints:
+            steps.append(("loop-unroll", {}))
+        if steps:
+            module = run_pipeline(module, steps + [("dce", {})])
+        origins = {}
+
+        def unstamp(graph, node):
+            if ORIGIN not in node.attributes:
+                return node
+            origins[node.name] = node.attributes[ORIGIN]
+            return dataclasses.replace(node, attributes={k: v for k, v in node.attributes.items()
+                                                         if k != ORIGIN})
+
+        module = map_nodes(module, unstamp)
+        options = self._options(values, by_role, origins)
+        return Realisation(module, options, format_pipeline(steps + [("dce", {})]) if steps else "",
+                           notes)
+
+    def _pass_steps(self, values, by_role, placed, notes) -> list:
+        steps = []
+        for role, option in (("argument-privatisation", "params"), ("loop-fusion", "functions"),
+                             ("node-fusion", "pairs")):
+            chosen = [p.subject for p in by_role.get(role, ()) if values[p.name]]
+            if role == "node-fusion":
+                chosen = [pair for pair in chosen if self._same_place(pair, placed, notes)]
+            if chosen:
+                steps.append((role, {option: tuple(chosen)}))
+        return steps
+
+    def _same_place(self, pair: str, placed: dict, notes: list[str]) -> bool:
+        graph_of = {node.name: graph.name for graph in self.module.graphs.values()
+                    for node in graph.nodes}
+        producer, consumer = pair.split(":")
+        where = [placed.get(str(NodeRef(graph_of[n], n))) for n in (producer, consumer)]
+        if where[0] != where[1]:
+            notes.append(f"fuse {pair}: not fused, its nodes run on {where[0]} and {where[1]}")
+            return False
+        return True
+
+    def _options(self, values, by_role, origins: dict[str, str]) -> dict:
+        options: dict[str, Any] = {}
+        for p in by_role.get("task-parallelism", ()):
+            options["task_parallelism"] = values[p.name]
+        for p in by_role.get("knob", ()):
+            target, option, node = p.subject
+            value = values[p.name]
+            if value is None:
+                continue
+            section = options.setdefault(target, {})
+            if node is None:
+                section[option] = value
+                continue
+            per_node = section.setdefault(option, {})
+            for now, origin in origins.items():
+                if origin == node:
+                    per_node[now] = value
+        return options
+
+
+def space(module: Module, targets, passes=PASS_PARAMETERS, registry=None) -> Space:
+    """The design space of ``module`` on the ordered ``targets`` (see the
+    module docstring); ``passes`` picks the passes whose parameters it
+    includes (``()``: target knobs and placement only)."""
+    from ..registry import get_registry
+    registry = registry or get_registry()
+    targets = [targets] if isinstance(targets, str) else list(targets)
+    unknown = [name for name in passes if name not in PASS_PARAMETERS]
+    if unknown:
+        raise TuneError(f"no tuning parameters for pass(es) {', '.join(unknown)} (fix: choose "
+                        f"among {', '.join(PASS_PARAMETERS)})")
+    usable = []
+    for name in targets:
+        info = registry.target(name)  # an unknown name raises TargetError
+        if info.availability.available:
+            usable.append(info.target)
+    if not usable:
+        raise TuneError(f"none of the targets {', '.join(targets)} is usable here "
+                        "(`hpvm targets` says why)")
+    claimed = _claims(module, usable)
+    parameters = _placement_parameters(module, claimed)
+    for name in PASS_PARAMETERS:
+        if name in passes:
+            parameters += _PASS_PARAMETERS[name](module)
+    parameters += _knob_parameters(module, usable, claimed)
+    leaves = sum(1 for graph in module.graphs.values() for node in graph.nodes if node.is_leaf)
+    if leaves > 1:
+        parameters.append(Parameter("task parallelism", (True, False), True,
+                                    "run nodes with no path between them at the same time",
+                                    "task-parallelism"))
+    placed = {ref: (claimants[0].name if claimants else None) for ref, claimants in claimed.items()}
+    for graph in module.graphs.values():
+        for node in graph.nodes:
+            ref = str(NodeRef(graph.name, node.name))
+            hinted = [t.name for t in claimed.get(ref, ()) if node.hint and t.name.startswith(node.hint)]
+            if hinted:
+                placed[ref] = hinted[0]
+    return Space(module, targets, parameters, placed)
+
+
+def module_digest(module: Module) -> str:
+    """The sha256 of the module's canonical text: a configuration is made
+    for one program."""
+    from ..ir.text import print_module
+    return hashlib.sha256(print_module(module).encode()).hexdigest()
+
+
+# -- where parameters come from ----------------------------------------------
+def _claims(module: Module, targets) -> dict[str, list]:
+    """The targets (in list order) that claim each leaf node, by node ref."""
+    claimed = {}
+    for graph in module.graphs.values():
+        for node in graph.nodes:
+            if node.is_leaf:
+                claimed[str(NodeRef(graph.name, node.name))] = [
+                    t for t in targets if t.claims(module, graph, node)]
+    return claimed
+
+
+def _placement_parameters(module: Module, claimed) -> list[Parameter]:
+    parameters = []
+    for graph in module.graphs.values():
+        for node in graph.nodes:
+            ref = str(NodeRef(graph.name, node.name))
+            names = tuple(t.name for t in claimed.get(ref, ()))
+            if node.is_leaf and node.hint is None and len(names) > 1:
+                parameters.append(Parameter(f"place {ref}", names, names[0],
+                                            f"the target that runs node '{node.name}'",
+                                            "placement", ref))
+    return parameters
+
+
+def _node_fusion_parameters(module: Module) -> list[Parameter]:
+    from ..passes.node_fusion import fusible_pairs
+    return [Parameter(f"fuse {pair}", (False, True), False,
+                      "fuse node '{}' into its consumer '{}' (node-fusion)".format(*pair.split(":")),
+                      "node-fusion", pair) for pair in fusible_pairs(module)]
+
+
+def _loop_fusion_parameters(module: Module) -> list[Parameter]:
+    from ..passes.loop_fusion import fusible_functions
+    return [Parameter(f"fuse loops @{name}", (False, True), False,
+                      f"fuse the adjacent loops of function '@{name}' (loop-fusion)",
+                      "loop-fusion", name) for name in fusible_functions(module)]
+
+
+def _privatisation_parameters(module: Module) -> list[Parameter]:
+    from ..passes.argument_privatisation import eligible_params
+    return [Parameter(f"privatise {name}", (False, True), False,
+                      f"give parameter '{name.split('.')[1]}' of '@{name.split('.')[0]}' a private "
+                      "copy per instance (argument-privatisation)", "argument-privatisation", name)
+            for name in eligible_params(module)]
+
+
+def _unroll_parameters(module: Module) -> list[Parameter]:
+    from ..passes.loop_unroll import constant_trip_count, loops_by_id
+    from ..passes.module_tools import called_functions, node_functions
+    kernels = node_functions(module) | called_functions(module)
+    parameters = []
+    for name in sorted(kernels):
+        if name not in module.functions:
+            continue
+        for loop_id, loop in loops_by_id(module.functions[name]).items():
+            trips = constant_trip_count(loop)
+            if trips is not None and trips <= 1:
+                continue
+            factors = [f for f in UNROLL_FACTORS if trips is None or f < trips]
+            full = trips is not None and trips <= MAX_FULL_UNROLL
+            if full:
+                factors.append(trips)
+            about = f"unroll factor of loop '{loop.var}' in '@{name}'" + \
+                (f" ({trips} iterations)" if trips is not None else "")
+            parameters.append(Parameter(f"unroll {loop_id}", (0, *factors), 0, about,
+                                        "loop-unroll", (loop_id, full)))
+    return parameters
+
+
+_PASS_PARAMETERS = {"node-fusion": _node_fusion_parameters, "loop-fusion": _loop_fusion_parameters,
+                    "argument-privatisation": _privatisation_parameters,
+                    "loop-unroll": _unroll_parameters}
+
+
+def _knob_parameters(module: Module, targets, claimed) -> list[Parameter]:
+    parameters = []
+    for target in targets:
+        nodes = [_ref(key) for key, claimants in claimed.items() if target in claimants]
+        if not nodes:
+            continue
+        for knob in target.knobs(module, nodes):
+            if len(knob.values) < 2:
+                continue
+            where = f" {knob.node}" if knob.node is not None else ""
+            about = f"{target.name} option '{knob.name}'" + \
+                (f" of node '{knob.node.node}'" if knob.node is not None else " (whole program)")
+            parameters.append(Parameter(f"{target.name}.{knob.name}{where}", tuple(knob.values),
+                                        knob.default, about, "knob",
+                                        (target.name, knob.name,
+                                         knob.node.node if knob.node is not None else None)))
+    return parameters
+
+
+def _ref(key: str) -> NodeRef:
+    graph, node = key[1:].split(".", 1)
+    return NodeRef(graph, node)
+
+
+def _as_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _listing(names) -> str:
+    names = list(names)
+    shown = ", ".join(f"'{n}'" for n in names[:12])
+    return (shown + (f" and {len(names) - 12} more" if len(names) > 12 else "")) or "none"

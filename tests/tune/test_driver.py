@@ -1,0 +1,131 @@
+"""The tuning loop end to end on the cpu target: the defaults first, the
+budget kept, a record written after every batch and resumed, a best
+configuration that compiles and computes the right result; samples that
+fail, hang or compute a wrong result are infeasible, never a crash; bad
+requests are clear errors; ``hpvm tune`` shows progress, prints the
+winner in words and writes the record, configuration and SVG."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hpvm
+from hpvm.cli import main
+from hpvm.interp import Interpreter
+from hpvm.ir.text import parse_module, print_module
+from hpvm.passes import run_pipeline
+from hpvm.tune import TuneError, TuningConfig, tune
+from hpvm.tune.evaluate import SampleJob, evaluate_sample
+from hpvm.tune.record import TuningRecord
+from hpvm.tune.search import key_of
+
+HERE = Path(__file__).parent
+CHAIN = (HERE / "chain.hpvm").read_text()
+INPUTS = {"a": np.linspace(-3, 3, 64, dtype=np.float32), "bias": np.array([0.5, -1, 0.25], np.float32)}
+
+
+def test_tuning_records_every_sample_and_returns_a_working_best(tmp_path):
+    module = parse_module(CHAIN)
+    record = tmp_path / "record.json"
+    result = tune(module, ["cpu"], INPUTS, budget=4, engine="random", repeat=1, record=record)
+    samples = result.record.samples
+    assert len(samples) == 4 and samples[0].values == result.space.defaults()
+    assert all(s.feasible and s.objectives["seconds"] > 0 for s in samples)
+    assert TuningRecord.load(record).to_json() == result.record.to_json()
+    assert result.best.values == result.record.best().values
+    assert "best seconds" in result.summary()
+    exe = hpvm.compile(module, config=result.best)
+    np.testing.assert_allclose(exe(**INPUTS)["c"], Interpreter(module).run(**INPUTS)["c"])
+
+
+def test_a_resumed_run_goes_on_to_the_budget(tmp_path):
+    module = parse_module(CHAIN)
+    record = tmp_path / "record.json"
+    tune(module, ["cpu"], INPUTS, budget=2, engine="random", repeat=1, record=record)
+    result = tune(module, ["cpu"], INPUTS, budget=4, engine="random", repeat=1, record=record,
+                  resume=True)
+    keys = [key_of(s.values) for s in result.record.samples]
+    assert len(keys) == len(set(keys)) == 4
+
+
+def test_a_record_of_another_problem_cannot_be_resumed(tmp_path):
+    record = tmp_path / "record.json"
+    tune(parse_module(CHAIN), ["cpu"], INPUTS, budget=1, repeat=1, record=record)
+    with pytest.raises(TuneError, match="cannot resume: it records another parameters"):
+        tune(parse_module(CHAIN), ["cpu"], INPUTS, budget=2, passes=(), record=record,
+             resume=True)
+
+
+def test_a_sample_past_its_time_out_is_infeasible():
+    result = tune(parse_module(CHAIN), ["cpu"], INPUTS, budget=1, timeout=0.01)
+    sample = result.record.samples[0]
+    assert not sample.feasible and "ran for more than" in sample.error or "hung" in sample.error
+    assert result.best is None and result.summary() == "no feasible configuration was found"
+
+
+def test_a_wrong_result_is_infeasible(tmp_path):
+    module = parse_module(CHAIN)
+    np.savez(tmp_path / "in.npz", **INPUTS)
+    wrong = {"c": Interpreter(module).run(**INPUTS)["c"] + 1}
+    np.savez(tmp_path / "ref.npz", **wrong)
+    job = SampleJob(print_module(module), ("cpu",), {}, str(tmp_path / "in.npz"),
+                    str(tmp_path / "ref.npz"), repeat=1)
+    outcome = evaluate_sample(job)
+    assert not outcome.feasible and "wrong result: output 'c' differs" in outcome.error
+    failing = evaluate_sample(SampleJob(**{**job.__dict__, "values": {"cpu.lanes": 3}}))
+    assert not failing.feasible and "cannot be 3" in failing.error
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"budget": 0}, "a budget of 0 samples tunes nothing"),
+    ({"engine": "annealing"}, "no search engine 'annealing'"),
+    ({"mode": "guess"}, "no mode 'guess'"),
+])
+def test_bad_requests_are_clear_errors(kwargs, message):
+    with pytest.raises(TuneError, match=message):
+        tune(parse_module(CHAIN), ["cpu"], INPUTS, **{"budget": 2, **kwargs})
+
+
+def test_an_empty_space_is_an_error():
+    single = run_pipeline(parse_module(CHAIN), "node-fusion")  # one node, no knobs on interp
+    with pytest.raises(TuneError, match="nothing to tune"):
+        tune(single, ["interp"], INPUTS, budget=2, passes=())
+
+
+def test_estimating_needs_a_cost_model():
+    result = tune(parse_module(CHAIN), ["cpu"], INPUTS, budget=1, mode="estimate")
+    assert "has no cost model" in result.record.samples[0].error
+
+
+def test_the_command_tunes_compiles_and_draws(tmp_path, capsys):
+    np.savez(tmp_path / "in.npz", **INPUTS)
+    (tmp_path / "chain.hpvm").write_text(CHAIN)
+    source = str(tmp_path / "chain.hpvm")
+    assert main(["tune", source, "--list"]) == 0
+    assert "fuse node 'scale' into its consumer 'offset'" in capsys.readouterr().out
+    files = {name: str(tmp_path / name) for name in ("record.json", "best.json", "t.svg")}
+    code = main(["tune", source, "-i", files["record.json"].replace("record.json", "in.npz"),
+                 "-b", "3", "--engine", "random", "--repeat", "1", "-o", files["record.json"],
+                 "--config-out", files["best.json"], "--svg", files["t.svg"],
+                 "--objectives", "seconds,compile_seconds"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "3/3" in captured.err and "best seconds" in captured.out
+    assert TuningConfig.load(files["best.json"]).targets == ["cpu"]
+    svg = Path(files["t.svg"]).read_text()
+    assert svg.startswith("<svg") and "best so far" in svg and "Pareto front" in svg
+    assert main(["compile", source, "--config", files["best.json"], "-o",
+                 str(tmp_path / "exe")]) == 0
+    saved = json.loads((tmp_path / "exe" / "executable.json").read_text())
+    assert saved["config"]["values"] == json.loads(Path(files["best.json"]).read_text())["values"]
+
+
+def test_command_errors_name_the_fix(tmp_path, capsys):
+    (tmp_path / "chain.hpvm").write_text(CHAIN)
+    assert main(["tune", str(tmp_path / "chain.hpvm")]) == 1
+    assert "needs inputs (fix: give --inputs" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text("[]")
+    assert main(["compile", str(tmp_path / "chain.hpvm"), "--config", str(tmp_path / "bad.json"),
+                 "-o", str(tmp_path / "exe")]) == 1
+    assert "not a tuning configuration" in capsys.readouterr().err

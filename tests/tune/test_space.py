@@ -1,0 +1,128 @@
+"""The design space: parameters found in the IR, in words; the defaults
+are the program as written; every configuration realises to a program
+that computes what the original does, on every usable target; bad
+parameters and values are refused with the fix."""
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hpvm
+from hpvm.frontend.compile import load_python_file
+from hpvm.interp import Interpreter
+from hpvm.ir.text import parse_module, print_module
+from hpvm.testing import assert_outputs_close, usable_targets
+from hpvm.tune import TuneError, space
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = load_python_file(ROOT / "tests" / "corpus" / "programs.py").CORPUS
+CHAIN = (ROOT / "tests" / "tune" / "chain.hpvm").read_text()
+
+
+def benchmarks():
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.suite import all_benchmarks
+    return all_benchmarks()
+
+
+def test_parameters_are_found_in_the_ir_and_said_in_words():
+    design = space(parse_module(CHAIN), ["cpu"])
+    names = [p.name for p in design]
+    assert names == ["fuse scale:offset", "fuse offset:clamp", "unroll offset.k", "cpu.lanes",
+                     "cpu.rows", "task parallelism"]
+    unroll = design.parameter("unroll offset.k")
+    assert unroll.values == (0, 1, 2, 3) and unroll.label(3) == "full (3)"
+    assert unroll.label(0) == "as written"
+    assert "fuse node 'scale' into its consumer 'offset'" in design.describe()
+    assert design.size == 2 * 2 * 4 * 4 * 3 * 2
+
+
+def test_the_defaults_are_the_program_as_written():
+    module = parse_module(CHAIN)
+    realised = space(module, ["cpu"]).realise({})
+    assert print_module(realised.module) == print_module(module)
+    assert realised.pipeline == "" and realised.options == {"task_parallelism": True,
+                                                            "cpu": {"lanes": 16, "rows": 1}}
+
+
+def test_a_configuration_becomes_passes_hints_and_options():
+    design = space(parse_module(CHAIN), ["cpu"])
+    realised = design.realise({"fuse scale:offset": True, "fuse offset:clamp": True,
+                               "unroll offset.k": 3, "cpu.lanes": 4, "task parallelism": False})
+    assert realised.pipeline == "node-fusion{pairs=scale:offset,offset:clamp},loop-unroll,dce"
+    text = print_module(realised.module)
+    assert text.count("node ") == 1 and "for k" not in text  # fused, and unrolled fully
+    assert realised.options == {"task_parallelism": False, "cpu": {"lanes": 4, "rows": 1}}
+
+
+def test_placement_is_a_parameter_per_node_when_several_targets_claim_it():
+    module = parse_module(CHAIN)
+    design = space(module, ["cpu", "interp"])
+    place = design.parameter("place @main.scale")
+    assert place.values == ("cpu", "interp") and place.default == "cpu"
+    # Fusing nodes placed apart is not done, and the note says why.
+    realised = design.realise({"place @main.scale": "interp", "fuse scale:offset": True})
+    assert realised.notes == ["fuse scale:offset: not fused, its nodes run on interp and cpu"]
+    exe = hpvm.compile(realised.module, ["cpu", "interp"], options=realised.options)
+    assert exe.placement.targets["@main.scale"] == "interp"
+    assert exe.placement.targets["@main.offset"] == "cpu"
+
+
+def test_hints_stay_hard_constraints():
+    hinted = CHAIN.replace("node scale = @scale [N]", "node scale = @scale [N] hint cpu")
+    design = space(parse_module(hinted), ["cpu", "interp"])
+    assert "place @main.scale" not in [p.name for p in design]
+    assert "place @main.offset" in [p.name for p in design]
+
+
+def test_only_the_passes_asked_for_give_parameters():
+    design = space(parse_module(CHAIN), ["cpu"], passes=())
+    assert [p.name for p in design] == ["cpu.lanes", "cpu.rows", "task parallelism"]
+    with pytest.raises(TuneError, match="no tuning parameters for pass.*inline"):
+        space(parse_module(CHAIN), ["cpu"], passes=("inline",))
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"fuse a:b": True}, "no parameter 'fuse a:b'.*fuse scale:offset"),
+    ({"cpu.lanes": 3}, "'cpu.lanes' cannot be 3.*1, 4, 8, 16"),
+    ({"unroll offset.k": "full"}, "cannot be 'full'"),
+])
+def test_unknown_parameters_and_values_are_refused_with_the_fix(values, message):
+    with pytest.raises(TuneError, match=message):
+        space(parse_module(CHAIN), ["cpu"]).realise(values)
+
+
+def test_enumeration_visits_every_configuration_once_defaults_first():
+    design = space(parse_module(CHAIN), ["cpu"], passes=("node-fusion",))
+    seen = [tuple(sorted(v.items())) for v in design.enumerate()]
+    assert len(seen) == len(set(seen)) == design.size
+    assert dict(seen[0]) == design.defaults()
+
+
+def check_random_configurations(module, inputs, expected, rtol, atol, seed, count=3):
+    design = space(module, usable_targets(("cpu", "interp")))
+    chooser = random.Random(seed)
+    for _ in range(count):
+        values = {p.name: chooser.choice(p.values) for p in design}
+        realised = design.realise(values)
+        exe = hpvm.compile(realised.module, design.targets, options=realised.options)
+        assert_outputs_close(exe(**inputs), expected, rtol, atol,
+                             f"{module.name} with {design.describe(design.checked(values))}")
+
+
+@pytest.mark.parametrize("program", [p for p in CORPUS if p.make_frames is None],
+                         ids=lambda p: p.name)
+def test_random_configurations_keep_corpus_programs_correct(program):
+    module = program.build()
+    inputs = program.make_inputs(np.random.default_rng(5))
+    check_random_configurations(module, inputs, Interpreter(module).run(**inputs),
+                                max(program.rtol, 1e-4), max(program.atol, 1e-5), program.name)
+
+
+@pytest.mark.parametrize("bench", benchmarks(), ids=lambda b: b.name)
+def test_random_configurations_keep_benchmark_programs_correct(bench):
+    inputs = bench.make_inputs("small", np.random.default_rng(0))
+    check_random_configurations(bench.build(), inputs, bench.reference(inputs), bench.rtol,
+                                bench.atol, bench.name, count=2)

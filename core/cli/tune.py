@@ -47,6 +47,9 @@ def add_parsers(subparsers) -> None:
     parser.add_argument("--gpus", type=float, default=0, help="GPUs a Ray task asks for")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds a sample may take")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per sample (median)")
+    parser.add_argument("--confirm", type=int, default=3,
+                        help="best samples measured again, longer, with the defaults, at the "
+                             "end; the best of those wins (0: off)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("-o", "--output", metavar="RECORD.json", help="the tuning record")
     parser.add_argument("--resume", action="store_true", help="go on from the record at -o")
@@ -79,7 +82,8 @@ def tune_command(args) -> int:
     try:
         result = tune(module, args.targets, inputs, args.budget, passes=passes,
                       engine=args.engine, mode=args.mode, objectives=args.objectives,
-                      executor=pool, timeout=args.timeout, repeat=args.repeat, seed=args.seed,
+                      executor=pool, timeout=args.timeout, repeat=args.repeat,
+                      confirm=args.confirm, seed=args.seed,
                       record=args.output, resume=args.resume,
                       progress=lambda record, sample: bar.step(_progress_label(record, sample)))
     finally:

@@ -9,7 +9,11 @@ the record, and returns the best configuration.
 
 The first sample is always the defaults (the program as written), so the
 result can say how much tuning gained.  A sample proposed twice is
-answered from the record without running it again.
+answered from the record without running it again.  At the end, the
+``confirm`` best samples and the defaults are measured again with three
+times the runs, and the best of those wins: a sample that was lucky once
+(the winner's curse of noisy timings) is not chosen, and the winner is
+never one the defaults beat.
 """
 from __future__ import annotations
 
@@ -43,7 +47,8 @@ class TuneResult:
     def baseline(self) -> Sample | None:
         """The sample of the defaults, when it was evaluated."""
         defaults = key_of(self.space.defaults())
-        return next((s for s in self.record.samples if key_of(s.values) == defaults), None)
+        return next((s for s in self.record.confirmations + self.record.samples
+                     if key_of(s.values) == defaults), None)
 
     @property
     def speedup(self) -> float | None:
@@ -78,7 +83,8 @@ class TuneResult:
 
 def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAMETERS,
          engine: str = "auto", mode: str = "measure", objectives=("seconds",), executor=None,
-         timeout: float = 120.0, repeat: int = 5, seed: int = 0, record: str | Path | None = None,
+         timeout: float = 120.0, repeat: int = 5, confirm: int = 3, seed: int = 0,
+         record: str | Path | None = None,
          resume: bool = False, progress: Callable[[TuningRecord, Sample], None] | None = None,
          registry=None) -> TuneResult:
     """Tune ``program`` on ``targets`` with ``inputs`` until the record
@@ -122,6 +128,10 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
         evaluate = _Evaluation(design, history, job, executor, timeout, budget, record, progress)
         try:
             _search(search, design, evaluate, budget, executor, seed, history, objectives, notes)
+            if mode == "measure" and confirm:
+                _confirm(design, history, job, executor, timeout, confirm)
+                if record is not None:
+                    history.save(record)
         finally:
             if own_executor:
                 executor.close()
@@ -165,6 +175,21 @@ def _search(search, design, evaluate, budget, executor, seed, history, objective
                                history.seen(), objectives)
         except BudgetSpent:
             pass
+
+
+def _confirm(design, history, job, executor, timeout, count) -> None:
+    """Measure the ``count`` best distinct samples and the defaults again,
+    with three times the runs, into ``history.confirmations``."""
+    name = history.objectives[0]
+    ranked = sorted(history.feasible(), key=lambda s: s.objectives[name])
+    defaults = key_of(design.defaults())
+    chosen = {key_of(s.values): s for s in ranked[:count]}
+    chosen.update({key_of(s.values): s for s in history.feasible() if key_of(s.values) == defaults})
+    jobs = [SampleJob(**{**job.__dict__, "values": s.values, "repeat": 3 * job.repeat})
+            for s in chosen.values()]
+    outcomes = executor.evaluate(jobs, 3 * timeout)
+    history.confirmations = [Sample(s.index, s.values, o.feasible, dict(o.objectives), o.error)
+                             for s, o in zip(chosen.values(), outcomes)]
 
 
 class _Evaluation:

@@ -16,7 +16,8 @@ on:
   producer/consumer pair (node-fusion), per function with fusible loops
   (loop-fusion) and per eligible ``private`` parameter
   (argument-privatisation); an unroll factor per kernel loop (loop-unroll;
-  0 keeps the loop as written, a constant trip count unrolls fully).
+  0 keeps the loop as written, a constant trip count unrolls fully;
+  functions that are copies of one another share their loops' factors).
   Realised as one pass pipeline, in the order argument-privatisation,
   loop-fusion, node-fusion, loop-unroll, dce; unroll factors travel as the
   loops' ``unroll`` hints, so they survive the fusions before them.
@@ -205,8 +206,8 @@ class Space:
                                        attributes={**node.attributes, ORIGIN: node.name})
 
         module = map_nodes(self.module, stamp)
-        hints = {p.subject[0]: values[p.name] for p in by_role.get("loop-unroll", ())
-                 if values[p.name]}
+        hints = {loop_id: values[p.name] for p in by_role.get("loop-unroll", ())
+                 if values[p.name] for loop_id in p.subject[0]}
         if hints:
             module = with_unroll_hints(module, hints)
         notes: list[str] = []
@@ -365,14 +366,17 @@ def _privatisation_parameters(module: Module) -> list[Parameter]:
 
 
 def _unroll_parameters(module: Module) -> list[Parameter]:
+    """One unroll factor per loop; functions that are copies of one another
+    (a front end makes one per node of an unrolled graph) share theirs."""
     from ..passes.loop_unroll import constant_trip_count, loops_by_id
     from ..passes.module_tools import called_functions, node_functions
-    kernels = node_functions(module) | called_functions(module)
+    kernels = [module.functions[name] for name in sorted(node_functions(module)
+                                                         | called_functions(module))
+               if name in module.functions]
     parameters = []
-    for name in sorted(kernels):
-        if name not in module.functions:
-            continue
-        for loop_id, loop in loops_by_id(module.functions[name]).items():
+    for first, copies in _copies(kernels):
+        loops = [list(loops_by_id(function).items()) for function in [first] + copies]
+        for position, (loop_id, loop) in enumerate(loops[0]):
             trips = constant_trip_count(loop)
             if trips is not None and trips <= 1:
                 continue
@@ -380,11 +384,28 @@ def _unroll_parameters(module: Module) -> list[Parameter]:
             full = trips is not None and trips <= MAX_FULL_UNROLL
             if full:
                 factors.append(trips)
-            about = f"unroll factor of loop '{loop.var}' in '@{name}'" + \
+            about = f"unroll factor of loop '{loop.var}' in '@{first.name}'" + \
+                (f" and its {len(copies)} copies" if len(copies) > 1 else
+                 " and its copy" if copies else "") + \
                 (f" ({trips} iterations)" if trips is not None else "")
+            ids = tuple(each[position][0] for each in loops)
             parameters.append(Parameter(f"unroll {loop_id}", (0, *factors), 0, about,
-                                        "loop-unroll", (loop_id, full)))
+                                        "loop-unroll", (ids, full)))
     return parameters
+
+
+def _copies(functions) -> list[tuple]:
+    """``functions`` grouped by body: (first, [the others with the same
+    parameters and body])."""
+    groups: list[tuple] = []
+    for function in functions:
+        for first, copies in groups:
+            if dataclasses.replace(function, name=first.name) == first:
+                copies.append(function)
+                break
+        else:
+            groups.append((function, []))
+    return groups
 
 
 _PASS_PARAMETERS = {"node-fusion": _node_fusion_parameters, "loop-fusion": _loop_fusion_parameters,

@@ -34,6 +34,9 @@ def test_tuning_records_every_sample_and_returns_a_working_best(tmp_path):
     assert all(s.feasible and s.objectives["seconds"] > 0 for s in samples)
     assert TuningRecord.load(record).to_json() == result.record.to_json()
     assert result.best.values == result.record.best().values
+    confirmed = result.record.confirmations
+    assert 2 <= len(confirmed) <= 4 and result.space.defaults() in [c.values for c in confirmed]
+    assert result.record.best() in confirmed and result.speedup is not None
     assert "best seconds" in result.summary()
     exe = hpvm.compile(module, config=result.best)
     np.testing.assert_allclose(exe(**INPUTS)["c"], Interpreter(module).run(**INPUTS)["c"])

@@ -28,7 +28,9 @@ import numpy as np
 from .config import TuningConfig
 from .evaluate import MODES, SampleJob
 from .record import Sample, TuningRecord
-from .search import BudgetSpent, HyperMapperSearch, Outcome, RandomSearch, engine as make_engine, key_of
+from .search import (
+    BudgetSpent, HyperMapperSearch, Outcome, RandomSearch, engine as make_engine, key_of,
+)
 from .space import PASS_PARAMETERS, Space, TuneError, space as make_space
 
 OBJECTIVES = ("seconds", "compile_seconds")
@@ -127,7 +129,7 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
                         reference_path, mode, repeat)
         evaluate = _Evaluation(design, history, job, executor, timeout, budget, record, progress)
         try:
-            _search(search, design, evaluate, budget, executor, seed, history, objectives, notes)
+            _search(engine, design, evaluate, budget, executor, seed, history, objectives, notes)
             if mode == "measure" and confirm:
                 _confirm(design, history, job, executor, timeout, confirm)
                 if record is not None:
@@ -152,13 +154,56 @@ def _start_record(design, engine_name, objectives, mode, path, resume) -> Tuning
     return TuningRecord.start(design, engine_name, objectives, mode)
 
 
-def _search(search, design, evaluate, budget, executor, seed, history, objectives, notes):
+def _search(engine_name, design, evaluate, budget, executor, seed, history, objectives, notes):
+    """The defaults first, then each phase (see ``phases``) with its share
+    of the budget."""
     batch = getattr(executor, "jobs", 1) or 1
     try:
         if key_of(design.defaults()) not in history.seen():
             evaluate([design.defaults()])  # the baseline, first
-        search.run(design, evaluate, budget - evaluate.spent, batch, seed, history.seen(),
-                   objectives)
+    except BudgetSpent:
+        return
+    plan = phases(design, budget - evaluate.spent)
+    if len(plan) > 1:
+        notes.append(f"partitioning: each of {', '.join(t for t, _, _, _ in plan[:-1])} was tuned "
+                     f"alone first ({plan[0][3]} samples each), then the joint space")
+    for _, sub, pins, share in plan:
+        evaluate.stop_at = min(budget, evaluate.spent + share) if pins else budget
+        search = make_engine(engine_name, sub, share)
+        _phase(search, sub, pins, evaluate, batch, seed, history, objectives, notes)
+
+
+def phases(design: Space, budget: int) -> list[tuple[str, Space, dict, int]]:
+    """How the budget is spent: (name, sub-space, pinned values, samples).
+    With a placement parameter, each target is first tuned alone (every
+    node it claims placed on it, the other targets' knobs at their
+    defaults), then the joint space, whose search starts from all those
+    samples: the result is then never worse than the best single target
+    found with the same engine."""
+    placement = [p for p in design if p.role == "placement"]
+    targets = [t for t in design.targets if any(t in p.values for p in placement)]
+    if not placement or budget < 2 * (len(targets) + 1):
+        return [("joint", design, {}, budget)]
+    share = budget // (len(targets) + 1)
+    plan = []
+    for target in targets:
+        pins = {p.name: target if target in p.values else p.default for p in placement}
+        pins.update({p.name: p.default for p in design
+                     if p.role == "knob" and p.subject[0] != target})
+        plan.append((target, design.pinned(pins), pins, share))
+    plan.append(("joint", design, {}, budget - share * len(targets)))
+    return plan
+
+
+def _phase(search, sub, pins, evaluate, batch, seed, history, objectives, notes) -> None:
+    def run(engine) -> None:
+        seen = _seen_in(sub, pins, history)
+        engine.run(sub, call, evaluate.stop_at - evaluate.spent, batch, seed, seen, objectives)
+
+    call = (lambda configurations: evaluate([{**c, **pins} for c in configurations])) \
+        if pins else evaluate
+    try:
+        run(search)
     except BudgetSpent:
         return
     except Exception as error:  # HyperMapper ends in an exception when it runs out of points
@@ -169,12 +214,23 @@ def _search(search, design, evaluate, budget, executor, seed, history, objective
     except SystemExit:  # HyperMapper's own way of failing
         notes.append(f"HyperMapper stopped after {evaluate.spent} samples; random search "
                      "used the rest")
-    if evaluate.spent < budget:
+    if evaluate.spent < evaluate.stop_at:
         try:
-            RandomSearch().run(design, evaluate, budget - evaluate.spent, batch, seed,
-                               history.seen(), objectives)
+            run(RandomSearch())
         except BudgetSpent:
             pass
+
+
+def _seen_in(sub: Space, pins: dict, history: TuningRecord) -> dict[str, Outcome]:
+    """The recorded outcomes of configurations with these pins, keyed by
+    their values in ``sub``."""
+    names = [p.name for p in sub]
+    seen = {}
+    for sample in history.samples:
+        if all(key_of(sample.values.get(k)) == key_of(v) for k, v in pins.items()):
+            seen[key_of({k: sample.values[k] for k in names if k in sample.values})] = \
+                sample.outcome
+    return seen
 
 
 def _confirm(design, history, job, executor, timeout, count) -> None:
@@ -202,10 +258,11 @@ class _Evaluation:
         self.executor, self.timeout, self.budget = executor, timeout, budget
         self.path, self.progress = path, progress
         self.spent = len(history.samples)  # a resumed run counts what it recorded
+        self.stop_at = budget  # the end of the current phase
         self.repeats = 0
 
     def __call__(self, configurations: list[dict]) -> list[Outcome]:
-        if self.spent >= self.budget or self.repeats > 10 * self.budget:
+        if self.spent >= self.stop_at or self.repeats > 10 * self.budget:
             raise BudgetSpent()
         known = self.history.seen()
         fresh: dict[str, dict] = {}
@@ -216,7 +273,7 @@ class _Evaluation:
             keys.append(key)
             if key in known or key in fresh:
                 self.repeats += 1
-            elif len(fresh) < self.budget - self.spent:
+            elif len(fresh) < self.stop_at - self.spent:
                 fresh[key] = values
         started = time.perf_counter()
         jobs = [SampleJob(**{**self.job.__dict__, "values": values}) for values in fresh.values()]

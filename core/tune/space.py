@@ -143,6 +143,12 @@ class Space:
             raise TuneError(f"the space has no parameter '{name}' (fix: use one of "
                             f"{_listing(self._by_name)})") from None
 
+    def pinned(self, values: dict[str, Any]) -> "Space":
+        """The space of the other parameters, for a search with ``values``
+        fixed (the caller adds them back before realising)."""
+        kept = [p for p in self.parameters if p.name not in values]
+        return Space(self.module, self.targets, kept, self.placed)
+
     @property
     def size(self) -> int:
         """The number of distinct configurations."""

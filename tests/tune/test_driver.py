@@ -132,3 +132,21 @@ def test_command_errors_name_the_fix(tmp_path, capsys):
     assert main(["compile", str(tmp_path / "chain.hpvm"), "--config", str(tmp_path / "bad.json"),
                  "-o", str(tmp_path / "exe")]) == 1
     assert "not a tuning configuration" in capsys.readouterr().err
+
+
+def test_partitioning_tunes_each_target_alone_first():
+    from hpvm.tune.driver import phases
+    from hpvm.tune import space
+    design = space(parse_module(CHAIN), ["cpu", "interp"])
+    plan = phases(design, 12)
+    assert [name for name, _, _, _ in plan] == ["cpu", "interp", "joint"]
+    _, interp_alone, pins, share = plan[1]
+    assert share == 4 and pins["place @main.scale"] == "interp" and pins["cpu.lanes"] == 16
+    assert "cpu.lanes" not in [p.name for p in interp_alone]
+    result = tune(parse_module(CHAIN), ["cpu", "interp"], INPUTS, budget=12, engine="random",
+                  repeat=1, confirm=0)
+    samples = result.record.samples
+    places = [{v for k, v in s.values.items() if k.startswith("place")} for s in samples]
+    # the defaults, then 11 samples: 3 on cpu alone, 3 on interp alone, 5 joint
+    assert places[1:4] == [{"cpu"}] * 3 and places[4:7] == [{"interp"}] * 3
+    assert "partitioning: each of cpu, interp was tuned alone first" in result.summary()

@@ -95,3 +95,24 @@ def test_hypermapper_resumes_from_earlier_samples():
     seen = {key_of(v): cost(v) for v in earlier.seen}
     later = run(HyperMapperSearch(), 8, seen=seen)
     assert len(later.seen) == 8
+
+
+@needs_hypermapper
+def test_hypermapper_optimises_two_objectives():
+    def two(values):
+        outcome = cost(values)
+        if outcome.feasible:  # the second objective pulls the other way: fewer lanes
+            outcome.objectives["compile_seconds"] = values["cpu.lanes"] / 4.0
+        return outcome
+
+    seen = []
+
+    def evaluate(configurations):
+        if len(seen) >= 16:
+            raise BudgetSpent()
+        seen.extend(configurations)
+        return [two(v) for v in configurations]
+
+    with pytest.raises(BudgetSpent):
+        HyperMapperSearch().run(design(), evaluate, 16, 1, 0, {}, ["seconds", "compile_seconds"])
+    assert len(seen) == 16

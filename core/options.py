@@ -145,11 +145,10 @@ def resolve_compile_options(options: dict | None, target_names, registry,
     for key, value in options.items():
         if key in sections:
             continue
-        if key in core:
+        if key in core:  # hpvm's own, and a target declaring it gets it too
             _checked(core[key], "hpvm", value)
-            continue
         owners = [name for name in target_names if key in declared[name]]
-        if not owners and strict:
+        if not owners and strict and key not in core:
             raise OptionError(f"unknown compile option '{key}' (fix: use one of the options "
                               f"the targets declare: {_listing(declared)}; or of hpvm itself: "
                               f"{', '.join(core)})")

@@ -130,6 +130,9 @@ class Device:
     once (a CUDA stream): the runtime then launches from the thread that
     made the node ready instead of handing it to a worker thread, which
     would cost more than the launch itself."""
+    timing_label: str = ""
+    """Said beside the target in run reports when the times are not the
+    real device's: ``"emulated"`` for a target emulating its hardware."""
 
     def allocate(self, shape: tuple[int, ...], dtype) -> Any:
         raise NotImplementedError
@@ -208,7 +211,12 @@ class Target:
         """Tuning knobs this target offers for ``nodes``; none by default."""
         return []
 
-    def estimate(self, module: Module, nodes: list[NodeRef], options: dict) -> dict | None:
+    def estimate(self, module: Module, nodes: list[NodeRef], options: dict,
+                 sizes: dict | None = None) -> dict | None:
         """Cost model: estimated metrics (``{"seconds": ..}`` and whatever
-        else the target knows) without running; None when it has none."""
+        else the target knows) without running; None when it has none.
+        ``sizes`` (hpvm.runtime.sizes.node_sizes), when the inputs are
+        known: per node, its shape symbols' and integer scalars' values.
+        ``"feasible": False`` with a ``"reason"`` marks a design the device
+        cannot hold."""
         return None

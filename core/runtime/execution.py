@@ -40,9 +40,10 @@ class Report:
 
     def format(self) -> str:
         width = max([len(r.node) for r in self.records] + [4])
-        lines = [f"{'node':<{width}}  {'target':<12}  {'ms':>9}  {'copied B':>10}"]
+        tw = max([len(r.target) for r in self.records] + [12])
+        lines = [f"{'node':<{width}}  {'target':<{tw}}  {'ms':>9}  {'copied B':>10}"]
         for r in self.records:
-            lines.append(f"{r.node:<{width}}  {r.target:<12}  {r.seconds * 1e3:9.3f}  {r.copies.total:10d}")
+            lines.append(f"{r.node:<{width}}  {r.target:<{tw}}  {r.seconds * 1e3:9.3f}  {r.copies.total:10d}")
         lines.append(f"total bytes copied: {self.bytes_copied}")
         return "\n".join(lines)
 
@@ -149,7 +150,8 @@ class Frame:
             values[output.source] = value
         for source in plan.buffer_sources:
             tracker.release(values[source])
-        self.report.records.append(NodeRecord(plan.task.label, target, seconds, stats, self.id))
+        label = f"{target} ({device.timing_label})" if device.timing_label else target
+        self.report.records.append(NodeRecord(plan.task.label, label, seconds, stats, self.id))
 
     def _collect(self) -> dict[str, np.ndarray]:
         outputs = {}

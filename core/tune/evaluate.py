@@ -65,7 +65,8 @@ def _evaluate(job: SampleJob) -> Outcome:
     design = _space_of(job)
     realised = design.realise(job.values)
     if job.mode == "estimate":
-        return _estimate(realised, job.targets, get_registry(), plan)
+        inputs = load_arrays(job.inputs_path) if job.inputs_path else {}
+        return _estimate(realised, job.targets, get_registry(), plan, inputs)
     started = time.perf_counter()
     exe = compile_program(realised.module, targets=list(job.targets), options=realised.options)
     compile_seconds = time.perf_counter() - started
@@ -84,23 +85,27 @@ def _evaluate(job: SampleJob) -> Outcome:
     return Outcome(True, {"seconds": statistics.median(times), "compile_seconds": compile_seconds})
 
 
-def _estimate(realised, targets, registry, plan) -> Outcome:
+def _estimate(realised, targets, registry, plan, inputs: dict) -> Outcome:
     from ..runtime.compiler import prepare_for_target
+    from ..runtime.sizes import node_sizes
     from ..options import resolve_compile_options
     placement = plan(realised.module, list(targets), registry)
     per_target = resolve_compile_options(realised.options, list(targets), registry, strict=False)
+    sizes = node_sizes(realised.module, inputs) if inputs else None
     total: dict[str, float] = {}
     for name in placement.used_targets:
         target = registry.target(name).target
         nodes = placement.nodes_of(name)
         options = per_target.get(name, {})
         prepared = prepare_for_target(realised.module, target, nodes, options)
-        estimate = target.estimate(prepared, nodes, options)
+        estimate = target.estimate(prepared, nodes, options, sizes=sizes)
         if estimate is None:
             return Outcome(False, error=f"target '{name}' has no cost model to estimate with "
                                         "(use --mode measure)")
+        if estimate.get("feasible") is False:
+            return Outcome(False, error=f"{name}: {estimate.get('reason', 'infeasible')}")
         for metric, value in estimate.items():
-            if isinstance(value, (int, float)):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
                 total[metric] = total.get(metric, 0.0) + float(value)
     return Outcome(True, total)
 

@@ -1,12 +1,245 @@
-"""The 'fpga_aoc' target (a placeholder until its code generator lands)."""
-from hpvm.target import Availability, Target
+"""The 'fpga_aoc' target: Intel FPGAs through the AOC OpenCL compiler, in
+HPVM2FPGA's design.
+
+Code generator: the placed kernel nodes are sequentialized (their
+replication becomes ``ivdep`` loops) and rendered as single-work-item
+OpenCL kernels (renderer.py); the artifact holds ``kernels.cl``, the
+sequentialized module and the host plan (per node: its kernel entry and
+arguments).  Toolchain modes, chosen at compile time and said by
+``availability()``, the placement report and every timing:
+
+- ``aoc`` on PATH: its report (``aoc -rtl``) joins the artifact, and with
+  ``aoc_compile="full"`` the bitstream, which runs on an Intel FPGA OpenCL
+  platform when one is present (the hardware);
+- otherwise emulation: the same kernels built and run as single work items
+  on any OpenCL device (PoCL, NVIDIA), or, where none works, the
+  sequentialized kernels compiled for the host by the cpu target.
+
+Cost model: ``estimate`` (model.py, estimate.py: II, latency, cycles per
+loop, node and DFG, Fmax and area against a device profile), used by
+``hpvm tune --mode estimate`` without running anything.
+"""
+from __future__ import annotations
+
+import json
+
+from hpvm.errors import TargetError
+from hpvm.ir.graph import ConstantBody, Graph, KernelBody, Module, Node, TensorBody
+from hpvm.ir.kernel import Barrier, Call
+from hpvm.ir.visit import walk
+from hpvm.options import Option
+from hpvm.target import Artifact, Availability, Device, NodeRef, Target
+
+from .profiles import DEFAULT_PROFILE, PROFILES
+
+SOURCE_FILE = "kernels.cl"
+MODULE_FILE = "module.hpvm"
+PLAN_FILE = "host_plan.json"
+HOST_PREFIX = "host/"
+EMULATORS = ("auto", "opencl", "host")
+
+OPTIONS = [
+    Option("device_profile", str, DEFAULT_PROFILE, "the FPGA the cost model describes",
+           choices=tuple(PROFILES)),
+    Option("emulator", str, "auto", "without FPGA hardware, run the kernels on an OpenCL "
+           "device ('opencl'), compiled for the host ('host'), or the first that works ('auto')",
+           choices=EMULATORS),
+    Option("aoc_compile", str, "report", "with aoc on PATH: 'report' (aoc -rtl: reports in "
+           "minutes) or 'full' (the .aocx bitstream: hours)", choices=("report", "full")),
+    Option("board", object, None, "aoc -board= (default: the SDK's default board)"),
+    Option("aoc_flags", list, (), "more aoc flags"),
+    Option("platform", object, None, "OpenCL platform of the emulation: an index or part of "
+           "its name"),
+    Option("device", object, None, "OpenCL device of the emulation: an index or part of its "
+           "name"),
+    Option("task_parallelism", bool, True, "the model's DFG time: the critical path (on) or "
+           "the sum of the nodes (off)"),
+]
 
 
 class FpgaAocTarget(Target):
     name = "fpga_aoc"
-    description = ("Intel FPGAs through the AOC OpenCL compiler, emulated when the tool is "
-                   "absent")
+    description = ("Intel FPGAs through the AOC OpenCL compiler (single-work-item kernels), "
+                   "emulated when the tool is absent; a performance and area model")
+    default_pipeline = "argument-privatisation,loop-fusion,node-fusion,dce"
 
     def availability(self) -> Availability:
-        return Availability.no(
-            "no AOC OpenCL code generator yet: the code generator lands with a later issue")
+        from .aoc import find_aoc, fpga_platform_present
+        aoc = find_aoc()
+        emulation = _emulation_device({})
+        if aoc and fpga_platform_present():
+            return Availability.yes(f"aoc at {aoc} with an Intel FPGA OpenCL platform: hardware")
+        if emulation is None and not _host_emulation_available():
+            return Availability.no("no aoc, no working OpenCL device and no cpu target to "
+                                   "emulate the kernels on (fix: install hpvm-cpu, or an OpenCL "
+                                   "driver, or Intel's FPGA SDK for OpenCL)")
+        where = f"on {emulation}" if emulation else "on the host (cpu target)"
+        tool = f"aoc at {aoc} writes reports" if aoc else "no aoc on PATH"
+        return Availability.yes(f"EMULATION {where}: results are exact, timings are not the "
+                                f"FPGA's ({tool}; estimates from the model of "
+                                f"{PROFILES[DEFAULT_PROFILE].description})")
+
+    def options(self) -> list[Option]:
+        return OPTIONS
+
+    def claims(self, module: Module, graph: Graph, node: Node) -> bool:
+        if isinstance(node.body, (ConstantBody, TensorBody)):
+            return True
+        return isinstance(node.body, KernelBody) and not _uses_barrier(module, node.body.function)
+
+    # -- code generation -----------------------------------------------------
+    def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
+        from hpvm.ir.text import print_module
+        from .renderer import AocRenderer
+        module = _sequentialized(module, nodes)
+        renderer = AocRenderer(module)
+        plan, entries = {}, {}
+        for ref in nodes:
+            node = module.graph(ref.graph).node(ref.node)
+            if isinstance(node.body, KernelBody):
+                function = node.body.function
+                if function not in entries:   # nodes running one function share its kernel
+                    entries[function] = renderer.add_entry(function, 0)
+                plan[str(ref)] = {"function": function, "entry": entries[function]}
+            elif isinstance(node.body, ConstantBody):
+                plan[str(ref)] = {"constant": True}
+            else:
+                raise TargetError(f"fpga_aoc: node '{ref}' is a {type(node.body).__name__}; "
+                                  "only kernel and constant nodes reach the code generator")
+        rendered = renderer.finish()
+        files = {SOURCE_FILE: rendered.text.encode(), MODULE_FILE: print_module(module).encode(),
+                 PLAN_FILE: json.dumps(plan, indent=1).encode()}
+        metadata = {"nodes": plan, "features": sorted(rendered.features)}
+        files.update(self._toolchain(rendered.text, module, nodes, options, metadata))
+        return Artifact(self.name, files, metadata)
+
+    def _toolchain(self, source: str, module: Module, nodes: list[NodeRef], options: dict,
+                   metadata: dict) -> dict[str, bytes]:
+        """Run aoc if present; decide how the artifact runs; say so."""
+        from .aoc import find_aoc, fpga_platform_present, run_aoc
+        files: dict[str, bytes] = {}
+        notes = []
+        full = options.get("aoc_compile", "report") == "full"
+        if find_aoc():
+            files.update(run_aoc(source, full, options.get("board"),
+                                 list(options.get("aoc_flags") or ())))
+            notes.append("aoc " + ("compiled the bitstream (aoc/kernels.aocx)" if full else
+                                   "wrote its reports (aoc/reports)"))
+        if full and fpga_platform_present():
+            metadata["mode"] = "hardware"
+        else:
+            emulator = options.get("emulator", "auto")
+            device = None if emulator == "host" else _emulation_device(options)
+            if device is None and emulator == "opencl":
+                raise TargetError("fpga_aoc: emulator='opencl' but no OpenCL device can build "
+                                  "kernels here (fix: emulator='host' or 'auto', or install an "
+                                  "OpenCL driver)")
+            if device is not None:
+                metadata["mode"] = "opencl-emulation"
+                notes.append(f"EMULATION: single-work-item kernels on {device}; timings are "
+                             "not FPGA timings (hpvm tune --mode estimate uses the model)")
+            else:
+                metadata["mode"] = "host-emulation"
+                files.update(_host_artifact_files(module, nodes))
+                notes.append("EMULATION on the host: the sequentialized kernels compiled by the "
+                             "cpu target (no usable OpenCL device); timings are not FPGA timings")
+        metadata["notes"] = notes
+        return files
+
+    def load(self, artifact: Artifact, options: dict) -> Device:
+        from hpvm.ir.text import parse_module
+        mode = artifact.metadata.get("mode")
+        if mode == "host-emulation":
+            return _host_device(artifact)
+        from hpvm_gpu_opencl.devices import runtime_for, select_device
+        from hpvm_gpu_opencl.device import NodePlan
+        from hpvm_gpu_opencl.layout import entry_arguments
+        from hpvm_gpu_opencl.program import build_program
+        from .device import SingleWorkItemDevice
+        module = parse_module(artifact.files[MODULE_FILE].decode(), filename=MODULE_FILE)
+        runtime = runtime_for(select_device(options))
+        source = artifact.files[SOURCE_FILE].decode()
+        if mode == "hardware":
+            import pyopencl as cl
+            program = cl.Program(runtime.context, [runtime.device],
+                                 [artifact.files["aoc/kernels.aocx"]]).build()
+        else:
+            program = build_program(runtime, source, ["-cl-fp32-correctly-rounded-divide-sqrt", "-w"])
+        plans, arguments = {}, {}
+        for key, entry in artifact.metadata["nodes"].items():
+            if entry.get("constant"):
+                plans[key] = NodePlan("constant")
+                continue
+            plans[key] = NodePlan("kernel", entry["function"], entry["entry"], 0)
+            arguments[entry["entry"]] = entry_arguments(module.function(entry["function"]), 0)
+        return SingleWorkItemDevice(runtime, program, module, plans, arguments, options,
+                                    emulated=mode != "hardware")
+
+    # -- cost model ------------------------------------------------------------
+    def estimate(self, module: Module, nodes: list[NodeRef], options: dict,
+                 sizes: dict | None = None) -> dict:
+        from .estimate import estimate_program
+        profile = PROFILES[options.get("device_profile", DEFAULT_PROFILE)]
+        return estimate_program(_sequentialized(module, nodes), nodes, sizes or {}, profile,
+                                options.get("task_parallelism", True))
+
+
+def _sequentialized(module: Module, nodes: list[NodeRef]) -> Module:
+    """``module`` with the replicated kernel nodes among ``nodes`` turned
+    into loops (single work items)."""
+    from hpvm.passes.sequentialize import sequentialize
+    chosen = tuple(f"{ref.graph}.{ref.node}" for ref in nodes
+                   if isinstance(module.graph(ref.graph).node(ref.node).body, KernelBody)
+                   and module.graph(ref.graph).node(ref.node).replication)
+    return sequentialize(module, chosen) if chosen else module
+
+
+def _uses_barrier(module: Module, function: str, seen: frozenset = frozenset()) -> bool:
+    kernel = module.functions.get(function)
+    if kernel is None or function in seen:
+        return False
+    return any(isinstance(item, Barrier) or (isinstance(item, Call) and _uses_barrier(
+        module, item.function, seen | {function})) for item in walk(kernel.body))
+
+
+def _emulation_device(options: dict) -> str | None:
+    """The OpenCL device the emulation would use, described; None when
+    pyopencl or a working device is missing."""
+    try:
+        from hpvm_gpu_opencl.devices import device_info, select_device, usable_devices
+        if not usable_devices():
+            return None
+        return device_info(select_device(options)).describe()
+    except (ImportError, TargetError):
+        return None
+
+
+def _host_emulation_available() -> bool:
+    from hpvm.registry import get_registry
+    try:
+        return get_registry().target("cpu").availability.available
+    except Exception:  # hpvm-cpu not installed
+        return False
+
+
+def _host_artifact_files(module: Module, nodes: list[NodeRef]) -> dict[str, bytes]:
+    from hpvm.registry import get_registry
+    if not _host_emulation_available():
+        raise TargetError("fpga_aoc: no OpenCL device works here and the cpu target is not "
+                          "available to emulate the kernels on the host (fix: pip install "
+                          "hpvm-cpu, or an OpenCL driver)")
+    cpu = get_registry().target("cpu").target
+    artifact = cpu.compile(module, nodes, {})
+    files = {HOST_PREFIX + name: data for name, data in artifact.files.items()}
+    files[HOST_PREFIX + "metadata.json"] = json.dumps(artifact.metadata).encode()
+    return files
+
+
+def _host_device(artifact: Artifact) -> Device:
+    from hpvm.registry import get_registry
+    from .device import HostEmulationDevice
+    files = {name[len(HOST_PREFIX):]: data for name, data in artifact.files.items()
+             if name.startswith(HOST_PREFIX) and name != HOST_PREFIX + "metadata.json"}
+    metadata = json.loads(artifact.files[HOST_PREFIX + "metadata.json"].decode())
+    cpu = get_registry().target("cpu").target
+    return HostEmulationDevice(cpu.load(Artifact("cpu", files, metadata), {}))

@@ -1,0 +1,78 @@
+"""The runtime shims of 'fpga_aoc'.
+
+- :class:`SingleWorkItemDevice`: the generated single-work-item kernels on
+  an OpenCL device, each launched as one work item (``clEnqueueTask``'s
+  NDRange of 1), as on the FPGA.  On an Intel FPGA platform that is the
+  hardware; on any other device (PoCL, NVIDIA) it is the emulation, the
+  way ``aoc -march=emulator`` is used.  gpu_opencl's device does the
+  buffers, copies and argument packing.
+- :class:`HostEmulationDevice`: where no OpenCL device works, the same
+  sequentialized kernels (the IR the .cl is printed from) compiled for the
+  host by the cpu target, one thread per kernel, as the single work item
+  runs them.
+
+Emulated timings are labelled ``emulated``: they say nothing about the
+FPGA (``Target.estimate`` does).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from hpvm.errors import Location
+from hpvm.target import Device, NodeRef
+from hpvm_gpu_opencl.device import NodePlan, OpenCLDevice
+
+
+class SingleWorkItemDevice(OpenCLDevice):
+    """Kernels of rank 0 launched as a single work item."""
+
+    name = "fpga_aoc"
+
+    def __init__(self, *args, emulated: bool, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.timing_label = "emulated" if emulated else ""
+
+    def enqueue(self, plan: NodePlan, args: dict[str, Any], sizes: tuple[int, ...],
+                group: tuple[int, ...] | None, where: Location):
+        import pyopencl as cl
+        values = [self._argument(a, args, sizes) for a in self.arguments[plan.entry]]
+        with self.runtime.lock:
+            cl_kernel = self._kernels.get(plan.entry)
+            if cl_kernel is None:
+                cl_kernel = self._kernels[plan.entry] = cl.Kernel(self.program, plan.entry)
+            cl_kernel.set_args(*values)
+            return cl.enqueue_nd_range_kernel(self.runtime.queue, cl_kernel, (1,), (1,))
+
+
+class HostEmulationDevice(Device):
+    """Delegates to the cpu target's device running the sequentialized
+    kernels; only the name and the timing label differ."""
+
+    name = "fpga_aoc"
+    timing_label = "emulated on the host"
+
+    def __init__(self, inner: Device):
+        self.inner = inner
+        self.host_memory = inner.host_memory
+        self.async_launch = inner.async_launch
+
+    def allocate(self, shape, dtype):
+        return self.inner.allocate(shape, dtype)
+
+    def copy_in(self, handle, array) -> None:
+        self.inner.copy_in(handle, array)
+
+    def copy_out(self, handle):
+        return self.inner.copy_out(handle)
+
+    def duplicate(self, handle, shape, dtype):
+        return self.inner.duplicate(handle, shape, dtype)
+
+    def free(self, handle) -> None:
+        self.inner.free(handle)
+
+    def launch(self, node: NodeRef, args: dict[str, Any]):
+        return self.inner.launch(node, args)
+
+    def wait(self, event) -> None:
+        self.inner.wait(event)

@@ -1,0 +1,127 @@
+"""fpga_aoc end to end: the generated single-work-item OpenCL, emulation
+(on an OpenCL device where one works, on the host always) against the
+interpreter, saved executables, aoc when present, and the model through
+hpvm tune."""
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hpvm
+from hpvm.errors import HpvmError
+from hpvm.frontend.compile import load_python_file
+from hpvm.registry import get_registry
+from hpvm.target import NodeRef
+from hpvm.testing import check_against_interpreter, usable_targets
+
+ROOT = Path(__file__).resolve().parents[3]
+CORPUS = load_python_file(ROOT / "tests" / "corpus" / "programs.py").CORPUS
+EMULATORS = ["host"] + (["opencl"] if "gpu_opencl" in usable_targets(("gpu_opencl",)) else [])
+TUNE_CHAIN = ROOT / "tests" / "tune" / "chain.hpvm"
+
+
+def target():
+    return get_registry().target("fpga_aoc").target
+
+
+def stencil():
+    from benchmarks.programs.ms_stencil2d import ms_stencil2d, make_inputs
+    return ms_stencil2d.build(), make_inputs("small", np.random.default_rng(0))
+
+
+def test_kernels_are_single_work_items_with_loops_and_pragmas():
+    module, _ = stencil()
+    artifact = target().compile(module, [NodeRef("ms_stencil2d", "stencil2d")],
+                                {"emulator": "host"})
+    source = artifact.files["kernels.cl"].decode()
+    assert "__attribute__((max_global_work_dim(0)))\n__kernel void hpvm_k_stencil2d(" in source
+    assert "__global const int* restrict orig" in source
+    assert source.count("#pragma ivdep array(sol)") == 2   # both instance loops
+    assert "for (long k1 = 0L; k1 < 3L; k1 += 1)" in source
+    assert "goto" not in source and "get_global_id" not in source
+    assert "host_plan.json" in artifact.files and "module.hpvm" in artifact.files
+
+
+def test_unroll_hints_become_pragmas():
+    from hpvm.ir.text import parse_module
+    text = TUNE_CHAIN.read_text().replace("step 1 {", "step 1 [unroll = 4] {", 1)
+    module = parse_module(text)
+    nodes = [NodeRef(module.root_graph.name, n.name) for n in module.root_graph.nodes]
+    source = target().compile(module, nodes, {"emulator": "host"}).files["kernels.cl"].decode()
+    assert "#pragma unroll 4" in source
+
+
+@pytest.mark.parametrize("emulator", EMULATORS)
+@pytest.mark.parametrize("program", CORPUS, ids=lambda p: p.name)
+def test_corpus_program_in_emulation_matches_the_interpreter(program, emulator):
+    module = program.build()
+    rng = np.random.default_rng(1)
+    inputs = program.make_inputs(rng)
+    frames = program.make_frames(rng) if program.make_frames else None
+    check_against_interpreter(module, inputs, ["fpga_aoc", "cpu"], frames,
+                              rtol=max(program.rtol, 1e-5), atol=max(program.atol, 1e-6),
+                              options={"fpga_aoc": {"emulator": emulator}})
+
+
+@pytest.mark.parametrize("emulator", EMULATORS)
+def test_emulated_timings_and_placement_say_emulation(emulator, tmp_path):
+    module, inputs = stencil()
+    exe = hpvm.compile(module, targets=["fpga_aoc"], options={"emulator": emulator})
+    assert "EMULATION" in exe.placement.format()
+    exe(**inputs)
+    assert "fpga_aoc (emulated" in exe.report().format()
+    exe.save(tmp_path / "saved")
+    loaded = hpvm.load(tmp_path / "saved")
+    np.testing.assert_array_equal(loaded(**inputs)["sol"], exe(**inputs)["sol"])
+
+
+def _fake_aoc(folder: Path, exit_code: int = 0) -> None:
+    """An ``aoc`` that writes what the real one writes (reports; with -o a
+    bitstream) or fails like it."""
+    script = folder / "aoc"
+    script.write_text(f"""#!/bin/sh
+echo "aoc: compiling $@"
+if [ {exit_code} -ne 0 ]; then echo "kernels.cl:3: error: unsupported thing" >&2; exit {exit_code}; fi
+mkdir -p kernels/reports/lib/json
+echo '{{"loops": []}}' > kernels/reports/lib/json/loop_attr.json
+case "$*" in *-o*) echo bitstream > kernels.aocx;; esac
+""")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+
+
+def test_aoc_on_path_writes_its_reports_into_the_artifact(tmp_path, monkeypatch):
+    _fake_aoc(tmp_path)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    module, inputs = stencil()
+    exe = hpvm.compile(module, targets=["fpga_aoc"], options={"emulator": "host"})
+    artifact = exe.artifacts["fpga_aoc"] if hasattr(exe, "artifacts") else None
+    assert "aoc wrote its reports" in exe.placement.format()
+    if artifact is not None:
+        assert "aoc/kernels/reports/lib/json/loop_attr.json" in artifact.files
+    np.testing.assert_array_equal(exe(**inputs)["sol"],
+                                  hpvm.compile(module, targets=["interp"])(**inputs)["sol"])
+
+
+def test_a_failing_aoc_is_an_error_with_its_log(tmp_path, monkeypatch):
+    _fake_aoc(tmp_path, exit_code=1)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    module, _ = stencil()
+    with pytest.raises(HpvmError, match="(?s)aoc failed.*unsupported thing.*kept in"):
+        hpvm.compile(module, targets=["fpga_aoc"], options={"emulator": "host"})
+
+
+def test_estimate_needs_sizes_or_says_how_to_give_them():
+    module, _ = stencil()
+    with pytest.raises(HpvmError, match="--inputs.*trip_count"):
+        target().estimate(module, [NodeRef("ms_stencil2d", "stencil2d")], {})
+
+
+def test_tuning_with_the_model_unrolls_the_stencil(tmp_path):
+    from hpvm.tune import tune
+    module, inputs = stencil()
+    result = tune(module, ["fpga_aoc"], inputs, budget=12, mode="estimate", engine="random",
+                  seed=1)
+    assert result.speedup > 10   # unrolled 3x3 loops let the instance loop pipeline
+    assert any("unroll" in line for line in result.summary().splitlines())

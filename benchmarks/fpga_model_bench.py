@@ -33,10 +33,14 @@ def tuned(bench, inputs, passes, args) -> dict:
         return {"speedup": 1.0, "note": str(error).split(" (fix")[0]}
     samples = result.record.samples
     baseline = result.baseline
+    feasible = [s.objectives["seconds"] for s in samples if s.feasible]
+    if not feasible:
+        return {"speedup": 1.0, "note": "no feasible sample: " + samples[0].error}
     return {"speedup": result.speedup or 1.0,
             "baseline_ms": baseline.objectives["seconds"] * 1e3 if baseline and baseline.feasible
             else None,
-            "best_ms": min(s.objectives["seconds"] for s in samples if s.feasible) * 1e3,
+            "best_ms": min(feasible) * 1e3,
+            "errors": sorted({s.error for s in samples if not s.feasible})[:3],
             "samples": len(samples), "feasible": sum(s.feasible for s in samples),
             "tuning_seconds": time.perf_counter() - began, "summary": result.summary()}
 

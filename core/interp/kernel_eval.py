@@ -19,7 +19,7 @@ from hpvm.ir import kernel as k
 from hpvm.ir.graph import Module
 from hpvm.ir.types import I64, BufferType
 
-from . import memory, scalar_ops
+from . import memory, scalar_ops, trip_profile
 from .memory import Lanes, Storage
 from .simt_state import Frame, Scope, and_masks, kill, merge, narrow
 
@@ -114,14 +114,22 @@ class KernelEvaluator:
         loop_scope.declare(stmt.var, scalar_ops.cast(self.eval(stmt.start, scope, mask), I64))
         keep_going = np.less if stmt.step > 0 else np.greater
         step = np.int64(stmt.step)
+        counter = trip_profile.ACTIVE
+        if counter is not None:
+            counter.count(stmt, self._active_lanes(and_masks(mask, frame.alive)), True)
         while True:
             mask = and_masks(mask, frame.alive)
             stop = self.eval(stmt.stop, loop_scope, mask)
             mask, any_left = narrow(mask, keep_going(loop_scope.values[stmt.var], stop))
             if not any_left:
                 return
+            if counter is not None:
+                counter.count(stmt, self._active_lanes(mask), False)
             self.exec_block(stmt.body, Scope(loop_scope), mask, frame)
             loop_scope.values[stmt.var] = loop_scope.values[stmt.var] + step
+
+    def _active_lanes(self, mask) -> int:
+        return self.lanes.count if mask is None else int(np.count_nonzero(mask))
 
     def _while(self, stmt: k.While, scope, mask, frame) -> None:
         while True:

@@ -97,6 +97,7 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
     from ..interp import Interpreter
     from ..ir.verify import verify
     from ..runtime.compiler import as_module
+    from ..interp.trip_profile import with_profiled_trip_counts
     from ..runtime.inputs import validate_inputs
     from .executors import LocalExecutor
     if budget < 1:
@@ -125,7 +126,13 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
             reference_path = str(Path(folder) / "reference.npz")
             np.savez(reference_path, **Interpreter(module).run(**checked))
         from ..ir.text import print_module
-        job = SampleJob(print_module(module), tuple(design.targets), {}, inputs_path,
+        evaluated = module
+        if mode == "estimate" and checked:
+            evaluated, profiled = with_profiled_trip_counts(module, checked)
+            if profiled:
+                notes.append(f"the cost models read the mean trip counts of {profiled} "
+                             "data-dependent loop(s), profiled on the inputs by the interpreter")
+        job = SampleJob(print_module(evaluated), tuple(design.targets), {}, inputs_path,
                         reference_path, mode, repeat)
         evaluate = _Evaluation(design, history, job, executor, timeout, budget, record, progress)
         try:

@@ -1,0 +1,94 @@
+"""Trip counts profiled by the reference interpreter: how many times, on
+average, each loop ran per entry, on given inputs.
+
+Cost models need the trip counts of loops whose bounds come from data
+(CSR row pointers, edge counts); HPVM2FPGA takes them from a profile
+(its isNonZeroLoop).  ``with_profiled_trip_counts`` runs the program once
+on the interpreter and writes the mean as each such loop's ``trip_count``
+hint, which passes keep and back ends and cost models read.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import defaultdict
+from typing import Any, Mapping
+
+from ..ir import kernel as k
+from ..ir.graph import Module
+from ..ir.visit import walk
+
+
+class TripCounter:
+    """Loop entries and iterations, counted per instance (lane)."""
+
+    def __init__(self):
+        self.entries: dict[int, int] = defaultdict(int)
+        self.iterations: dict[int, int] = defaultdict(int)
+        self.lock = threading.Lock()
+
+    def count(self, loop: k.For, lanes: int, entering: bool) -> None:
+        with self.lock:
+            (self.entries if entering else self.iterations)[id(loop)] += lanes
+
+    def mean(self, loop: k.For) -> float | None:
+        entries = self.entries.get(id(loop), 0)
+        return self.iterations.get(id(loop), 0) / entries if entries else None
+
+
+ACTIVE: TripCounter | None = None
+"""The counter the interpreter's loops report to while profiling."""
+_PROFILING = threading.Lock()
+
+
+def profile_trip_counts(module: Module, inputs: Mapping[str, Any]) -> dict[int, float]:
+    """Mean trips per entry of every loop the run of ``module`` on
+    ``inputs`` entered, keyed by the loop's identity in ``module``."""
+    global ACTIVE
+    from .api import Interpreter
+    counter = TripCounter()
+    with _PROFILING:
+        ACTIVE = counter
+        try:
+            Interpreter(module).run(**inputs)
+        finally:
+            ACTIVE = None
+    loops = [s for f in module.functions.values() for s in walk(f.body) if isinstance(s, k.For)]
+    return {id(loop): mean for loop in loops if (mean := counter.mean(loop)) is not None}
+
+
+def with_profiled_trip_counts(module: Module, inputs: Mapping[str, Any]) -> tuple[Module, int]:
+    """``module`` with a ``trip_count`` hint on every loop whose bounds are
+    not constant and that has none, from one interpreted run on
+    ``inputs``; and how many loops got one."""
+    means = profile_trip_counts(module, inputs)
+    marked = 0
+
+    def mark(node):
+        nonlocal marked
+        if isinstance(node, k.For) and node.trip_count is None and id(node) in means and not (
+                isinstance(node.start, k.Const) and isinstance(node.stop, k.Const)):
+            marked += 1
+            return dataclasses.replace(node, trip_count=max(round(means[id(node)]), 0))
+        return None
+
+    functions = {name: dataclasses.replace(f, body=_mark_loops(f.body, means, mark))
+                 for name, f in module.functions.items()}
+    return dataclasses.replace(module, functions=functions), marked
+
+
+def _mark_loops(body, means, mark):
+    """``body`` with every loop passed through ``mark`` (looked up before
+    its own body is rewritten, so identities still match the profile)."""
+    out = []
+    for stmt in body:
+        marked = mark(stmt) or stmt
+        if isinstance(stmt, k.For):
+            marked = dataclasses.replace(marked, body=_mark_loops(stmt.body, means, mark))
+        elif isinstance(stmt, k.While):
+            marked = dataclasses.replace(stmt, body=_mark_loops(stmt.body, means, mark))
+        elif isinstance(stmt, k.If):
+            marked = dataclasses.replace(stmt, then_body=_mark_loops(stmt.then_body, means, mark),
+                                         else_body=_mark_loops(stmt.else_body, means, mark))
+        out.append(marked)
+    return tuple(out)

@@ -16,6 +16,7 @@ from hpvm.ir.graph import ConstantBody, KernelBody, Module
 from hpvm.runtime.flatten import flatten
 from hpvm.target import NodeRef
 
+from .aoc_report import AocReport
 from .model import kernel_report
 from .profiles import KERNEL_LAUNCH_SECONDS, DeviceProfile, Resources
 
@@ -23,9 +24,11 @@ RESOURCE_NAMES = ("alms", "registers", "m20k", "dsps")
 
 
 def estimate_program(module: Module, nodes: list[NodeRef], sizes: dict, profile: DeviceProfile,
-                     task_parallelism: bool = True) -> dict:
+                     task_parallelism: bool = True, report: AocReport | None = None) -> dict:
     """Seconds, cycles per node, area and feasibility of ``nodes`` of the
-    sequentialized ``module`` run with ``sizes`` (hpvm.runtime.sizes)."""
+    sequentialized ``module`` run with ``sizes`` (hpvm.runtime.sizes).
+    With aoc's ``report``, its loop IIs, area and clock replace the
+    model's."""
     bytes_per_cycle = profile.bandwidth_gbs * 1e9 / (profile.fmax_mhz * 1e6)
     cycles: dict[str, float] = {}
     areas: dict[str, Resources] = {}
@@ -37,22 +40,26 @@ def estimate_program(module: Module, nodes: list[NodeRef], sizes: dict, profile:
             cycles[str(ref)] = data.nbytes / bytes_per_cycle
             continue
         assert isinstance(node.body, KernelBody)
-        report = kernel_report(module, node.body.function, dict(sizes.get(ref, {})), profile,
-                               bytes_per_cycle)
-        cycles[str(ref)] = report.cycles
-        areas[node.body.function] = report.resources   # one kernel per function
-        loops[str(ref)] = [loop.__dict__ for loop in report.loops]
+        kernel = kernel_report(module, node.body.function, dict(sizes.get(ref, {})), profile,
+                               bytes_per_cycle, report.loops if report else None)
+        cycles[str(ref)] = kernel.cycles
+        areas[node.body.function] = kernel.resources   # one kernel per function
+        loops[str(ref)] = [loop.__dict__ for loop in kernel.loops]
     used = sum(areas.values(), profile.static)
+    if report is not None and report.area is not None:
+        used = report.area   # the whole system, static partition included
     shares = {name: getattr(used, name) / getattr(profile.capacity, name)
               for name in RESOURCE_NAMES}
     utilisation = max(shares.values())
-    fmax = profile.fmax(utilisation)
+    fmax = report.fmax_mhz if report is not None and report.fmax_mhz else \
+        profile.fmax(utilisation)
     seconds = {key: c / (fmax * 1e6) + KERNEL_LAUNCH_SECONDS for key, c in cycles.items()}
     total = _critical_path(module, seconds) if task_parallelism else sum(seconds.values())
     over = [f"{name} {shares[name]:.0%}" for name in RESOURCE_NAMES if shares[name] > 1.0]
     result = {"seconds": total, "cycles": sum(cycles.values()), "fmax_mhz": fmax,
               "utilisation": utilisation, **used.as_dict(),
               "feasible": not over, "device": profile.name,
+              "source": "aoc report" if report is not None else "model",
               "node_cycles": {key: round(c) for key, c in cycles.items()}, "loops": loops}
     if over:
         result["reason"] = (f"the design does not fit the {profile.description}: "

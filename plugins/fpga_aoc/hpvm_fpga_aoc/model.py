@@ -19,7 +19,8 @@ critical path) and initiation interval II:
 buffer that is both read and written unless the loop is ``ivdep`` or each
 iteration touches only its own element), B the bytes of global memory one
 iteration moves and W the bytes per cycle the board's memory delivers
-(port contention).  Area is the sum of the operators', times U for
+(port contention; copies of a loop made by unrolling a loop around
+it share W).  Area is the sum of the operators', times U for
 unrolled bodies, plus one loop controller per loop and the arrays (in
 registers up to 256 bytes, else M20K blocks, one copy per pair of access
 sites).
@@ -70,10 +71,13 @@ class KernelReport:
 
 
 def kernel_report(module: Module, function: str, symbols: dict[str, int],
-                  profile: DeviceProfile, bytes_per_cycle: float) -> KernelReport:
+                  profile: DeviceProfile, bytes_per_cycle: float,
+                  measured: dict | None = None) -> KernelReport:
     """The model of node kernel ``function`` run with ``symbols`` (its
-    scope's shape symbols and integer scalars)."""
+    scope's shape symbols and integer scalars).  ``measured``: loop id ->
+    (pipelined, II) that aoc's report gives, used instead of the model's."""
     model = _KernelModel(module, profile, bytes_per_cycle)
+    model.measured = measured or {}
     kernel = module.function(function)
     model.spaces = {p.name: "global" for p in kernel.params if isinstance(p.type, BufferType)}
     env = dict(symbols)
@@ -89,6 +93,10 @@ class _KernelModel:
         self.loops: list[LoopReport] = []
         self.spaces: dict[str, str] = {}
         self.arrays: dict[str, k.ArrayDecl] = {}
+        self.copies = 1
+        self.measured: dict = {}
+        """How many copies of the current loop run side by side (an
+        unrolled loop around it): they share the memory bandwidth."""
         self._seen: dict[tuple[str, str], int] = {}
 
     # -- segments (Eq. 4) --------------------------------------------------
@@ -143,9 +151,13 @@ class _KernelModel:
             inner[loop.var] = start + loop.step * (trips - 1) // 2  # the average iteration
         else:
             inner.pop(loop.var, None)
-        body_cycles, body_area = self.block(loop.body, inner, function)
         serial = any(isinstance(s, k.While) or (isinstance(s, k.For) and not _unrolled(s, inner))
                      for s in walk(loop.body))
+        copies = self.copies
+        if serial:  # the unrolled copies of the inner loops run side by side
+            self.copies *= unroll
+        body_cycles, body_area = self.block(loop.body, inner, function)
+        self.copies = copies
         recurrence, carrier = self._recurrence(loop)
         control = self.profile.operator("loop")
         if trips <= unroll and not serial:  # completely unrolled: straight-line code
@@ -162,11 +174,15 @@ class _KernelModel:
                                          math.ceil(latency), math.ceil(cycles), "serial",
                                          "loops inside"))
             return cycles, area
-        moved = unroll * self._global_bytes(loop.body)
+        moved = self.copies * unroll * self._global_bytes(loop.body)
         ii_memory = math.ceil(moved / self.bytes_per_cycle) if moved else 1
         ii = max(1, math.ceil(unroll * recurrence), ii_memory)
         limiter = ("none" if ii == 1 else carrier if ii == math.ceil(unroll * recurrence)
                    else "memory bandwidth")
+        pipelined, reported = self.measured.get(name, (True, None))
+        if reported is not None or not pipelined:   # aoc's report says better
+            ii = reported if reported is not None else math.ceil(latency)
+            limiter = "aoc report"
         cycles = (iterations - 1) * ii + latency if iterations else 0
         self.loops.append(LoopReport(name, trips, unroll, ii, math.ceil(latency),
                                      math.ceil(cycles), "pipelined", limiter))

@@ -25,10 +25,10 @@ import json
 
 from hpvm.errors import TargetError
 from hpvm.ir.graph import ConstantBody, Graph, KernelBody, Module, Node, TensorBody
-from hpvm.ir.kernel import Barrier, Call
+from hpvm.ir.kernel import Barrier, Call, For
 from hpvm.ir.visit import walk
 from hpvm.options import Option
-from hpvm.target import Artifact, Availability, Device, NodeRef, Target
+from hpvm.target import Artifact, Availability, Device, Knob, NodeRef, Target
 
 from .profiles import DEFAULT_PROFILE, PROFILES
 
@@ -37,6 +37,7 @@ MODULE_FILE = "module.hpvm"
 PLAN_FILE = "host_plan.json"
 HOST_PREFIX = "host/"
 EMULATORS = ("auto", "opencl", "host")
+INSTANCE_UNROLL = (1, 2, 4, 8, 16, 32, 64)
 
 OPTIONS = [
     Option("device_profile", str, DEFAULT_PROFILE, "the FPGA the cost model describes",
@@ -52,6 +53,10 @@ OPTIONS = [
            "its name"),
     Option("device", object, None, "OpenCL device of the emulation: an index or part of its "
            "name"),
+    Option("unroll_instances", object, None, "unroll factor of a node's innermost instance "
+           "loop (made by sequentialize): an int for every node, or a dict node -> int"),
+    Option("aoc_estimates", bool, True, "with aoc on PATH, estimates read loop II, area (and "
+           "the clock, after a full compile) from aoc -rtl's report (minutes per design)"),
     Option("task_parallelism", bool, True, "the model's DFG time: the critical path (on) or "
            "the sum of the nodes (off)"),
 ]
@@ -87,26 +92,18 @@ class FpgaAocTarget(Target):
             return True
         return isinstance(node.body, KernelBody) and not _uses_barrier(module, node.body.function)
 
+    def knobs(self, module: Module, nodes: list[NodeRef]) -> list[Knob]:
+        """Per replicated kernel node: the unroll factor of its innermost
+        instance loop (HPVM2FPGA's LU on the loops sequentialize makes:
+        several instances per cycle, at that many times the area)."""
+        return [Knob("unroll_instances", INSTANCE_UNROLL, 1, ref) for ref in nodes
+                if _replicated_kernel(module, ref)]
+
     # -- code generation -----------------------------------------------------
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
         from hpvm.ir.text import print_module
-        from .renderer import AocRenderer
-        module = _sequentialized(module, nodes)
-        renderer = AocRenderer(module)
-        plan, entries = {}, {}
-        for ref in nodes:
-            node = module.graph(ref.graph).node(ref.node)
-            if isinstance(node.body, KernelBody):
-                function = node.body.function
-                if function not in entries:   # nodes running one function share its kernel
-                    entries[function] = renderer.add_entry(function, 0)
-                plan[str(ref)] = {"function": function, "entry": entries[function]}
-            elif isinstance(node.body, ConstantBody):
-                plan[str(ref)] = {"constant": True}
-            else:
-                raise TargetError(f"fpga_aoc: node '{ref}' is a {type(node.body).__name__}; "
-                                  "only kernel and constant nodes reach the code generator")
-        rendered = renderer.finish()
+        module = _sequentialized(module, nodes, options.get("unroll_instances"))
+        rendered, plan = _render(module, nodes)
         files = {SOURCE_FILE: rendered.text.encode(), MODULE_FILE: print_module(module).encode(),
                  PLAN_FILE: json.dumps(plan, indent=1).encode()}
         metadata = {"nodes": plan, "features": sorted(rendered.features)}
@@ -180,18 +177,96 @@ class FpgaAocTarget(Target):
                  sizes: dict | None = None) -> dict:
         from .estimate import estimate_program
         profile = PROFILES[options.get("device_profile", DEFAULT_PROFILE)]
-        return estimate_program(_sequentialized(module, nodes), nodes, sizes or {}, profile,
-                                options.get("task_parallelism", True))
+        sequential = _sequentialized(module, nodes, options.get("unroll_instances"))
+        report = None
+        if options.get("aoc_estimates", True):
+            report = _aoc_report(sequential, nodes, options)
+        return estimate_program(sequential, nodes, sizes or {}, profile,
+                                options.get("task_parallelism", True), report)
 
 
-def _sequentialized(module: Module, nodes: list[NodeRef]) -> Module:
+def _render(module: Module, nodes: list[NodeRef]):
+    """The single-work-item OpenCL of ``nodes`` of the sequentialized
+    ``module`` and the host plan (per node: its kernel entry)."""
+    from .renderer import AocRenderer
+    renderer = AocRenderer(module)
+    plan, entries = {}, {}
+    for ref in nodes:
+        node = module.graph(ref.graph).node(ref.node)
+        if isinstance(node.body, KernelBody):
+            function = node.body.function
+            if function not in entries:   # nodes running one function share its kernel
+                entries[function] = renderer.add_entry(function, 0)
+            plan[str(ref)] = {"function": function, "entry": entries[function]}
+        elif isinstance(node.body, ConstantBody):
+            plan[str(ref)] = {"constant": True}
+        else:
+            raise TargetError(f"fpga_aoc: node '{ref}' is a {type(node.body).__name__}; "
+                              "only kernel and constant nodes reach the code generator")
+    return renderer.finish(), plan
+
+
+def _aoc_report(module: Module, nodes: list[NodeRef], options: dict):
+    """aoc -rtl's report of the generated kernels, its loops keyed by
+    (function, loop id); None without aoc."""
+    from hpvm.passes.loop_unroll import loops_by_id
+    from .aoc import find_aoc, run_aoc
+    from .aoc_report import read_report
+    if not find_aoc():
+        return None
+    rendered, _ = _render(module, nodes)
+    report = read_report(run_aoc(rendered.text, False, options.get("board"),
+                                 list(options.get("aoc_flags") or ())))
+    if report is None:
+        return None
+    by_line = {}
+    for line, measured in report.loops.items():
+        origin = rendered.origin_of(line)
+        if origin is None or not isinstance(origin.stmt, For):
+            continue
+        ids = loops_by_id(module.function(origin.function))
+        loop_id = next((i for i, loop in ids.items() if loop is origin.stmt), None)
+        if loop_id is not None:
+            by_line[loop_id] = measured
+    report.loops = by_line
+    return report
+
+
+def _replicated_kernel(module: Module, ref: NodeRef) -> bool:
+    node = module.graph(ref.graph).node(ref.node)
+    return isinstance(node.body, KernelBody) and bool(node.replication)
+
+
+def _sequentialized(module: Module, nodes: list[NodeRef], unroll=None) -> Module:
     """``module`` with the replicated kernel nodes among ``nodes`` turned
-    into loops (single work items)."""
+    into loops (single work items), their innermost instance loop unrolled
+    by ``unroll`` (an int, or a dict node name -> int) as a hint."""
+    from hpvm.passes.loop_unroll import loops_by_id, with_unroll_hints
     from hpvm.passes.sequentialize import sequentialize
-    chosen = tuple(f"{ref.graph}.{ref.node}" for ref in nodes
-                   if isinstance(module.graph(ref.graph).node(ref.node).body, KernelBody)
-                   and module.graph(ref.graph).node(ref.node).replication)
-    return sequentialize(module, chosen) if chosen else module
+    replicated = [ref for ref in nodes if _replicated_kernel(module, ref)]
+    if not replicated:
+        return module
+    ranks = {ref: len(module.graph(ref.graph).node(ref.node).replication) for ref in replicated}
+    module = sequentialize(module, tuple(f"{ref.graph}.{ref.node}" for ref in replicated))
+    hints = {}
+    for ref in replicated:
+        factor = unroll.get(ref.node) if isinstance(unroll, dict) else unroll
+        if not factor or int(factor) <= 1:
+            continue
+        function = module.function(module.graph(ref.graph).node(ref.node).body.function)
+        innermost = _instance_loop(function.body, ranks[ref])
+        loop_id = next(i for i, loop in loops_by_id(function).items() if loop is innermost)
+        hints.setdefault(loop_id, int(factor))
+    return with_unroll_hints(module, hints) if hints else module
+
+
+def _instance_loop(body, rank: int):
+    """The innermost of the ``rank`` nested instance loops sequentialize
+    put at the top of a kernel."""
+    loop = next(s for s in body if isinstance(s, For))
+    for _ in range(rank - 1):
+        loop = next(s for s in loop.body if isinstance(s, For))
+    return loop
 
 
 def _uses_barrier(module: Module, function: str, seen: frozenset = frozenset()) -> bool:

@@ -125,3 +125,71 @@ def test_tuning_with_the_model_unrolls_the_stencil(tmp_path):
                   seed=1)
     assert result.speedup > 10   # unrolled 3x3 loops let the instance loop pipeline
     assert any("unroll" in line for line in result.summary().splitlines())
+
+
+@pytest.mark.parametrize("emulator", EMULATORS)
+def test_unrolled_instance_loops_compute_the_same_and_are_estimated_faster(emulator):
+    from hpvm.runtime.sizes import node_sizes
+    module, inputs = stencil()
+    ref = NodeRef("ms_stencil2d", "stencil2d")
+    knobs = target().knobs(module, [ref])
+    assert [(k.name, k.node) for k in knobs] == [("unroll_instances", ref)]
+    options = {"emulator": emulator, "unroll_instances": {"stencil2d": 4}}
+    artifact = target().compile(module, [ref], options)
+    assert "#pragma unroll 4\n" in artifact.files["kernels.cl"].decode()
+    check_against_interpreter(module, inputs, ["fpga_aoc"], options={"fpga_aoc": options})
+    sizes = node_sizes(module, inputs)
+    plain = target().estimate(module, [ref], {}, sizes=sizes)
+    unrolled = target().estimate(module, [ref], {"unroll_instances": 4}, sizes=sizes)
+    assert unrolled["seconds"] < plain["seconds"] / 3 and unrolled["alms"] > plain["alms"]
+
+
+SCALE = """hpvm 1.0
+module m
+
+func @k(in x: f32[N], out y: f32[N]) {
+  for i in 0 .. N step 1 {
+    y[i] = x[i] * f32(2)
+  }
+}
+
+graph @g(in x: f32[N], out y: f32[N]) {
+  node k = @k
+  in x -> k.x
+  out k.y -> y
+}
+
+root @g
+"""
+
+
+def _reporting_aoc(folder: Path) -> None:
+    """An ``aoc -rtl`` that reports the loop on the generated ``for`` line
+    at II 5 and the system's area, as report_data.js does."""
+    script = folder / "aoc"
+    script.write_text("""#!/bin/sh
+line=$(grep -n "for (long i " kernels.cl | cut -d: -f1)
+mkdir -p kernels/reports/lib
+cat > kernels/reports/lib/report_data.js <<JS
+var loopsJSON={"columns":["Pipelined", "II", "Bottleneck"], "functions":[{"name":"Block1", "data":["Yes", "5", "n/a"], "debug":[[{"filename":"kernels.cl", "line":$line, "level":0}]], "children":[]}]};var areaJSON='{"columns":["", "ALUTs", "FFs", "RAMs", "DSPs"], "total":[200000, 300000, 400, 12], "max_resources":[854400, 1708800, 2713, 1518]}';
+JS
+""")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+
+
+def test_estimates_read_ii_and_area_from_the_aoc_report(tmp_path, monkeypatch):
+    from hpvm.ir.text import parse_module
+    module = parse_module(SCALE)
+    ref, sizes = NodeRef("g", "k"), {NodeRef("g", "k"): {"N": 4096}}
+    modelled = target().estimate(module, [ref], {}, sizes=sizes)
+    _reporting_aoc(tmp_path)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    reported = target().estimate(module, [ref], {}, sizes=sizes)
+    [loop] = reported["loops"]["@g.k"]
+    assert modelled["loops"]["@g.k"][0]["ii"] == 1
+    assert loop["ii"] == 5 and loop["limiter"] == "aoc report"
+    assert reported["source"] == "aoc report" and reported["alms"] == 100000
+    assert reported["m20k"] == 400 and reported["dsps"] == 12
+    assert reported["cycles"] > 4 * modelled["cycles"]
+    off = target().estimate(module, [ref], {"aoc_estimates": False}, sizes=sizes)
+    assert off["source"] == "model"

@@ -58,23 +58,36 @@ def profile_trip_counts(module: Module, inputs: Mapping[str, Any]) -> dict[int, 
 
 
 def with_profiled_trip_counts(module: Module, inputs: Mapping[str, Any]) -> tuple[Module, int]:
-    """``module`` with a ``trip_count`` hint on every loop whose bounds are
-    not constant and that has none, from one interpreted run on
-    ``inputs``; and how many loops got one."""
+    """``module`` with a ``trip_count`` hint on every loop whose bounds
+    come from data (a load, a local variable) and that has none, from one
+    interpreted run on ``inputs``; and how many loops got one."""
     means = profile_trip_counts(module, inputs)
     marked = 0
 
-    def mark(node):
-        nonlocal marked
-        if isinstance(node, k.For) and node.trip_count is None and id(node) in means and not (
-                isinstance(node.start, k.Const) and isinstance(node.stop, k.Const)):
-            marked += 1
-            return dataclasses.replace(node, trip_count=max(round(means[id(node)]), 0))
-        return None
+    def marker(function: k.KernelFunction):
+        sizes = {p.name for p in function.params} | set(function.shape_symbols)
 
-    functions = {name: dataclasses.replace(f, body=_mark_loops(f.body, means, mark))
+        def mark(node):
+            nonlocal marked
+            if isinstance(node, k.For) and node.trip_count is None and id(node) in means \
+                    and _data_dependent(node, sizes):
+                marked += 1
+                return dataclasses.replace(node, trip_count=max(round(means[id(node)]), 0))
+            return None
+        return mark
+
+    functions = {name: dataclasses.replace(f, body=_mark_loops(f.body, means, marker(f)))
                  for name, f in module.functions.items()}
     return dataclasses.replace(module, functions=functions), marked
+
+
+def _data_dependent(loop: k.For, sizes: set[str]) -> bool:
+    """Whether the loop's bounds read memory or a local variable (which may
+    hold a load), not only constants, sizes and scalar parameters."""
+    for item in walk((loop.start, loop.stop)):
+        if isinstance(item, k.Load) or (isinstance(item, k.Var) and item.name not in sizes):
+            return True
+    return False
 
 
 def _mark_loops(body, means, mark):

@@ -28,3 +28,11 @@ def test_loops_with_constant_bounds_are_left_alone():
               "filter": rng.integers(0, 9, 9, dtype=np.int32)}
     module, marked = with_profiled_trip_counts(ms_stencil2d.build(), inputs)
     assert marked == 0 and all(l.trip_count is None for l in loops(module))
+
+
+def test_loops_bounded_by_sizes_are_left_to_the_sizes():
+    from examples.matmul import matmul
+    rng = np.random.default_rng(0)
+    inputs = {"A": rng.random((4, 3), dtype=np.float32), "B": rng.random((3, 5), dtype=np.float32)}
+    module, marked = with_profiled_trip_counts(matmul.build(), inputs)
+    assert marked == 0

@@ -57,8 +57,8 @@ OPTIONS = [
            "loop (made by sequentialize): an int for every node, or a dict node -> int"),
     Option("aoc_estimates", bool, True, "with aoc on PATH, estimates read loop II, area (and "
            "the clock, after a full compile) from aoc -rtl's report (minutes per design)"),
-    Option("task_parallelism", bool, True, "the model's DFG time: the critical path (on) or "
-           "the sum of the nodes (off)"),
+    Option("task_parallelism", bool, True, "a command queue per concurrently runnable kernel, "
+           "and the model's DFG time as its critical path (on); one queue, the sum (off)"),
 ]
 
 
@@ -170,7 +170,8 @@ class FpgaAocTarget(Target):
             plans[key] = NodePlan("kernel", entry["function"], entry["entry"], 0)
             arguments[entry["entry"]] = entry_arguments(module.function(entry["function"]), 0)
         return SingleWorkItemDevice(runtime, program, module, plans, arguments, options,
-                                    emulated=mode != "hardware")
+                                    emulated=mode != "hardware",
+                                    task_parallelism=options.get("task_parallelism", True))
 
     # -- cost model ------------------------------------------------------------
     def estimate(self, module: Module, nodes: list[NodeRef], options: dict,

@@ -193,3 +193,45 @@ def test_estimates_read_ii_and_area_from_the_aoc_report(tmp_path, monkeypatch):
     assert reported["cycles"] > 4 * modelled["cycles"]
     off = target().estimate(module, [ref], {"aoc_estimates": False}, sizes=sizes)
     assert off["source"] == "model"
+
+
+FOUR_INDEPENDENT = """hpvm 1.0
+module m
+
+func @k(in x: f32[N], out y: f32[N]) {
+  for i in 0 .. N step 1 {
+    y[i] = x[i] * f32(2)
+  }
+}
+
+graph @g(in a: f32[N], out b: f32[N], out c: f32[N], out d: f32[N], out e: f32[N]) {
+  node p = @k
+  node q = @k
+  node r = @k
+  node s = @k
+  in a -> p.x
+  in a -> q.x
+  in a -> r.x
+  in a -> s.x
+  out p.y -> b
+  out q.y -> c
+  out r.y -> d
+  out s.y -> e
+}
+
+root @g
+"""
+
+
+@pytest.mark.skipif("opencl" not in EMULATORS, reason="no OpenCL device works here")
+@pytest.mark.parametrize("parallel", [True, False])
+def test_task_parallelism_gives_independent_kernels_their_own_queues(parallel):
+    from hpvm.ir.text import parse_module
+    module = parse_module(FOUR_INDEPENDENT)
+    inputs = {"a": np.arange(4096, dtype=np.float32)}
+    options = {"emulator": "opencl", "task_parallelism": parallel}
+    exe = check_against_interpreter(module, inputs, ["fpga_aoc"], options=options)
+    for _ in range(5):
+        exe(**inputs)
+    queues = exe._get_devices()["fpga_aoc"].queues
+    assert (len(queues) >= 1) if parallel else queues == []

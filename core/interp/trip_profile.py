@@ -61,11 +61,14 @@ def with_profiled_trip_counts(module: Module, inputs: Mapping[str, Any]) -> tupl
     """``module`` with a ``trip_count`` hint on every loop whose bounds
     come from data (a load, a local variable) and that has none, from one
     interpreted run on ``inputs``; and how many loops got one."""
+    if not any(_data_dependent(loop, _sizes(f)) for f in module.functions.values()
+               for loop in walk(f.body) if isinstance(loop, k.For) and loop.trip_count is None):
+        return module, 0   # nothing to profile: no run
     means = profile_trip_counts(module, inputs)
     marked = 0
 
     def marker(function: k.KernelFunction):
-        sizes = {p.name for p in function.params} | set(function.shape_symbols)
+        sizes = _sizes(function)
 
         def mark(node):
             nonlocal marked
@@ -79,6 +82,10 @@ def with_profiled_trip_counts(module: Module, inputs: Mapping[str, Any]) -> tupl
     functions = {name: dataclasses.replace(f, body=_mark_loops(f.body, means, marker(f)))
                  for name, f in module.functions.items()}
     return dataclasses.replace(module, functions=functions), marked
+
+
+def _sizes(function: k.KernelFunction) -> set[str]:
+    return {p.name for p in function.params} | set(function.shape_symbols)
 
 
 def _data_dependent(loop: k.For, sizes: set[str]) -> bool:

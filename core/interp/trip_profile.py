@@ -85,7 +85,10 @@ def with_profiled_trip_counts(module: Module, inputs: Mapping[str, Any]) -> tupl
 
 
 def _sizes(function: k.KernelFunction) -> set[str]:
-    return {p.name for p in function.params} | set(function.shape_symbols)
+    """Names that hold sizes, not data: parameters, shape symbols and loop
+    variables (a triangular loop's bound)."""
+    loop_vars = {s.var for s in walk(function.body) if isinstance(s, k.For)}
+    return {p.name for p in function.params} | set(function.shape_symbols) | loop_vars
 
 
 def _data_dependent(loop: k.For, sizes: set[str]) -> bool:

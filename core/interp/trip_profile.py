@@ -72,10 +72,10 @@ def with_profiled_trip_counts(module: Module, inputs: Mapping[str, Any]) -> tupl
 
         def mark(node):
             nonlocal marked
-            if isinstance(node, k.For) and node.trip_count is None and id(node) in means \
+            if isinstance(node, k.For) and node.trip_count is None \
                     and _data_dependent(node, sizes):
-                marked += 1
-                return dataclasses.replace(node, trip_count=max(round(means[id(node)]), 0))
+                marked += 1   # a loop the run never reached: 0 trips
+                return dataclasses.replace(node, trip_count=max(round(means.get(id(node), 0)), 0))
             return None
         return mark
 

@@ -252,12 +252,15 @@ def _sequentialized(module: Module, nodes: list[NodeRef], unroll=None) -> Module
     hints = {}
     for ref in replicated:
         factor = unroll.get(ref.node) if isinstance(unroll, dict) else unroll
-        if not factor or int(factor) <= 1:
+        if factor is not None and (isinstance(factor, bool) or not isinstance(factor, int)):
+            raise TargetError(f"fpga_aoc: option unroll_instances gives node '{ref.node}' "
+                              f"{factor!r} (fix: a positive int, or a dict node -> int)")
+        if not factor or factor <= 1:
             continue
         function = module.function(module.graph(ref.graph).node(ref.node).body.function)
         innermost = _instance_loop(function.body, ranks[ref])
         loop_id = next(i for i, loop in loops_by_id(function).items() if loop is innermost)
-        hints.setdefault(loop_id, int(factor))
+        hints.setdefault(loop_id, factor)
     return with_unroll_hints(module, hints) if hints else module
 
 

@@ -235,3 +235,10 @@ def test_task_parallelism_gives_independent_kernels_their_own_queues(parallel):
         exe(**inputs)
     queues = exe._get_devices()["fpga_aoc"].queues
     assert (len(queues) >= 1) if parallel else queues == []
+
+
+def test_a_bad_unroll_option_names_the_node_and_the_fix():
+    module, _ = stencil()
+    with pytest.raises(HpvmError, match="stencil2d.*'four'.*positive int"):
+        hpvm.compile(module, targets=["fpga_aoc"],
+                     options={"unroll_instances": {"stencil2d": "four"}, "emulator": "host"})

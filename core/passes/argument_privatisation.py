@@ -87,19 +87,27 @@ def privatise(function: KernelFunction, names: set[str]) -> KernelFunction:
 
 def private_copies(function: KernelFunction, names: set[str]) -> tuple[tuple[Stmt, ...], tuple]:
     """(new body, new params) of the rewrite ``privatise`` describes."""
+    params = tuple(dataclasses.replace(p, direction="in") if p.name in names else p
+                   for p in function.params)
+    return copied_into_arrays(function, names, "private"), params
+
+
+def copied_into_arrays(function: KernelFunction, names: set[str], suffix: str,
+                       space: str = "private") -> tuple[Stmt, ...]:
+    """``function``'s body, each fixed-shape buffer parameter in ``names``
+    first copied into an array of ``space`` (``<param>_<suffix>``) that
+    the rest of the body uses instead."""
     generator = NameGenerator(function_names(function))
     copies: tuple[Stmt, ...] = ()
     renames: dict[str, str] = {}
     for param in function.params:
         if param.name not in names:
             continue
-        copy, index = generator.fresh(f"{param.name}_private"), generator.fresh("copy_index")
+        copy, index = generator.fresh(f"{param.name}_{suffix}"), generator.fresh("copy_index")
         at = (Var(index, I64),)
-        copies += (ArrayDecl(copy, param.type.element, param.type.shape, "private"),
+        copies += (ArrayDecl(copy, param.type.element, param.type.shape, space),
                    For(index, Const(0, I64), Const(math.prod(param.type.shape), I64), 1,
                        (Store(copy, at, Load(param.name, at, param.type.element)),)))
         renames[param.name] = copy
-    params = tuple(dataclasses.replace(p, direction="in") if p.name in names else p
-                   for p in function.params)
-    return copies + substitute(function.body, renames), params
+    return copies + substitute(function.body, renames)
 

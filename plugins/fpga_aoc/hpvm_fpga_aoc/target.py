@@ -55,6 +55,9 @@ OPTIONS = [
            "name"),
     Option("unroll_instances", object, None, "unroll factor of a node's innermost instance "
            "loop (made by sequentialize): an int for every node, or a dict node -> int"),
+    Option("input_buffering", object, None, "copy a node's fixed-size read-only inputs on "
+           "chip at the kernel's start (HPVM2FPGA's IB): a bool for every node, or a dict "
+           "node -> bool"),
     Option("aoc_estimates", bool, True, "with aoc on PATH, estimates read loop II, area (and "
            "the clock, after a full compile) from aoc -rtl's report (minutes per design)"),
     Option("task_parallelism", bool, True, "a command queue per concurrently runnable kernel, "
@@ -96,13 +99,17 @@ class FpgaAocTarget(Target):
         """Per replicated kernel node: the unroll factor of its innermost
         instance loop (HPVM2FPGA's LU on the loops sequentialize makes:
         several instances per cycle, at that many times the area)."""
-        return [Knob("unroll_instances", INSTANCE_UNROLL, 1, ref) for ref in nodes
-                if _replicated_kernel(module, ref)]
+        knobs = [Knob("unroll_instances", INSTANCE_UNROLL, 1, ref) for ref in nodes
+                 if _replicated_kernel(module, ref)]
+        sequential = _sequentialized(module, nodes)
+        buffered = {name.partition(".")[0] for name in _bufferable(sequential)}
+        return knobs + [Knob("input_buffering", (False, True), False, ref) for ref in nodes
+                        if _function_of(sequential, ref) in buffered]
 
     # -- code generation -----------------------------------------------------
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
         from hpvm.ir.text import print_module
-        module = _sequentialized(module, nodes, options.get("unroll_instances"))
+        module = _prepared(module, nodes, options)
         rendered, plan = _render(module, nodes)
         files = {SOURCE_FILE: rendered.text.encode(), MODULE_FILE: print_module(module).encode(),
                  PLAN_FILE: json.dumps(plan, indent=1).encode()}
@@ -178,7 +185,7 @@ class FpgaAocTarget(Target):
                  sizes: dict | None = None) -> dict:
         from .estimate import estimate_program
         profile = PROFILES[options.get("device_profile", DEFAULT_PROFILE)]
-        sequential = _sequentialized(module, nodes, options.get("unroll_instances"))
+        sequential = _prepared(module, nodes, options)
         report = None
         if options.get("aoc_estimates", True):
             report = _aoc_report(sequential, nodes, options)
@@ -231,6 +238,28 @@ def _aoc_report(module: Module, nodes: list[NodeRef], options: dict):
             by_line[loop_id] = measured
     report.loops = by_line
     return report
+
+
+def _prepared(module: Module, nodes: list[NodeRef], options: dict) -> Module:
+    """What the code generator and the model see: the nodes sequentialized,
+    instance loops unrolled and inputs buffered as the options say."""
+    from hpvm.passes.input_buffering import input_buffering
+    module = _sequentialized(module, nodes, options.get("unroll_instances"))
+    wanted = options.get("input_buffering")
+    functions = {_function_of(module, ref) for ref in nodes
+                 if (wanted.get(ref.node) if isinstance(wanted, dict) else wanted)}
+    chosen = tuple(p for p in _bufferable(module) if p.partition(".")[0] in functions)
+    return input_buffering(module, chosen, 16384) if chosen else module
+
+
+def _bufferable(module: Module) -> list[str]:
+    from hpvm.passes.input_buffering import eligible_params
+    return eligible_params(module)
+
+
+def _function_of(module: Module, ref: NodeRef) -> str | None:
+    body = module.graph(ref.graph).node(ref.node).body
+    return body.function if isinstance(body, KernelBody) else None
 
 
 def _replicated_kernel(module: Module, ref: NodeRef) -> bool:

@@ -133,7 +133,7 @@ def test_unrolled_instance_loops_compute_the_same_and_are_estimated_faster(emula
     module, inputs = stencil()
     ref = NodeRef("ms_stencil2d", "stencil2d")
     knobs = target().knobs(module, [ref])
-    assert [(k.name, k.node) for k in knobs] == [("unroll_instances", ref)]
+    assert [(k.name, k.node) for k in knobs] == [("unroll_instances", ref), ("input_buffering", ref)]
     options = {"emulator": emulator, "unroll_instances": {"stencil2d": 4}}
     artifact = target().compile(module, [ref], options)
     assert "#pragma unroll 4\n" in artifact.files["kernels.cl"].decode()
@@ -242,3 +242,13 @@ def test_a_bad_unroll_option_names_the_node_and_the_fix():
     with pytest.raises(HpvmError, match="stencil2d.*'four'.*positive int"):
         hpvm.compile(module, targets=["fpga_aoc"],
                      options={"unroll_instances": {"stencil2d": "four"}, "emulator": "host"})
+
+
+@pytest.mark.parametrize("emulator", EMULATORS)
+def test_input_buffering_copies_the_taps_on_chip(emulator):
+    module, inputs = stencil()
+    options = {"emulator": emulator, "input_buffering": {"stencil2d": True}}
+    ref = NodeRef("ms_stencil2d", "stencil2d")
+    source = target().compile(module, [ref], options).files["kernels.cl"].decode()
+    assert "int filter_buffered[9] = {0};" in source and "filter_buffered[((long)" in source
+    check_against_interpreter(module, inputs, ["fpga_aoc"], options={"fpga_aoc": options})

@@ -25,6 +25,7 @@ from benchmarks.tune_bench import geomean  # noqa: E402
 
 GROUPS = {"LU": ("loop-unroll", "fpga_aoc.unroll_instances"), "LF": ("loop-fusion",),
           "NF": ("node-fusion",), "AP": ("argument-privatisation",),
+          "IB": ("fpga_aoc.input_buffering",),
           "TP": ("task-parallelism",)}
 """HPVM2FPGA's optimisations and the parameters (by role, or knob) that are
 theirs (IV is always on: sequentialize marks the instance loops)."""

@@ -36,14 +36,12 @@ from hpvm.ir.graph import Module
 from hpvm.ir.types import BufferType
 from hpvm.ir.visit import walk
 
+from .expressions import bodies, evaluate, operands, operator_name, unrolled
 from .profiles import DeviceProfile, Resources
 
 NEVER = float("-inf")
 REGISTER_ARRAY_BYTES = 256
 M20K_BITS = 20 * 1024
-_FLOAT_OPS = {"add": "fadd", "sub": "fadd", "mul": "fmul", "div": "fdiv", "rem": "fdiv"}
-_INT_OPS = {"add": "int_add", "sub": "int_add", "mul": "int_mul", "div": "int_div",
-            "rem": "int_div"}
 
 
 @dataclass
@@ -126,7 +124,7 @@ class _KernelModel:
         if isinstance(stmt, k.For):
             return True
         if isinstance(stmt, (k.If, k.While)):
-            return any(isinstance(s, (k.For, k.While)) for s in walk(_bodies(stmt)))
+            return any(isinstance(s, (k.For, k.While)) for s in walk(bodies(stmt)))
         return False
 
     def _segment(self, stmt, env, function) -> tuple[float, Resources]:
@@ -146,12 +144,12 @@ class _KernelModel:
         trips = self._trip_count(loop, env, name)
         unroll = min(loop.unroll or 1, max(trips, 1))
         inner = dict(env)
-        start = _evaluate(loop.start, env)
+        start = evaluate(loop.start, env)
         if start is not None and trips:
             inner[loop.var] = start + loop.step * (trips - 1) // 2  # the average iteration
         else:
             inner.pop(loop.var, None)
-        serial = any(isinstance(s, k.While) or (isinstance(s, k.For) and not _unrolled(s, inner))
+        serial = any(isinstance(s, k.While) or (isinstance(s, k.For) and not unrolled(s, inner))
                      for s in walk(loop.body))
         copies = self.copies
         if serial:  # the unrolled copies of the inner loops run side by side
@@ -194,7 +192,7 @@ class _KernelModel:
         return f"{function}.{var}" + ("" if self._seen[key] == 1 else f"#{self._seen[key]}")
 
     def _trip_count(self, loop: k.For, env: dict, name: str) -> int:
-        start, stop = _evaluate(loop.start, env), _evaluate(loop.stop, env)
+        start, stop = evaluate(loop.start, env), evaluate(loop.stop, env)
         if start is not None and stop is not None:
             return max(0, -(-(stop - start) // loop.step) if loop.step > 0
                        else -(-(start - stop) // -loop.step))
@@ -276,8 +274,8 @@ class _KernelModel:
                     ready[stmt.name] = self._expr_time(stmt.value, ready, default)
                     end = max(end, ready[stmt.name])
             elif isinstance(stmt, (k.Store, k.AtomicUpdate)):
-                operands = [self._expr_time(e, ready, default) for e in stmt.indices + (stmt.value,)]
-                done = max(operands + [ready.get(f"mem:{stmt.buffer}", default)]) + \
+                times = [self._expr_time(e, ready, default) for e in stmt.indices + (stmt.value,)]
+                done = max(times + [ready.get(f"mem:{stmt.buffer}", default)]) + \
                     self._memory_op(stmt.buffer, "atomic" if isinstance(stmt, k.AtomicUpdate)
                                     else "store").latency
                 ready[f"mem:{stmt.buffer}"] = done
@@ -307,10 +305,10 @@ class _KernelModel:
             return ready.get(e.name, default)
         if isinstance(e, (k.Const, k.InstanceId, k.InstanceCount)):
             return default if default == NEVER else 0.0
-        operands = [self._expr_time(c, ready, default) for c in _operands(e)]
+        times = [self._expr_time(c, ready, default) for c in operands(e)]
         if isinstance(e, k.Load):
-            operands.append(ready.get(f"mem:{e.buffer}", default))
-        start = max(operands) if operands else default
+            times.append(ready.get(f"mem:{e.buffer}", default))
+        start = max(times) if times else default
         if start == NEVER:
             return NEVER
         if isinstance(e, k.Call):
@@ -346,7 +344,7 @@ class _KernelModel:
 
     # -- operators -------------------------------------------------------------
     def _operator(self, e: k.Expr):
-        return self.profile.operator(_operator_name(e, self))
+        return self.profile.operator(operator_name(e, self))
 
     def _memory_op(self, buffer: str, kind: str):
         space = self.spaces.get(buffer, "global")
@@ -361,91 +359,8 @@ class _KernelModel:
     def _track_value(self, stmt, env: dict) -> None:
         """Keep integer values the trip counts may need (``let n = N / 2``)."""
         if isinstance(stmt, (k.Let, k.Assign)):
-            value = _evaluate(stmt.value, env) if stmt.value is not None else None
+            value = evaluate(stmt.value, env) if stmt.value is not None else None
             if value is None:
                 env.pop(stmt.name, None)
             else:
                 env[stmt.name] = value
-
-
-def _operator_name(e: k.Expr, model: _KernelModel) -> str:
-    if isinstance(e, k.Load):
-        space = model.spaces.get(e.buffer, "global")
-        if space == "global":
-            return "load_global"
-        return "select" if model._memory_op(e.buffer, "load").latency <= 1 else "load_local"
-    if isinstance(e, k.Binary):
-        if e.type.is_float:
-            name = _FLOAT_OPS.get(e.op, "logic")
-            return {"fadd": "dadd", "fmul": "dmul", "fdiv": "ddiv"}.get(name, name) \
-                if e.type.bits == 64 else name
-        return _INT_OPS.get(e.op, "logic")
-    if isinstance(e, k.Intrinsic):
-        if e.name in ("min", "max", "abs"):
-            return "fminmax" if e.type.is_float else "compare"
-        if e.name in ("floor", "ceil"):
-            return "convert"
-        return "dmath" if e.type.bits == 64 else e.name
-    if isinstance(e, (k.Compare, k.Unary)):
-        return "compare"
-    if isinstance(e, k.Select):
-        return "select"
-    if isinstance(e, k.Cast):
-        return "convert" if (e.type.is_float != e.value.type.is_float) else "select"
-    return "select"   # vars, constants, ids: wires (one cycle at most)
-
-
-def _operands(e: k.Expr) -> tuple:
-    if isinstance(e, (k.Unary,)):
-        return (e.operand,)
-    if isinstance(e, (k.Binary, k.Compare)):
-        return (e.lhs, e.rhs)
-    if isinstance(e, k.Select):
-        return (e.cond, e.if_true, e.if_false)
-    if isinstance(e, k.Cast):
-        return (e.value,)
-    if isinstance(e, k.Load):
-        return e.indices
-    if isinstance(e, (k.Intrinsic, k.Call)):
-        return e.args
-    return ()
-
-
-def _unrolled(loop: k.For, env: dict) -> bool:
-    """Whether ``loop`` is completely unrolled (its hint covers its trips)."""
-    start, stop = _evaluate(loop.start, env), _evaluate(loop.stop, env)
-    if not loop.unroll or start is None or stop is None:
-        return False
-    return abs(stop - start) <= loop.unroll * abs(loop.step)
-
-
-def _bodies(stmt) -> tuple:
-    if isinstance(stmt, k.If):
-        return stmt.then_body + stmt.else_body
-    return stmt.body
-
-
-def _evaluate(e: k.Expr | None, env: dict) -> int | None:
-    """The integer value of ``e`` from ``env``, or None when unknown."""
-    if isinstance(e, k.Const):
-        return int(e.value) if not isinstance(e.value, float) else None
-    if isinstance(e, k.Var):
-        return env.get(e.name)
-    if isinstance(e, k.Cast) and e.type.is_int:
-        return _evaluate(e.value, env)
-    if isinstance(e, k.Binary) and e.type.is_int:
-        a, b = _evaluate(e.lhs, env), _evaluate(e.rhs, env)
-        if a is None or b is None:
-            return None
-        if e.op in ("div", "rem"):
-            if b == 0:
-                return None
-            quotient = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
-            return quotient if e.op == "div" else a - b * quotient
-        operations = {"add": a + b, "sub": a - b, "mul": a * b,
-                      "shl": a << (b % 64), "shr": a >> (b % 64)}
-        return operations.get(e.op)
-    if isinstance(e, k.Intrinsic) and e.name in ("min", "max") and e.type.is_int:
-        values = [_evaluate(a, env) for a in e.args]
-        return None if None in values else (min if e.name == "min" else max)(values)
-    return None

@@ -30,6 +30,7 @@ from hpvm.ir.visit import walk
 from hpvm.options import Option
 from hpvm.target import Artifact, Availability, Device, Knob, NodeRef, Target
 
+from .prepare import prepared, sequentialized
 from .profiles import DEFAULT_PROFILE, PROFILES
 
 SOURCE_FILE = "kernels.cl"
@@ -98,18 +99,24 @@ class FpgaAocTarget(Target):
     def knobs(self, module: Module, nodes: list[NodeRef]) -> list[Knob]:
         """Per replicated kernel node: the unroll factor of its innermost
         instance loop (HPVM2FPGA's LU on the loops sequentialize makes:
-        several instances per cycle, at that many times the area)."""
-        knobs = [Knob("unroll_instances", INSTANCE_UNROLL, 1, ref) for ref in nodes
-                 if _replicated_kernel(module, ref)]
-        sequential = _sequentialized(module, nodes)
-        buffered = {name.partition(".")[0] for name in _bufferable(sequential)}
-        return knobs + [Knob("input_buffering", (False, True), False, ref) for ref in nodes
-                        if _function_of(sequential, ref) in buffered]
+        several instances per cycle, at that many times the area); per node
+        with fixed-size inputs read in loops: input buffering (IB).  Only
+        the first node of a copy group (prepare.py) has knobs."""
+        from .prepare import bufferable, copy_groups, function_of, replicated_kernel
+        sequential = sequentialized(module, nodes)
+        buffered = {name.partition(".")[0] for name in bufferable(sequential)}
+        knobs = []
+        for ref in sorted(set(copy_groups(module, nodes).values()), key=nodes.index):
+            if replicated_kernel(module, ref):
+                knobs.append(Knob("unroll_instances", INSTANCE_UNROLL, 1, ref))
+            if function_of(sequential, ref) in buffered:
+                knobs.append(Knob("input_buffering", (False, True), False, ref))
+        return knobs
 
     # -- code generation -----------------------------------------------------
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
         from hpvm.ir.text import print_module
-        module = _prepared(module, nodes, options)
+        module = prepared(module, nodes, options)
         rendered, plan = _render(module, nodes)
         files = {SOURCE_FILE: rendered.text.encode(), MODULE_FILE: print_module(module).encode(),
                  PLAN_FILE: json.dumps(plan, indent=1).encode()}
@@ -185,7 +192,7 @@ class FpgaAocTarget(Target):
                  sizes: dict | None = None) -> dict:
         from .estimate import estimate_program
         profile = PROFILES[options.get("device_profile", DEFAULT_PROFILE)]
-        sequential = _prepared(module, nodes, options)
+        sequential = prepared(module, nodes, options)
         report = None
         if options.get("aoc_estimates", True):
             report = _aoc_report(sequential, nodes, options)
@@ -238,68 +245,6 @@ def _aoc_report(module: Module, nodes: list[NodeRef], options: dict):
             by_line[loop_id] = measured
     report.loops = by_line
     return report
-
-
-def _prepared(module: Module, nodes: list[NodeRef], options: dict) -> Module:
-    """What the code generator and the model see: the nodes sequentialized,
-    instance loops unrolled and inputs buffered as the options say."""
-    from hpvm.passes.input_buffering import input_buffering
-    module = _sequentialized(module, nodes, options.get("unroll_instances"))
-    wanted = options.get("input_buffering")
-    functions = {_function_of(module, ref) for ref in nodes
-                 if (wanted.get(ref.node) if isinstance(wanted, dict) else wanted)}
-    chosen = tuple(p for p in _bufferable(module) if p.partition(".")[0] in functions)
-    return input_buffering(module, chosen, 16384) if chosen else module
-
-
-def _bufferable(module: Module) -> list[str]:
-    from hpvm.passes.input_buffering import eligible_params
-    return eligible_params(module)
-
-
-def _function_of(module: Module, ref: NodeRef) -> str | None:
-    body = module.graph(ref.graph).node(ref.node).body
-    return body.function if isinstance(body, KernelBody) else None
-
-
-def _replicated_kernel(module: Module, ref: NodeRef) -> bool:
-    node = module.graph(ref.graph).node(ref.node)
-    return isinstance(node.body, KernelBody) and bool(node.replication)
-
-
-def _sequentialized(module: Module, nodes: list[NodeRef], unroll=None) -> Module:
-    """``module`` with the replicated kernel nodes among ``nodes`` turned
-    into loops (single work items), their innermost instance loop unrolled
-    by ``unroll`` (an int, or a dict node name -> int) as a hint."""
-    from hpvm.passes.loop_unroll import loops_by_id, with_unroll_hints
-    from hpvm.passes.sequentialize import sequentialize
-    replicated = [ref for ref in nodes if _replicated_kernel(module, ref)]
-    if not replicated:
-        return module
-    ranks = {ref: len(module.graph(ref.graph).node(ref.node).replication) for ref in replicated}
-    module = sequentialize(module, tuple(f"{ref.graph}.{ref.node}" for ref in replicated))
-    hints = {}
-    for ref in replicated:
-        factor = unroll.get(ref.node) if isinstance(unroll, dict) else unroll
-        if factor is not None and (isinstance(factor, bool) or not isinstance(factor, int)):
-            raise TargetError(f"fpga_aoc: option unroll_instances gives node '{ref.node}' "
-                              f"{factor!r} (fix: a positive int, or a dict node -> int)")
-        if not factor or factor <= 1:
-            continue
-        function = module.function(module.graph(ref.graph).node(ref.node).body.function)
-        innermost = _instance_loop(function.body, ranks[ref])
-        loop_id = next(i for i, loop in loops_by_id(function).items() if loop is innermost)
-        hints.setdefault(loop_id, factor)
-    return with_unroll_hints(module, hints) if hints else module
-
-
-def _instance_loop(body, rank: int):
-    """The innermost of the ``rank`` nested instance loops sequentialize
-    put at the top of a kernel."""
-    loop = next(s for s in body if isinstance(s, For))
-    for _ in range(rank - 1):
-        loop = next(s for s in loop.body if isinstance(s, For))
-    return loop
 
 
 def _uses_barrier(module: Module, function: str, seen: frozenset = frozenset()) -> bool:

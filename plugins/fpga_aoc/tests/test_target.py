@@ -252,3 +252,23 @@ def test_input_buffering_copies_the_taps_on_chip(emulator):
     source = target().compile(module, [ref], options).files["kernels.cl"].decode()
     assert "int filter_buffered[9] = {0};" in source and "filter_buffered[((long)" in source
     check_against_interpreter(module, inputs, ["fpga_aoc"], options={"fpga_aoc": options})
+
+
+def test_copies_of_one_kernel_share_their_knobs():
+    from benchmarks.programs.stencil import make_inputs, stencil as program
+    from hpvm.runtime.sizes import node_sizes
+    from hpvm_fpga_aoc.prepare import copy_groups
+    module = program.build()
+    nodes = [NodeRef(module.root_graph.name, n.name) for n in module.root_graph.nodes]
+    groups = copy_groups(module, nodes)
+    assert groups[NodeRef("stencil", "sweep_back_3")] == NodeRef("stencil", "sweep_back")
+    knobs = target().knobs(module, nodes)
+    assert len(knobs) < len(nodes) / 2
+    sizes = node_sizes(module, make_inputs("small", np.random.default_rng(0)))
+    plain = target().estimate(module, nodes, {}, sizes=sizes)
+    lead_only = target().estimate(module, nodes, {"unroll_instances": {"sweep_back": 8}},
+                                  sizes=sizes)
+    faster = [key for key, cycles in lead_only["node_cycles"].items()
+              if cycles < plain["node_cycles"][key]]
+    assert sorted(faster) == sorted(f"@stencil.{ref.node}" for ref, lead in groups.items()
+                                    if lead.node == "sweep_back")

@@ -108,3 +108,26 @@ def check_against_interpreter(module: Module, inputs: dict, targets: list[str],
     for index, (actual, expected) in enumerate(zip(got, want)):
         assert_outputs_close(actual, expected, rtol, atol, f"{label}, frame {index}")
     return exe
+
+
+def check_random_designs(module: Module, inputs: dict, expected: Mapping[str, np.ndarray],
+                         targets: list[str], rtol: float, atol: float, seed, count: int = 3,
+                         options: dict | None = None) -> None:
+    """Compile ``count`` random configurations of ``module``'s design space
+    on ``targets`` (hpvm.tune.space) and assert that each computes
+    ``expected``; ``options`` (target name -> options) join every
+    configuration's own."""
+    import random
+    from .runtime import compile
+    from .tune import space
+    design = space(module, targets)
+    chooser = random.Random(seed)
+    for _ in range(count):
+        values = {p.name: chooser.choice(p.values) for p in design}
+        realised = design.realise(values)
+        merged = dict(realised.options)
+        for target, section in (options or {}).items():
+            merged[target] = {**merged.get(target, {}), **section}
+        exe = compile(realised.module, design.targets, options=merged)
+        assert_outputs_close(exe(**inputs), expected, rtol, atol,
+                             f"{module.name} with {design.describe(design.checked(values))}")

@@ -2,7 +2,6 @@
 are the program as written; every configuration realises to a program
 that computes what the original does, on every usable target; bad
 parameters and values are refused with the fix."""
-import random
 import sys
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import hpvm
 from hpvm.frontend.compile import load_python_file
 from hpvm.interp import Interpreter
 from hpvm.ir.text import parse_module, print_module
-from hpvm.testing import assert_outputs_close, usable_targets
+from hpvm.testing import check_random_designs, usable_targets
 from hpvm.tune import TuneError, space
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,14 +101,8 @@ def test_enumeration_visits_every_configuration_once_defaults_first():
 
 
 def check_random_configurations(module, inputs, expected, rtol, atol, seed, count=3):
-    design = space(module, usable_targets(("cpu", "interp")))
-    chooser = random.Random(seed)
-    for _ in range(count):
-        values = {p.name: chooser.choice(p.values) for p in design}
-        realised = design.realise(values)
-        exe = hpvm.compile(realised.module, design.targets, options=realised.options)
-        assert_outputs_close(exe(**inputs), expected, rtol, atol,
-                             f"{module.name} with {design.describe(design.checked(values))}")
+    check_random_designs(module, inputs, expected, usable_targets(("cpu", "interp")), rtol, atol,
+                         seed, count)
 
 
 @pytest.mark.parametrize("program", [p for p in CORPUS if p.make_frames is None],

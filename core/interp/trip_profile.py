@@ -85,19 +85,35 @@ def with_profiled_trip_counts(module: Module, inputs: Mapping[str, Any]) -> tupl
 
 
 def _sizes(function: k.KernelFunction) -> set[str]:
-    """Names that hold sizes, not data: parameters, shape symbols and loop
-    variables (a triangular loop's bound)."""
-    loop_vars = {s.var for s in walk(function.body) if isinstance(s, k.For)}
-    return {p.name for p in function.params} | set(function.shape_symbols) | loop_vars
+    """Names that hold sizes, not data: parameters, shape symbols, loop
+    variables (a triangular loop's bound) and local variables every
+    assignment of which computes from those without a load (a tile's
+    first row: ``tb * rows``)."""
+    sizes = {p.name for p in function.params} | set(function.shape_symbols) | {
+        s.var for s in walk(function.body) if isinstance(s, k.For)}
+    writes: dict[str, list] = {}
+    for s in walk(function.body):
+        if isinstance(s, (k.Let, k.Assign)) and s.value is not None:
+            writes.setdefault(s.name, []).append(s.value)
+    changed = True
+    while changed:
+        changed = False
+        for name, values in writes.items():
+            if name not in sizes and all(_from_sizes(v, sizes) for v in values):
+                sizes.add(name)
+                changed = True
+    return sizes
+
+
+def _from_sizes(expr: k.Expr, sizes: set[str]) -> bool:
+    return not any(isinstance(e, k.Load) or (isinstance(e, k.Var) and e.name not in sizes)
+                   or isinstance(e, k.Call) for e in walk(expr))
 
 
 def _data_dependent(loop: k.For, sizes: set[str]) -> bool:
-    """Whether the loop's bounds read memory or a local variable (which may
-    hold a load), not only constants, sizes and scalar parameters."""
-    for item in walk((loop.start, loop.stop)):
-        if isinstance(item, k.Load) or (isinstance(item, k.Var) and item.name not in sizes):
-            return True
-    return False
+    """Whether the loop's bounds read memory or a variable holding data,
+    not only constants, sizes and values computed from them."""
+    return not (_from_sizes(loop.start, sizes) and _from_sizes(loop.stop, sizes))
 
 
 def _mark_loops(body, means, mark):

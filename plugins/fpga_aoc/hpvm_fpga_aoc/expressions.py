@@ -61,12 +61,6 @@ def unrolled(loop: k.For, env: dict) -> bool:
     return abs(stop - start) <= loop.unroll * abs(loop.step)
 
 
-def bodies(stmt) -> tuple:
-    if isinstance(stmt, k.If):
-        return stmt.then_body + stmt.else_body
-    return stmt.body
-
-
 def evaluate(e: k.Expr | None, env: dict) -> int | None:
     """The integer value of ``e`` from ``env``, or None when unknown."""
     if isinstance(e, k.Const):
@@ -90,4 +84,16 @@ def evaluate(e: k.Expr | None, env: dict) -> int | None:
     if isinstance(e, k.Intrinsic) and e.name in ("min", "max") and e.type.is_int:
         values = [evaluate(a, env) for a in e.args]
         return None if None in values else (min if e.name == "min" else max)(values)
+    if isinstance(e, k.Compare):
+        a, b = evaluate(e.lhs, env), evaluate(e.rhs, env)
+        if a is None or b is None:
+            return None
+        return int({"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b,
+                    "ge": a >= b}[e.op])
+    if isinstance(e, k.Select):
+        cond = evaluate(e.cond, env)
+        return None if cond is None else evaluate(e.if_true if cond else e.if_false, env)
+    if isinstance(e, k.Unary) and e.op == "neg":
+        value = evaluate(e.operand, env)
+        return None if value is None else -value
     return None

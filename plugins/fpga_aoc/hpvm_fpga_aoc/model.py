@@ -36,7 +36,7 @@ from hpvm.ir.graph import Module
 from hpvm.ir.types import BufferType
 from hpvm.ir.visit import walk
 
-from .expressions import bodies, evaluate, operands, operator_name, unrolled
+from .expressions import evaluate, operands, operator_name, unrolled
 from .profiles import DeviceProfile, Resources
 
 NEVER = float("-inf")
@@ -120,16 +120,43 @@ class _KernelModel:
         return cycles + self._latency(run), area
 
     def _is_segment(self, stmt, env) -> bool:
-        """Loops (not completely unrolled), and ifs or whiles holding one."""
-        if isinstance(stmt, k.For):
-            return True
-        if isinstance(stmt, (k.If, k.While)):
-            return any(isinstance(s, (k.For, k.While)) for s in walk(bodies(stmt)))
-        return False
+        """Loops, and statements holding one (in a branch, or in a helper
+        they call)."""
+        return isinstance(stmt, k.For) or self._has_loops((stmt,))
+
+    def _has_loops(self, stmts) -> bool:
+        return any(isinstance(s, (k.For, k.While)) or (
+            isinstance(s, k.Call) and self._has_loops(self.module.function(s.function).body))
+            for s in walk(stmts))
+
+    def _calls(self, stmt, env, function) -> tuple[float, Resources]:
+        """A statement calling helpers with loops: its own latency, then
+        each helper's body (inlined, as AOC does) with the arguments the
+        model can evaluate bound to the helper's parameters."""
+        cycles, area = self._latency([stmt]), self._area(stmt, env, function, inline=False)
+        for call in (s for s in walk((stmt,)) if isinstance(s, k.Call)):
+            helper = self.module.function(call.function)
+            bound = dict(env)
+            for param, arg in zip(helper.params, call.args):
+                value = evaluate(arg, env)
+                if value is None:
+                    bound.pop(param.name, None)
+                else:
+                    bound[param.name] = value
+            spaces = self.spaces
+            self.spaces = {**spaces, **{p.name: spaces.get(a.name, "global")
+                                        for p, a in zip(helper.params, call.args)
+                                        if isinstance(a, k.Var) and a.name in spaces}}
+            helper_cycles, helper_area = self.block(helper.body, bound, call.function)
+            self.spaces = spaces
+            cycles, area = cycles + helper_cycles, area + helper_area
+        return cycles, area
 
     def _segment(self, stmt, env, function) -> tuple[float, Resources]:
         if isinstance(stmt, k.For):
             return self.loop(stmt, env, function)
+        if not isinstance(stmt, (k.If, k.While)):
+            return self._calls(stmt, env, function)
         if isinstance(stmt, k.While):  # trip count unknown: counted once
             cycles, area = self.block(stmt.body, dict(env), function)
             return cycles + self._expr_time(stmt.cond, {}, 0.0), area
@@ -316,7 +343,7 @@ class _KernelModel:
         return start + self._operator(e).latency
 
     # -- area ----------------------------------------------------------------
-    def _area(self, stmt, env, function) -> Resources:
+    def _area(self, stmt, env, function, inline: bool = True) -> Resources:
         area = Resources()
         for item in walk((stmt,)):
             if isinstance(item, k.Expr):
@@ -324,7 +351,7 @@ class _KernelModel:
             elif isinstance(item, (k.Store, k.AtomicUpdate)):
                 kind = "atomic" if isinstance(item, k.AtomicUpdate) else "store"
                 area = area + self._memory_op(item.buffer, kind).area
-            if isinstance(item, k.Call):
+            if isinstance(item, k.Call) and inline:
                 area = area + self.block(self.module.function(item.function).body,
                                          dict(env), item.function)[1]
         return area

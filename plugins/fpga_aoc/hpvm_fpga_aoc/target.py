@@ -282,10 +282,26 @@ def _host_artifact_files(module: Module, nodes: list[NodeRef]) -> dict[str, byte
                           "available to emulate the kernels on the host (fix: pip install "
                           "hpvm-cpu, or an OpenCL driver)")
     cpu = get_registry().target("cpu").target
-    artifact = cpu.compile(module, nodes, {})
+    artifact = cpu.compile(_without_unroll_hints(module), nodes, {})
     files = {HOST_PREFIX + name: data for name, data in artifact.files.items()}
     files[HOST_PREFIX + "metadata.json"] = json.dumps(artifact.metadata).encode()
     return files
+
+
+def _without_unroll_hints(module: Module) -> Module:
+    """The module with every loop's ``unroll`` hint dropped: the host
+    emulation computes what the FPGA computes; unrolling 64 instances
+    around fully unrolled loops would only make LLVM slow."""
+    import dataclasses
+    from hpvm.ir.visit import rewrite
+
+    def drop(node):
+        if isinstance(node, For) and node.unroll is not None:
+            return dataclasses.replace(node, unroll=None)
+        return None
+    functions = {name: dataclasses.replace(f, body=rewrite(f.body, drop))
+                 for name, f in module.functions.items()}
+    return dataclasses.replace(module, functions=functions)
 
 
 def _host_device(artifact: Artifact) -> Device:

@@ -93,6 +93,7 @@ class _KernelModel:
         self.arrays: dict[str, k.ArrayDecl] = {}
         self.copies = 1
         self.measured: dict = {}
+        self._call_latency: dict[str, float] = {}
         """How many copies of the current loop run side by side (an
         unrolled loop around it): they share the memory bandwidth."""
         self._seen: dict[tuple[str, str], int] = {}
@@ -339,7 +340,10 @@ class _KernelModel:
         if start == NEVER:
             return NEVER
         if isinstance(e, k.Call):
-            return start + self._latency(list(self.module.function(e.function).body))
+            if e.function not in self._call_latency:   # the same wherever it is called
+                self._call_latency[e.function] = self._latency(
+                    list(self.module.function(e.function).body))
+            return start + self._call_latency[e.function]
         return start + self._operator(e).latency
 
     # -- area ----------------------------------------------------------------

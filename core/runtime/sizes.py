@@ -40,7 +40,7 @@ def node_sizes(module: Module, inputs: Mapping[str, Any]) -> dict[NodeRef, dict[
                 shape = np.shape(given[p.name])
             else:
                 shape = output_shape(p, symbols, where)
-            values[Source(task.index, p.name)] = _placeholder(np.broadcast_to(np.uint8(0), shape))
+            values[Source(task.index, p.name)] = np.broadcast_to(np.uint8(0), shape)
     return sizes
 
 

@@ -36,14 +36,9 @@ from .registry import Option, register_pass
 def argument_privatisation(module: Module, params: tuple[str, ...], max_elements: int) -> Module:
     """Give fixed-size private buffer parameters a private array per instance."""
     chosen = set(params) if params else set(eligible_params(module, max_elements))
-    for name in params:
-        problem = _problem(module, name, max_elements)
-        if problem is not None:
-            function, _, param = name.partition(".")
-            raise PassError(Diagnostic(Location(function=function or None, port=param or None),
-                                       f"argument-privatisation: '{name}' {problem}",
-                                       f"the eligible parameters are: "
-                                       f"{', '.join(eligible_params(module, max_elements)) or 'none'}"))
+    check_named_params("argument-privatisation", params,
+                       lambda name: _problem(module, name, max_elements),
+                       lambda: eligible_params(module, max_elements))
     functions = {}
     for name, function in module.functions.items():
         wanted = {p.name for p in function.params if f"{name}.{p.name}" in chosen}
@@ -58,9 +53,7 @@ def eligible_params(module: Module, max_elements: int = 4096) -> list[str]:
 
 
 def _problem(module: Module, name: str, max_elements: int) -> str | None:
-    function_name, _, param_name = name.partition(".")
-    function = module.functions.get(function_name)
-    param = next((p for p in function.params if p.name == param_name), None) if function else None
+    param = named_param(module, name)
     if param is None:
         return "names no parameter (write FUNCTION.PARAM)"
     return _param_problem(param, max_elements)
@@ -69,12 +62,38 @@ def _problem(module: Module, name: str, max_elements: int) -> str | None:
 def _param_problem(param: Parameter, max_elements: int) -> str | None:
     if param.direction != "private" or not param.is_buffer:
         return "is not a private buffer"
+    return fixed_size_problem(param, max_elements)
+
+
+def named_param(module: Module, name: str) -> Parameter | None:
+    """The parameter ``FUNCTION.PARAM`` names, or None."""
+    function_name, _, param_name = name.partition(".")
+    function = module.functions.get(function_name)
+    return next((p for p in function.params if p.name == param_name), None) if function else None
+
+
+def fixed_size_problem(param: Parameter, max_elements: int) -> str | None:
+    """Why buffer ``param`` cannot be copied into an array of at most
+    ``max_elements`` elements, or None."""
     shape = param.type.shape
     if shape is None or not all(isinstance(d, int) for d in shape):
         return "has a size that is not fixed"
     if math.prod(shape) > max_elements:
         return f"has {math.prod(shape)} elements, more than max_elements={max_elements}"
     return None
+
+
+def check_named_params(pass_name: str, names, problem_of, eligible) -> None:
+    """PassError naming the first of ``names`` (``FUNCTION.PARAM``) that
+    ``problem_of`` refuses, with the reason and the ``eligible()`` ones."""
+    for name in names:
+        problem = problem_of(name)
+        if problem is not None:
+            function, _, param = name.partition(".")
+            raise PassError(Diagnostic(Location(function=function or None, port=param or None),
+                                       f"{pass_name}: '{name}' {problem}",
+                                       f"the eligible parameters are: "
+                                       f"{', '.join(eligible()) or 'none'}"))
 
 
 def privatise(function: KernelFunction, names: set[str]) -> KernelFunction:

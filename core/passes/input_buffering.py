@@ -18,14 +18,13 @@ that is not eligible is refused with the reason.
 from __future__ import annotations
 
 import dataclasses
-import math
 
-from ..errors import Diagnostic, Location
 from ..ir.graph import KernelBody, Module
 from ..ir.kernel import Call, For, KernelFunction, Load, Var
 from ..ir.visit import walk
-from .argument_privatisation import copied_into_arrays
-from .errors import PassError
+from .argument_privatisation import (
+    check_named_params, copied_into_arrays, fixed_size_problem, named_param,
+)
 from .module_tools import iter_nodes
 from .registry import Option, register_pass
 
@@ -36,15 +35,9 @@ from .registry import Option, register_pass
     Option("max_elements", int, 16384, "largest buffer copied, in elements")])
 def input_buffering(module: Module, params: tuple[str, ...], max_elements: int) -> Module:
     """Copy fixed-size read-only inputs of single-work-item kernels on chip."""
-    for name in params:
-        problem = _problem(module, name, max_elements)
-        if problem is not None:
-            function, _, param = name.partition(".")
-            raise PassError(Diagnostic(
-                Location(function=function or None, port=param or None),
-                f"input-buffering: '{name}' {problem}",
-                f"the eligible parameters are: "
-                f"{', '.join(eligible_params(module, max_elements)) or 'none'}"))
+    check_named_params("input-buffering", params,
+                       lambda name: _problem(module, name, max_elements),
+                       lambda: eligible_params(module, max_elements))
     chosen = set(params) if params else set(eligible_params(module, max_elements))
     functions = {}
     for name, function in module.functions.items():
@@ -64,17 +57,15 @@ def eligible_params(module: Module, max_elements: int = 16384) -> list[str]:
 
 def _problem(module: Module, name: str, max_elements: int) -> str | None:
     function_name, _, param_name = name.partition(".")
-    function = module.functions.get(function_name)
-    param = next((p for p in function.params if p.name == param_name), None) if function else None
+    param = named_param(module, name)
     if param is None:
         return "names no parameter (write FUNCTION.PARAM)"
     if param.direction != "in" or not param.is_buffer:
         return "is not a read-only (in) buffer"
-    shape = param.type.shape
-    if shape is None or not all(isinstance(d, int) for d in shape):
-        return "has a size that is not fixed"
-    if math.prod(shape) > max_elements:
-        return f"has {math.prod(shape)} elements, more than max_elements={max_elements}"
+    size = fixed_size_problem(param, max_elements)
+    if size is not None:
+        return size
+    function = module.functions[function_name]
     runners = [node for _, node in iter_nodes(module)
                if isinstance(node.body, KernelBody) and node.body.function == function_name]
     if not runners or any(node.replication for node in runners):

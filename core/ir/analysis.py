@@ -2,7 +2,7 @@
 ends."""
 from __future__ import annotations
 
-from .kernel import Assign, AtomicUpdate, Call, For, Load, Stmt, Store, Var
+from .kernel import Assign, AtomicUpdate, Barrier, Call, For, Load, Stmt, Store, Var
 from .visit import walk
 
 
@@ -38,3 +38,13 @@ def bound_dependences(loop: For, bodies) -> tuple[bool, set[str]]:
     reads_memory = any(isinstance(n, (Load, Call)) for n in walk(bounds))
     read = {n.name for n in walk(bounds) if isinstance(n, Var)}
     return reads_memory, read & set().union(*(assigned_variables(b) for b in bodies))
+
+
+def uses_barrier(module, function: str, seen: frozenset = frozenset()) -> bool:
+    """Whether kernel ``function`` of ``module``, or a helper it calls,
+    waits at a work-group barrier (targets without work groups refuse it)."""
+    kernel = module.functions.get(function)
+    if kernel is None or function in seen:
+        return False
+    return any(isinstance(item, Barrier) or (isinstance(item, Call) and uses_barrier(
+        module, item.function, seen | {function})) for item in walk(kernel.body))

@@ -19,8 +19,7 @@ import numpy as np
 
 from hpvm.errors import TargetError
 from hpvm.ir.graph import ConstantBody, Graph, KernelBody, Module, Node, TensorBody
-from hpvm.ir.kernel import Barrier
-from hpvm.ir.visit import walk
+from hpvm.ir.analysis import uses_barrier
 from hpvm.options import Option
 from hpvm.target import Artifact, Availability, Device, Knob, NodeRef, Target
 
@@ -68,7 +67,7 @@ class CpuTarget(Target):
         if isinstance(node.body, (ConstantBody, TensorBody)):
             return True
         if isinstance(node.body, KernelBody):
-            return not _uses_barrier(module, node.body.function)
+            return not uses_barrier(module, node.body.function)
         return False
 
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
@@ -133,19 +132,6 @@ def _kernel_ranks(module: Module, nodes: list[NodeRef]) -> dict[str, int]:
                 raise TargetError(f"cpu: function '@{node.body.function}' is used by nodes of "
                                   f"different replication ranks; give each its own function")
     return ranks
-
-
-def _uses_barrier(module: Module, function: str, seen: frozenset = frozenset()) -> bool:
-    from hpvm.ir.kernel import Call
-    kernel = module.functions.get(function)
-    if kernel is None or function in seen:
-        return False
-    for item in walk(kernel.body):
-        if isinstance(item, Barrier):
-            return True
-        if isinstance(item, Call) and _uses_barrier(module, item.function, seen | {function}):
-            return True
-    return False
 
 
 class CpuDevice(Device):

@@ -25,8 +25,8 @@ import json
 
 from hpvm.errors import TargetError
 from hpvm.ir.graph import ConstantBody, Graph, KernelBody, Module, Node, TensorBody
-from hpvm.ir.kernel import Barrier, Call, For
-from hpvm.ir.visit import walk
+from hpvm.ir.analysis import uses_barrier
+from hpvm.ir.kernel import For
 from hpvm.options import Option
 from hpvm.target import Artifact, Availability, Device, Knob, NodeRef, Target
 
@@ -94,7 +94,7 @@ class FpgaAocTarget(Target):
     def claims(self, module: Module, graph: Graph, node: Node) -> bool:
         if isinstance(node.body, (ConstantBody, TensorBody)):
             return True
-        return isinstance(node.body, KernelBody) and not _uses_barrier(module, node.body.function)
+        return isinstance(node.body, KernelBody) and not uses_barrier(module, node.body.function)
 
     def knobs(self, module: Module, nodes: list[NodeRef]) -> list[Knob]:
         """Per replicated kernel node: the unroll factor of its innermost
@@ -245,14 +245,6 @@ def _aoc_report(module: Module, nodes: list[NodeRef], options: dict):
             by_line[loop_id] = measured
     report.loops = by_line
     return report
-
-
-def _uses_barrier(module: Module, function: str, seen: frozenset = frozenset()) -> bool:
-    kernel = module.functions.get(function)
-    if kernel is None or function in seen:
-        return False
-    return any(isinstance(item, Barrier) or (isinstance(item, Call) and _uses_barrier(
-        module, item.function, seen | {function})) for item in walk(kernel.body))
 
 
 def _emulation_device(options: dict) -> str | None:

@@ -21,6 +21,17 @@ from typing import Any
 from .ir.graph import Graph, Module, Node
 from .options import Option
 
+def cache_directory(target: str) -> Path:
+    """Where ``target`` keeps its compile cache: ``$HPVM_CACHE_DIR/<target>``,
+    else ``$XDG_CACHE_HOME/hpvm/<target>`` (``~/.cache/hpvm/<target>``)."""
+    import os
+    explicit = os.environ.get("HPVM_CACHE_DIR")
+    if explicit:
+        return Path(explicit) / target
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "hpvm" / target
+
+
 CORE_API_VERSION = 1
 """The version of this contract.  A plugin states the version it was built
 for (``Target.api_version``); the registry refuses a mismatch."""
@@ -179,6 +190,28 @@ class Target:
     def claims(self, module: Module, graph: Graph, node: Node) -> bool:
         """Matcher: may this target run leaf ``node`` of ``graph``?"""
         return False
+
+    def configured(self, options: dict) -> "Target":
+        """This target as the compile ``options`` it declares configure it,
+        for its matcher (placement asks the result's :meth:`claims`): a
+        device chosen by option may run other nodes.  Default: itself."""
+        return self
+
+    def declines(self, module: Module, graph: Graph, node: Node) -> str:
+        """Why :meth:`claims` refused ``node``, in words, for the placement
+        report of a node that fell back; empty to say nothing."""
+        return ""
+
+    def partitions(self, module: Module, nodes: list[NodeRef], options: dict) -> list[list[NodeRef]]:
+        """Groups of ``nodes`` (leaf nodes placed on this target) to run as
+        one launch each: an accelerator's compiled network, a fused layer.
+        Each group must lie in one graph and be convex (no path leaves it
+        and comes back).  The runtime outlines every group into an internal
+        node (hpvm.passes.outline); :meth:`compile` and :meth:`load` then
+        see that node (its child graph holds the members) in place of the
+        members.  A group of one node stays as it is.  Default: none, one
+        launch per node."""
+        return []
 
     default_pipeline: str = ""
     """Graph and kernel passes (pass-manager syntax) that suit this target,

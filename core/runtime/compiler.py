@@ -56,12 +56,13 @@ def compile(program, targets: Sequence[str] | None = None, options: dict | None 
     if pipeline:
         from ..passes import run_pipeline
         module = run_pipeline(module, pipeline)
-    placement = plan(module, targets, registry)
+    placement = plan(module, targets, registry, per_target)
     if tuned is not None:
         placement.notes.append(f"tuned configuration applied ({len(tuned.values)} parameters"
                                + (f"; pipeline {realised.pipeline}" if realised.pipeline else "")
                                + ")")
         placement.notes.extend(f"tuning: {note}" for note in realised.notes)
+    module = outline_partitions(module, placement, per_target, registry)
     artifacts = {}
     for name in placement.used_targets:
         target = registry.target(name).target
@@ -73,6 +74,31 @@ def compile(program, targets: Sequence[str] | None = None, options: dict | None 
     exe = Executable(module, placement, artifacts, options, registry)
     exe.config = tuned.to_json() if tuned is not None else None
     return exe
+
+
+def outline_partitions(module: Module, placement, per_target: dict, registry) -> Module:
+    """``module`` with the groups each target asks for (Target.partitions)
+    outlined into internal nodes, recorded in ``placement.partitions``."""
+    from ..passes.outline import OutlineError, outline
+    for name in placement.used_targets:
+        target = registry.target(name).target
+        for group in target.partitions(module, placement.nodes_of(name), per_target[name]):
+            if len(group) < 2:
+                continue  # a node alone is launched as it is
+            members = [str(ref) for ref in group]
+            graphs = {ref.graph for ref in group}
+            try:
+                if len(graphs) != 1 or any(placement.targets.get(m) != name for m in members):
+                    raise OutlineError("a partition must hold nodes of one graph, all placed "
+                                       f"on '{name}'")
+                module, node = outline(module, graphs.pop(), [ref.node for ref in group],
+                                       f"{name}_part")
+            except OutlineError as error:
+                raise HpvmError(f"target '{name}' asked to run {members} as one launch, which "
+                                f"cannot be done: {error}; this is a bug of the target "
+                                "plugin, report it to its vendor") from None
+            placement.partitions[str(NodeRef(group[0].graph, node))] = members
+    return module
 
 
 def _pipeline(requested: str, targets: list[str], registry) -> str:

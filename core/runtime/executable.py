@@ -55,8 +55,8 @@ class Executable:
         self.config: dict | None = None
         """The tuned configuration it was compiled with (hpvm.tune), if any."""
         self._registry = registry
-        self._program = flatten(module)
-        self._plan = plan_program(module, self._program, placement.targets)
+        self._program = flatten(module, frozenset(placement.partitions))
+        self._plan = plan_program(module, self._program, placement.task_targets)
         self._devices: dict[str, Device] | None = None
         self._lock = threading.Lock()
         self._scheduler: DagScheduler | None = None

@@ -49,23 +49,26 @@ class FlatProgram:
     outputs: dict[str, Source]
 
 
-def flatten(module: Module) -> FlatProgram:
-    """The root graph of ``module`` as a topologically ordered task list."""
+def flatten(module: Module, whole: frozenset[str] = frozenset()) -> FlatProgram:
+    """The root graph of ``module`` as a topologically ordered task list.
+    Internal nodes named in ``whole`` (``str(NodeRef)``: partitions a target
+    runs as one launch) are tasks themselves, their children not."""
     tasks: list[LeafTask] = []
     root = module.root_graph
     env = {p.name: Source(None, p.name) for p in root.params if p.reads}
-    outputs = _flatten_graph(module, root, env, (), tasks)
+    outputs = _flatten_graph(module, root, env, (), tasks, whole)
     return FlatProgram(tasks, outputs)
 
 
 def _flatten_graph(module: Module, graph: Graph, env: dict[str, Source],
-                   path: tuple[str, ...], tasks: list[LeafTask]) -> dict[str, Source]:
+                   path: tuple[str, ...], tasks: list[LeafTask],
+                   whole: frozenset[str]) -> dict[str, Source]:
     produced: dict[tuple[str, str], Source] = {}
     for node in _topological(graph):
         inputs = _node_inputs(module, graph, node, env, produced)
-        if isinstance(node.body, GraphBody):
+        if isinstance(node.body, GraphBody) and str(NodeRef(graph.name, node.name)) not in whole:
             child = module.graph(node.body.graph)
-            child_out = _flatten_graph(module, child, inputs, path + (node.name,), tasks)
+            child_out = _flatten_graph(module, child, inputs, path + (node.name,), tasks, whole)
             for port, source in child_out.items():
                 produced[(node.name, port)] = source
             continue

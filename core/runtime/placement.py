@@ -23,30 +23,49 @@ class Placement:
     targets: dict[str, str] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    partitions: dict[str, list[str]] = field(default_factory=dict)
+    """Internal nodes a target runs as one launch (Target.partitions), each
+    with the keys of the nodes of the program as written that it holds."""
 
     def target_of(self, ref: NodeRef) -> str:
-        return self.targets[str(ref)]
+        return self.task_targets[str(ref)]
 
     def nodes_of(self, target: str) -> list[NodeRef]:
-        return [_parse_ref(key) for key, t in self.targets.items() if t == target]
+        """What ``target`` compiles and launches: its partitions and its
+        nodes outside them."""
+        return [_parse_ref(key) for key, t in self.task_targets.items() if t == target]
+
+    @property
+    def task_targets(self) -> dict[str, str]:
+        """Target per task of the running program: the nodes outside
+        partitions, and each partition."""
+        grouped = {member for members in self.partitions.values() for member in members}
+        tasks = {key: t for key, t in self.targets.items() if key not in grouped}
+        tasks.update((key, self.targets[members[0]]) for key, members in self.partitions.items())
+        return tasks
 
     @property
     def used_targets(self) -> list[str]:
         return list(dict.fromkeys(self.targets.values()))
 
     def to_json(self) -> dict:
-        return {"targets": self.targets, "reasons": self.reasons, "notes": self.notes}
+        return {"targets": self.targets, "reasons": self.reasons, "notes": self.notes,
+                "partitions": self.partitions}
 
     @classmethod
     def from_json(cls, data: dict) -> "Placement":
-        return cls(dict(data["targets"]), dict(data["reasons"]), list(data["notes"]))
+        partitions = {key: list(members) for key, members in data.get("partitions", {}).items()}
+        return cls(dict(data["targets"]), dict(data["reasons"]), list(data["notes"]), partitions)
 
     def format(self) -> str:
-        """A table: node, target, reason; then the notes."""
+        """A table: node, target, reason; then the partitions and notes."""
         width = max([len(k) for k in self.targets] + [4])
         lines = [f"{'node':<{width}}  {'target':<12}  reason"]
         for key, target in self.targets.items():
             lines.append(f"{key:<{width}}  {target:<12}  {self.reasons[key]}")
+        for key, members in self.partitions.items():
+            names = ", ".join(m.split(".", 1)[1] for m in members)
+            lines.append(f"partition {key} on {self.targets[members[0]]}, one launch: {names}")
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 
@@ -61,18 +80,21 @@ def hint_matches(hint: str, target_name: str) -> bool:
     return target_name == hint or target_name.startswith(hint + "_")
 
 
-def plan(module: Module, target_names: list[str], registry) -> Placement:
-    """Place every leaf node of ``module`` (see the module docstring)."""
+def plan(module: Module, target_names: list[str], registry,
+         options: dict[str, dict] | None = None) -> Placement:
+    """Place every leaf node of ``module`` (see the module docstring);
+    ``options``: each target's compile options (Target.configured)."""
     placement = Placement()
     chosen: list[Target] = []
+    options = options or {}
     for name in target_names:
         info = registry.target(name)  # unknown names raise TargetError
         if info.availability.available:
-            chosen.append(info.target)
+            chosen.append(info.target.configured(options.get(name, {})))
         else:
             placement.notes.append(f"target '{name}' skipped: {info.availability.reason}")
-    fallbacks = [info.target for info in _installed(registry, FALLBACKS)
-                 if info.availability.available]
+    fallbacks = [info.target.configured(options.get(info.name, {}))
+                 for info in _installed(registry, FALLBACKS) if info.availability.available]
     for graph in module.graphs.values():
         for node in graph.nodes:
             if not node.is_leaf:
@@ -100,8 +122,11 @@ def _choose(module, graph, node, chosen, fallbacks) -> tuple[Target, str]:
     for target in chosen:
         if target.claims(module, graph, node):
             return target, "first listed target that claims it"
+    declined = "; ".join(f"{t.name}: {why}" for t in chosen
+                         for why in [t.declines(module, graph, node)] if why)
     for target in fallbacks:
         if target.claims(module, graph, node):
-            return target, "fallback: no listed target claims it"
+            return target, ("fallback: no listed target claims it"
+                            + (f" ({declined})" if declined else ""))
     raise TargetError(f"node '{node.name}' of graph '@{graph.name}': no target can run it; "
                       f"install a target that claims it (see `hpvm targets`)")

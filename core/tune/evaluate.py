@@ -89,8 +89,8 @@ def _estimate(realised, targets, registry, plan, inputs: dict) -> Outcome:
     from ..runtime.compiler import prepare_for_target
     from ..runtime.sizes import node_sizes
     from ..options import resolve_compile_options
-    placement = plan(realised.module, list(targets), registry)
     per_target = resolve_compile_options(realised.options, list(targets), registry, strict=False)
+    placement = plan(realised.module, list(targets), registry, per_target)
     sizes = node_sizes(realised.module, inputs) if inputs else None
     total: dict[str, float] = {}
     for name in placement.used_targets:

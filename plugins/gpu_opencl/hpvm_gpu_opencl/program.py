@@ -16,6 +16,7 @@ import threading
 import warnings
 from pathlib import Path
 
+from hpvm.target import cache_directory as target_cache_directory
 from hpvm.errors import TargetError
 
 from .devices import DeviceRuntime
@@ -40,11 +41,7 @@ def build_options(options: dict) -> list[str]:
 
 
 def cache_directory() -> Path:
-    explicit = os.environ.get("HPVM_CACHE_DIR")
-    if explicit:
-        return Path(explicit) / "gpu_opencl"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "hpvm" / "gpu_opencl"
+    return target_cache_directory("gpu_opencl")
 
 
 def cache_key(source: str, flags: list[str], runtime: DeviceRuntime) -> str:

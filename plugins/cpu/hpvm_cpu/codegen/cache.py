@@ -17,6 +17,7 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
+from hpvm.target import cache_directory as target_cache_directory
 from hpvm.ir.graph import Module
 from hpvm.ir.kernel import Call
 from hpvm.ir.visit import walk
@@ -56,11 +57,7 @@ def cache_key(module: Module, function_name: str, rank: int, options: dict,
 
 
 def cache_directory() -> Path:
-    explicit = os.environ.get("HPVM_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "hpvm" / "cpu"
+    return target_cache_directory("cpu")
 
 
 def read_cached(key: str) -> MachineCode | None:

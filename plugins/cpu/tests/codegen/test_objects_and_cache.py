@@ -64,7 +64,7 @@ def test_disk_cache_serves_a_fresh_process(tmp_path, monkeypatch):
     monkeypatch.setattr(compiler, "_compiled", {})
     module = module_of(map_function({"x": F32}, F32, lambda x: x * 3.0 + 1.0))
     first = compile_kernel_node(module, "map", 1, {"tag": "disk-test"})
-    assert not first.from_cache and len(list(tmp_path.glob("*.ll"))) == 1
+    assert not first.from_cache and len(list((tmp_path / "cpu").glob("*.ll"))) == 1
     monkeypatch.setattr(compiler, "_compiled", {})
     second = compile_kernel_node(module, "map", 1, {"tag": "disk-test"})
     assert second.from_cache

@@ -1,9 +1,9 @@
-"""ONNX models on hpvm (targets cpu and aten) against onnxruntime and
-PyTorch, in the same run: a LeNet-5 (1x28x28) and a ResNet basic block
+"""ONNX models on hpvm (targets cpu, aten, movidius) against onnxruntime,
+PyTorch and OpenVINO, in the same run: a LeNet-5 (1x28x28) and a ResNet basic block
 (32 channels, 16x16: the second stage of a CIFAR ResNet), batch 64, FP32.
 
     .venv/bin/python benchmarks/onnx_bench.py [--models lenet,resnet] [--repeat 20]
-        [--batch 64] [--threads N] [--targets cpu,aten] [--fp16] [--device cpu|cuda]
+        [--batch 64] [--threads N] [--targets cpu,aten,movidius] [--fp16] [--device cpu|cuda]
         [--json out.json]
 
 The models are made here (hpvm.frontend.onnx.testing, random weights with
@@ -16,7 +16,10 @@ row's time / onnxruntime's (below 1: faster than onnxruntime).  The error
 is max |out - torch| / max |torch|.  Every implementation gets ``--threads``
 threads (default: all cores).  ``--device cuda`` runs aten and the torch
 peer on the GPU; both are timed from host input to host output, as
-``exe(x=batch)`` is.
+``exe(x=batch)`` is.  With target movidius, OpenVINO used directly on the
+same ONNX file (CPU device, latency hint, ``--threads``) is a peer too, and
+the movidius row's note gives its ratio to it: the cost of going through
+hpvm.
 """
 from __future__ import annotations
 
@@ -92,6 +95,20 @@ def onnxruntime_runner(proto, x: np.ndarray, threads: int):
     return lambda: session.run(None, {"x": x})[0]
 
 
+OPENVINO = "openvino (direct, CPU)"
+
+
+def openvino_runner(proto, x: np.ndarray, threads: int):
+    """The ONNX model read and compiled by OpenVINO itself, host in, host out."""
+    import openvino as ov
+    core = ov.Core()
+    model = core.read_model(proto.SerializeToString(), ov.Tensor(np.zeros(0, np.uint8)))
+    compiled = core.compile_model(model, "CPU", {"PERFORMANCE_HINT": "LATENCY",
+                                                 "INFERENCE_NUM_THREADS": threads})
+    request = compiled.create_infer_request()
+    return lambda: request.infer({"x": x}, share_inputs=True)[0].copy()
+
+
 def hpvm_runner(module, target: str, options: dict, x: np.ndarray):
     from hpvm.runtime import compile
     began = time.perf_counter()
@@ -116,19 +133,26 @@ def bench_model(name: str, args) -> list[Row]:
         variants = [("fp32", {})] + ([("fp16", {"precision": "fp16"})]
                                      if args.fp16 and target == "aten" else [])
         for label, extra in variants:
-            options = {**extra, **({"threads": args.threads} if target == "cpu" else {}),
+            options = {**extra,
+                       **({"threads": args.threads} if target in ("cpu", "movidius") else {}),
                        **({"device": args.device} if target == "aten" else {})}
             run, seconds = hpvm_runner(module, target, options, x)
             suffix = f" {label}" if label != "fp32" else ""
             where = f" {args.device}" if target == "aten" and args.device != "cpu" else ""
             runners.append((f"hpvm {target}{where}{suffix}", run, f"compile {seconds:.1f} s"))
     runners.append(("onnxruntime", onnxruntime_runner(proto, x, args.threads), ""))
+    if "movidius" in args.targets:
+        runners.append((OPENVINO, openvino_runner(proto, x, args.threads), ""))
     where = "" if args.device == "cpu" else f", {args.device}"
     runners.append((f"torch (eager, no_grad{where})", torch_runner(model, x, args.device), ""))
     rows = []
     for label, run, note in runners:
         error = relative_error(np.asarray(run()), reference)
         rows.append(Row(name, label, median_ms(run, args.repeat), error, note))
+    direct = next((r.median_ms for r in rows if r.implementation == OPENVINO), None)
+    for row in rows:
+        if row.implementation == "hpvm movidius" and direct:
+            row.note += f"; {row.median_ms / direct:.2f}x OpenVINO direct"
     return rows
 
 

@@ -1,5 +1,6 @@
 """onnx's own backend node tests (onnx.backend.test) for the operators the
-tensor-op set covers, on the targets interp, cpu and aten.
+tensor-op set covers, on the targets interp, cpu, aten and movidius
+(OpenVINO's CPU device here).
 
 Reshape shapes and Clip bounds given as run-time inputs are specialised
 when the model runs (see hpvm.onnx_backend).
@@ -19,7 +20,8 @@ from hpvm.onnx_conformance import (  # noqa: E402
     IN_SCOPE_OPS, in_scope_node_tests, in_scope_pattern, out_of_scope_pattern,
 )
 
-TARGETS = ("interp", "cpu", "aten")
+TARGETS = ("interp", "cpu", "aten", "movidius")
+NEEDS = {"aten": "torch", "movidius": "openvino"}
 
 
 def backend_tests(target: str):
@@ -32,9 +34,9 @@ def backend_tests(target: str):
 
 
 for _target in TARGETS:
-    if _target == "aten":
+    if _target in NEEDS:
         try:
-            import torch  # noqa: F401
+            __import__(NEEDS[_target])
         except ImportError:
             continue
     with warnings.catch_warnings():

@@ -1,5 +1,5 @@
 """hpvm-movidius: the hpvm target 'movidius'.
 
-Intel Movidius VPUs through an OpenVINO model, emulated when no VPU is
-present.
+Tensor graphs through OpenVINO: Intel's NPU (the Movidius line) where
+present, OpenVINO's CPU plugin otherwise.
 """

@@ -11,9 +11,9 @@ the device on load, OpenVINO's model cache under the hpvm cache
 
 Options: ``device`` (``NPU``, ``MYRIAD`` where an older OpenVINO has it,
 ``GPU``, ``CPU``, ``AUTO``; default: NPU if present, else CPU),
-``precision`` (``fp32``, ``fp16``: OpenVINO's INFERENCE_PRECISION_HINT;
-the device may keep f32 where it has no f16 arithmetic, and the placement
-report says so), ``performance_hint`` (``latency`` or ``throughput``) and
+``precision`` (``fp32``, the default, exact as the interpreter; ``fp16``
+or ``bf16``: OpenVINO's INFERENCE_PRECISION_HINT, which a device without
+that arithmetic may not honour, and the placement report says so), ``performance_hint`` (``latency`` or ``throughput``) and
 ``threads`` (INFERENCE_NUM_THREADS, CPU device).
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from hpvm.target import Artifact, Availability, Device, NodeRef, Target, cache_d
 
 PREFERRED_DEVICES = ("NPU", "CPU")
 """The default device: the first of these OpenVINO finds."""
-PRECISION_HINTS = {"fp32": "f32", "fp16": "f16"}
+PRECISION_HINTS = {"fp32": "f32", "fp16": "f16", "bf16": "bf16"}
 
 OPTIONS = [
     Option("device", str, None, "OpenVINO device: NPU, MYRIAD, GPU, CPU or AUTO; None: NPU "
@@ -158,9 +158,10 @@ class MovidiusTarget(Target):
                 for suffix in (".xml", ".bin"):
                     files[stem + suffix] = (Path(scratch) / f"{stem}{suffix}").read_bytes()
                 partitions[str(ref)] = stem
+        asked = options.get("precision", "fp32")
         precision = _precision_in_use(self.core(), device, options)
-        if options.get("precision") == "fp16" and precision != "f16":
-            notes.append(f"precision fp16 asked, but OpenVINO's {device} device computes in "
+        if precision != PRECISION_HINTS[asked]:
+            notes.append(f"precision {asked} asked, but OpenVINO's {device} device computes in "
                          f"{precision} on this machine")
         notes.append(f"{len(nodes)} OpenVINO model(s) for device {device} (OpenVINO "
                      f"{ov.get_version().split('-')[0]})")
@@ -240,12 +241,13 @@ def _config(device: str, options: dict) -> dict:
 def _precision_in_use(core, device: str, options: dict) -> str:
     """The precision ``device`` computes in with ``options`` (it may not have f16)."""
     try:
+        import numpy as np
         import openvino as ov
         from openvino import opset13 as ops
-        x = ops.parameter([1], "f32")
+        x = ops.parameter([1], np.float32)
         probe = core.compile_model(ov.Model([ops.relu(x)], [x]), device, _config(device, options))
-        return str(probe.get_property("INFERENCE_PRECISION_HINT")).lower()
-    except Exception:
+        return probe.get_property("INFERENCE_PRECISION_HINT").get_type_name()
+    except Exception:  # a device without the property: take the hint as honoured
         return PRECISION_HINTS[options.get("precision", "fp32")]
 
 

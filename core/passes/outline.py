@@ -13,7 +13,7 @@ loadable, a CUDA graph.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..errors import HpvmError
 from ..ir.graph import BindIn, BindOut, Edge, Graph, GraphBody, Module, Node
@@ -192,3 +192,39 @@ def _unique(items: list) -> list:
     """``items`` without repeats (two member ports fed by one source give one
     edge into the outlined node), in order."""
     return list(dict.fromkeys(items))
+
+
+@dataclass(frozen=True)
+class Members:
+    """What a target runs for one launch, by its ports: a partition (an
+    outlined internal node: its child graph) or a single leaf node.
+
+    ``graph`` holds ``names`` (producers first); ``feeds`` maps each
+    member input ``(node, port)`` coming from outside to the launch's port;
+    ``results`` lists the launch's out ports with the member ``(node,
+    port)`` producing each; ``inputs`` are the launch's in parameters."""
+
+    graph: Graph
+    names: tuple[str, ...]
+    feeds: dict[tuple[str, str], str]
+    results: tuple[tuple[str, tuple[str, str]], ...]
+    inputs: tuple[Parameter, ...]
+
+
+def members(module: Module, graph_name: str, node_name: str) -> Members:
+    """The :class:`Members` of node ``node_name`` of ``graph_name``, as a
+    target's ``compile`` receives it in ``nodes``."""
+    from ..interp.graph_exec import topological_order
+    parent = module.graph(graph_name)
+    node = parent.node(node_name)
+    if isinstance(node.body, GraphBody):
+        graph = module.graph(node.body.graph)
+        return Members(graph, tuple(n.name for n in topological_order(graph)),
+                       {(b.dst_node, b.dst_port): b.param for b in graph.bind_ins},
+                       tuple((b.param, (b.src_node, b.src_port)) for b in graph.bind_outs),
+                       tuple(p for p in graph.params if p.direction == "in"))
+    params = module.node_params(node)
+    return Members(parent, (node_name,),
+                   {(node_name, p.name): p.name for p in params if p.direction == "in"},
+                   tuple((p.name, (node_name, p.name)) for p in params if p.writes),
+                   tuple(p for p in params if p.direction == "in"))

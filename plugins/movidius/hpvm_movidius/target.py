@@ -22,10 +22,9 @@ import tempfile
 from pathlib import Path
 
 from hpvm.errors import TargetError
-from hpvm.interp.graph_exec import topological_order
-from hpvm.ir.graph import Graph, GraphBody, Module, Node
+from hpvm.ir.graph import Graph, Module, Node
 from hpvm.options import Option
-from hpvm.passes.outline import convex_groups
+from hpvm.passes.outline import convex_groups, members
 from hpvm.target import Artifact, Availability, Device, NodeRef, Target, cache_directory
 
 PREFERRED_DEVICES = ("NPU", "CPU")
@@ -203,31 +202,18 @@ def _model_view(module: Module, ref: NodeRef):
     """What build_model needs to make the model of partition (or node) ``ref``:
     Parameters for its inputs, Results for its outputs."""
     from .translate import ov_parameter
-    parent = module.graph(ref.graph)
-    node = parent.node(ref.node)
-    if isinstance(node.body, GraphBody):
-        graph = module.graph(node.body.graph)
-        names = [n.name for n in topological_order(graph)]
-        feeds = {(b.dst_node, b.dst_port): b.param for b in graph.bind_ins}
-        produces = [(b.param, (b.src_node, b.src_port)) for b in graph.bind_outs]
-        in_params = [p for p in graph.params if p.direction == "in"]
-    else:
-        graph, names = parent, [ref.node]
-        params = module.node_params(node)
-        feeds = {(ref.node, p.name): p.name for p in params if p.direction == "in"}
-        produces = [(p.name, (ref.node, p.name)) for p in params if p.writes]
-        in_params = [p for p in params if p.direction == "in"]
-    parameters = {p.name: ov_parameter(p.name, p.type) for p in in_params}
+    view = members(module, ref.graph, ref.node)
+    parameters = {p.name: ov_parameter(p.name, p.type) for p in view.inputs}
     for name, parameter in parameters.items():
         parameter.output(0).get_tensor().set_names({name})
 
     def source(node_name: str, port: str):
-        return parameters[feeds[(node_name, port)]].output(0)
+        return parameters[view.feeds[(node_name, port)]].output(0)
 
     def results(produced: dict):
-        return [(name, produced[key]) for name, key in produces]
+        return [(name, produced[key]) for name, key in view.results]
 
-    return module, graph, names, source, results, list(parameters.values())
+    return module, view.graph, list(view.names), source, results, list(parameters.values())
 
 
 def _config(device: str, options: dict) -> dict:

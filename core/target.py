@@ -171,6 +171,12 @@ class Device:
         """Block until ``event`` is complete; the default: launches are
         synchronous."""
 
+    def elapsed(self, event) -> float | None:
+        """Seconds the device says the completed launch ``event`` took, when
+        that is not the host's wall time (an emulator's cycle model; say so
+        in ``timing_label``); None: the run report times the launch."""
+        return None
+
 
 class Target:
     """Base class of every target.  Override what your device needs."""

@@ -26,9 +26,14 @@ from .inputs import check_inputs, convert_argument
 from .kernel_launch import launch_kernel
 
 
-def run_module(module: Module, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """Run ``module``'s root graph on ``inputs``; its outputs by name."""
-    return Interpreter(module).run(**inputs)
+def run_module(module: Module, inputs: Mapping[str, Any], observe=None) -> dict[str, np.ndarray]:
+    """Run ``module``'s root graph on ``inputs``; its outputs by name.
+    ``observe(graph, node, port, value)`` sees every value a node makes."""
+    if observe is None:
+        return Interpreter(module).run(**inputs)
+    graph = _root_graph(module)
+    checked = check_inputs(graph.params, inputs, Location(graph=graph.name))
+    return _as_outputs(run_graph(module, graph, checked, observe))
 
 
 class Interpreter:

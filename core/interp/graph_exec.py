@@ -22,14 +22,19 @@ from hpvm.ir.shapes import bind_symbols, output_shape, replication_sizes
 from .kernel_launch import launch_kernel
 
 
-def run_graph(module: Module, graph: Graph, inputs: Mapping[str, Any]) -> dict[str, Any]:
+def run_graph(module: Module, graph: Graph, inputs: Mapping[str, Any],
+              observe=None) -> dict[str, Any]:
     """Run ``graph`` with ``inputs`` (its in/inout/private and scalar
-    parameters by name); returns its out and inout parameters by name."""
+    parameters by name); returns its out and inout parameters by name.
+    ``observe(graph, node, port, value)``, if given, sees every value a
+    node produces, at every level (calibration, debugging)."""
     values: dict[tuple[str, str], Any] = {}
     for node in topological_order(graph):
         ports = _node_inputs(module, graph, node, inputs, values)
-        for port, value in run_node(module, graph, node, ports).items():
+        for port, value in run_node(module, graph, node, ports, observe).items():
             values[(node.name, port)] = value
+            if observe is not None:
+                observe(graph.name, node.name, port, value)
     return _graph_outputs(graph, inputs, values)
 
 
@@ -126,7 +131,8 @@ def _graph_outputs(graph: Graph, inputs: Mapping[str, Any],
     return outputs
 
 
-def run_node(module: Module, graph: Graph, node: Node, ports: Mapping[str, Any]) -> dict[str, Any]:
+def run_node(module: Module, graph: Graph, node: Node, ports: Mapping[str, Any],
+             observe=None) -> dict[str, Any]:
     """Run ``node`` on ``ports`` (values of its in/inout/private and scalar
     ports); returns its out and inout ports' new values."""
     body = node.body
@@ -138,7 +144,7 @@ def run_node(module: Module, graph: Graph, node: Node, ports: Mapping[str, Any])
         return _run_tensor_node(graph, node, body, ports)
     if isinstance(body, GraphBody):
         _check_single_instance(module, graph, node, ports)
-        return run_graph(module, module.graph(body.graph), ports)
+        return run_graph(module, module.graph(body.graph), ports, observe)
     raise _graph_error(graph, f"node '{node.name}' has an unknown body "
                        f"{type(body).__name__}", "use a kernel, tensor, constant or graph body")
 

@@ -122,12 +122,17 @@ def convex_groups(graph: Graph, chosen: set[str]) -> list[list[str]]:
         name = node.name
         preds = list(dict.fromkeys(producers[name]))
         if name in chosen:
-            allowed = [group_of[p] for p in preds if p in group_of and all(
-                group_of.get(q) == group_of[p] or group_of[p] not in upstream[q] for q in preds)]
+            allowed = list(dict.fromkeys(
+                group_of[p] for p in preds if p in group_of and all(
+                    group_of.get(q) == group_of[p] or group_of[p] not in upstream[q]
+                    for q in preds)))
             group_of[name] = allowed[0] if allowed else len(groups)
             if not allowed:
                 groups.append([])
             groups[group_of[name]].append(name)
+            for other in allowed[1:]:  # the node joins two groups: one, if still convex
+                if _mergeable(groups, group_of, producers, upstream, allowed[0], other):
+                    _merge(groups, group_of, upstream, allowed[0], other)
         upstream[name] = set().union(*(upstream[p] for p in preds))
         if name in group_of:
             upstream[name].add(group_of[name])
@@ -140,6 +145,27 @@ def convex_groups(graph: Graph, chosen: set[str]) -> list[list[str]]:
     order = {n.name: i for i, n in enumerate(graph.nodes)}
     ordered = [sorted(g, key=order.__getitem__) for g in groups if g]
     return sorted(ordered, key=lambda g: order[g[0]])
+
+
+def _mergeable(groups, group_of, producers, upstream, first: int, second: int) -> bool:
+    """No path from either group reaches the other through a node of neither."""
+    both = set(groups[first]) | set(groups[second])
+    for mine, theirs in ((first, second), (second, first)):
+        for node in groups[theirs]:
+            if any(q not in both and mine in upstream[q] for q in producers[node]):
+                return False
+    return True
+
+
+def _merge(groups, group_of, upstream, first: int, second: int) -> None:
+    for node in groups[second]:
+        group_of[node] = first
+    groups[first].extend(groups[second])
+    groups[second] = []
+    for reached in upstream.values():
+        if second in reached:
+            reached.discard(second)
+            reached.add(first)
 
 
 def _check(module: Module, graph: Graph, inside: set[str]) -> None:

@@ -131,7 +131,8 @@ class Frame:
                 args[output.param.name] = device.allocate(shape, output.dtype)
         began = time.perf_counter()
         try:
-            device.wait(device.launch(plan.task.ref, args))
+            event = device.launch(plan.task.ref, args)
+            device.wait(event)
         except HpvmError:
             raise
         except Exception as error:  # a device or driver failing mid-run
@@ -141,6 +142,9 @@ class Frame:
                 f"run this node on another target, or report it to the '{target}' "
                 "plugin's authors")) from error
         seconds = time.perf_counter() - began
+        modelled = device.elapsed(event)
+        if modelled is not None:
+            seconds = modelled
         for output in plan.outputs:
             name = output.param.name
             shape = out_shapes[name] if name in out_shapes else values[plan.task.inputs[name]].shape

@@ -1,0 +1,93 @@
+"""Trained networks on NVDLA: a LeNet and a small ResNet trained on
+scikit-learn's digits here, in FP32 (the interpreter), FP16 and INT8 on
+the emulator; INT8 within a point of FP32, and agreeing with onnxruntime
+running the same model quantised by onnxruntime's quantize_static on the
+same calibration data."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("sklearn")
+
+from hpvm.frontend.onnx import import_model, testing  # noqa: E402
+from hpvm.interp import run_module  # noqa: E402
+from hpvm.runtime import compile  # noqa: E402
+
+
+def small_resnet():
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
+            self.block = testing.resnet_block(8)
+            self.head = nn.Sequential(nn.AvgPool2d(2), nn.Flatten(), nn.Linear(8 * 4 * 4, 10))
+
+        def forward(self, x):
+            return self.head(self.block(self.stem(x)))
+    return Net().eval()
+
+
+@pytest.fixture(scope="module", params=["lenet", "resnet"])
+def trained(request):
+    images, labels = testing.digits()
+    order = np.random.default_rng(0).permutation(len(images))
+    images, labels = images[order], labels[order]
+    train, held_out = slice(0, 1200), slice(1200, None)
+    torch.manual_seed(0)
+    model = testing.lenet_digits() if request.param == "lenet" else small_resnet()
+    model = testing.train(model, images[train], labels[train], steps=400)
+    proto = testing.export(model, (1, 8, 8))
+    calibration = [{"x": images[i:i + 100]} for i in range(0, 400, 100)]
+    return request.param, proto, calibration, images[held_out], labels[held_out]
+
+
+def accuracy(logits, labels):
+    return float((np.argmax(logits, axis=1) == labels).mean() * 100)
+
+
+def test_fp16_and_int8_keep_the_accuracy(trained):
+    name, proto, calibration, images, labels = trained
+    module = import_model(proto)
+    fp32 = accuracy(run_module(module, {"x": images})["y"], labels)
+    fp16_exe = compile(module, ["nvdla"])
+    int8_exe = compile(module, ["nvdla"], options={"precision": "int8",
+                                                   "calibration": calibration})
+    assert set(fp16_exe.placement.targets.values()) == {"nvdla"}
+    fp16 = accuracy(fp16_exe(x=images)["y"], labels)
+    int8 = accuracy(int8_exe(x=images)["y"], labels)
+    print(f"{name}: FP32 {fp32:.2f}%  FP16 {fp16:.2f}%  INT8 {int8:.2f}%")
+    assert fp32 > 90
+    assert abs(fp16 - fp32) <= 0.5
+    assert int8 >= fp32 - 1.0
+
+
+def test_int8_agrees_with_onnxruntimes_static_quantisation(trained, tmp_path):
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    import onnx
+    import onnxruntime
+    name, proto, calibration, images, labels = trained
+
+    class Reader(quantization.CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter(calibration)
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    source, quantised = tmp_path / "model.onnx", tmp_path / "model.int8.onnx"
+    onnx.save(proto, source)
+    quantization.quantize_static(str(source), str(quantised), Reader(),
+                                 quant_format=quantization.QuantFormat.QDQ, per_channel=True,
+                                 activation_type=quantization.QuantType.QInt8,
+                                 weight_type=quantization.QuantType.QInt8)
+    session = onnxruntime.InferenceSession(str(quantised), providers=["CPUExecutionProvider"])
+    theirs = session.run(None, {"x": images})[0]
+    exe = compile(import_model(proto), ["nvdla"], options={"precision": "int8",
+                                                           "calibration": calibration})
+    ours = exe(x=images)["y"]
+    agreement = float((np.argmax(ours, 1) == np.argmax(theirs, 1)).mean() * 100)
+    print(f"{name}: top-1 agreement with onnxruntime INT8 {agreement:.2f}%, accuracy "
+          f"hpvm {accuracy(ours, labels):.2f}% onnxruntime {accuracy(theirs, labels):.2f}%")
+    assert agreement >= 97

@@ -118,7 +118,7 @@ def lenet():
 def test_what_the_device_does_not_support_falls_back_and_splits_the_partitions(
         lenet, monkeypatch):
     module, x = lenet
-    target = MOVIDIUS.target
+    target = get_registry().target("movidius").target  # the registry compile() uses now
     monkeypatch.setattr(target, "_core", QueryDropping(target.core(), "MaxPool"))
     exe = compile(module, ["movidius"])
     pools = [key for key in exe.placement.targets if "MaxPool" in key]
@@ -132,7 +132,7 @@ def test_what_the_device_does_not_support_falls_back_and_splits_the_partitions(
 
 def test_what_openvino_rejects_falls_back_with_its_message(lenet, monkeypatch):
     module, x = lenet
-    target = MOVIDIUS.target
+    target = get_registry().target("movidius").target  # the registry compile() uses now
     monkeypatch.setattr(target, "_core", QueryDropping(target.core(), "MaxPool",
                                                        reject_compile=True))
     exe = compile(module, ["movidius"])

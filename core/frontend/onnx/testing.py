@@ -67,6 +67,15 @@ def resnet_block(channels: int = 32):
     return block.eval()
 
 
+def resnet_digits():
+    """A small ResNet for the 8x8 digits: conv3x3(8)-bn-relu, one basic
+    block (resnet_block(8)), 2x2 average pooling, fc 128-10."""
+    from torch import nn
+    return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                         resnet_block(8), nn.AvgPool2d(2), nn.Flatten(),
+                         nn.Linear(8 * 4 * 4, 10)).eval()
+
+
 def mlp(inputs: int = 64, hidden: int = 64, classes: int = 10):
     """inputs -> hidden -> hidden -> classes with relu, then softmax."""
     from torch import nn

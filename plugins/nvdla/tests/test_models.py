@@ -14,21 +14,6 @@ from hpvm.interp import run_module  # noqa: E402
 from hpvm.runtime import compile  # noqa: E402
 
 
-def small_resnet():
-    from torch import nn
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.stem = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
-            self.block = testing.resnet_block(8)
-            self.head = nn.Sequential(nn.AvgPool2d(2), nn.Flatten(), nn.Linear(8 * 4 * 4, 10))
-
-        def forward(self, x):
-            return self.head(self.block(self.stem(x)))
-    return Net().eval()
-
-
 @pytest.fixture(scope="module", params=["lenet", "resnet"])
 def trained(request):
     images, labels = testing.digits()
@@ -36,7 +21,7 @@ def trained(request):
     images, labels = images[order], labels[order]
     train, held_out = slice(0, 1200), slice(1200, None)
     torch.manual_seed(0)
-    model = testing.lenet_digits() if request.param == "lenet" else small_resnet()
+    model = testing.lenet_digits() if request.param == "lenet" else testing.resnet_digits()
     model = testing.train(model, images[train], labels[train], steps=400)
     proto = testing.export(model, (1, 8, 8))
     calibration = [{"x": images[i:i + 100]} for i in range(0, 400, 100)]

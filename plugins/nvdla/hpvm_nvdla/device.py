@@ -33,9 +33,11 @@ class EmulatorDevice(Device):
     host_memory = True
     timing_label = "emulated; time from the cycle model"
 
-    def __init__(self, loadables: dict[str, tuple[dict, list]], config: Config):
-        self.name = f"nvdla:{config.name} (emulator)"
+    def __init__(self, loadables: dict[str, tuple[dict, list]], config: Config,
+                 engine: str = "numpy"):
+        self.name = f"nvdla:{config.name} (emulator on {engine})"
         self.config = config
+        self.engine = engine
         self._loadables = loadables
 
     def allocate(self, shape, dtype):
@@ -57,9 +59,9 @@ class EmulatorDevice(Device):
                       for port in header["inputs"]}
             if header["precision"] == "int8":
                 from .int8 import run_int8
-                values = run_int8(layers, inputs, header)
+                values = run_int8(layers, inputs, header, self.engine)
             else:
-                values = run_fp16(layers, inputs)
+                values = run_fp16(layers, inputs, self.engine)
         except (ValueError, KeyError) as error:
             raise ExecutionError(Diagnostic(
                 Location(graph=node.graph, node=node.node),

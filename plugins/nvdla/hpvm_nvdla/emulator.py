@@ -33,13 +33,15 @@ def lookup(name: str, x: np.ndarray) -> np.ndarray:
     return np.interp(x.astype(np.float64), points, values)
 
 
-def run_fp16(layers: list[Layer], inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Every layer's output (FP16), from the launch's inputs."""
+def run_fp16(layers: list[Layer], inputs: dict[str, np.ndarray],
+             engine: str = "numpy") -> dict[str, np.ndarray]:
+    """Every layer's output (FP16), from the launch's inputs; ``engine``
+    computes the convolutions (numpy, or torch on a CUDA GPU)."""
     values = {name: np.asarray(a, np.float32).astype(np.float16) for name, a in inputs.items()}
     for layer in layers:
         x = values[layer.inputs[0]]
         if layer.kind in ("conv", "fc"):
-            y = _core_fp16(layer, x)
+            y = _core_fp16(layer, x, engine)
         elif layer.kind == "pdp":
             y = pool(layer, x.astype(np.float32)).astype(np.float16)
         elif layer.kind == "concat":
@@ -52,17 +54,20 @@ def run_fp16(layers: list[Layer], inputs: dict[str, np.ndarray]) -> dict[str, np
     return values
 
 
-def _core_fp16(layer: Layer, x: np.ndarray) -> np.ndarray:
+def _core_fp16(layer: Layer, x: np.ndarray, engine: str) -> np.ndarray:
     weight = layer.weight.astype(np.float16).astype(np.float32)
-    y = core(layer, x.astype(np.float32), weight)
+    y = core(layer, x.astype(np.float32), weight, engine)
     if layer.bias is not None:
         y = y + _per_channel(layer.bias.astype(np.float16).astype(np.float32), y)
     return y.astype(np.float16)
 
 
-def core(layer: Layer, x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+def core(layer: Layer, x: np.ndarray, weight: np.ndarray, engine: str = "numpy") -> np.ndarray:
     """The convolution or fully connected product in ``x``'s dtype
-    (FP32 or int64 accumulators)."""
+    (FP32 or int64 accumulators), by numpy or by torch on the GPU."""
+    if engine == "torch":
+        from .torch_engine import core_on_gpu
+        return core_on_gpu(layer, x, weight)
     if layer.kind == "fc":
         return x.reshape(x.shape[0], -1) @ weight.T
     (sh, sw), (top, left, bottom, right) = layer.attrs["stride"], layer.attrs["padding"]

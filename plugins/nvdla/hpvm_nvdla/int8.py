@@ -248,18 +248,20 @@ def quantize_input(x: np.ndarray, scale: float) -> np.ndarray:
     return np.clip(round_away(np.asarray(x, np.float64) / scale), -QMAX, QMAX).astype(np.int8)
 
 
-def run_int8(layers: list[Layer], inputs: dict[str, np.ndarray], header: dict) -> dict:
+def run_int8(layers: list[Layer], inputs: dict[str, np.ndarray], header: dict,
+             engine: str = "numpy") -> dict:
     """Every layer's output, dequantised to float32 (as the output DMA's
-    converter would), from float inputs quantised at their scales."""
+    converter would), from float inputs quantised at their scales;
+    ``engine`` computes the convolutions (numpy, or torch on a CUDA GPU)."""
     scales = header["scales"]
     q = {name: quantize_input(a, scales[name]) for name, a in inputs.items()}
     for layer in layers:
-        q[layer.output] = _layer_int8(layer, q).reshape((-1,) + tuple(layer.shape[1:]))
+        q[layer.output] = _layer_int8(layer, q, engine).reshape((-1,) + tuple(layer.shape[1:]))
     return {name: (values.astype(np.float32) * np.float32(scales[name]))
             for name, values in q.items()}
 
 
-def _layer_int8(layer: Layer, q: dict) -> np.ndarray:
+def _layer_int8(layer: Layer, q: dict, engine: str) -> np.ndarray:
     params = layer.attrs["q"]
     x = q[layer.inputs[0]]
     if layer.kind == "pdp":
@@ -273,7 +275,7 @@ def _layer_int8(layer: Layer, q: dict) -> np.ndarray:
                  for v, (m, n) in zip(layer.inputs, params["requant"])]
         return np.concatenate(parts, axis=layer.attrs["axis"]).astype(np.int8)
     if layer.kind in ("conv", "fc"):
-        acc = core(layer, x.astype(np.int64), layer.weight.astype(np.int64))
+        acc = core(layer, x.astype(np.int64), layer.weight.astype(np.int64), engine)
         if np.abs(acc).max(initial=0) >= 2 ** 31:
             raise ValueError(f"layer '{layer.name}' overflows the 32-bit accumulators")
         acc = acc + _channels(params["qb"], acc)

@@ -13,7 +13,8 @@ Options: ``config`` (nv_full, nv_small), ``precision`` (fp16, int8),
 ``calibration`` (INT8: input batches, a dict of arrays or a list of such
 dicts), ``calibration_method`` (max, percentile), ``percentile``,
 ``calibration_table`` (a JSON file of scales to read, or to write when
-calibrating), ``clock_mhz`` and ``bandwidth_gbs`` (cost model).
+calibrating), ``emulator_engine`` (numpy; torch on a CUDA GPU; auto),
+``clock_mhz`` and ``bandwidth_gbs`` (cost model).
 """
 from __future__ import annotations
 
@@ -40,6 +41,9 @@ OPTIONS = [
            minimum=50.0, maximum=100.0),
     Option("calibration_table", str, None, "a JSON file of INT8 scales: read when it "
            "exists, else written by calibration"),
+    Option("emulator_engine", str, "auto", "what computes the emulator's convolutions: "
+           "numpy, torch (a CUDA GPU), or auto (torch when it sees a GPU)",
+           choices=("auto", "numpy", "torch")),
     Option("clock_mhz", float, None, "cost model: the engines' clock; None: the "
            "configuration's", minimum=1.0),
     Option("bandwidth_gbs", float, None, "cost model: memory bandwidth in GB/s; None: the "
@@ -104,7 +108,7 @@ class NvdlaTarget(Target):
         config = CONFIGS[artifact.metadata["config"]].with_options(options)
         loadables = {key: read(artifact.files[stem])
                      for key, stem in artifact.metadata["loadables"].items()}
-        return EmulatorDevice(loadables, config)
+        return EmulatorDevice(loadables, config, _engine(options.get("emulator_engine", "auto")))
 
     def estimate(self, module: Module, nodes: list[NodeRef], options: dict,
                  sizes: dict | None = None) -> dict | None:
@@ -119,6 +123,14 @@ def _config(options: dict) -> Config:
         raise TargetError(f"nvdla: configuration {config.name} has no FP16 engines; use "
                           "precision='int8' with calibration, or config='nv_full'")
     return config
+
+
+def _engine(choice: str) -> str:
+    from .torch_engine import available
+    if choice == "torch" and not available():
+        raise TargetError("nvdla: emulator_engine='torch' needs PyTorch with a CUDA GPU; use "
+                          "'numpy' or 'auto'")
+    return "torch" if choice == "torch" or (choice == "auto" and available()) else "numpy"
 
 
 def _calibrate(module: Module, options: dict):

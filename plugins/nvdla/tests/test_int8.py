@@ -133,3 +133,23 @@ def test_nv_small_runs_int8():
     x = batches(module, count=1, batch=2, seed=4)[0]
     expected = run_module(module, x)["y"]
     assert np.abs(exe(**x)["y"] - expected).max() < 0.06 * np.abs(expected).max()
+
+
+def test_the_gpu_engine_is_bit_identical_in_int8():
+    from hpvm_nvdla.torch_engine import available
+    if not available():
+        pytest.skip("torch sees no CUDA GPU here")
+    module = programs.residual()
+    numpy_exe = int8_exe(module, emulator_engine="numpy")
+    torch_exe = int8_exe(module, emulator_engine="torch")
+    x = batches(module, count=1, batch=4, seed=8)[0]
+    np.testing.assert_array_equal(torch_exe(**x)["y"], numpy_exe(**x)["y"])
+
+
+def test_asking_for_the_gpu_engine_without_a_gpu_says_so():
+    from hpvm_nvdla.torch_engine import available
+    if available():
+        pytest.skip("this machine has the GPU")
+    exe = int8_exe(programs.residual(), emulator_engine="torch")
+    with pytest.raises(TargetError, match="emulator_engine='torch' needs PyTorch with a CUDA GPU"):
+        exe(**batches(programs.residual(), count=1, batch=1)[0])

@@ -32,6 +32,7 @@ def add_parsers(subparsers) -> None:
     compile_.add_argument("--config", metavar="BEST.json",
                           help="apply a configuration hpvm tune chose (its targets are the "
                                "default --targets)")
+    _add_options(compile_)
     compile_.add_argument("-o", "--output", required=True, metavar="OUT")
     compile_.set_defaults(handler=compile_command)
 
@@ -41,6 +42,7 @@ def add_parsers(subparsers) -> None:
                     "fallback) and print the placement with the reason for each node.")
     plan.add_argument("source", metavar="SOURCE")
     _add_targets(plan)
+    _add_options(plan)
     plan.set_defaults(handler=plan_command)
 
     viz = subparsers.add_parser(
@@ -61,6 +63,21 @@ def _add_targets(parser, default=DEFAULT_TARGETS) -> None:
     parser.add_argument("-t", "--targets", type=_target_list, default=default,
                         help="comma-separated target names in order of preference "
                              "(default: cpu); `hpvm targets` lists them")
+
+
+def _add_options(parser) -> None:
+    parser.add_argument("-O", "--option", dest="options", action="append", default=[],
+                        type=_option, metavar="KEY=VALUE",
+                        help="a compile option of the targets (repeatable), e.g. -O "
+                             "precision=fp16; `hpvm targets --options` lists them")
+
+
+def _option(text: str) -> tuple[str, str]:
+    import argparse
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"'{text}' is not KEY=VALUE (e.g. precision=fp16)")
+    return key.strip(), value.strip()
 
 
 def _target_list(text: str) -> list[str]:
@@ -92,7 +109,9 @@ def compile_command(args) -> int:
         write_text_atomically(args.output, module_text(module))
         print(f"wrote {args.output}")
         return 0
-    options = {"triple": args.triple} if args.triple else {}
+    options = dict(args.options)
+    if args.triple:
+        options["triple"] = args.triple
     if args.pipeline:
         options["pipeline"] = args.pipeline
     targets = args.targets or (None if args.config else DEFAULT_TARGETS)
@@ -118,9 +137,14 @@ def save_atomically(exe, folder: Path) -> None:
 
 
 def plan_command(args) -> int:
+    from ..options import resolve_compile_options
     from ..registry import get_registry
     from ..runtime import plan
-    print(plan(load_program(args.source), args.targets, get_registry()).format())
+    from ..runtime.compiler import with_fallbacks
+    registry = get_registry()
+    per_target = resolve_compile_options(dict(args.options), with_fallbacks(args.targets),
+                                         registry)
+    print(plan(load_program(args.source), args.targets, registry, per_target).format())
     return 0
 
 

@@ -51,7 +51,7 @@ def compile(program, targets: Sequence[str] | None = None, options: dict | None 
         module = realised.module
         options = merge_options(realised.options, options)
     targets = list(targets if targets is not None else DEFAULT_TARGETS)
-    per_target = resolve_compile_options(options, _with_fallbacks(targets), registry)
+    per_target = resolve_compile_options(options, with_fallbacks(targets), registry)
     pipeline = _pipeline(options.get("pipeline", ""), targets, registry)
     if pipeline:
         from ..passes import run_pipeline
@@ -109,7 +109,7 @@ def _pipeline(requested: str, targets: list[str], registry) -> str:
     return registry.target(targets[0]).target.default_pipeline if targets else ""
 
 
-def _with_fallbacks(targets: list[str]) -> list[str]:
+def with_fallbacks(targets: list[str]) -> list[str]:
     """The listed targets and those placement falls back to."""
     return targets + [name for name in FALLBACKS if name not in targets]
 

@@ -64,3 +64,25 @@ def test_bad_sources_are_one_clear_error(tmp_path, capsys, source, message):
     err = capsys.readouterr().err
     assert err.startswith("hpvm: error:") and message in err
     assert not (tmp_path / "x").exists()
+
+
+def test_compile_options_reach_the_targets(tmp_path, capsys):
+    exe = tmp_path / "mm.hpvmx"
+    assert main(["compile", MATMUL, "--targets", "cpu", "-O", "threads=2", "-o", str(exe)]) == 0
+    import json
+    assert json.loads((exe / "executable.json").read_text())["options"] == {"threads": "2"}
+
+
+@pytest.mark.parametrize("option, message", [
+    ("threads=many", "option 'threads' of target 'cpu' expects an int"),
+    ("colour=blue", "unknown compile option 'colour'"),
+])
+def test_a_bad_compile_option_is_one_clear_error(tmp_path, capsys, option, message):
+    assert main(["compile", MATMUL, "--targets", "cpu", "-O", option,
+                 "-o", str(tmp_path / "x.hpvmx")]) != 0
+    assert message in capsys.readouterr().err
+
+
+def test_an_option_without_a_value_is_refused_by_the_parser(capsys):
+    assert main(["plan", LENET, "-O", "threads"]) != 0
+    assert "'threads' is not KEY=VALUE" in capsys.readouterr().err

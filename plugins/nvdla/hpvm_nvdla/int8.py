@@ -92,6 +92,8 @@ def calibrate_or_read(module: Module, options: dict) -> Scales:
     if table is not None and table.exists():
         return Scales.from_file(table)
     batches = options.get("calibration")
+    if isinstance(batches, (str, Path)):
+        batches = _read_npz(Path(batches))
     if batches is None:
         raise TargetError("nvdla: precision='int8' needs calibration data: pass "
                           "options={'calibration': {input name: array, ...}} (or a list of "
@@ -102,6 +104,17 @@ def calibrate_or_read(module: Module, options: dict) -> Scales:
         table.parent.mkdir(parents=True, exist_ok=True)
         table.write_text(scales.to_json())
     return scales
+
+
+def _read_npz(path: Path) -> dict:
+    """Calibration inputs from a .npz file of arrays by input name (the
+    form ``-O calibration=calib.npz`` gives on the command line)."""
+    try:
+        with np.load(path) as data:
+            return {name: data[name] for name in data.files}
+    except (OSError, ValueError) as error:
+        raise TargetError(f"nvdla: calibration file {path} cannot be read ({error}); give an "
+                          ".npz of arrays by input name") from None
 
 
 def calibrate(module: Module, batches, method: str, percentile: float) -> Scales:

@@ -34,7 +34,7 @@ OPTIONS = [
     Option("config", str, "nv_full", "NVDLA configuration", choices=tuple(CONFIGS)),
     Option("precision", str, "fp16", "arithmetic of the engines", choices=("fp16", "int8")),
     Option("calibration", object, None, "INT8: calibration inputs (a dict of arrays by "
-           "input name, or a list of such dicts)"),
+           "input name, a list of such dicts, or an .npz file of them)"),
     Option("calibration_method", str, "max", "INT8 scale of each tensor: its largest "
            "magnitude, or a percentile of them", choices=("max", "percentile")),
     Option("percentile", float, 99.99, "the percentile of calibration_method=percentile",

@@ -131,3 +131,19 @@ def test_estimate_weighs_batch_and_configuration():
     assert four["seconds"] > one["seconds"] > 0
     slow = target.estimate(module, nodes, {"bandwidth_gbs": 0.01})
     assert slow["memory_cycles"] > slow["compute_cycles"]
+
+
+def test_int8_from_the_command_line_with_an_npz_of_calibration_inputs(tmp_path, capsys):
+    from hpvm.cli import main
+    lenet = Path(__file__).parents[3] / "examples" / "ir" / "lenet_tiny.hpvm"
+    calibration = tmp_path / "calib.npz"
+    np.savez(calibration, image=np.random.default_rng(0).uniform(0, 1, (16, 1, 8, 8)).astype(np.float32))
+    exe = tmp_path / "lenet.hpvmx"
+    assert main(["compile", str(lenet), "-t", "nvdla", "-O", "precision=int8",
+                 "-O", f"calibration={calibration}", "-o", str(exe)]) == 0
+    artifact = Executable.load(exe).artifacts["nvdla"]
+    assert "calibration.json" in artifact.files
+    assert main(["compile", str(lenet), "-t", "nvdla", "-O", "precision=int8",
+                 "-O", f"calibration={tmp_path / 'missing.npz'}",
+                 "-o", str(tmp_path / "other.hpvmx")]) != 0
+    assert "calibration file" in capsys.readouterr().err

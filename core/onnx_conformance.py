@@ -18,7 +18,7 @@ IN_SCOPE_OPS = {
     "MaxPool": "maxpool", "AveragePool": "averagepool",
     "GlobalAveragePool": "globalaveragepool", "GlobalMaxPool": "globalmaxpool",
     "Softmax": "softmax", "BatchNormalization": "batchnorm", "Reshape": "reshape",
-    "Flatten": "flatten", "Concat": "concat",
+    "Flatten": "flatten", "Concat": "concat", "PRelu": "prelu", "LRN": "lrn",
 }
 OUT_OF_SCOPE = {
     r".*_expanded(_ver\d+)?": "the op's function body (other ONNX ops), not the op",

@@ -198,6 +198,16 @@ def batchnorm(state: GraphState, node: OnnxNode) -> list[Value]:
                          {"epsilon": float(node.attr("epsilon", 1e-5))})]
 
 
+def prelu(state: GraphState, node: OnnxNode) -> list[Value]:
+    return [state.add_op(node.name, "prelu", _inputs(state, node, ("x", "slope")))]
+
+
+def lrn(state: GraphState, node: OnnxNode) -> list[Value]:
+    attrs = {"size": int(node.attr("size")), "alpha": float(node.attr("alpha", 1e-4)),
+             "beta": float(node.attr("beta", 0.75)), "bias": float(node.attr("bias", 1.0))}
+    return [state.add_op(node.name, "lrn", {"x": node.input(state, 0)}, attrs)]
+
+
 def flatten(state: GraphState, node: OnnxNode) -> list[Value]:
     return [state.add_op(node.name, "flatten", {"x": node.input(state, 0)},
                          {"axis": node.attr("axis", 1)})]
@@ -224,5 +234,6 @@ TENSOR_CONVERTERS: dict[str, Converter] = {
     "MaxPool": max_pool, "AveragePool": avg_pool,
     "GlobalAveragePool": global_pool("avg_pool"), "GlobalMaxPool": global_pool("max_pool"),
     "BatchNormalization": batchnorm, "Flatten": flatten, "Concat": concat, "Reshape": reshape,
+    "PRelu": prelu, "LRN": lrn,
 }
 """ONNX op type -> converter (Softmax takes the opset too; see importer)."""

@@ -1,7 +1,7 @@
 """Tensor ops (the ApproxHPVM half of the IR): conv2d, matmul, gemm, add,
-mul, bias_add, relu, clipped_relu, tanh, sigmoid, max_pool, avg_pool,
-softmax, batchnorm, reshape, flatten, concat, and elementwise (a fused chain
-of elementwise ops, chain.py).
+mul, bias_add, relu, clipped_relu, tanh, sigmoid, prelu, max_pool, avg_pool,
+softmax, batchnorm, lrn, reshape, flatten, concat, and elementwise (a fused
+chain of elementwise ops, chain.py).
 
 ``TENSOR_OPS`` maps op names to their :class:`TensorOpSpec` (ports,
 attribute defaults, ``infer`` / ``evaluate`` / ``lower``).  ``tensor_node``

@@ -1,5 +1,6 @@
-"""Elementwise ops: add and mul (numpy/ONNX broadcasting), bias_add, and
-the activations relu, clipped_relu, tanh and sigmoid.
+"""Elementwise ops: add and mul (numpy/ONNX broadcasting), bias_add, the
+activations relu, clipped_relu, tanh and sigmoid, and prelu (ONNX PRelu:
+y = x where x >= 0, slope * x elsewhere, slope broadcasting to x).
 
 Every lowering runs one instance per output element; inputs with the
 output's shape are addressed flat, broadcast inputs by their own indices.
@@ -130,4 +131,37 @@ SIGMOID = _unary("sigmoid", lambda ctx, x: _sigmoid(x),
                  lambda b, x: b.const(1) / (b.const(1) + Intrinsic("exp", (-x,))),
                  summary="y = 1 / (1 + exp(-x))")
 
-OPS = (ADD, MUL, BIAS_ADD, RELU, CLIPPED_RELU, TANH, SIGMOID)
+# prelu ---------------------------------------------------------------------
+def _infer_prelu(ctx: OpContext) -> dict[str, BufferType]:
+    element = ctx.float_element()
+    shape = broadcast_shape(ctx, ("x", "slope"))
+    if shape != ctx.shape("x"):
+        ctx.fail(f"'slope' {ctx.types['slope']} must broadcast to x {ctx.types['x']} without "
+                 "growing it", "give slope x's shape, or one that broadcasts to it", "slope")
+    return {"y": BufferType(element, ctx.shape("x"))}
+
+
+def _evaluate_prelu(ctx: OpContext, x: dict) -> dict:
+    data = x["x"]
+    return {"y": np.where(data < 0, data * x["slope"], data)}
+
+
+def _lower_prelu(b: KernelBuilder) -> tuple[Expr, ...]:
+    out_dims = b.dims("y")
+    if b.types["slope"].shape == b.types["x"].shape:
+        i = b.instance()
+        slope = b.load("slope", i)
+    else:
+        i, indices = b.instance_indices(out_dims)
+        slope = b.load_broadcast("slope", indices)
+    value = b.let("v", b.load("x", i))
+    # max(v, 0) + slope * min(v, 0): v where v >= 0, slope * v elsewhere.
+    b.store("y", i, maximum(value, b.const(0)) + slope * minimum(value, b.const(0)))
+    return replication_over(out_dims)
+
+
+PRELU = TensorOpSpec(
+    "prelu", ("x", "slope"), ("y",), _infer_prelu, _evaluate_prelu, _lower_prelu,
+    summary="y = x where x >= 0, else slope * x (ONNX PRelu; slope broadcasts to x)")
+
+OPS = (ADD, MUL, BIAS_ADD, RELU, CLIPPED_RELU, TANH, SIGMOID, PRELU)

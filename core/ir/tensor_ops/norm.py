@@ -1,18 +1,24 @@
-"""batchnorm in inference mode (ONNX BatchNormalization, training_mode=0).
+"""batchnorm in inference mode (ONNX BatchNormalization, training_mode=0),
+and lrn, local response normalisation across channels (ONNX LRN).
 
-Ports: x [N, C, ...], scale, bias, mean, var (each [C]); y like x:
-y = (x - mean) / sqrt(var + epsilon) * scale + bias, per channel (axis 1).
-Attribute: epsilon (default 1e-5).
+batchnorm: ports x [N, C, ...], scale, bias, mean, var (each [C]); y like
+x: y = (x - mean) / sqrt(var + epsilon) * scale + bias, per channel (axis
+1).  Attribute: epsilon (default 1e-5).
+
+lrn: y[n, c, ...] = x[n, c, ...] / (bias + alpha / size * sum of x[n, k,
+...]^2 over channels k from c - floor((size - 1) / 2) to c + ceil((size -
+1) / 2), clipped to [0, C - 1]) ** beta.  Attributes: size (required),
+alpha (1e-4), beta (0.75), bias (1.0).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..kernel import Expr, Intrinsic
+from ..kernel import Const, Expr, Intrinsic
 from ..types import BufferType
 from .dims import require_equal
 from .lowering import KernelBuilder, div, product, replication_over
-from .spec import OpContext, TensorOpSpec
+from .spec import REQUIRED, OpContext, TensorOpSpec
 
 _PARAMETERS = ("scale", "bias", "mean", "var")
 
@@ -56,4 +62,60 @@ BATCHNORM = TensorOpSpec(
     _lower_batchnorm, attrs={"epsilon": 1e-5},
     summary="batch normalisation, inference mode (ONNX BatchNormalization)")
 
-OPS = (BATCHNORM,)
+def _lrn_window(ctx: OpContext) -> tuple[int, int]:
+    """Channels before and after the centre that the sum covers."""
+    size = ctx.int_attr("size")
+    if size < 1:
+        ctx._bad_attr("size", "a positive integer")
+    return (size - 1) // 2, size // 2
+
+
+def _infer_lrn(ctx: OpContext) -> dict[str, BufferType]:
+    element = ctx.float_element()
+    _lrn_window(ctx)
+    for name in ("alpha", "beta", "bias"):
+        ctx.float_attr(name)
+    if ctx.rank("x") < 3:
+        ctx.fail(f"input 'x' must be [N, C, D1, ...] (rank 3 or more), got {ctx.types['x']}",
+                 "pass a batch of feature maps", "x")
+    return {"y": BufferType(element, ctx.shape("x"))}
+
+
+def _evaluate_lrn(ctx: OpContext, x: dict) -> dict:
+    data = x["x"]
+    kind = data.dtype.type
+    before, after = _lrn_window(ctx)
+    squares = np.pad(data * data, [(0, 0), (before, after)] + [(0, 0)] * (data.ndim - 2))
+    window = sum(squares[:, k:k + data.shape[1]] for k in range(before + after + 1))
+    size = ctx.int_attr("size")
+    scale = kind(ctx.float_attr("bias")) + kind(ctx.float_attr("alpha")) / kind(size) * window
+    return {"y": data / scale ** kind(ctx.float_attr("beta"))}
+
+
+def _lower_lrn(b: KernelBuilder) -> tuple[Expr, ...]:
+    from ..types import I64
+    from .lowering import maximum, minimum, mul
+    dims = b.dims("x")
+    before, after = _lrn_window(b.ctx)
+    i = b.instance()
+    inner = product(dims[2:])
+    channel = b.let("c", div(i, inner) % dims[1])
+    base = b.let("base", i - mul(channel, inner))
+    first = b.let("first", maximum(channel - before, Const(0, I64)))
+    last = b.let("last", minimum(channel + (after + 1), dims[1]))
+    total = b.let("total", b.const(0))
+    with b.loop("k", last, start=first) as k:
+        value = b.load("x", base + mul(k, inner))
+        b.assign(total, total + value * value)
+    attr = b.ctx.float_attr
+    scale = b.const(attr("bias")) + b.const(attr("alpha") / b.ctx.int_attr("size")) * total
+    b.store("y", i, b.load("x", i) / Intrinsic("pow", (scale, b.const(attr("beta")))))
+    return replication_over(dims)
+
+
+LRN = TensorOpSpec(
+    "lrn", ("x",), ("y",), _infer_lrn, _evaluate_lrn, _lower_lrn,
+    attrs={"size": REQUIRED, "alpha": 1e-4, "beta": 0.75, "bias": 1.0},
+    summary="local response normalisation across channels (ONNX LRN)")
+
+OPS = (BATCHNORM, LRN)

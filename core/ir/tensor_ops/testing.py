@@ -102,6 +102,8 @@ def example_nodes(seed: int = 0) -> dict[str, tuple[Node, dict[str, np.ndarray]]
         "avg_pool": node("avg_pool", x4, window, ("x",)),
         "softmax": node("softmax", x4, {"axis": 1}, ("x",)),
         "batchnorm": node("batchnorm", {**x4, **channels}, symbolic=("x",)),
+        "lrn": node("lrn", x4, {"size": 4, "alpha": 0.5, "bias": 2.0}, ("x",)),
+        "prelu": node("prelu", {**x4, **arrays(slope=(4, 1, 1))}, symbolic=("x",)),
         "reshape": node("reshape", x4, {"shape": (0, -1, 5)}, ("x",)),
         "flatten": node("flatten", x4, symbolic=("x",)),
         "concat": node("concat", arrays(x0=(2, 1, 3), x1=(2, 2, 3)), symbolic=("x0", "x1")),

@@ -102,6 +102,21 @@ def elementwise(x: dict, attrs: dict, out_shape) -> torch.Tensor:
     return value
 
 
+def prelu(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    return torch.where(x["x"] < 0, x["x"] * x["slope"], x["x"])
+
+
+def lrn(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    """ONNX's window (floor((size-1)/2) channels before, ceil after), which
+    torch's local_response_norm places differently for even sizes."""
+    data = x["x"]
+    size = attrs["size"]
+    before, after = (size - 1) // 2, size // 2
+    squares = F.pad((data * data).movedim(1, -1), (before, after)).movedim(-1, 1)
+    window = sum(squares[:, k:k + data.shape[1]] for k in range(size))
+    return data / (attrs["bias"] + attrs["alpha"] / size * window) ** attrs["beta"]
+
+
 def _reshape(x: dict, attrs: dict, out_shape) -> torch.Tensor:
     return x["x"].reshape(tuple(out_shape))
 
@@ -121,6 +136,8 @@ OPS: dict[str, OpFunction] = {
     "avg_pool": avg_pool,
     "softmax": lambda x, attrs, shape: torch.softmax(x["x"], dim=attrs["axis"]),
     "batchnorm": batchnorm,
+    "lrn": lrn,
+    "prelu": prelu,
     "reshape": _reshape,
     "flatten": _reshape,
     "concat": concat,

@@ -63,6 +63,8 @@ CASES = {
     "elementwise": ({"x0": (2, 3, 4), "x1": (3, 1), "x2": (2, 3, 4)},
                     {"steps": (("add", 1), ("relu",), ("mul", 2), ("clipped_relu", -0.2, 0.3),
                                ("sigmoid",), ("tanh",))}),
+    "prelu": ({"x": (2, 3, 4), "slope": (4,)}, {}),
+    "lrn": ({"x": (2, 5, 3, 3)}, {"size": 4, "alpha": 0.3, "beta": 0.6, "bias": 1.5}),
 }
 FP16_TOLERANCE = 2e-2
 """rtol and atol of FP16 results against the FP32 reference: half precision

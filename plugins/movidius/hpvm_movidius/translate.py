@@ -185,6 +185,24 @@ def _avg_pool(n: _Node):
                         name=n.label("pool"))
 
 
+def _prelu(n: _Node):
+    """max(x, 0) + slope * min(x, 0), with numpy broadcasting of slope (ONNX's;
+    OpenVINO's PRelu reads a 1-D slope as per channel)."""
+    zero = ops.constant(np.zeros((), n.out.element.numpy_dtype), name=n.label())
+    positive = ops.maximum(n.x["x"], zero, name=n.label())
+    negative = ops.multiply(ops.minimum(n.x["x"], zero, name=n.label()), n.x["slope"],
+                            name=n.label())
+    return ops.add(positive, negative, name=n.label())
+
+
+def _lrn(n: _Node):
+    size = n.attrs["size"]
+    if size % 2 == 0:
+        raise Untranslatable("an LRN of even size: OpenVINO centres its window otherwise")
+    return ops.lrn(n.x["x"], n.const([1]), n.attrs["alpha"], n.attrs["beta"], n.attrs["bias"],
+                   size, name=n.label())
+
+
 def _reshape(n: _Node):
     return ops.reshape(n.x["x"], n.const(list(n.attrs["shape"])), True, name=n.label("reshape"))
 
@@ -232,6 +250,8 @@ _OPS: dict[str, Callable[[_Node], object]] = {
     "batchnorm": lambda n: ops.batch_norm_inference(
         n.x["x"], n.x["scale"], n.x["bias"], n.x["mean"], n.x["var"], n.attrs["epsilon"],
         name=n.label()),
+    "prelu": _prelu,
+    "lrn": _lrn,
     "reshape": _reshape,
     "flatten": _flatten,
     "concat": lambda n: ops.concat([n.x[f"x{i}"] for i in range(len(n.x))], n.attrs["axis"],

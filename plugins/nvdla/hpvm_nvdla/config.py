@@ -3,7 +3,7 @@
 ``atomic_c`` x ``atomic_k`` INT8 multiply-accumulators in CMAC (nv_full:
 64 x 32 = 2048 MACs per cycle, half as many in FP16; nv_small: 8 x 8, INT8
 only); ``atom_bytes``: the feature-data atom (32 bytes on nv_full, 8 on
-nv_small); SDP and PDP throughputs in elements per cycle; the clock and
+nv_small); SDP, PDP and CDP throughputs in elements per cycle; the clock and
 the memory bandwidth the cost model assumes (``bandwidth_gbs`` and
 ``clock_mhz`` options override them).
 """
@@ -21,6 +21,7 @@ class Config:
     fp16: bool
     sdp_throughput: int
     pdp_throughput: int
+    cdp_throughput: int
     clock_mhz: float
     bandwidth_gbs: float
     layer_overhead_cycles: int = 400
@@ -37,6 +38,6 @@ class Config:
 
 
 CONFIGS = {
-    "nv_full": Config("nv_full", 64, 32, 32, True, 16, 8, 1000.0, 25.6),
-    "nv_small": Config("nv_small", 8, 8, 8, False, 1, 1, 1000.0, 6.4),
+    "nv_full": Config("nv_full", 64, 32, 32, True, 16, 8, 8, 1000.0, 25.6),
+    "nv_small": Config("nv_small", 8, 8, 8, False, 1, 1, 1, 1000.0, 6.4),
 }

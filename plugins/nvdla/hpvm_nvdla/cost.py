@@ -3,7 +3,7 @@
 Per hardware layer, per image: the convolution core takes
 ``R * S * outH * outW * ceil(C/aC) * ceil(K/aK)`` cycles per group (a
 cycle feeds one atomic-C x atomic-K block of MACs; FP16 halves atomic-K on
-nv_full); SDP and PDP stream their elements at their throughput; memory
+nv_full); SDP, PDP and CDP stream their elements at their throughput; memory
 traffic (input and second-operand surfaces read, weights read once per
 launch, the output surface written) moves at the configured bandwidth.
 A layer takes the larger of compute and memory time, plus a fixed cost to
@@ -43,6 +43,8 @@ def layer_cycles(layer: Layer, batch: int, shapes: dict, precision: str,
         compute = max(compute, math.ceil(out_elements * batch / config.sdp_throughput))
     if layer.kind == "pdp":
         compute = math.ceil(math.prod(shapes[layer.inputs[0]]) * batch / config.pdp_throughput)
+    if layer.kind == "cdp":
+        compute = math.ceil(out_elements * batch / config.cdp_throughput)
     if layer.kind == "concat":
         reads = writes = 0  # the producers wrote into slices of one surface
     bytes_per_cycle = config.bandwidth_gbs * 1e9 / (config.clock_mhz * 1e6)

@@ -7,7 +7,9 @@ rounded to FP16 as it leaves CACC; every SDP operation works on FP16
 values and rounds its result to FP16; sigmoid and tanh read SDP's lookup
 table (:data:`LUT_ENTRIES` entries over [-LUT_RANGE, LUT_RANGE], linear
 interpolation between entries, saturating outside); PDP max is exact and
-PDP average sums in FP32 and rounds the mean to FP16.
+PDP average sums in FP32 and rounds the mean to FP16; CDP (LRN) computes
+in FP32 from the FP16 input (its power lookup table modelled as the
+exact function) and rounds to FP16.
 
 INT8 (int8.py): integers end to end with per-tensor scales.
 """
@@ -44,6 +46,8 @@ def run_fp16(layers: list[Layer], inputs: dict[str, np.ndarray],
             y = _core_fp16(layer, x, engine)
         elif layer.kind == "pdp":
             y = pool(layer, x.astype(np.float32)).astype(np.float16)
+        elif layer.kind == "cdp":
+            y = lrn(layer, x.astype(np.float32)).astype(np.float16)
         elif layer.kind == "concat":
             y = np.concatenate([values[v] for v in layer.inputs], axis=layer.attrs["axis"])
         else:
@@ -113,6 +117,19 @@ def pool(layer: Layer, x: np.ndarray) -> np.ndarray:
     return total / count if x.dtype.kind == "f" else (total, count)
 
 
+def lrn(layer: Layer, x: np.ndarray, squares: np.ndarray | None = None) -> np.ndarray:
+    """CDP: x / (bias + alpha / size * window sum of squares) ** beta, in
+    ``x``'s float type; ``squares``: the squares to sum, when they are not
+    ``x * x`` (INT8 passes its exact integer squares, rescaled)."""
+    a = layer.attrs
+    size = a["size"]
+    before, after = (size - 1) // 2, size // 2
+    squares = x * x if squares is None else squares
+    padded = np.pad(squares, [(0, 0), (before, after)] + [(0, 0)] * (x.ndim - 2))
+    window = sum(padded[:, k:k + x.shape[1]] for k in range(size))
+    return x / (a["bias"] + a["alpha"] / size * window) ** a["beta"]
+
+
 def _sdp_fp16(name: str, operand, y: np.ndarray, values: dict) -> np.ndarray:
     y32 = y.astype(np.float32)
     if name == "add_tensor":
@@ -127,6 +144,9 @@ def _sdp_fp16(name: str, operand, y: np.ndarray, values: dict) -> np.ndarray:
         out = np.maximum(y32, 0)
     elif name == "clip":
         out = np.clip(y32, operand[0], operand[1])
+    elif name == "prelu":
+        out = np.where(y32 < 0, y32 * _per_channel(operand.astype(np.float16).astype(np.float32),
+                                                   y32), y32)
     else:
         out = lookup(name, y32)
     return out.astype(np.float16)

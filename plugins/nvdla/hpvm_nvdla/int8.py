@@ -23,7 +23,9 @@ The integer pipeline of a layer (what :func:`run_int8` computes):
    n)`` with the fixed-point ``M / 2**n`` of ``m``; ``add_tensor v``: ``acc
    += rshift(qv * M, n)`` with ``M / 2**n`` of ``s(v) / sa``; ``mul_tensor
    v``: ``acc *= qv`` and ``sa *= s(v)``; ``relu``: ``max(acc, 0)``;
-   ``clip``: clamp to the bounds rounded to ``sa``; ``sigmoid`` / ``tanh``:
+   ``clip``: clamp to the bounds rounded to ``sa``; ``prelu s``: negative
+   values become ``rshift(acc * M, n)`` with ``M / 2**n`` of the channel's
+   slope; ``sigmoid`` / ``tanh``:
    requantise to int8 at the table's input scale ``LUT_RANGE / 127``, read
    the 256-entry table (built from the same function) giving int8 at the
    output's scale (``1/127`` when more steps follow), and go on at that
@@ -35,6 +37,9 @@ The integer pipeline of a layer (what :func:`run_int8` computes):
 ``M`` is a 16-bit signed multiplier (``2**14 <= |M| < 2**15``) and ``n``
 its shift, as SDP's multiplier-and-shift units take them.  PDP max is
 exact on int8; average sums in int32 and divides with rounding half up.
+CDP (LRN) sums the exact integer squares of its window, evaluates its
+power term (a lookup table in hardware) in float64, and requantises with
+rounding and saturation.
 Concatenation requantises each input to the output's scale.
 """
 from __future__ import annotations
@@ -49,7 +54,7 @@ import numpy as np
 from hpvm.errors import TargetError
 from hpvm.ir.graph import Module
 
-from .emulator import LUT_RANGE, core, lookup, pool
+from .emulator import LUT_RANGE, core, lookup, lrn, pool
 from .layers import Layer
 
 QMAX = 127
@@ -218,6 +223,9 @@ def _layer_q(layer: Layer, value_scale: dict) -> dict:
         q["requant"] = [fixed_point(value_scale[v] / value_scale[layer.output])
                         for v in layer.inputs]
         return q
+    elif layer.kind == "cdp":
+        q["scales"] = (sx, value_scale[layer.output])
+        return q
     else:
         channels = layer.shape[1] if len(layer.shape) > 1 else 1
         sa = np.full(channels, sx / 2 ** SDP_WIDEN)
@@ -240,6 +248,9 @@ def _layer_q(layer: Layer, value_scale: dict) -> dict:
         elif name == "clip":
             steps.append({"low": round_away(operand[0] / sa).astype(np.int64),
                           "high": round_away(operand[1] / sa).astype(np.int64)})
+        elif name == "prelu":
+            m, n = zip(*(fixed_point(float(v)) for v in operand))
+            steps.append({"negative_mul": np.array(m, np.int64), "shift": np.array(n, np.int64)})
         else:
             # The table's output: the layer's scale when it ends the layer,
             # else the function's own range [-1, 1].
@@ -277,6 +288,11 @@ def run_int8(layers: list[Layer], inputs: dict[str, np.ndarray], header: dict,
 def _layer_int8(layer: Layer, q: dict, engine: str) -> np.ndarray:
     params = layer.attrs["q"]
     x = q[layer.inputs[0]]
+    if layer.kind == "cdp":
+        sx, sy = params["scales"]
+        real = x.astype(np.float64) * sx
+        squares = (x.astype(np.int64) ** 2).astype(np.float64) * sx * sx
+        return np.clip(round_away(lrn(layer, real, squares) / sy), -128, 127).astype(np.int8)
     if layer.kind == "pdp":
         result = pool(layer, x.astype(np.int64))
         if isinstance(result, tuple):
@@ -310,6 +326,9 @@ def _step(step: dict, acc: np.ndarray, q: dict) -> np.ndarray:
         return acc * q[step["mul_tensor"]].astype(np.int64).reshape(acc.shape)
     if "relu" in step:
         return np.maximum(acc, 0)
+    if "negative_mul" in step:
+        scaled = rshift(acc * _channels(step["negative_mul"], acc), _channels(step["shift"], acc))
+        return np.where(acc < 0, scaled, acc)
     if "low" in step:
         return np.clip(acc, _channels(step["low"], acc), _channels(step["high"], acc))
     if "lut" in step:

@@ -6,8 +6,9 @@ to memory, a planar data processor (PDP) for pooling, and a channel data
 processor (CDP) for LRN.  As NVDLA's compiler does, a convolution or fully
 connected op and the element-wise ops that follow it (bias, batch-norm,
 add or multiply with a second tensor or a per-channel constant, ReLU,
-clipping, sigmoid/tanh by lookup table) become one hardware layer; pooling
-is a PDP layer; element-wise ops with no convolution before them are an
+clipping, PReLU, sigmoid/tanh by lookup table) become one hardware layer;
+pooling is a PDP layer, local response normalisation (LRN) a CDP layer;
+element-wise ops with no convolution before them are an
 SDP layer of their own; concatenation along channels is memory layout (the
 producers write into slices of one surface).
 
@@ -28,11 +29,13 @@ from hpvm.passes.outline import Members
 CONV_OPS = ("conv2d",)
 FC_OPS = ("gemm", "matmul")
 SDP_OPS = ("bias_add", "batchnorm", "add", "mul", "relu", "clipped_relu", "sigmoid", "tanh",
-           "elementwise")
+           "prelu", "elementwise")
+CDP_OPS = ("lrn",)
 PDP_OPS = ("max_pool", "avg_pool")
 LAYOUT_OPS = ("concat", "flatten")
 ENGINE_OF = {**{op: "conv" for op in CONV_OPS}, **{op: "fc" for op in FC_OPS},
              **{op: "sdp" for op in SDP_OPS}, **{op: "pdp" for op in PDP_OPS},
+             **{op: "cdp" for op in CDP_OPS},
              "concat": "concat", "flatten": "flatten"}
 
 
@@ -42,13 +45,13 @@ class NotForNvdla(Exception):
 
 @dataclass
 class Layer:
-    """One hardware layer.  ``kind``: conv, fc, sdp, pdp or concat;
+    """One hardware layer.  ``kind``: conv, fc, sdp, pdp, cdp or concat;
     ``inputs``: the value names it reads (the feature input first, then
     the second tensors of its SDP steps); ``steps``: the SDP operations
     after the core, each ``(name, operand)``: ``add_tensor`` / ``mul_tensor``
     (operand: a value name), ``add_channel`` / ``mul_channel`` (operand: a
-    per-channel array), ``relu``, ``clip`` ((low, high)), ``sigmoid``,
-    ``tanh``."""
+    per-channel array), ``relu``, ``clip`` ((low, high)), ``prelu`` (the
+    per-channel slope), ``sigmoid``, ``tanh``."""
 
     name: str
     kind: str
@@ -124,6 +127,8 @@ def build_layers(members: Members, shapes: dict[str, tuple[int, ...]]) -> list[L
         elif engine == "pdp":
             layer = Layer(name, "pdp", [name], [inputs["x"]], value, shape,
                           {"method": body.op, **attrs})
+        elif engine == "cdp":
+            layer = Layer(name, "cdp", [name], [inputs["x"]], value, shape, dict(attrs))
         else:
             layer = Layer(name, "concat", [name], [inputs[f"x{i}"] for i in range(len(inputs))],
                           value, shape, {"axis": attrs["axis"]})
@@ -169,6 +174,10 @@ def _sdp_steps(op, attrs, inputs, constants, shape) -> tuple[str, list[tuple]]:
         return inputs["x"], [(op, None)]
     if op == "clipped_relu":
         return inputs["x"], [("clip", (float(attrs["min"]), float(attrs["max"])))]
+    if op == "prelu":
+        if inputs["slope"] not in constants:
+            raise NotForNvdla("PReLU's slope must be a constant (one value per channel)")
+        return inputs["x"], [("prelu", _channel(constants, inputs["slope"], shape, "slope"))]
     if op == "bias_add":
         if attrs["axis"] % len(shape) != 1:
             raise NotForNvdla("bias_add along another axis than channels")

@@ -35,6 +35,8 @@ def refusal(module: Module, graph: Graph, node: Node) -> str | None:
     out = next(p.name for p in body.params if p.direction == "out")
     if body.op in FC_OPS and ranks.get("a") != 2:
         return "a fully connected layer takes a 2-D input [batch, features]"
+    if ENGINE_OF[body.op] == "cdp" and ranks[out] != 4:
+        return "CDP normalises [N, C, H, W] feature data"
     if ENGINE_OF[body.op] in ("sdp", "pdp", "concat") and ranks[out] not in (2, 4):
         return f"NVDLA's feature data is [N, C] or [N, C, H, W], not rank {ranks[out]}"
     if body.op == "concat" and body.attrs.get("axis", 1) % ranks[out] != 1:

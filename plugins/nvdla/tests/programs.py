@@ -111,7 +111,24 @@ def concatenation():
     return b.build(b.op("cat", "concat", {"x0": one, "x1": two}, {"axis": 1}))
 
 
+def conv_prelu():
+    b = Builder((8, 6, 6))
+    c = b.op("conv", "conv2d", {"x": "x", "w": b.const("w", weights(8, 8, 3, 3)),
+                                "b": b.const("bias", weights(8))}, {"padding": (1, 1, 1, 1)})
+    return b.build(b.op("act", "prelu", {"x": c, "slope": b.const("slope", RNG.uniform(
+        0.05, 0.3, (8, 1, 1)))}))
+
+
+def normalisation(size):
+    b = Builder((6, 4, 4))
+    return b.build(b.op("norm", "lrn", {"x": "x"},
+                        {"size": size, "alpha": 0.4, "beta": 0.75, "bias": 1.5}))
+
+
 LAYER_PROGRAMS = {
+    "conv+bias+prelu": conv_prelu,
+    "cdp lrn": lambda: normalisation(3),
+    "cdp lrn, even window": lambda: normalisation(4),
     "conv+bias+relu": conv_layer,
     "conv+bn folded": lambda: conv_layer(activation="none", batchnorm=True),
     "depthwise conv": lambda: conv_layer(groups=8),

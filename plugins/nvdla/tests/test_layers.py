@@ -15,6 +15,9 @@ programs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(programs)
 
 LAYERS = {  # program -> the fused layers' ops, in order
+    "conv+bias+prelu": ["conv+bias+prelu"],
+    "cdp lrn": ["cdp"],
+    "cdp lrn, even window": ["cdp"],
     "conv+bias+relu": ["conv+bias+relu"],
     "conv+bn folded": ["conv+bias"],
     "depthwise conv": ["conv+bias+relu"],

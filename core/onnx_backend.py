@@ -14,7 +14,7 @@ device is offered by targets that can use a GPU (aten, when PyTorch sees
 one).
 
 Inputs that the tensor ops take as attributes (Reshape's shape, Clip's
-bounds) cannot stay run-time inputs: a model that has them as graph inputs
+bounds, Slice's ranges, Split's sizes) cannot stay run-time inputs: a model that has them as graph inputs
 is compiled when it runs, with their values made initializers, once per
 distinct value (shape specialisation, as compiling backends do).
 """
@@ -27,7 +27,7 @@ from onnx import ModelProto, NodeProto, helper
 from onnx.backend.base import Backend, BackendRep
 
 GPU_TARGETS = ("aten",)
-STATIC_INPUTS = {"Reshape": (1,), "Clip": (1, 2)}
+STATIC_INPUTS = {"Reshape": (1,), "Clip": (1, 2), "Slice": (1, 2, 3, 4), "Split": (1,)}
 """ONNX op -> positions of inputs that must be known when compiling."""
 
 

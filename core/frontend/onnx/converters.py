@@ -208,6 +208,60 @@ def lrn(state: GraphState, node: OnnxNode) -> list[Value]:
     return [state.add_op(node.name, "lrn", {"x": node.input(state, 0)}, attrs)]
 
 
+def _ints(state: GraphState, node: OnnxNode, index: int, what: str):
+    """Input ``index`` as a tuple of ints (a constant), or None when absent."""
+    if len(node.inputs) <= index or not node.inputs[index]:
+        return None
+    return tuple(int(v) for v in np.asarray(state.constant(node.inputs[index], what)).reshape(-1))
+
+
+def slice_(state: GraphState, node: OnnxNode) -> list[Value]:
+    """ONNX Slice: starts, ends, axes, steps as constant inputs (opset 10+)
+    or attributes (before)."""
+    if node.attr("starts", None) is not None:
+        starts, ends = tuple(node.attr("starts")), tuple(node.attr("ends"))
+        axes, steps = tuple(node.attr("axes", ())), ()
+    else:
+        starts = _ints(state, node, 1, "Slice's starts")
+        ends = _ints(state, node, 2, "Slice's ends")
+        axes = _ints(state, node, 3, "Slice's axes") or ()
+        steps = _ints(state, node, 4, "Slice's steps") or ()
+    x = node.input(state, 0)
+    big = np.iinfo(np.int64)
+    attrs = {"starts": tuple(max(min(v, big.max // 2), big.min // 2) for v in starts),
+             "ends": tuple(max(min(v, big.max // 2), big.min // 2) for v in ends),
+             "axes": axes, "steps": steps}
+    return [state.add_op(node.name, "slice", {"x": x}, attrs)]
+
+
+def split(state: GraphState, node: OnnxNode) -> list[Value]:
+    """ONNX Split: one slice per output along ``axis``; the sizes from the
+    ``split`` input (opset 13+) or attribute, else equal parts (the last
+    smaller, as opset 18's num_outputs)."""
+    x = node.input(state, 0)
+    rank = len(x.type.shape)
+    axis = node.attr("axis", 0) % max(rank, 1)
+    dim = x.type.shape[axis]
+    if not isinstance(dim, int):
+        raise Unsupported(f"Split along dimension {axis}, the symbol {dim}",
+                          "give that dimension a fixed size")
+    sizes = node.attr("split", None) or _ints(state, node, 1, "Split's sizes")
+    count = len(node.outputs)
+    if sizes is None:
+        part = -(-dim // count)
+        sizes = [min(part, dim - part * i) for i in range(count)]
+    if any(size <= 0 for size in sizes):
+        raise Unsupported(f"Split into parts of sizes {list(sizes)}: empty parts are not "
+                          "supported", "split into non-empty parts")
+    values, start = [], 0
+    for index, size in enumerate(sizes):
+        values.append(state.add_op(f"{node.name}_{index}", "slice", {"x": x},
+                                   {"starts": (start,), "ends": (start + size,),
+                                    "axes": (axis,)}))
+        start += size
+    return values
+
+
 def flatten(state: GraphState, node: OnnxNode) -> list[Value]:
     return [state.add_op(node.name, "flatten", {"x": node.input(state, 0)},
                          {"axis": node.attr("axis", 1)})]
@@ -234,6 +288,6 @@ TENSOR_CONVERTERS: dict[str, Converter] = {
     "MaxPool": max_pool, "AveragePool": avg_pool,
     "GlobalAveragePool": global_pool("avg_pool"), "GlobalMaxPool": global_pool("max_pool"),
     "BatchNormalization": batchnorm, "Flatten": flatten, "Concat": concat, "Reshape": reshape,
-    "PRelu": prelu, "LRN": lrn,
+    "PRelu": prelu, "LRN": lrn, "Slice": slice_, "Split": split,
 }
 """ONNX op type -> converter (Softmax takes the opset too; see importer)."""

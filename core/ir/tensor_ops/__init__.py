@@ -1,6 +1,6 @@
 """Tensor ops (the ApproxHPVM half of the IR): conv2d, matmul, gemm, add,
 mul, bias_add, relu, clipped_relu, tanh, sigmoid, prelu, max_pool, avg_pool,
-softmax, batchnorm, lrn, reshape, flatten, concat, and elementwise (a fused
+softmax, batchnorm, lrn, reshape, flatten, concat, slice, and elementwise (a fused
 chain of elementwise ops, chain.py).
 
 ``TENSOR_OPS`` maps op names to their :class:`TensorOpSpec` (ports,

@@ -1,10 +1,14 @@
-"""Ops that move data without computing: reshape, flatten (ONNX semantics)
-and concat.
+"""Ops that move data without computing: reshape, flatten, concat and
+slice (ONNX semantics).
 
 reshape: attribute shape (ints; 0 copies the input's dim at that position,
 one -1 is inferred).  flatten: y is 2-D, [prod(x.shape[:axis]),
 prod(x.shape[axis:])].  concat: variadic inputs x0, x1, ... joined along
-axis.  Reshape and flatten lower to a flat copy, one instance per element.
+axis.  slice: attributes starts, ends, axes (default: the first
+len(starts) axes) and steps (default 1s), clamped as ONNX Slice clamps
+them; an ONNX Split is one slice per output.  Reshape and flatten lower to
+a flat copy, one instance per element; slice to one instance per result
+element reading its source element.
 """
 from __future__ import annotations
 
@@ -164,4 +168,78 @@ CONCAT = TensorOpSpec(
     attrs={"axis": 1}, variadic=True,
     summary="join x0, x1, ... along axis (ONNX Concat)")
 
-OPS = (RESHAPE, FLATTEN, CONCAT)
+# slice --------------------------------------------------------------------
+def slice_ranges(ctx: OpContext) -> dict[int, tuple[int, int, int, int]]:
+    """Per sliced axis: (start, stop, step, length) after ONNX's clamping;
+    ``stop`` is exclusive and -1 means 'through index 0' for a negative step."""
+    rank = ctx.rank("x")
+    starts, ends = ctx.ints_attr("starts"), ctx.ints_attr("ends")
+    axes = ctx.ints_attr("axes") or tuple(range(len(starts)))
+    steps = ctx.ints_attr("steps") or (1,) * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        ctx._bad_attr("starts", "as many starts, ends, axes and steps")
+    if len({a % rank for a in axes}) != len(axes) or any(not -rank <= a < rank for a in axes):
+        ctx._bad_attr("axes", f"distinct axes in [{-rank}, {rank - 1}]")
+    if 0 in steps:
+        ctx._bad_attr("steps", "non-zero integers")
+    for axis in axes:
+        dim = ctx.shape("x")[axis % rank]
+        if not isinstance(dim, int):
+            ctx.fail(f"dimension {axis % rank} of 'x' is the symbol {describe(dim)}; slicing "
+                     "it needs its size", "give that dimension a fixed size", "x")
+    return clamped_ranges(ctx.shape("x"), ctx.attrs)
+
+
+def clamped_ranges(shape: tuple, attrs: dict) -> dict[int, tuple[int, int, int, int]]:
+    """slice_ranges for checked attributes and a shape known on the sliced axes."""
+    starts, ends = attrs["starts"], attrs["ends"]
+    axes = attrs.get("axes") or tuple(range(len(starts)))
+    steps = attrs.get("steps") or (1,) * len(starts)
+    ranges = {}
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        axis %= len(shape)
+        dim = shape[axis]
+        start, end = (v + dim if v < 0 else v for v in (start, end))
+        if step > 0:
+            start, end = min(max(start, 0), dim), min(max(end, 0), dim)
+            length = max(0, -(-(end - start) // step))
+        else:
+            start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
+            length = max(0, -(-(start - end) // -step))
+        ranges[axis] = (start, end, step, length)
+    return ranges
+
+
+def _infer_slice(ctx: OpContext) -> dict[str, BufferType]:
+    element = ctx.same_element()
+    shape = list(ctx.shape("x"))
+    for axis, (_, _, _, length) in slice_ranges(ctx).items():
+        if length == 0:
+            ctx.fail(f"the slice of axis {axis} is empty", "select at least one element", "x")
+        shape[axis] = length
+    return {"y": BufferType(element, tuple(shape))}
+
+
+def _evaluate_slice(ctx: OpContext, x: dict) -> dict:
+    data = x["x"]
+    for axis, (start, _, step, length) in slice_ranges(ctx).items():
+        data = np.take(data, start + step * np.arange(length), axis=axis)
+    return {"y": data}
+
+
+def _lower_slice(b: KernelBuilder) -> tuple[Expr, ...]:
+    out_dims = b.dims("y")
+    i, indices = b.instance_indices(out_dims)
+    ranges = slice_ranges(b.ctx)
+    source = [add(Const(ranges[a][0], I64), mul(Const(ranges[a][2], I64), index))
+              if a in ranges else index for a, index in enumerate(indices)]
+    b.store("y", i, b.load("x", *source))
+    return replication_over(out_dims)
+
+
+SLICE = TensorOpSpec(
+    "slice", ("x",), ("y",), _infer_slice, _evaluate_slice, _lower_slice,
+    attrs={"starts": REQUIRED, "ends": REQUIRED, "axes": (), "steps": ()},
+    summary="elements start:end:step along axes (ONNX Slice; ONNX Split as one per output)")
+
+OPS = (RESHAPE, FLATTEN, CONCAT, SLICE)

@@ -106,6 +106,8 @@ def example_nodes(seed: int = 0) -> dict[str, tuple[Node, dict[str, np.ndarray]]
         "prelu": node("prelu", {**x4, **arrays(slope=(4, 1, 1))}, symbolic=("x",)),
         "reshape": node("reshape", x4, {"shape": (0, -1, 5)}, ("x",)),
         "flatten": node("flatten", x4, symbolic=("x",)),
+        "slice": node("slice", x4, {"starts": (1, -1), "ends": (3, 0), "axes": (1, 3),
+                                    "steps": (1, -2)}, ("x",)),
         "concat": node("concat", arrays(x0=(2, 1, 3), x1=(2, 2, 3)), symbolic=("x0", "x1")),
         "elementwise": node("elementwise", {"x0": x4["x"], **arrays(x1=(4, 1, 1), x2=(2, 4, 6, 5))},
                             {"steps": (("mul", 1), ("add", 2), ("clipped_relu", -1.0, 1.0),

@@ -117,6 +117,16 @@ def lrn(x: dict, attrs: dict, out_shape) -> torch.Tensor:
     return data / (attrs["bias"] + attrs["alpha"] / size * window) ** attrs["beta"]
 
 
+def slice_(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    """Each sliced axis through index_select (torch slicing has no negative steps)."""
+    from hpvm.ir.tensor_ops.shape_ops import clamped_ranges
+    data = x["x"]
+    for axis, (start, _, step, length) in clamped_ranges(tuple(data.shape), attrs).items():
+        index = torch.arange(length, device=data.device) * step + start
+        data = data.index_select(axis, index)
+    return data
+
+
 def _reshape(x: dict, attrs: dict, out_shape) -> torch.Tensor:
     return x["x"].reshape(tuple(out_shape))
 
@@ -141,5 +151,6 @@ OPS: dict[str, OpFunction] = {
     "reshape": _reshape,
     "flatten": _reshape,
     "concat": concat,
+    "slice": slice_,
     "elementwise": elementwise,
 }

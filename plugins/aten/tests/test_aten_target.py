@@ -64,6 +64,8 @@ CASES = {
                     {"steps": (("add", 1), ("relu",), ("mul", 2), ("clipped_relu", -0.2, 0.3),
                                ("sigmoid",), ("tanh",))}),
     "prelu": ({"x": (2, 3, 4), "slope": (4,)}, {}),
+    "slice": ({"x": (2, 5, 4)}, {"starts": (4, 1), "ends": (0, 9), "axes": (1, -1),
+                                 "steps": (-2, 1)}),
     "lrn": ({"x": (2, 5, 3, 3)}, {"size": 4, "alpha": 0.3, "beta": 0.6, "bias": 1.5}),
 }
 FP16_TOLERANCE = 2e-2

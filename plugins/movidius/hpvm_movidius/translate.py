@@ -203,6 +203,21 @@ def _lrn(n: _Node):
                    size, name=n.label())
 
 
+def _slice(n: _Node):
+    """ONNX's clamped ranges given to OpenVINO's Slice as they are, except
+    'through index 0' with a negative step, which OpenVINO spells INT64_MIN."""
+    from hpvm.ir.tensor_ops.shape_ops import clamped_ranges
+    shape = n.x["x"].get_partial_shape()
+    dims = tuple(d.get_length() if d.is_static else -1 for d in shape)
+    ranges = clamped_ranges(dims, n.attrs)
+    axes = sorted(ranges)
+    start = [ranges[a][0] for a in axes]
+    stop = [ranges[a][1] if ranges[a][1] >= 0 else np.iinfo(np.int64).min for a in axes]
+    step = [ranges[a][2] for a in axes]
+    return ops.slice(n.x["x"], n.const(start), n.const(stop), n.const(step), n.const(axes),
+                     name=n.label())
+
+
 def _reshape(n: _Node):
     return ops.reshape(n.x["x"], n.const(list(n.attrs["shape"])), True, name=n.label("reshape"))
 
@@ -251,6 +266,7 @@ _OPS: dict[str, Callable[[_Node], object]] = {
         n.x["x"], n.x["scale"], n.x["bias"], n.x["mean"], n.x["var"], n.attrs["epsilon"],
         name=n.label()),
     "prelu": _prelu,
+    "slice": _slice,
     "lrn": _lrn,
     "reshape": _reshape,
     "flatten": _flatten,

@@ -47,6 +47,10 @@ def layer_cycles(layer: Layer, batch: int, shapes: dict, precision: str,
         compute = math.ceil(out_elements * batch / config.cdp_throughput)
     if layer.kind == "concat":
         reads = writes = 0  # the producers wrote into slices of one surface
+    if layer.kind == "slice":
+        per_atom = config.atom_bytes // element
+        if layer.attrs["channels"][0] % per_atom == 0:
+            reads = writes = 0  # an atom-aligned sub-surface: its readers read in place
     bytes_per_cycle = config.bandwidth_gbs * 1e9 / (config.clock_mhz * 1e6)
     memory = math.ceil((reads + writes + weights) / bytes_per_cycle)
     cycles = max(compute, memory) + config.layer_overhead_cycles

@@ -50,12 +50,19 @@ def run_fp16(layers: list[Layer], inputs: dict[str, np.ndarray],
             y = lrn(layer, x.astype(np.float32)).astype(np.float16)
         elif layer.kind == "concat":
             y = np.concatenate([values[v] for v in layer.inputs], axis=layer.attrs["axis"])
+        elif layer.kind == "slice":
+            y = channel_slice(layer, x)
         else:
             y = x
         for name, operand in layer.steps:
             y = _sdp_fp16(name, operand, y, values)
         values[layer.output] = y.reshape(layer.shape)
     return values
+
+
+def channel_slice(layer: Layer, x: np.ndarray) -> np.ndarray:
+    start, stop = layer.attrs["channels"]
+    return x[:, start:stop]
 
 
 def _core_fp16(layer: Layer, x: np.ndarray, engine: str) -> np.ndarray:

@@ -7,7 +7,7 @@ program on the calibration batches and ``s(v) = a / 127`` with ``a`` the
 largest magnitude of ``v`` (method ``max``) or that percentile of its
 magnitudes (``percentile``).  The scales are the calibration table
 (``calibration.json`` in the artifact; the ``calibration_table`` option
-reads one or writes it).  Pooling and flatten keep their input's scale.
+reads one or writes it).  Pooling, flatten and channel slices keep their input's scale.
 
 Weights are quantised per output channel: ``sw[k] = max|w[k]| / 127``,
 ``qw = round(w / sw)``; the bias to the accumulator's scale ``sa[k] =
@@ -54,7 +54,7 @@ import numpy as np
 from hpvm.errors import TargetError
 from hpvm.ir.graph import Module
 
-from .emulator import LUT_RANGE, core, lookup, lrn, pool
+from .emulator import LUT_RANGE, channel_slice, core, lookup, lrn, pool
 from .layers import Layer
 
 QMAX = 127
@@ -195,7 +195,7 @@ def quantize(layers: list[Layer], scales: Scales, view,
     for layer in layers:
         node, port = layer.output.split(".")
         scale = scales.values.get(f"{graph}/{node}.{port}")
-        if layer.kind == "pdp" or scale is None and layer.kind == "concat":
+        if layer.kind in ("pdp", "slice") or scale is None and layer.kind == "concat":
             scale = value_scale[layer.inputs[0]]
         if scale is None:
             raise TargetError(f"nvdla: no INT8 scale for '{layer.output}'; calibrate again "
@@ -225,6 +225,8 @@ def _layer_q(layer: Layer, value_scale: dict) -> dict:
         return q
     elif layer.kind == "cdp":
         q["scales"] = (sx, value_scale[layer.output])
+        return q
+    elif layer.kind == "slice":
         return q
     else:
         channels = layer.shape[1] if len(layer.shape) > 1 else 1
@@ -288,6 +290,8 @@ def run_int8(layers: list[Layer], inputs: dict[str, np.ndarray], header: dict,
 def _layer_int8(layer: Layer, q: dict, engine: str) -> np.ndarray:
     params = layer.attrs["q"]
     x = q[layer.inputs[0]]
+    if layer.kind == "slice":
+        return channel_slice(layer, x)
     if layer.kind == "cdp":
         sx, sy = params["scales"]
         real = x.astype(np.float64) * sx

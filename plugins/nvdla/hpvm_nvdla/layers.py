@@ -8,9 +8,10 @@ connected op and the element-wise ops that follow it (bias, batch-norm,
 add or multiply with a second tensor or a per-channel constant, ReLU,
 clipping, PReLU, sigmoid/tanh by lookup table) become one hardware layer;
 pooling is a PDP layer, local response normalisation (LRN) a CDP layer;
-element-wise ops with no convolution before them are an
-SDP layer of their own; concatenation along channels is memory layout (the
-producers write into slices of one surface).
+element-wise ops with no convolution before them are an SDP layer of
+their own; concatenation along channels is memory layout (the producers
+write into slices of one surface), and so is a channel split (a slice of
+channels: its readers read a sub-surface).
 
 A value is named ``node.port`` inside the launch, or by the launch's in
 port.  :func:`build_layers` walks the members producers-first and returns
@@ -32,11 +33,11 @@ SDP_OPS = ("bias_add", "batchnorm", "add", "mul", "relu", "clipped_relu", "sigmo
            "prelu", "elementwise")
 CDP_OPS = ("lrn",)
 PDP_OPS = ("max_pool", "avg_pool")
-LAYOUT_OPS = ("concat", "flatten")
+LAYOUT_OPS = ("concat", "flatten", "slice")
 ENGINE_OF = {**{op: "conv" for op in CONV_OPS}, **{op: "fc" for op in FC_OPS},
              **{op: "sdp" for op in SDP_OPS}, **{op: "pdp" for op in PDP_OPS},
              **{op: "cdp" for op in CDP_OPS},
-             "concat": "concat", "flatten": "flatten"}
+             "concat": "concat", "flatten": "flatten", "slice": "slice"}
 
 
 class NotForNvdla(Exception):
@@ -45,7 +46,8 @@ class NotForNvdla(Exception):
 
 @dataclass
 class Layer:
-    """One hardware layer.  ``kind``: conv, fc, sdp, pdp, cdp or concat;
+    """One hardware layer.  ``kind``: conv, fc, sdp, pdp, cdp, concat or
+    slice (a channel range: ``attrs["channels"]`` = (start, stop));
     ``inputs``: the value names it reads (the feature input first, then
     the second tensors of its SDP steps); ``steps``: the SDP operations
     after the core, each ``(name, operand)``: ``add_tensor`` / ``mul_tensor``
@@ -129,6 +131,11 @@ def build_layers(members: Members, shapes: dict[str, tuple[int, ...]]) -> list[L
                           {"method": body.op, **attrs})
         elif engine == "cdp":
             layer = Layer(name, "cdp", [name], [inputs["x"]], value, shape, dict(attrs))
+        elif engine == "slice":
+            x_shape = next(p.type.shape for p in body.params if p.name == "x")
+            start = _channel_slice(attrs, x_shape, name)
+            layer = Layer(name, "slice", [name], [inputs["x"]], value, shape,
+                          {"channels": (start, start + shape[1])})
         else:
             layer = Layer(name, "concat", [name], [inputs[f"x{i}"] for i in range(len(inputs))],
                           value, shape, {"axis": attrs["axis"]})
@@ -136,6 +143,16 @@ def build_layers(members: Members, shapes: dict[str, tuple[int, ...]]) -> list[L
         if layer.kind in ("conv", "fc", "sdp"):
             open_layer[value] = layer
     return layers
+
+
+def _channel_slice(attrs: dict, x_shape: tuple, name: str) -> int:
+    """The first channel of a slice taking a channel range with step 1."""
+    from hpvm.ir.tensor_ops.shape_ops import clamped_ranges
+    ranges = clamped_ranges(x_shape, attrs)
+    if list(ranges) != [1] or ranges[1][2] != 1:
+        raise NotForNvdla(f"'{name}' slices along other axes than the channels, or with a "
+                          "step: that moves data")
+    return ranges[1][0]
 
 
 def _core_layer(engine, op, name, attrs, inputs, constants, value, shape) -> Layer:

@@ -37,7 +37,7 @@ def refusal(module: Module, graph: Graph, node: Node) -> str | None:
         return "a fully connected layer takes a 2-D input [batch, features]"
     if ENGINE_OF[body.op] == "cdp" and ranks[out] != 4:
         return "CDP normalises [N, C, H, W] feature data"
-    if ENGINE_OF[body.op] in ("sdp", "pdp", "concat") and ranks[out] not in (2, 4):
+    if ENGINE_OF[body.op] in ("sdp", "pdp", "concat", "slice") and ranks[out] not in (2, 4):
         return f"NVDLA's feature data is [N, C] or [N, C, H, W], not rank {ranks[out]}"
     if body.op == "concat" and body.attrs.get("axis", 1) % ranks[out] != 1:
         return "concatenation along another axis than channels moves data"

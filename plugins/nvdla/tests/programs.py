@@ -125,7 +125,18 @@ def normalisation(size):
                         {"size": size, "alpha": 0.4, "beta": 0.75, "bias": 1.5}))
 
 
+def channel_split():
+    """An ONNX Split along channels: two slices, each read by its own layer."""
+    b = Builder((6, 4, 4))
+    low = b.op("low", "slice", {"x": "x"}, {"starts": (0,), "ends": (2,), "axes": (1,)})
+    high = b.op("high", "slice", {"x": "x"}, {"starts": (2,), "ends": (6,), "axes": (-3,)})
+    left = b.op("left", "relu", {"x": low})
+    right = b.op("right", "sigmoid", {"x": high})
+    return b.build(b.op("cat", "concat", {"x0": right, "x1": left}, {"axis": 1}))
+
+
 LAYER_PROGRAMS = {
+    "channel split": channel_split,
     "conv+bias+prelu": conv_prelu,
     "cdp lrn": lambda: normalisation(3),
     "cdp lrn, even window": lambda: normalisation(4),

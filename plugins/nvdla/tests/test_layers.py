@@ -15,6 +15,7 @@ programs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(programs)
 
 LAYERS = {  # program -> the fused layers' ops, in order
+    "channel split": ["slice", "slice", "relu", "sigmoid", "concat"],
     "conv+bias+prelu": ["conv+bias+prelu"],
     "cdp lrn": ["cdp"],
     "cdp lrn, even window": ["cdp"],

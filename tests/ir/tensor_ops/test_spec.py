@@ -12,7 +12,7 @@ from hpvm.ir.visit import walk
 EXPECTED_OPS = {
     "conv2d", "matmul", "gemm", "add", "mul", "bias_add", "relu", "clipped_relu",
     "tanh", "sigmoid", "max_pool", "avg_pool", "softmax", "batchnorm", "reshape",
-    "flatten", "concat", "elementwise", "prelu", "lrn",
+    "flatten", "concat", "elementwise", "prelu", "lrn", "slice",
 }
 
 

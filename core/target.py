@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .ir.graph import Graph, Module, Node
 from .options import Option
 
@@ -176,6 +178,27 @@ class Device:
         that is not the host's wall time (an emulator's cycle model; say so
         in ``timing_label``); None: the run report times the launch."""
         return None
+
+
+class HostMemoryDevice(Device):
+    """A Device whose buffers are numpy arrays in host memory (CPU-like
+    devices, emulators, runtimes that read and write host arrays): the
+    memory tracker hands arrays over without copying.  Subclasses supply
+    ``launch`` (and ``wait``)."""
+
+    host_memory = True
+
+    def allocate(self, shape: tuple[int, ...], dtype) -> np.ndarray:
+        return np.zeros(tuple(shape), dtype)
+
+    def copy_in(self, handle: np.ndarray, array) -> None:
+        handle[...] = array
+
+    def copy_out(self, handle: np.ndarray) -> np.ndarray:
+        return handle.copy()
+
+    def duplicate(self, handle: np.ndarray, shape: tuple[int, ...], dtype) -> np.ndarray:
+        return handle.copy()
 
 
 class Target:

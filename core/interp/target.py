@@ -13,7 +13,7 @@ import numpy as np
 
 from hpvm.errors import Diagnostic, ExecutionError, Location, TargetError
 from hpvm.ir.graph import Graph, Module, Node
-from hpvm.target import Artifact, Availability, Device, NodeRef, Target
+from hpvm.target import Artifact, Availability, HostMemoryDevice, NodeRef, Target
 
 from .graph_exec import run_node
 
@@ -55,7 +55,7 @@ class InterpTarget(Target):
         metadata = {"module": module.name, "nodes": [str(n) for n in nodes], "key": key}
         return Artifact(self.name, files, metadata)
 
-    def load(self, artifact: Artifact, options: dict) -> Device:
+    def load(self, artifact: Artifact, options: dict) -> HostMemoryDevice:
         module = _COMPILED.get(artifact.metadata.get("key", ""))
         if module is None:
             module = _parse_artifact(artifact)
@@ -79,25 +79,15 @@ def _parse_artifact(artifact: Artifact) -> Module:
     return parse_module(artifact.files[MODULE_FILE].decode(), filename=MODULE_FILE)
 
 
-class InterpDevice(Device):
+class InterpDevice(HostMemoryDevice):
     """Host memory as device memory: handles are numpy arrays; ``launch``
     runs a node synchronously, writing its out and inout ports into the
     handles given for them."""
 
     name = "interp"
-    host_memory = True
 
     def __init__(self, module: Module):
         self.module = module
-
-    def allocate(self, shape: tuple[int, ...], dtype) -> np.ndarray:
-        return np.zeros(tuple(shape), dtype=dtype)
-
-    def copy_in(self, handle: np.ndarray, array) -> None:
-        handle[...] = array
-
-    def copy_out(self, handle: np.ndarray) -> np.ndarray:
-        return handle.copy()
 
     def launch(self, node: NodeRef, args: dict[str, Any]) -> None:
         graph = self.module.graph(node.graph)

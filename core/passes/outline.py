@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import HpvmError
-from ..ir.graph import BindIn, BindOut, Edge, Graph, GraphBody, Module, Node
+from ..ir.graph import BindIn, BindOut, Graph, GraphBody, Module, Node
 from ..ir.parameter import Parameter
 from .names import NameGenerator, unique_name
 

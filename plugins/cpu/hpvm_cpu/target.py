@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from hpvm.errors import TargetError
 from hpvm.ir.graph import ConstantBody, Graph, KernelBody, Module, Node, TensorBody
 from hpvm.ir.analysis import uses_barrier
 from hpvm.options import Option
-from hpvm.target import Artifact, Availability, Device, Knob, NodeRef, Target
+from hpvm.target import Artifact, Availability, HostMemoryDevice, Knob, NodeRef, Target
 
 MODULE_FILE = "module.hpvm"
 OBJECT_FILE = "kernels.o"
@@ -92,7 +90,7 @@ class CpuTarget(Target):
             metadata["notes"] = notes
         return Artifact(self.name, files, metadata)
 
-    def load(self, artifact: Artifact, options: dict) -> Device:
+    def load(self, artifact: Artifact, options: dict) -> HostMemoryDevice:
         triple = artifact.metadata.get("triple")
         if triple:
             raise TargetError(f"this cpu artifact holds object code for {triple}; it runs only "
@@ -134,25 +132,15 @@ def _kernel_ranks(module: Module, nodes: list[NodeRef]) -> dict[str, int]:
     return ranks
 
 
-class CpuDevice(Device):
+class CpuDevice(HostMemoryDevice):
     """Host memory; nodes run as JIT-compiled machine code."""
 
     name = "cpu"
-    host_memory = True
 
     def __init__(self, module: Module, kernels: dict):
         self.module = module
         self.kernels = kernels
         self._nodes: dict[NodeRef, tuple] = {}
-
-    def allocate(self, shape, dtype) -> np.ndarray:
-        return np.zeros(tuple(shape), dtype)
-
-    def copy_in(self, handle: np.ndarray, array) -> None:
-        handle[...] = array
-
-    def copy_out(self, handle: np.ndarray) -> np.ndarray:
-        return handle.copy()
 
     def launch(self, node: NodeRef, args: dict[str, Any]) -> None:
         body, kernel, replication = self._node(node)

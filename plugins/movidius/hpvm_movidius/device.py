@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from hpvm.errors import Diagnostic, ExecutionError, Location
-from hpvm.target import Device, NodeRef
+from hpvm.target import HostMemoryDevice, NodeRef
 
 from .ov_errors import message
 
@@ -34,9 +34,7 @@ class _Running:
     pool: "queue.SimpleQueue"
 
 
-class OpenVinoDevice(Device):
-    host_memory = True
-
+class OpenVinoDevice(HostMemoryDevice):
     def __init__(self, models: dict[str, Any], compile_model: Callable[[Any], Any], device: str,
                  label: str = ""):
         """``models``: ``str(NodeRef)`` of each partition -> its ``ov.Model``;
@@ -52,20 +50,6 @@ class OpenVinoDevice(Device):
         for key, model in models.items():  # compile errors show at load, not mid-run
             self._compiled[(key, None)] = compile_model(model)
 
-    # memory: numpy arrays -------------------------------------------------
-    def allocate(self, shape, dtype):
-        return np.zeros(tuple(shape), dtype)
-
-    def copy_in(self, handle, array) -> None:
-        handle[...] = array
-
-    def copy_out(self, handle):
-        return handle.copy()
-
-    def duplicate(self, handle, shape, dtype):
-        return handle.copy()
-
-    # running --------------------------------------------------------------
     def launch(self, node: NodeRef, args: dict[str, Any]) -> _Running:
         import openvino as ov
         key = self._specialised(str(node), args)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from hpvm.errors import Diagnostic, ExecutionError, Location
-from hpvm.target import Device, NodeRef
+from hpvm.target import HostMemoryDevice, NodeRef
 
 from . import cost
 from .config import Config
@@ -29,8 +29,7 @@ class _Done:
     seconds: float
 
 
-class EmulatorDevice(Device):
-    host_memory = True
+class EmulatorDevice(HostMemoryDevice):
     timing_label = "emulated; time from the cycle model"
 
     def __init__(self, loadables: dict[str, tuple[dict, list]], config: Config,
@@ -39,18 +38,6 @@ class EmulatorDevice(Device):
         self.config = config
         self.engine = engine
         self._loadables = loadables
-
-    def allocate(self, shape, dtype):
-        return np.zeros(tuple(shape), dtype)
-
-    def copy_in(self, handle, array) -> None:
-        handle[...] = array
-
-    def copy_out(self, handle):
-        return handle.copy()
-
-    def duplicate(self, handle, shape, dtype):
-        return handle.copy()
 
     def launch(self, node: NodeRef, args: dict[str, Any]) -> _Done:
         header, layers = self._loadables[str(node)]

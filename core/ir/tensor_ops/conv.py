@@ -69,12 +69,13 @@ def _infer_conv2d(ctx: OpContext) -> dict[str, BufferType]:
     return {"y": BufferType(element, (batch, kernels, out_h, out_w))}
 
 
-def _evaluate_conv2d(ctx: OpContext, arrays: dict) -> dict:
-    x, w = arrays["x"], arrays["w"]
-    (sh, sw), (top, left, bottom, right), (dh, dw) = window_attrs(ctx)
-    groups = ctx.int_attr("groups")
-    out_shape = ctx.spec.infer_fn(ctx)["y"].shape
-    out_h, out_w = out_shape[2], out_shape[3]
+def conv2d_sum(x: np.ndarray, w: np.ndarray, stride, padding, dilation, groups: int,
+               out_hw: tuple[int, int]) -> np.ndarray:
+    """The convolution's sums (no bias, no activation) in ``x``'s dtype:
+    one kernel tap at a time over all output pixels.  Also the NVDLA
+    emulator's (int64 and FP32 accumulators)."""
+    (sh, sw), (top, left, bottom, right), (dh, dw) = stride, padding, dilation
+    out_h, out_w = out_hw
     padded = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
     kernels, per_group, rows, cols = w.shape
     per_group_out = kernels // groups
@@ -88,6 +89,13 @@ def _evaluate_conv2d(ctx: OpContext, arrays: dict) -> dict:
                            s * dw:s * dw + sw * (out_w - 1) + 1:sw]
                 y[:, g * per_group_out:(g + 1) * per_group_out] += np.einsum(
                     "nchw,kc->nkhw", patch, wg[:, :, r, s])
+    return y
+
+
+def _evaluate_conv2d(ctx: OpContext, arrays: dict) -> dict:
+    out_shape = ctx.spec.infer_fn(ctx)["y"].shape
+    y = conv2d_sum(arrays["x"], arrays["w"], *window_attrs(ctx), ctx.int_attr("groups"),
+                   (out_shape[2], out_shape[3]))
     if "b" in arrays:
         y += arrays["b"].reshape(1, -1, 1, 1)
     return {"y": apply_numpy(activation_attr(ctx), y)}

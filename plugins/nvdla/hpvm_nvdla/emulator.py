@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hpvm.ir.tensor_ops.conv import conv2d_sum
+
 from .layers import Layer
 
 LUT_ENTRIES = 257
@@ -81,24 +83,9 @@ def core(layer: Layer, x: np.ndarray, weight: np.ndarray, engine: str = "numpy")
         return core_on_gpu(layer, x, weight)
     if layer.kind == "fc":
         return x.reshape(x.shape[0], -1) @ weight.T
-    (sh, sw), (top, left, bottom, right) = layer.attrs["stride"], layer.attrs["padding"]
-    dh, dw = layer.attrs["dilation"]
-    groups = layer.attrs["groups"]
-    padded = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
-    kernels, per_group, rows, cols = weight.shape
-    out_h, out_w = layer.shape[2], layer.shape[3]
-    per_group_out = kernels // groups
-    y = np.zeros((x.shape[0], kernels, out_h, out_w), x.dtype)
-    for g in range(groups):
-        xg = padded[:, g * per_group:(g + 1) * per_group]
-        wg = weight[g * per_group_out:(g + 1) * per_group_out]
-        for r in range(rows):
-            for s in range(cols):
-                patch = xg[:, :, r * dh:r * dh + sh * (out_h - 1) + 1:sh,
-                           s * dw:s * dw + sw * (out_w - 1) + 1:sw]
-                y[:, g * per_group_out:(g + 1) * per_group_out] += np.einsum(
-                    "nchw,kc->nkhw", patch, wg[:, :, r, s])
-    return y
+    a = layer.attrs
+    return conv2d_sum(x, weight, a["stride"], a["padding"], a["dilation"], a["groups"],
+                      (layer.shape[2], layer.shape[3]))
 
 
 def pool(layer: Layer, x: np.ndarray) -> np.ndarray:

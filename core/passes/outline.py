@@ -147,6 +147,19 @@ def convex_groups(graph: Graph, chosen: set[str]) -> list[list[str]]:
     return sorted(ordered, key=lambda g: order[g[0]])
 
 
+def convex_partitions(module: Module, nodes) -> list[list]:
+    """``nodes`` (NodeRefs) as :func:`convex_groups` splits each graph's
+    share of them: what a target that runs neighbouring nodes as one
+    launch returns from ``Target.partitions``."""
+    from ..target import NodeRef
+    by_graph: dict[str, set[str]] = {}
+    for ref in nodes:
+        by_graph.setdefault(ref.graph, set()).add(ref.node)
+    return [[NodeRef(graph, name) for name in group]
+            for graph, names in by_graph.items()
+            for group in convex_groups(module.graph(graph), names)]
+
+
 def _mergeable(groups, group_of, producers, upstream, first: int, second: int) -> bool:
     """No path from either group reaches the other through a node of neither."""
     both = set(groups[first]) | set(groups[second])

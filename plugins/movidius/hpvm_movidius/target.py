@@ -24,7 +24,7 @@ from pathlib import Path
 from hpvm.errors import TargetError
 from hpvm.ir.graph import Graph, Module, Node
 from hpvm.options import Option
-from hpvm.passes.outline import convex_groups, members
+from hpvm.passes.outline import convex_partitions, members
 from hpvm.target import Artifact, Availability, Device, NodeRef, Target, cache_directory
 
 PREFERRED_DEVICES = ("NPU", "CPU")
@@ -136,12 +136,7 @@ class MovidiusTarget(Target):
         return wanted
 
     def partitions(self, module: Module, nodes: list[NodeRef], options: dict):
-        by_graph: dict[str, set[str]] = {}
-        for ref in nodes:
-            by_graph.setdefault(ref.graph, set()).add(ref.node)
-        return [[NodeRef(graph, name) for name in group]
-                for graph, names in by_graph.items()
-                for group in convex_groups(module.graph(graph), names)]
+        return convex_partitions(module, nodes)
 
     # code generator ----------------------------------------------------------
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpvm.ir.graph import ConstantBody, Module
-from hpvm.passes.outline import Members, convex_groups, members
+from hpvm.passes.outline import Members, convex_partitions, members
 
 from . import cost
 from .config import Config
@@ -76,21 +76,18 @@ def compile_loadable(module: Module, ref, precision: str, config: Config,
 def estimate_nodes(module: Module, nodes, precision: str, config: Config, sizes) -> dict:
     """The cycle model's totals for leaf ``nodes`` (grouped as partitions
     would be) or partitions; batch from ``sizes`` (1 without)."""
-    by_graph: dict[str, set[str]] = {}
-    for ref in nodes:
-        by_graph.setdefault(ref.graph, set()).add(ref.node)
-    totals: dict[str, float] = {}
     from hpvm.passes.outline import outline
-    for graph_name, names in by_graph.items():
-        for group in convex_groups(module.graph(graph_name), names):
-            scratch, node = (outline(module, graph_name, group, "estimate") if len(group) > 1
-                             else (module, group[0]))
-            view = members(scratch, graph_name, node)
-            batch = _batch(module, graph_name, group, sizes)
-            inputs = {p.name: tuple(p.type.shape[1:]) for p in view.inputs}
-            for key, value in cost.estimate(layers_of(scratch, view), batch, inputs, precision,
-                                            config).items():
-                totals[key] = totals.get(key, 0) + value
+    totals: dict[str, float] = {}
+    for refs in convex_partitions(module, nodes):
+        graph_name, group = refs[0].graph, [ref.node for ref in refs]
+        scratch, node = (outline(module, graph_name, group, "estimate") if len(group) > 1
+                         else (module, group[0]))
+        view = members(scratch, graph_name, node)
+        batch = _batch(module, graph_name, group, sizes)
+        inputs = {p.name: tuple(p.type.shape[1:]) for p in view.inputs}
+        for key, value in cost.estimate(layers_of(scratch, view), batch, inputs, precision,
+                                        config).items():
+            totals[key] = totals.get(key, 0) + value
     return totals
 
 

@@ -23,7 +23,7 @@ import shutil
 from hpvm.errors import TargetError
 from hpvm.ir.graph import Graph, Module, Node
 from hpvm.options import Option
-from hpvm.passes.outline import convex_groups
+from hpvm.passes.outline import convex_partitions
 from hpvm.target import Artifact, Availability, Device, NodeRef, Target
 
 from .config import CONFIGS, Config
@@ -78,12 +78,7 @@ class NvdlaTarget(Target):
         return refusal(module, graph, node) or ""
 
     def partitions(self, module: Module, nodes: list[NodeRef], options: dict):
-        by_graph: dict[str, set[str]] = {}
-        for ref in nodes:
-            by_graph.setdefault(ref.graph, set()).add(ref.node)
-        return [[NodeRef(graph, name) for name in group]
-                for graph, names in by_graph.items()
-                for group in convex_groups(module.graph(graph), names)]
+        return convex_partitions(module, nodes)
 
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
         from .compiler import compile_loadable

@@ -15,33 +15,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
-from pathlib import Path
 
 import numpy as np
-
-
-def onnxruntime_int8(proto, calibration, images):
-    import onnx
-    import onnxruntime
-    from onnxruntime import quantization
-
-    class Reader(quantization.CalibrationDataReader):
-        def __init__(self):
-            self.batches = iter(calibration)
-
-        def get_next(self):
-            return next(self.batches, None)
-
-    with tempfile.TemporaryDirectory() as folder:
-        source, quantised = Path(folder) / "m.onnx", Path(folder) / "m.int8.onnx"
-        onnx.save(proto, source)
-        quantization.quantize_static(str(source), str(quantised), Reader(),
-                                     quant_format=quantization.QuantFormat.QDQ, per_channel=True,
-                                     activation_type=quantization.QuantType.QInt8,
-                                     weight_type=quantization.QuantType.QInt8)
-        session = onnxruntime.InferenceSession(str(quantised), providers=["CPUExecutionProvider"])
-        return session.run(None, {"x": images})[0]
 
 
 def main(argv=None) -> int:
@@ -53,11 +28,7 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=64, help="batch of the modelled times")
     parser.add_argument("--steps", type=int, default=400, help="training steps")
     args = parser.parse_args(argv)
-    images, labels = testing.digits()
-    order = np.random.default_rng(0).permutation(len(images))
-    images, labels = images[order], labels[order]
-    calibration = [{"x": images[i:i + 100]} for i in range(0, 400, 100)]
-    held, truth = images[1200:], labels[1200:]
+    train_images, train_labels, held, truth, calibration = testing.digits_split()
     print(f"command: .venv/bin/python benchmarks/nvdla_bench.py --batch {args.batch} "
           f"--steps {args.steps}\n")
     print("| network | FP32 (interp) | FP16 | INT8 | onnxruntime INT8 | top-1 agreement, INT8 vs "
@@ -66,7 +37,7 @@ def main(argv=None) -> int:
     for name, make in (("LeNet (digits)", testing.lenet_digits),
                        ("ResNet (digits)", testing.resnet_digits)):
         torch.manual_seed(0)
-        model = testing.train(make(), images[:1200], labels[:1200], steps=args.steps)
+        model = testing.train(make(), train_images, train_labels, steps=args.steps)
         proto = testing.export(model, (1, 8, 8))
         module = import_model(proto)
 
@@ -86,7 +57,7 @@ def main(argv=None) -> int:
                 ours = out if precision == "int8" else ours
             exe(x=batch)
             times.append(sum(r.seconds for r in exe.report().records) * 1e3)
-        theirs = onnxruntime_int8(proto, calibration, held)
+        theirs = testing.onnxruntime_int8(proto, calibration, {"x": held})
         agreement = float((np.argmax(ours, 1) == np.argmax(theirs, 1)).mean() * 100)
         print(f"| {name} | {row[0]:.2f}% | {row[1]:.2f}% | {row[2]:.2f}% | "
               f"{accuracy(theirs):.2f}% | {agreement:.2f}% | "

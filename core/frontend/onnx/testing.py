@@ -2,7 +2,9 @@
 LeNet-style CNN, a ResNet basic block and an MLP, defined in PyTorch and
 exported with ``torch.onnx.export``; and training on scikit-learn's bundled
 digits data set (8x8 images; ``lenet_digits`` takes them as they are) for
-tests where accuracy matters.  Needs torch (and scikit-learn for the data)::
+tests where accuracy matters (``digits_split``), and onnxruntime's static
+INT8 quantisation as a peer (``onnxruntime_int8``).  Needs torch (and
+scikit-learn for the data)::
 
     model = lenet()                              # a torch.nn.Module
     proto = export(model, (1, 28, 28))           # onnx.ModelProto, batch "N"
@@ -141,3 +143,44 @@ def torch_outputs(model, x: np.ndarray) -> np.ndarray:
     import torch
     with torch.no_grad():
         return model(torch.from_numpy(x)).numpy()
+
+
+def digits_split(train_size: int = 1200, calibration_size: int = 400, seed: int = 0):
+    """The digits shuffled once: (train images, train labels, held-out
+    images, held-out labels, calibration batches of 100 training images as
+    ``[{"x": batch}, ...]``)."""
+    images, labels = digits()
+    order = np.random.default_rng(seed).permutation(len(images))
+    images, labels = images[order], labels[order]
+    calibration = [{"x": images[i:i + 100]} for i in range(0, calibration_size, 100)]
+    return (images[:train_size], labels[:train_size], images[train_size:],
+            labels[train_size:], calibration)
+
+
+def onnxruntime_int8(proto, calibration: list[dict], inputs: dict) -> np.ndarray:
+    """``proto`` quantised by onnxruntime's ``quantize_static`` (QDQ,
+    per-channel INT8 weights, INT8 activations) on ``calibration`` batches,
+    run on ``inputs``: the first output."""
+    import tempfile
+    from pathlib import Path
+
+    import onnx
+    import onnxruntime
+    from onnxruntime import quantization
+
+    class Reader(quantization.CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter(calibration)
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    with tempfile.TemporaryDirectory() as folder:
+        source, quantised = Path(folder) / "model.onnx", Path(folder) / "model.int8.onnx"
+        onnx.save(proto, source)
+        quantization.quantize_static(str(source), str(quantised), Reader(),
+                                     quant_format=quantization.QuantFormat.QDQ, per_channel=True,
+                                     activation_type=quantization.QuantType.QInt8,
+                                     weight_type=quantization.QuantType.QInt8)
+        session = onnxruntime.InferenceSession(str(quantised), providers=["CPUExecutionProvider"])
+        return session.run(None, inputs)[0]

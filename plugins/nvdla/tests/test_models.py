@@ -16,16 +16,11 @@ from hpvm.runtime import compile  # noqa: E402
 
 @pytest.fixture(scope="module", params=["lenet", "resnet"])
 def trained(request):
-    images, labels = testing.digits()
-    order = np.random.default_rng(0).permutation(len(images))
-    images, labels = images[order], labels[order]
-    train, held_out = slice(0, 1200), slice(1200, None)
+    train_images, train_labels, images, labels, calibration = testing.digits_split()
     torch.manual_seed(0)
     model = testing.lenet_digits() if request.param == "lenet" else testing.resnet_digits()
-    model = testing.train(model, images[train], labels[train], steps=400)
-    proto = testing.export(model, (1, 8, 8))
-    calibration = [{"x": images[i:i + 100]} for i in range(0, 400, 100)]
-    return request.param, proto, calibration, images[held_out], labels[held_out]
+    model = testing.train(model, train_images, train_labels, steps=400)
+    return request.param, testing.export(model, (1, 8, 8)), calibration, images, labels
 
 
 def accuracy(logits, labels):
@@ -48,27 +43,10 @@ def test_fp16_and_int8_keep_the_accuracy(trained):
     assert int8 >= fp32 - 1.0
 
 
-def test_int8_agrees_with_onnxruntimes_static_quantisation(trained, tmp_path):
-    quantization = pytest.importorskip("onnxruntime.quantization")
-    import onnx
-    import onnxruntime
+def test_int8_agrees_with_onnxruntimes_static_quantisation(trained):
+    pytest.importorskip("onnxruntime.quantization")
     name, proto, calibration, images, labels = trained
-
-    class Reader(quantization.CalibrationDataReader):
-        def __init__(self):
-            self.batches = iter(calibration)
-
-        def get_next(self):
-            return next(self.batches, None)
-
-    source, quantised = tmp_path / "model.onnx", tmp_path / "model.int8.onnx"
-    onnx.save(proto, source)
-    quantization.quantize_static(str(source), str(quantised), Reader(),
-                                 quant_format=quantization.QuantFormat.QDQ, per_channel=True,
-                                 activation_type=quantization.QuantType.QInt8,
-                                 weight_type=quantization.QuantType.QInt8)
-    session = onnxruntime.InferenceSession(str(quantised), providers=["CPUExecutionProvider"])
-    theirs = session.run(None, {"x": images})[0]
+    theirs = testing.onnxruntime_int8(proto, calibration, {"x": images})
     exe = compile(import_model(proto), ["nvdla"], options={"precision": "int8",
                                                            "calibration": calibration})
     ours = exe(x=images)["y"]

@@ -57,10 +57,8 @@ def refusal(module: Module, graph: Graph, node: Node) -> str | None:
         return ("its feature input is a constant; fold it first (hpvm opt -p "
                 "fold-tensor-constants)")
     if body.op in ("add", "mul", "elementwise"):
-        constant = {e.dst_port for e in graph.edges if e.dst_node == node.name
-                    and isinstance(graph.node(e.src_node).body, ConstantBody)}
-        tensors = [p for p in body.params if p.direction == "in" and p.name not in constant]
-        result = next(p for p in body.params if p.direction == "out").type.shape
+        tensors = [p for p in body.params if p.direction == "in" and p.name not in constant_ports]
+        result = module.node_param(node, out).type.shape
         if any(p.type.shape != result for p in tensors):
             return "element-wise with a tensor operand that broadcasts (SDP reads whole surfaces)"
     return _layer_problem(module, graph, node)
@@ -69,10 +67,9 @@ def refusal(module: Module, graph: Graph, node: Node) -> str | None:
 def _layer_problem(module: Module, graph: Graph, node: Node) -> str | None:
     """Build the node's hardware layer alone: what build_layers refuses."""
     from hpvm.passes.outline import Members
+    # build_layers follows the graph's edges itself; the graph's inputs it
+    # is told.
     feeds = {(b.dst_node, b.dst_port): b.param for b in graph.bind_ins if b.dst_node == node.name}
-    for e in graph.edges:
-        if e.dst_node == node.name and not isinstance(graph.node(e.src_node).body, ConstantBody):
-            feeds[(e.dst_node, e.dst_port)] = f"{e.src_node}.{e.src_port}"
     shapes = {f"{node.name}.{p.name}": (1,) + tuple(p.type.shape[1:])
               for p in module.node_params(node) if p.writes}
     try:

@@ -82,7 +82,7 @@ def decide(core, device: str, module: Module, graph: Graph) -> GraphDecision:
                                       f"does not support {', '.join(missing)}")
         else:
             decision.claimed.add(name)
-    _refuse_rejected(core, device, module, graph, decision)
+    _refuse_rejected(core, device, module, graph, names, decision)
     return decision
 
 
@@ -122,11 +122,12 @@ def _result(output, name: str):
     return ops.result(output, name=name)
 
 
-def _refuse_rejected(core, device: str, module: Module, graph: Graph,
+def _refuse_rejected(core, device: str, module: Module, graph: Graph, names: list[str],
                      decision: GraphDecision) -> None:
-    """Compile the claimed nodes as one model; if OpenVINO rejects it,
-    refuse each node it rejects alone."""
-    claimed = [n for n in candidates(module, graph)[0] if n in decision.claimed]
+    """Compile the claimed nodes of ``names`` (the candidates, producers
+    first) as one model; if OpenVINO rejects it, refuse each node it
+    rejects alone."""
+    claimed = [n for n in names if n in decision.claimed]
     if not claimed or _compiles(core, device, module, graph, claimed) is None:
         return
     for name in claimed:

@@ -36,9 +36,10 @@ from .kernel import Expr, KernelFunction
 from .parameter import Parameter
 from .types import BufferType
 
-FORMAT_VERSION = (1, 0)
+FORMAT_VERSION = (1, 1)
 """Version of the IR and of its text form: (major, minor).  A reader accepts
-any minor version of its own major version."""
+any minor version of its own major version.  1.1 added loop reductions
+(``For.reduce``, ``[reduce var: op]``)."""
 
 EDGE_KINDS = ("all-to-all", "one-to-one")
 MAX_REPLICATION_DIMS = 3

@@ -44,6 +44,7 @@ INTRINSICS = {
 }
 FLOAT_ONLY_INTRINSICS = ("sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "ceil", "pow")
 ATOMIC_OPS = ("add", "min", "max")
+REDUCE_OPS = ("add", "mul", "min", "max", "and", "or", "xor")
 ARRAY_SPACES = ("private", "local")
 
 
@@ -266,12 +267,32 @@ class Store(Stmt):
 
 
 @dataclass(frozen=True)
+class Reduction:
+    """A loop's promise that it folds values into the scalar variable
+    ``var`` with ``op``: the body changes ``var`` only by statements
+    ``var = op(var, value)`` whose value does not read ``var``, and reads
+    ``var`` nowhere else.  Its iterations may then be folded into partial
+    results in any order and grouping (core/ir/reduction.py).
+
+    ``op``: one of REDUCE_OPS, or ``@name`` of a helper ``(a, b) -> t``
+    that the author promises is associative and commutative, with
+    ``identity`` its neutral element (required for helpers; the built-in
+    ops know theirs).
+    """
+
+    var: str
+    op: str
+    identity: "Const | None" = None
+
+
+@dataclass(frozen=True)
 class For(Stmt):
     """A counted loop over the i64 variable ``var`` (declared by the loop).
 
     ``unroll``: requested unroll factor (None: back end decides; 1: never);
     ``ivdep``: iterations carry no memory dependence; ``trip_count``: the
-    expected number of iterations, a hint for cost models and pipelining.
+    expected number of iterations, a hint for cost models and pipelining;
+    ``reduce``: the variables the loop folds values into (Reduction).
     """
 
     var: str
@@ -282,6 +303,7 @@ class For(Stmt):
     unroll: int | None = None
     ivdep: bool = False
     trip_count: int | None = None
+    reduce: tuple[Reduction, ...] = ()
 
 
 @dataclass(frozen=True)

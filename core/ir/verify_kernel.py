@@ -14,6 +14,7 @@ from .kernel import (
     ARRAY_SPACES, ATOMIC_OPS, Call, Expr, If, InstanceCount, InstanceId,
     KernelFunction, Return, Stmt,
 )
+from .reduction import op_problem, promise_problem
 from .types import I64, BufferType
 from .verify_common import Report, check_param_list, quoted
 from .verify_expr import READ_ONLY_KINDS, ExprChecker, Symbol, is_scalar_type
@@ -145,6 +146,34 @@ class KernelChecker(ExprChecker):
                 f"loop '{stmt.var}': trip count hint {stmt.trip_count!r} must "
                 "be a non-negative integer", "remove the hint or fix it")
         self.check_block(stmt.body, symbol=Symbol(stmt.var, "loop", I64))
+        for reduction in stmt.reduce:
+            self._check_reduction(stmt, reduction)
+
+    def _check_reduction(self, loop, reduction) -> None:
+        where = f"loop '{loop.var}' reducing into '{reduction.var}'"
+        symbol = self.lookup(reduction.var)
+        if symbol is None or symbol.kind != "let" or not is_scalar_type(symbol.type):
+            self.report.error(f"{where}: '{reduction.var}' is not a scalar variable declared "
+                              "before the loop", "declare it with Let before the loop")
+            return
+        problem = op_problem(reduction, symbol.type) or promise_problem(loop, reduction)
+        if problem is None and reduction.op.startswith("@"):
+            problem = self._helper_op_problem(reduction, symbol.type)
+        if problem is not None:
+            self.report.error(f"{where}: {problem}",
+                              f"update it only by '{reduction.var} = {reduction.op}"
+                              f"({reduction.var}, value)', or drop the reduce attribute")
+
+    def _helper_op_problem(self, reduction, type) -> str | None:
+        helper = self.module.functions.get(reduction.op[1:])
+        if helper is None:
+            return f"the module has no helper '{reduction.op}'"
+        if (helper.return_type != type or len(helper.params) != 2
+                or any(p.type != type for p in helper.params)):
+            return f"'{reduction.op}' must take two {type} values and return a {type}"
+        if reduction.identity.type != type:
+            return f"the identity {reduction.identity.value!r} must be a {type}"
+        return None
 
     def _check_While(self, stmt) -> None:
         self.expect_bool(stmt.cond, "while condition")

@@ -81,6 +81,9 @@ def substitute(root, renames: dict[str, str] | None = None,
         fields = _NAMED_FIELDS.get(type(node), ())
         changes = {f: renames[getattr(node, f)] for f in fields
                    if getattr(node, f) in renames}
+        if isinstance(node, For) and any(r.var in renames for r in node.reduce):
+            changes["reduce"] = tuple(dataclasses.replace(r, var=renames.get(r.var, r.var))
+                                      for r in node.reduce)
         return dataclasses.replace(node, **changes) if changes else None
 
     return rewrite(root, visit)

@@ -12,8 +12,8 @@ import dataclasses
 from ..kernel import (
     COMPARE_OPS, INTRINSICS, ArrayDecl, Assign, AtomicUpdate, Barrier, Binary,
     Call, Cast, Compare, Const, Expr, ExprStmt, For, If, InstanceCount,
-    InstanceId, Intrinsic, KernelFunction, Let, Load, Return, Select, Stmt,
-    Store, Unary, Var, While,
+    InstanceId, Intrinsic, KernelFunction, Let, Load, Reduction, Return, Select,
+    Stmt, Store, Unary, Var, While,
 )
 from ..types import BOOL, F64, I64, SCALAR_TYPES, BufferType, ScalarType, Type
 from .lexer import Token
@@ -343,12 +343,25 @@ class KernelParser:
         s.expect_word("step", "write 'step 1' after the bounds")
         step = s.int_literal("an integer step")
         options = self._loop_options()
+        reduce = tuple(self._reduction(token, name, op, identity)
+                       for token, name, op, identity in options.get("reduce", ()))
         self.scope.push()
         self.scope.declare(var, I64)
         body = self.block()
         self.scope.pop()
         return For(var, start, stop, step, body, options.get("unroll"),
-                   options.get("ivdep", False), options.get("trip_count"))
+                   options.get("ivdep", False), options.get("trip_count"), reduce)
+
+    def _reduction(self, token: Token, name: str, op: str, identity) -> Reduction:
+        """``reduce name: op [= identity]``; a literal identity takes the
+        variable's type."""
+        type = self.lookup(token, name)
+        if identity is not None and isinstance(identity, Const) and isinstance(type, ScalarType):
+            identity = Const(identity.value, type)
+        elif identity is not None:
+            raise self.s.error(token, f"the identity of reduction '{name}' must be a constant",
+                               "write 'reduce acc: @combine = 0.0'")
+        return Reduction(name, op, identity)
 
     def _loop_options(self) -> dict:
         s = self.s
@@ -356,14 +369,20 @@ class KernelParser:
 
         def read() -> None:
             token = s.next()
-            if token.value in LOOP_FLAGS:
+            if token.value == "reduce":
+                name = s.name("the reduced variable")
+                s.expect_op(":", "write 'reduce name: op'")
+                op = "@" + s.global_name("a helper") if s.at("global") else s.name("an op")
+                identity = self.expr() if s.accept_op("=") else None
+                options.setdefault("reduce", []).append((token, name, op, identity))
+            elif token.value in LOOP_FLAGS:
                 options[token.value] = True
             elif token.value in LOOP_OPTIONS:
                 s.expect_op("=", f"write '{token.value} = N'")
                 options[token.value] = s.int_literal()
             else:
                 raise s.error(token, f"unknown loop attribute {token.describe()}",
-                              "use unroll = N, ivdep, trip_count = N")
+                              "use unroll = N, ivdep, trip_count = N, reduce VAR: OP")
         if s.at_op("["):
             s.delimited("[", "]", read, "loop attributes")
         return options

@@ -175,6 +175,10 @@ def _loop_attrs(stmt: For) -> str:
         items.append("ivdep")
     if stmt.trip_count is not None:
         items.append(f"trip_count = {stmt.trip_count}")
+    for reduction in stmt.reduce:
+        identity = "" if reduction.identity is None else f" = {print_expr(reduction.identity)}"
+        op = format_global(reduction.op[1:]) if reduction.op.startswith("@") else reduction.op
+        items.append(f"reduce {format_name(reduction.var)}: {op}{identity}")
     return f" [{', '.join(items)}]" if items else ""
 
 

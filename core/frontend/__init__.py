@@ -4,8 +4,8 @@
 from .api import (
     Buffer, In, InOut, Out, Private, atomic_add, atomic_max, atomic_min, barrier, bool_, buffer,
     ceil, cos, empty, exp, f16, f32, f64, fabs, floor, fmax, fmin, i8, i16, i32, i64, instance_count,
-    instance_id, local_array, log, loop, parallel_loop, pow, private_array, sin, sqrt, tanh, task,
-    u8, u16, u32, u64,
+    instance_id, local_array, log, loop, parallel_loop, pow, private_array, reduce, sin, sqrt, tanh,
+    task, u8, u16, u32, u64,
 )
 from .builder import Graph, NodeHandle, PortRef
 from .compile import compile_program
@@ -20,5 +20,5 @@ __all__ = [
     "atomic_add", "atomic_max", "atomic_min", "barrier", "bool_", "buffer", "ceil", "cos", "empty",
     "exp", "f16", "f32", "f64", "fabs", "floor", "fmax", "fmin", "i8", "i16", "i32", "i64",
     "instance_count", "instance_id", "kernel", "local_array", "log", "loop", "parallel_loop", "pow",
-    "private_array", "program", "sin", "sqrt", "tanh", "task", "u8", "u16", "u32", "u64",
+    "private_array", "program", "reduce", "sin", "sqrt", "tanh", "task", "u8", "u16", "u32", "u64",
 ]

@@ -9,7 +9,8 @@ parameters whose direction should not be inferred.
 Markers used only inside ``@hpvm.program`` / ``@hpvm.kernel`` source (the
 front end reads the source; calling them from Python raises): parallel_loop,
 task, buffer, loop, instance_id, instance_count, barrier, private_array,
-local_array, atomic_add / atomic_min / atomic_max, and the math functions.
+local_array, atomic_add / atomic_min / atomic_max, reduce, and the math
+functions.
 """
 from __future__ import annotations
 
@@ -101,6 +102,9 @@ instance_count = _marker("instance_count", "``instance_count(d)``: replication s
 barrier = _marker("barrier", "``barrier()``: wait for the work group; local arrays become visible.")
 private_array = _marker("private_array", "``a = private_array(f32, (3, 3))``: a zeroed per-instance array.")
 local_array = _marker("local_array", "``a = local_array(f32, (16,))``: a zeroed array shared by the work group.")
+reduce = _marker("reduce", """``total = reduce("+", (x[i] for i in range(n)), initial=0.0)``:
+fold values with +, *, min, max, &, | or ^ (a reduction loop that passes may
+run in parallel: parallel-reduce).""")  # noqa: A001
 atomic_add = _marker("atomic_add", "``atomic_add(buf[i], v)``: atomically add; returns the old value.")
 atomic_min = _marker("atomic_min", "``atomic_min(buf[i], v)``: atomic minimum; returns the old value.")
 atomic_max = _marker("atomic_max", "``atomic_max(buf[i], v)``: atomic maximum; returns the old value.")

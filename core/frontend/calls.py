@@ -44,7 +44,8 @@ class CallMixin:
     """Translation of ``ast.Call`` for ExprTranslator subclasses."""
 
     def _expr_Call(self, node):
-        if node.keywords and not getattr(self.callee(node), "hpvm_marker", None) == "loop":
+        if node.keywords and getattr(self.callee(node), "hpvm_marker", None) not in ("loop",
+                                                                                     "reduce"):
             raise self.error(node, f"keyword arguments are not supported in '{ast.unparse(node.func)}(...)'",
                              "pass arguments by position")
         callee = self.callee(node)
@@ -52,6 +53,9 @@ class CallMixin:
             return self.cast(node, BUILTIN_CASTS.get(callee, callee))
         if getattr(callee, "hpvm_kernel", None) is not None:
             return self.call_helper(node, callee)
+        folded = self.builtin_fold(node, callee)
+        if folded is not None:
+            return folded
         intrinsic = math_intrinsic(callee)
         if intrinsic is not None:
             return self.intrinsic(node, intrinsic)
@@ -134,6 +138,8 @@ class CallMixin:
             return self.instance(node, marker)
         if marker.startswith("atomic_"):
             return self.atomic(node, marker[len("atomic_"):], result_wanted=True)
+        if marker == "reduce":
+            return self.reduction(node)
         if marker == "barrier":
             raise self.error(node, "barrier() is a statement, not a value", "write barrier() on its own line")
         raise self.error(node, f"'{marker}(...)' is not allowed here",

@@ -31,7 +31,7 @@ UNSUPPORTED = {
     ast.Dict: "dicts are not supported in kernels",
     ast.Set: "sets are not supported in kernels",
     ast.ListComp: "comprehensions are not supported; write a for loop over range(...)",
-    ast.GeneratorExp: "generators are not supported; write a for loop over range(...)",
+    ast.GeneratorExp: "generators are only values of reduce(...); write reduce('+', (x[i] for i in range(n)))",
     ast.Lambda: "lambdas are not supported; define an @hpvm.kernel helper",
     ast.JoinedStr: "strings are not supported in kernels",
     ast.Await: "async code is not supported in kernels",
@@ -208,8 +208,14 @@ class ExprTranslator:
         return binary(op, a, b, weak)
 
     def power(self, node, base: Value, exponent: Value) -> Value:
-        if (not base.type.is_float and isinstance(exponent.expr, Const)
-                and exponent.weak and not exponent.type.is_float and 0 < exponent.expr.value <= 8):
+        """``base ** exponent``: repeated products for integers (constant
+        exponents 1 to 8) and for a float squared (``x * x`` is the
+        correctly rounded square, as pow's best result), else ``pow``."""
+        constant = (isinstance(exponent.expr, Const) and exponent.weak
+                    and not exponent.type.is_float)
+        if base.type.is_float and constant and exponent.expr.value == 2:
+            return binary("mul", base.expr, base.expr, base.weak)
+        if not base.type.is_float and constant and 0 < exponent.expr.value <= 8:
             result = base
             for _ in range(exponent.expr.value - 1):
                 result = binary("mul", result.expr, base.expr, base.weak)

@@ -4,7 +4,7 @@ Supported: assignments (``x = e``, ``x: f32 = e``, ``buf[i, j] = e``,
 ``+=`` and friends), ``if`` / ``elif`` / ``else``, ``for k in range(...)``
 and ``for k in loop(..., unroll=, ivdep=, trip_count=)``, ``while``,
 ``return`` (ends the instance), private / local arrays, atomics,
-``barrier()``, and calls of ``@hpvm.kernel`` helpers (inlined, see
+``barrier()``, ``reduce(op, (... for ...))`` (reductions.py), and calls of ``@hpvm.kernel`` helpers (inlined, see
 inline.py).  Everything else is refused with a located error and a fix.
 """
 from __future__ import annotations
@@ -19,6 +19,7 @@ from .calls import CallMixin
 from .expressions import ExprTranslator
 from .inline import inline_call
 from .loops import loop_header
+from .reductions import ReduceMixin
 from .scope import ArrayRef, LocalVar
 from .typing_rules import Value, convert
 
@@ -40,7 +41,7 @@ REFUSED = {
 }
 
 
-class StmtTranslator(CallMixin, ExprTranslator):
+class StmtTranslator(ReduceMixin, CallMixin, ExprTranslator):
     """Translates a kernel body; ``hoisted`` names are declared at the top
     (see hoisting.py).  ``helper_result`` is set when inlining a helper."""
 
@@ -256,20 +257,26 @@ class StmtTranslator(CallMixin, ExprTranslator):
             raise self.error(node.target, "a sequential loop has one variable",
                              "write: for k in range(n):")
         header = loop_header(self, node.iter)
-        name = node.target.id
+        ir_name, body = self.in_loop(node.target, lambda: self.block(node.body))
+        self.emit(For(ir_name, header.start, header.stop, header.step, body,
+                      header.unroll, header.ivdep, header.trip_count))
+
+    def in_loop(self, target: ast.Name, translate_body):
+        """``(IR name, translate_body())`` with the loop variable
+        ``target`` in scope while the body is translated."""
+        name = target.id
         if name in self.scope.locals or name in self.scope.scalars or name in self.scope.buffers:
-            raise self.error(node.target, f"loop variable '{name}' is already used as a variable",
+            raise self.error(target, f"loop variable '{name}' is already used as a variable",
                              "choose a new name for the loop variable")
         ir_name = self.scope.names.fresh(self.scope.local_prefix + name)
         saved = self.scope.loop_vars.get(name)
         self.scope.loop_vars[name] = ir_name
-        body = self.block(node.body)
+        body = translate_body()
         if saved is None:
             del self.scope.loop_vars[name]
         else:
             self.scope.loop_vars[name] = saved
-        self.emit(For(ir_name, header.start, header.stop, header.step, body,
-                      header.unroll, header.ivdep, header.trip_count))
+        return ir_name, body
 
     def call_helper(self, node, kernel):
         return inline_call(self, node, kernel)

@@ -12,19 +12,19 @@ THIS = Path(__file__).resolve()
 LIST = [1, 2, 3]
 
 
-def line_of(marker: str) -> int:
-    lines = THIS.read_text().splitlines()
+def line_of(marker: str, here: Path = THIS) -> int:
+    lines = here.read_text().splitlines()
     return next(n for n, line in enumerate(lines, 1) if line.rstrip().endswith(marker))
 
 
-def refused(thing, marker: str, *words: str):
+def refused(thing, marker: str, *words: str, here: Path = THIS):
     """Build ``thing``; assert a FrontendError located at the marked line
-    whose message contains ``words`` and that has a fix."""
+    of ``here`` whose message contains ``words`` and that has a fix."""
     with pytest.raises(FrontendError) as info:
         thing.build() if hasattr(thing, "build") else thing.function()
     diagnostic = info.value.diagnostics[0]
-    assert Path(diagnostic.location.file).resolve() == THIS
-    assert diagnostic.location.line == line_of(marker), str(diagnostic)
+    assert Path(diagnostic.location.file).resolve() == here
+    assert diagnostic.location.line == line_of(marker, here), str(diagnostic)
     for word in words:
         assert word in diagnostic.message, diagnostic.message
     assert diagnostic.fix

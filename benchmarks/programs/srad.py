@@ -6,7 +6,8 @@ kernels and the OpenMP ``srad.cpp``).  Each iteration
 
 1. ``roi_statistics``: the mean and variance of J over the region of
    interest rows r1..r2, columns c1..c2 give ``q0sqr = var / mean^2``
-   (a host loop in Rodinia; here a one-instance task node),
+   (a host loop in Rodinia; here a one-instance task node of two
+   ``reduce`` sums, which parallel-reduce spreads over a work group),
 2. ``srad_1``: per pixel, the four differences to the clamped neighbours
    dN, dS, dW, dE and the diffusion coefficient c (clamped to [0, 1]),
 3. ``srad_2``: per pixel, the divergence D of c * grad J (c of the south
@@ -24,7 +25,7 @@ import numba
 import numpy as np
 
 import hpvm.lang as hl
-from hpvm.lang import Buffer, InOut, buffer, f32, i64, parallel_loop, task
+from hpvm.lang import Buffer, InOut, buffer, f32, i64, parallel_loop, reduce, task
 
 from benchmarks.peers import numba_peer, opencl_peer
 from benchmarks.suite import Benchmark
@@ -45,13 +46,9 @@ def srad(J: InOut[Buffer[f32, "R", "C"]], r1: i64, r2: i64, c1: i64, c2: i64, la
     c = buffer(f32, ("R", "C"))
     for step in range(ITERATIONS):
         with task(ins=(J,), outs=(q0sqr,), name="roi_statistics"):
-            total: f32 = 0.0
-            total_sq: f32 = 0.0
-            for i in range(r1, r2 + 1):
-                for j in range(c1, c2 + 1):
-                    value = J[i, j]
-                    total += value
-                    total_sq += value * value
+            total = reduce("+", (J[i, j] for i in range(r1, r2 + 1) for j in range(c1, c2 + 1)))
+            total_sq = reduce("+", (J[i, j] * J[i, j] for i in range(r1, r2 + 1)
+                                    for j in range(c1, c2 + 1)))
             size = f32((r2 - r1 + 1) * (c2 - c1 + 1))
             mean = total / size
             variance = total_sq / size - mean * mean

@@ -6,7 +6,8 @@
 
 sobel_x and sobel_y have no path between them, so they may run in
 parallel (task parallelism).  The maximum is a two-step reduction: a
-parallel loop over rows, then one task over the row maxima.  The output is
+parallel loop over rows, then one task over the row maxima, each a
+``reduce`` that parallel-reduce may spread over a work group or threads.  The output is
 1 where the normalised gradient magnitude exceeds ``threshold``, else 0.
 """
 import math
@@ -14,7 +15,7 @@ import math
 import numpy as np
 
 import hpvm.lang as hl
-from hpvm.lang import Buffer, buffer, f32, i64, parallel_loop, task
+from hpvm.lang import Buffer, buffer, f32, i64, parallel_loop, reduce, task
 
 GAUSS = 16.0   # a constant captured from the Python scope
 
@@ -52,16 +53,10 @@ def edge_detect(img: Buffer[f32, "H", "W"], edges: Buffer[f32, "H", "W"], thresh
         mag[y, x] = math.sqrt(gx[y, x] ** 2 + gy[y, x] ** 2)
 
     for y in parallel_loop(H, ins=(mag,), outs=(row_max,), name="row_max"):
-        best = mag[y, 0]
-        for x in range(1, W):
-            best = max(best, mag[y, x])
-        row_max[y] = best
+        row_max[y] = reduce(max, (mag[y, x] for x in range(W)))
 
     with task(ins=(row_max,), outs=(peak,), name="max"):
-        best = row_max[0]
-        for y in range(1, H):
-            best = max(best, row_max[y])
-        peak[0] = best
+        peak[0] = reduce(max, (row_max[y] for y in range(H)))
 
     for y, x in parallel_loop(H, W, ins=(mag, peak), outs=(edges,), name="threshold"):
         scale = peak[0] if peak[0] > 0 else 1.0

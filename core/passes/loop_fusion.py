@@ -1,7 +1,10 @@
 """``loop-fusion`` (HPVM2FPGA's LF, greedy): adjacent ``for`` loops with the
 same bounds and step become one loop running both bodies in each
 iteration, outermost level first, as long as that computes the same
-values.
+values.  Loops separated only by ``let`` declarations count as adjacent
+when each declaration can move before the first loop (it reads nothing
+the loop assigns or writes) or after the second (which does not read it),
+as a reduction's result and the next reduction's start are.
 
 Legal when neither body returns, synchronises or calls a function; the
 bounds read no memory and no variable either body assigns; no variable
@@ -25,8 +28,9 @@ from ..ir.graph import Module
 from ..ir.analysis import assigned_variables, bound_dependences
 from ..ir.instance_access import access_positions
 from ..ir.kernel import (
-    AtomicUpdate, Barrier, Call, For, KernelFunction, Load, Return, Stmt, Store, Var,
+    AtomicUpdate, Barrier, Call, For, KernelFunction, Let, Load, Return, Stmt, Store, Var,
 )
+from ..ir.reduction import promise_problem
 from ..ir.visit import walk
 from .errors import PassError
 from .names import NameGenerator, declared_names, function_names, names_in, substitute
@@ -67,18 +71,33 @@ class _Fuser:
     def block(self, stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
         for stmt in stmts:
-            previous = out[-1] if out else None
-            if isinstance(previous, For) and isinstance(stmt, For):
-                problem = fusion_problem(previous, stmt)
-                if problem is None:
-                    out[-1] = self._fuse(previous, stmt)
-                    self.fused += 1
-                    continue
-                self.first_problem = self.first_problem or \
-                    f"loops over '{previous.var}' and '{stmt.var}' {problem}"
-            out.append(stmt)
+            if not (isinstance(stmt, For) and self._fused_into(out, stmt)):
+                out.append(stmt)
         # Inner levels after this one: loops fused here have merged bodies.
         return tuple(self._inner(stmt) for stmt in out)
+
+    def _fused_into(self, out: list[Stmt], loop: For) -> bool:
+        """Fuse ``loop`` into the last loop of ``out`` when only ``let``
+        declarations stand between them that can move before the first
+        loop or after the second; whether it did."""
+        at = len(out) - 1
+        while at >= 0 and isinstance(out[at], Let):
+            at -= 1
+        if at < 0 or not isinstance(out[at], For):
+            return False
+        first, between = out[at], out[at + 1:]
+        moved = _moved_apart(first, between, loop)
+        if moved is None:
+            return False
+        problem = fusion_problem(first, loop)
+        if problem is not None:
+            self.first_problem = self.first_problem or \
+                f"loops over '{first.var}' and '{loop.var}' {problem}"
+            return False
+        before, after = moved
+        out[at:] = [*before, self._fuse(first, loop), *after]
+        self.fused += 1
+        return True
 
     def _inner(self, stmt: Stmt) -> Stmt:
         changes = {f: self.block(getattr(stmt, f)) for f in _BODIES if hasattr(stmt, f)}
@@ -93,10 +112,35 @@ class _Fuser:
         taken = names_in(first_body)
         renames = {name: self.names.fresh(name) for name in second_locals if name in taken}
         body = substitute(second.body, renames, {second.var: Var(first.var, first.start.type)})
-        return dataclasses.replace(
+        fused = dataclasses.replace(
             first, body=first_body + body, ivdep=first.ivdep and second.ivdep,
             unroll=first.unroll if first.unroll == second.unroll else None,
             trip_count=first.trip_count if first.trip_count == second.trip_count else None)
+        kept = tuple(r for r in first.reduce + second.reduce if promise_problem(fused, r) is None)
+        return dataclasses.replace(fused, reduce=kept)
+
+
+def _moved_apart(first: For, between: list[Stmt], second: For):
+    """``between`` (let declarations) split into those that can run before
+    ``first`` (they read nothing it assigns or writes) and those that can
+    run after ``second`` (it neither reads their names nor changes what
+    they read), in order; None
+    when one can do neither."""
+    before: list[Stmt] = []
+    after: list[Stmt] = []
+    first_effects = assigned_variables(first.body) | _written(first.body) | {first.var}
+    first_names = names_in((first,))
+    second_effects = assigned_variables(second.body) | _written(second.body)
+    for let in between:
+        reads = {n.name for n in walk(let) if isinstance(n, Var)} | _touched((let,))
+        sunk = {a.name for a in after}
+        if not reads & (first_effects | sunk) and let.name not in first_names:
+            before.append(let)
+        elif let.name not in names_in((second,)) and not reads & second_effects:
+            after.append(let)
+        else:
+            return None
+    return before, after
 
 
 def fusion_problem(first: For, second: For) -> str | None:

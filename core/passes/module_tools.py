@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Iterator
 
+from ..errors import Diagnostic, Location
 from ..ir.graph import Graph, GraphBody, KernelBody, Module, Node
 from ..ir.kernel import Call, KernelFunction
 from ..ir.visit import walk
+from .errors import PassError
 
 
 def iter_nodes(module: Module) -> Iterator[tuple[Graph, Node]]:
@@ -78,3 +80,26 @@ def reachable(module: Module) -> tuple[set[str], set[str]]:
         pending_functions.extend(callees(module.functions[name]))
     return graphs, functions
 
+
+
+def named_kernel_nodes(module: Module, names, pass_name: str) -> list[tuple[Graph, Node]]:
+    """The kernel nodes ``names`` gives (each ``node`` or ``graph.node``),
+    in order; a PassError for a name that matches none or a node that is
+    not a kernel node."""
+    chosen: list[tuple[Graph, Node]] = []
+    for name in names:
+        matches = [(g, n) for g, n in iter_nodes(module) if name in (n.name, f"{g.name}.{n.name}")]
+        if not matches:
+            known = ", ".join(f"{g.name}.{n.name}" for g, n in iter_nodes(module)
+                              if isinstance(n.body, KernelBody))
+            raise PassError(Diagnostic(Location(), f"{pass_name}: no node named '{name}'",
+                                       f"name kernel nodes as node or graph.node: {known}"))
+        for graph, node in matches:
+            if not isinstance(node.body, KernelBody):
+                raise PassError(Diagnostic(
+                    Location(graph=graph.name, node=node.name),
+                    f"{pass_name}: only kernel nodes can be transformed",
+                    "run legalize-tensor-ops first for tensor nodes"))
+            if (graph, node) not in chosen:
+                chosen.append((graph, node))
+    return chosen

@@ -33,7 +33,7 @@ from ..ir.visit import rewrite, walk
 from .errors import PassError
 from ..ir.analysis import writes_buffer
 from .argument_privatisation import private_copies
-from .module_tools import callees, called_functions, iter_nodes, map_nodes
+from .module_tools import callees, called_functions, iter_nodes, map_nodes, named_kernel_nodes
 from .names import NameGenerator, function_names, unique_name
 from .registry import Option, register_pass
 from .returns import contains_return, lower_returns
@@ -151,24 +151,8 @@ def _select(module: Module, requested: tuple[str, ...]) -> list[tuple[Graph, Nod
     if not requested:
         return [(g, n) for g, n in iter_nodes(module)
                 if isinstance(n.body, KernelBody) and n.replication]
-    chosen = []
-    for name in requested:
-        matches = [(g, n) for g, n in iter_nodes(module)
-                   if name in (n.name, f"{g.name}.{n.name}")]
-        if not matches:
-            known = ", ".join(f"{g.name}.{n.name}" for g, n in iter_nodes(module)
-                              if isinstance(n.body, KernelBody))
-            raise PassError(Diagnostic(Location(), f"sequentialize: no node named '{name}'",
-                                       f"name kernel nodes as node or graph.node: {known}"))
-        for graph, node in matches:
-            if not isinstance(node.body, KernelBody):
-                raise PassError(Diagnostic(
-                    Location(graph=graph.name, node=node.name),
-                    "only kernel nodes can be sequentialized",
-                    "run legalize-tensor-ops first for tensor nodes"))
-            if node.replication and (graph, node) not in chosen:
-                chosen.append((graph, node))
-    return chosen
+    return [(g, n) for g, n in named_kernel_nodes(module, requested, "sequentialize")
+            if n.replication]
 
 
 def _check_sequentializable(module: Module, function: KernelFunction,

@@ -77,3 +77,58 @@ def test_a_scalar_assigned_in_one_loop_and_used_in_the_other_prevents_fusion():
 def test_an_unknown_function_names_the_functions():
     with pytest.raises(PassError, match="no function '@nope'"):
         run_pipeline(program(), "loop-fusion{functions=nope}")
+
+
+SEPARATED = """hpvm 1.1
+module t
+
+func @k(in a: f32[N], out y: f32[2]) {
+  let s: f32 = f32(0.0)
+  for i in 0 .. N step 1 {
+    s = s + a[i]
+  }
+  let mean: f32 = s / f32(2.0)
+  let m: f32 = f32(0.0)
+  let copy: f32 = m
+  for j in 0 .. N step 1 {
+    m = max(m, a[j])
+  }
+  y[0] = mean
+  y[1] = m + copy
+}
+
+graph @main(in a: f32[N], out y: f32[2]) {
+  node k = @k
+  in a -> k.a
+  out k.y -> y
+}
+
+root @main
+"""
+
+
+def test_lets_between_loops_move_out_of_the_way():
+    module = parse_module(SEPARATED)
+    fused = run_pipeline(module, "loop-fusion", verify_each=True)
+    body = print_module(fused)
+    assert body[body.index("func"):body.index("  y[0]")] == """func @k(in a: f32[N], out y: f32[2]) {
+  let s: f32 = f32(0.0)
+  let m: f32 = f32(0.0)
+  let copy: f32 = m
+  for i in 0 .. N step 1 {
+    s = s + a[i]
+    m = max(m, a[i])
+  }
+  let mean: f32 = s / f32(2.0)
+"""
+    inputs = {"a": np.arange(5, dtype=np.float32)}
+    np.testing.assert_array_equal(run_module(fused, inputs)["y"], run_module(module, inputs)["y"])
+
+
+def test_a_let_that_reads_what_the_second_loop_changes_stays_between():
+    text = SEPARATED.replace("  let m: f32 = f32(0.0)\n  let copy: f32 = m\n", "").replace(
+        "let mean: f32 = s / f32(2.0)", "let mean: f32 = s / m").replace(
+        "  let s: f32 = f32(0.0)\n", "  let s: f32 = f32(0.0)\n  let m: f32 = f32(1.0)\n").replace(
+        "m + copy", "m")
+    module = parse_module(text)
+    assert print_module(run_pipeline(module, "loop-fusion")) == print_module(module)

@@ -1,6 +1,6 @@
 """The HPVM optimisations composed: random legal combinations of
-node-fusion, loop-fusion, loop-unroll (factors), argument-privatisation, inline, sequentialize, const-fold and
-dce on every corpus program and every benchmark program; each result must
+node-fusion, loop-fusion, loop-unroll (factors), argument-privatisation, inline, sequentialize,
+parallel-reduce (both forms), const-fold and dce on every corpus program and every benchmark program; each result must
 equal the reference (the interpreter on the original module, or the
 benchmark's numpy reference) on every usable scalar target (interp, cpu, gpu_opencl)."""
 import random
@@ -19,15 +19,19 @@ from hpvm.testing import assert_outputs_close, usable_targets
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = load_python_file(ROOT / "tests" / "corpus" / "programs.py").CORPUS
 STEPS = ["node-fusion", "loop-fusion", "loop-unroll{factor=2}", "loop-unroll{factor=3}",
-         "argument-privatisation", "inline", "sequentialize", "const-fold", "dce"]
+         "argument-privatisation", "inline", "sequentialize", "const-fold", "dce",
+         "parallel-reduce{lanes=4}", "parallel-reduce{form=chunks lanes=3}"]
+LAST = ("sequentialize", "parallel-reduce")
 
 
 def random_pipeline(seed: str) -> str:
     chooser = random.Random(seed)
     steps = chooser.sample(STEPS, chooser.randint(2, 5))
-    # sequentialize leaves one instance per node; run it last so that
-    # fusion still sees replicated nodes when it is chosen.
-    steps.sort(key=lambda step: step == "sequentialize")
+    # sequentialize leaves one instance per node; run it late so that
+    # fusion still sees replicated nodes when it is chosen; parallel-reduce
+    # after it (sequentialize refuses the barriers of its tree form).
+    steps.sort(key=lambda step: next((i + 1 for i, name in enumerate(LAST)
+                                      if step.startswith(name)), 0))
     return ",".join(steps)
 
 

@@ -1,0 +1,217 @@
+"""``parallel-reduce``: the reduction loops of kernel nodes run in parallel.
+
+A reduction loop is what ``reduce(op, (... for ...))`` makes in the kernel
+language (``For.reduce`` in the IR, core/ir/reduction.py); a node whose
+kernel has them at the top level of its body can fold them with many
+instances instead of one (reduce_forms.py builds the bodies):
+
+- ``form=tree`` (GPUs): the node gets one more replication dimension of
+  ``lanes`` instances, one work group (attribute ``group``) per original
+  instance.  The lanes split the iterations (strided: neighbouring lanes
+  read neighbouring elements), fold partial results, and combine them as a
+  tree in local memory in log2(lanes) steps separated by barriers; lane 0
+  runs what follows the last loop.  Targets without work groups (cpu)
+  decline the node.
+- ``form=chunks`` (CPUs; any target): a node without replication gets a
+  producer ``<node>_partial`` of ``lanes`` instances, each folding one
+  contiguous chunk into a small buffer of partial results per reduced
+  variable; the node then folds those and runs the rest of its body.
+
+Statements before the last reduction loop must not write memory (every
+lane runs them), and a reduction loop may not write memory or carry any
+other variable between iterations.  Options: ``form``, ``lanes`` (tree: a
+power of two, the work-group size), ``nodes`` (``node`` or ``graph.node``;
+default every eligible node; these are the DSE's knobs).  A named node
+that is not eligible is refused with the reason.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import Diagnostic, Location
+from ..ir.graph import BindIn, Edge, Graph, KernelBody, Module, Node
+from ..ir.kernel import Const, If, InstanceId, KernelFunction, Let, Load, Stmt, Store, Var
+from ..ir.parameter import Parameter
+from ..ir.types import I64, BufferType
+from ..ir.visit import walk
+from .errors import PassError
+from .module_tools import iter_nodes, named_kernel_nodes
+from .names import NameGenerator, function_names, unique_name
+from .reduce_forms import (
+    chunk_statements, fold_partials, lane_loop, partial_lets,
+    reducing_kernel, tree_combine,
+)
+from .registry import Option, register_pass
+
+FORMS = ("tree", "chunks")
+MAX_TREE_LANES = 1024
+
+
+@register_pass("parallel-reduce", options=[
+    Option("form", str, "tree", "tree: work-group lanes combined in local memory (GPUs); "
+           "chunks: a node of partial results, then the combine (CPUs)", choices=FORMS),
+    Option("lanes", int, 256, "instances sharing each reduction (tree: the work-group size)",
+           minimum=2),
+    Option("nodes", list, (), "nodes to transform, as node or graph.node "
+           "(default: every eligible one)")])
+def parallel_reduce(module: Module, form: str, lanes: int, nodes: tuple[str, ...]) -> Module:
+    """Fold the reduction loops of kernel nodes with many instances."""
+    if form == "tree" and (lanes & (lanes - 1) or lanes > MAX_TREE_LANES):
+        raise PassError(Diagnostic(Location(), f"parallel-reduce: {lanes} lanes for a tree",
+                                   f"give a power of two up to {MAX_TREE_LANES}: lanes=256"))
+    if nodes:
+        selected = named_kernel_nodes(module, nodes, "parallel-reduce")
+        for graph, node in selected:
+            problem = node_problem(module, graph, node, form)
+            if problem is not None:
+                raise PassError(Diagnostic(
+                    Location(graph=graph.name, node=node.name, function=node.body.function),
+                    f"parallel-reduce: node '{node.name}' {problem}",
+                    f"the eligible nodes are: {', '.join(eligible_nodes(module, form)) or 'none'}"))
+    else:
+        selected = [(g, n) for g, n in iter_nodes(module)
+                    if isinstance(n.body, KernelBody) and node_problem(module, g, n, form) is None]
+    rewrite = _tree if form == "tree" else _chunks
+    for graph_name, node_name in [(g.name, n.name) for g, n in selected]:
+        module = rewrite(module, module.graph(graph_name), module.graph(graph_name).node(node_name),
+                         lanes)
+    return module
+
+
+def eligible_nodes(module: Module, form: str = "tree") -> list[str]:
+    """``graph.node`` of every node parallel-reduce can transform."""
+    return [f"{g.name}.{n.name}" for g, n in iter_nodes(module)
+            if isinstance(n.body, KernelBody) and node_problem(module, g, n, form) is None]
+
+
+def node_problem(module: Module, graph: Graph, node: Node, form: str) -> str | None:
+    """Why ``node`` cannot take ``form``, or None."""
+    kernel = reducing_kernel(module.function(node.body.function))
+    if isinstance(kernel, str):
+        return kernel
+    if form == "tree":
+        if len(node.replication) >= 3:
+            return "already has 3 replication dimensions (the lanes need one more)"
+        if "group" in node.attributes:
+            return "has a work-group size already (attribute 'group')"
+        return None
+    if node.replication:
+        return "is replicated (its instances already run in parallel; chunks is for one instance)"
+    if graph.is_streaming:
+        return "is in a streaming graph"
+    early = chunk_statements(kernel)[1]
+    if early is not None:
+        return (f"reads '{early}' before its last reduction loop (the chunks cannot see "
+                "the combined value)")
+    return None
+
+
+def _tree(module: Module, graph: Graph, node: Node, lanes: int) -> Module:
+    kernel = reducing_kernel(module.function(node.body.function))
+    function = kernel.function
+    names = NameGenerator(function_names(function))
+    lane = Var(names.fresh("lane"), I64)
+    body: list[Stmt] = [Let(lane.name, I64, InstanceId(len(node.replication)))]
+    for index, stmt in enumerate(function.body[:kernel.tail_start]):
+        if index not in kernel.loops:
+            body.append(stmt)
+            continue
+        partials, lets = partial_lets(kernel, index, names)
+        body += [*lets, *lane_loop(stmt, lane, lanes, "strided", names, partials),
+                 *tree_combine(kernel, index, partials, lane, lanes, names)]
+    tail = function.body[kernel.tail_start:]
+    if tail:
+        body.append(If(lane.eq(0), tail))
+    new = _added_function(module, dataclasses.replace(function, body=tuple(body)), "tree")
+    rank = len(node.replication)
+    rewritten = dataclasses.replace(
+        node, body=KernelBody(new.name), replication=(*node.replication, Const(lanes, I64)),
+        attributes={**node.attributes, "group": (1,) * rank + (lanes,)})
+    return _with_nodes(module, graph, {node.name: rewritten}, (), (), new)
+
+
+def _chunks(module: Module, graph: Graph, node: Node, lanes: int) -> Module:
+    kernel = reducing_kernel(module.function(node.body.function))
+    function = kernel.function
+    names = NameGenerator(function_names(function))
+    lane = Var(names.fresh("lane"), I64)
+    buffers = {r.var: names.fresh(f"{r.var}_partials")
+               for index in kernel.loops for r in kernel.reductions(index)}
+    partial_body: list[Stmt] = [Let(lane.name, I64, InstanceId(0))]
+    for index in chunk_statements(kernel)[0]:
+        stmt = function.body[index]
+        if index not in kernel.loops:
+            partial_body.append(stmt)
+            continue
+        partials, lets = partial_lets(kernel, index, names)
+        partial_body += [*lets, *lane_loop(stmt, lane, lanes, "chunked", names, partials)]
+        partial_body += [Store(buffers[r.var], (lane,), Var(partials[r.var], kernel.types[r.var]))
+                         for r in kernel.reductions(index)]
+    combine_body = [fold_partials(kernel, index, buffers, lanes, names)
+                    if index in kernel.loops else stmt
+                    for index, stmt in enumerate(function.body)]
+    ports = tuple(Parameter(buffers[var], BufferType(type, (lanes,)), "out")
+                  for var, type in kernel.types.items())
+    partial = _added_function(module, KernelFunction(
+        function.name, _read_params(function, partial_body) + ports, tuple(partial_body)),
+        "partial")
+    module = dataclasses.replace(module, functions={**module.functions, partial.name: partial})
+    combiner = _added_function(module, KernelFunction(
+        function.name, function.params + tuple(dataclasses.replace(p, direction="in")
+                                               for p in ports), tuple(combine_body)), "combine")
+    producer = unique_name(f"{node.name}_partial", {n.name for n in graph.nodes})
+    extra_edges = tuple(Edge(producer, p.name, node.name, p.name) for p in ports)
+    feeds = _feeds(graph, node.name, producer, {p.name for p in partial.params})
+    return _with_nodes(
+        module, graph, {node.name: dataclasses.replace(node, body=KernelBody(combiner.name))},
+        (Node(producer, KernelBody(partial.name), (Const(lanes, I64),), node.hint),),
+        extra_edges + feeds, combiner)
+
+
+def _read_params(function: KernelFunction, body) -> tuple[Parameter, ...]:
+    """The parameters ``body`` uses, as ``in`` ports (it writes none of
+    them): buffers it reads or whose shape symbols it reads, scalars."""
+    used = {n.name for n in walk(tuple(body)) if isinstance(n, Var)} | {
+        n.buffer for n in walk(tuple(body)) if isinstance(n, (Load, Store))}
+    kept = []
+    for param in function.params:
+        symbols = set(param.type.symbols) if param.is_buffer else set()
+        if param.name in used or symbols & used:
+            kept.append(dataclasses.replace(param, direction="in") if param.is_buffer else param)
+    return tuple(kept)
+
+
+def _feeds(graph: Graph, node: str, producer: str, ports: set[str]) -> tuple:
+    """Copies, for ``producer``, of the edges and bindings into ``node``'s
+    ``ports``."""
+    edges = tuple(dataclasses.replace(e, dst_node=producer, kind="all-to-all")
+                  for e in graph.edges if e.dst_node == node and e.dst_port in ports)
+    binds = tuple(dataclasses.replace(b, dst_node=producer)
+                  for b in graph.bind_ins if b.dst_node == node and b.dst_port in ports)
+    return edges + binds
+
+
+def _added_function(module: Module, function: KernelFunction, suffix: str) -> KernelFunction:
+    """``function`` under a fresh name ``<name>_<suffix>``."""
+    return dataclasses.replace(function, name=unique_name(f"{function.name}_{suffix}",
+                                                          module.functions))
+
+
+def _with_nodes(module: Module, graph: Graph, replaced: dict[str, Node], added: tuple,
+                links: tuple, function: KernelFunction) -> Module:
+    """``module`` with ``function`` added, ``graph``'s nodes replaced (the
+    ``added`` ones go before the first), and new edges or bindings
+    (``links``)."""
+    nodes: list[Node] = []
+    for node in graph.nodes:
+        if node.name in replaced:
+            nodes += [*added, replaced[node.name]]
+            added = ()
+        else:
+            nodes.append(node)
+    edges = graph.edges + tuple(link for link in links if isinstance(link, Edge))
+    bind_ins = graph.bind_ins + tuple(link for link in links if isinstance(link, BindIn))
+    new_graph = dataclasses.replace(graph, nodes=tuple(nodes), edges=edges, bind_ins=bind_ins)
+    return dataclasses.replace(module, functions={**module.functions, function.name: function},
+                               graphs={**module.graphs, graph.name: new_graph})
+

@@ -1,0 +1,257 @@
+"""The kernel bodies parallel-reduce makes (see parallel_reduce.py).
+
+A kernel it can rewrite (``ReducingKernel``) has one or more reduction
+loops (``For.reduce``) at the top level of its body.  Each loop's
+iterations are numbered 0 .. count (a perfect nest of unit-step reduction
+loops with invariant bounds is flattened into one numbering) and split
+over lanes: strided (lane l runs l, l + L, ...: neighbouring lanes read
+neighbouring elements, as a GPU work group wants) or chunked (lane l runs
+one contiguous block, as a CPU thread wants).  Each lane folds into a
+partial result starting at the op's identity; ``tree_combine`` folds a
+work group's partials through local memory in log2(L) steps.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.analysis import assigned_variables, bound_dependences
+from ..ir.kernel import (
+    ArrayDecl, Assign, AtomicUpdate, Cast, Barrier, Call, Const, Expr, For, If, Intrinsic, KernelFunction, Let,
+    Load, Reduction, Return, Stmt, Store, Var,
+)
+from ..ir.reduction import combine, identity, promise_problem
+from ..ir.types import I64, ScalarType
+from ..ir.visit import walk
+from .names import NameGenerator, declared_names, substitute
+
+
+@dataclass(frozen=True)
+class ReducingKernel:
+    """A function whose body is a prelude, then reduction loops (at
+    ``loops``, indices into the body) with store-free statements between
+    them, then a tail; ``types`` gives each reduced variable's type."""
+
+    function: KernelFunction
+    loops: tuple[int, ...]
+    types: dict[str, ScalarType]
+
+    @property
+    def tail_start(self) -> int:
+        return self.loops[-1] + 1
+
+    def reductions(self, index: int) -> tuple[Reduction, ...]:
+        return self.function.body[index].reduce
+
+
+def reducing_kernel(function: KernelFunction) -> ReducingKernel | str:
+    """``function`` as a ReducingKernel, or why parallel-reduce cannot
+    rewrite it."""
+    body = function.body
+    loops = tuple(i for i, s in enumerate(body) if isinstance(s, For) and s.reduce)
+    if not loops:
+        return ("has no reduction loop at the top level of its body "
+                "(write reduce(...) outside ifs and loops)")
+    if any(isinstance(s, Barrier) or (isinstance(s, ArrayDecl) and s.space == "local")
+           for s in walk(body)):
+        return "already synchronises its work group (a barrier or a local array)"
+    buffers = {p.name for p in function.params if p.is_buffer}
+    for index, stmt in enumerate(body[:loops[-1] + 1]):
+        problem = _effect(stmt, buffers)
+        if problem is not None and index not in loops:
+            return f"{problem} before its last reduction loop (every lane runs that part)"
+        if index in loops:
+            problem = _loop_problem(stmt, buffers)
+            if problem is not None:
+                return f"reduction loop '{stmt.var}' {problem}"
+    types = _declared_types(function, loops)
+    return ReducingKernel(function, loops, types)
+
+
+def _effect(stmt: Stmt, buffers: set[str]) -> str | None:
+    for node in walk(stmt):
+        if isinstance(node, (Store, AtomicUpdate)) and node.buffer in buffers:
+            return f"writes '{node.buffer}'"
+        if isinstance(node, Call):
+            return f"calls '@{node.function}'"
+        if isinstance(node, Return):
+            return "returns"
+    return None
+
+
+def _loop_problem(loop: For, buffers: set[str]) -> str | None:
+    problem = _effect(loop, buffers)
+    if problem is not None:
+        return problem
+    reduced = {r.var for r in loop.reduce}
+    carried = assigned_variables(loop.body) - set(declared_names(loop.body)) - reduced
+    if carried:
+        return f"carries '{sorted(carried)[0]}' from one iteration to the next"
+    for reduction in loop.reduce:
+        problem = promise_problem(loop, reduction)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _declared_types(function: KernelFunction, loops) -> dict[str, ScalarType]:
+    reduced = {r.var for i in loops for r in function.body[i].reduce}
+    return {s.name: s.type for s in walk(function.body)
+            if isinstance(s, Let) and s.name in reduced}
+
+
+def chunk_statements(kernel: ReducingKernel) -> tuple[list[int], str | None]:
+    """The body indices a chunk of partial results runs (the reduction
+    loops and the statements before them that they depend on), and a
+    reduced variable those read outside its own loop (its value is the
+    combined one only after that loop), or None."""
+    body = kernel.function.body
+    needed: set[str] = set()
+    kept: list[int] = []
+    for index in reversed(range(kernel.tail_start)):
+        stmt = body[index]
+        writes = set(declared_names((stmt,))) | assigned_variables((stmt,))
+        if index in kernel.loops or writes & needed:
+            kept.insert(0, index)
+            needed |= _reads(stmt)
+    reduced: set[str] = set()
+    for index in kept:
+        own = {r.var for r in body[index].reduce} if index in kernel.loops else set()
+        early = _reads(body[index]) & (reduced - own)
+        if early:
+            return kept, sorted(early)[0]
+        reduced |= own
+    return kept, None
+
+
+def _reads(stmt: Stmt) -> set[str]:
+    return {n.name for n in walk(stmt) if isinstance(n, Var)} | {
+        n.buffer for n in walk(stmt) if isinstance(n, Load)}
+
+
+# -- lanes -------------------------------------------------------------------
+
+def lane_loop(loop: For, lane: Expr, lanes: int, layout: str, names: NameGenerator,
+              partials: dict[str, str]) -> tuple[Stmt, ...]:
+    """Statements running ``lane``'s share of ``loop``'s iterations
+    (``layout`` "strided" or "chunked"), folding into the variables
+    ``partials`` maps each reduced variable to."""
+    nest = _flattenable_nest(loop)
+    counts, lets = [], []
+    for level in nest:
+        count = names.fresh(f"{level.var}_count")
+        lets.append(Let(count, I64, _trip_count(level)))
+        counts.append(Var(count, I64))
+    total = counts[0]
+    for count in counts[1:]:
+        total = total * count
+    k = names.fresh("iteration")
+    position = Var(k, I64)
+    body: list[Stmt] = []
+    stride: Expr | None = None
+    for level, count in reversed(list(zip(nest, counts))):
+        index = position if stride is None else position / stride
+        if level is not nest[0]:
+            index = index % count
+        body.insert(0, Let(level.var, I64, _offset(_i64(level.start), index, level.step)))
+        stride = count if stride is None else stride * count
+    body.extend(substitute(nest[-1].body, partials))
+    reduce = tuple(Reduction(partials[r.var], r.op, r.identity) for r in loop.reduce)
+    if layout == "strided":
+        start, stop, step = lane, total, lanes
+    else:
+        chunk = names.fresh("chunk")
+        lets.append(Let(chunk, I64, (total + (lanes - 1)) / lanes))
+        start = lane * Var(chunk, I64)
+        stop = Intrinsic("min", (start + Var(chunk, I64), total))
+        step = 1
+    return (*lets, For(k, start, stop, step, tuple(body), reduce=reduce))
+
+
+def _flattenable_nest(loop: For) -> list[For]:
+    """``loop`` and the unit-step reduction loops perfectly nested in it
+    whose bounds neither the outer loops nor memory change."""
+    nest = [loop]
+    while True:
+        inner = nest[-1].body[0] if len(nest[-1].body) == 1 else None
+        if not (isinstance(inner, For) and inner.reduce and inner.step == 1 and loop.step == 1):
+            return nest
+        outer_vars = {level.var for level in nest}
+        reads_memory, changed = bound_dependences(inner, (nest[0].body,))
+        bounds_vars = {n.name for n in walk((inner.start, inner.stop)) if isinstance(n, Var)}
+        if reads_memory or changed or bounds_vars & outer_vars:
+            return nest
+        nest.append(inner)
+
+
+def _trip_count(loop: For) -> Expr:
+    step, start, stop = loop.step, _i64(loop.start), _i64(loop.stop)
+    low, high = (start, stop) if step > 0 else (stop, start)
+    span = high if isinstance(low, Const) and low.value == 0 else high - low
+    count = span if abs(step) == 1 else (span + (abs(step) - 1)) / abs(step)
+    return Intrinsic("max", (count, Const(0, I64)))
+
+
+def _offset(base: Expr, index: Expr, step: int) -> Expr:
+    """``base + index * step``, without adding 0 or multiplying by 1."""
+    scaled = index if step == 1 else index * step
+    return scaled if isinstance(base, Const) and base.value == 0 else base + scaled
+
+
+def _i64(expr: Expr) -> Expr:
+    return expr if expr.type == I64 else Cast(expr, I64)
+
+
+def partial_lets(kernel: ReducingKernel, index: int, names: NameGenerator
+                 ) -> tuple[dict[str, str], tuple[Stmt, ...]]:
+    """(reduced variable -> partial's name, the partials' declarations at
+    the op's identity) for the loop at ``index``."""
+    partials, lets = {}, []
+    for reduction in kernel.reductions(index):
+        type = kernel.types[reduction.var]
+        partials[reduction.var] = names.fresh(f"{reduction.var}_partial")
+        lets.append(Let(partials[reduction.var], type, identity(reduction, type)))
+    return partials, tuple(lets)
+
+
+def tree_combine(kernel: ReducingKernel, index: int, partials: dict[str, str], lane: Expr,
+                 lanes: int, names: NameGenerator) -> tuple[Stmt, ...]:
+    """Every lane's partials folded in a work group's local memory, then
+    into each reduced variable (the same value in every lane)."""
+    reductions = kernel.reductions(index)
+    scratch = {r.var: names.fresh(f"{r.var}_lanes") for r in reductions}
+    stmts: list[Stmt] = []
+    for r in reductions:
+        stmts += [ArrayDecl(scratch[r.var], kernel.types[r.var], (lanes,), "local"),
+                  Store(scratch[r.var], (lane,), Var(partials[r.var], kernel.types[r.var]))]
+    stmts.append(Barrier())
+    half = lanes // 2
+    while half >= 1:
+        folds = tuple(Store(scratch[r.var], (lane,), combine(
+            r, _at(scratch[r.var], lane, kernel.types[r.var]),
+            _at(scratch[r.var], lane + half, kernel.types[r.var]), kernel.types[r.var]))
+            for r in reductions)
+        stmts += [If(lane.lt(half), folds), Barrier()]
+        half //= 2
+    for r in reductions:
+        type = kernel.types[r.var]
+        stmts.append(_fold_into(r, _at(scratch[r.var], Const(0, I64), type), type))
+    return tuple(stmts)
+
+
+def _at(array: str, index: Expr, type: ScalarType) -> Load:
+    return Load(array, (index,), type)
+
+
+def _fold_into(reduction: Reduction, value: Expr, type: ScalarType) -> Stmt:
+    return Assign(reduction.var, combine(reduction, Var(reduction.var, type), value, type))
+
+
+def fold_partials(kernel: ReducingKernel, index: int, buffers: dict[str, str], lanes: int,
+                  names: NameGenerator) -> For:
+    """A loop folding each reduced variable's ``lanes`` partial results,
+    read from the buffer ``buffers`` names for it."""
+    p = names.fresh("part")
+    reductions = kernel.reductions(index)
+    body = tuple(_fold_into(r, _at(buffers[r.var], Var(p, I64), kernel.types[r.var]),
+                            kernel.types[r.var]) for r in reductions)
+    return For(p, Const(0, I64), Const(lanes, I64), 1, body, reduce=reductions)

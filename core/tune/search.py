@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .space import Space, TuneError, _as_json
+from .parameter import as_json
+from .space import Space, TuneError
 
 ENGINES = ("auto", "hypermapper", "random", "exhaustive")
 
@@ -52,7 +53,7 @@ Evaluate = Callable[[list[dict]], list[Outcome]]
 
 def key_of(values: dict) -> str:
     """A configuration as a hashable key (its canonical JSON)."""
-    return _as_json(values)
+    return as_json(values)
 
 
 class Exhaustive:

@@ -12,15 +12,18 @@ on:
 - **placement** (when more than one target is listed): one per leaf node
   without a hint that more than one listed target claims: which of them
   runs it.  Hints stay hard constraints.  Realised as the node's hint.
-- **passes** (``passes=``, by default all four): a boolean per fusible
+- **passes** (``passes=``, by default all five): a boolean per fusible
   producer/consumer pair (node-fusion), per function with fusible loops
   (loop-fusion) and per eligible ``private`` parameter
-  (argument-privatisation); an unroll factor per kernel loop (loop-unroll;
-  0 keeps the loop as written, a constant trip count unrolls fully;
-  functions that are copies of one another share their loops' factors).
-  Realised as one pass pipeline, in the order argument-privatisation,
-  loop-fusion, node-fusion, loop-unroll, dce; unroll factors travel as the
-  loops' ``unroll`` hints, so they survive the fusions before them.
+  (argument-privatisation); a form per node with reduction loops
+  (parallel-reduce: as written, a work-group tree or chunks, with a lane
+  count); an unroll factor per kernel loop (loop-unroll; 0 keeps the loop
+  as written, a constant trip count unrolls fully; functions that are
+  copies of one another share their loops' factors).  Found by
+  pass_parameters.py; realised as one pass pipeline, in the order
+  argument-privatisation, loop-fusion, node-fusion, parallel-reduce,
+  loop-unroll, dce; unroll factors travel as the loops' ``unroll`` hints,
+  so they survive the passes before them.
 - **targets**: each listed target's ``Target.knobs`` for the nodes it
   claims (work-group shape, vector lanes ...), realised as its options.
 - **the runtime**: task parallelism on or off, for programs of more than
@@ -34,74 +37,18 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from ..errors import HpvmError
-from ..ir.graph import KernelBody, Module
+from ..ir.graph import Module
 from ..target import NodeRef
+from .parameter import Parameter, TuneError
+from .pass_parameters import PASS_PARAMETERS, parameters_of_pass
 
-PASS_PARAMETERS = ("argument-privatisation", "loop-fusion", "node-fusion", "loop-unroll")
-"""The passes whose parameters a space includes by default, in the order
-they run."""
-UNROLL_FACTORS = (1, 2, 4, 8)
-"""Unroll factors offered per loop, besides 0 (as written) and a full
-unroll of a constant trip count."""
-MAX_FULL_UNROLL = 64
-"""The largest constant trip count offered as a full unroll."""
 ORIGIN = "tune_origin"
 """Node attribute naming the source node while a realisation runs its
 passes (node-level knobs then find the node a fusion made)."""
-
-
-class TuneError(HpvmError):
-    """A space, a configuration or a tuning request that cannot be used."""
-
-
-@dataclass(frozen=True)
-class Parameter:
-    """One tuning parameter: a readable unique ``name``, the admissible
-    ``values``, the ``default`` (the program as written), what it acts on
-    in words (``about``), and how it is realised (``role`` and
-    ``subject``: the node, pair, function, loop, parameter or option)."""
-
-    name: str
-    values: tuple
-    default: Any
-    about: str
-    role: str
-    subject: Any = None
-
-    @property
-    def ordered(self) -> bool:
-        """Numbers (an order the optimiser may exploit), not categories."""
-        return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in self.values)
-
-    def index_of(self, value: Any) -> int:
-        """The position of ``value`` (compared as JSON, so a list read from
-        a file matches a tuple); ValueError when it is not admissible."""
-        wanted = _as_json(value)
-        for index, candidate in enumerate(self.values):
-            if _as_json(candidate) == wanted:
-                return index
-        raise ValueError(value)
-
-    def label(self, value: Any) -> str:
-        """``value`` in words: yes/no, 16x16, full (9), as written."""
-        if isinstance(value, bool):
-            return "yes" if value else "no"
-        if value is None:
-            return "target's choice"
-        if isinstance(value, (tuple, list)):
-            return "x".join(map(str, value))
-        if self.role == "loop-unroll":
-            if value == 0:
-                return "as written"
-            if value == self.values[-1] and self.subject[1]:
-                return f"full ({value})"
-        return str(value)
 
 
 @dataclass
@@ -245,6 +192,14 @@ class Space:
                 chosen = [pair for pair in chosen if self._same_place(pair, placed, notes)]
             if chosen:
                 steps.append((role, {option: tuple(chosen)}))
+        forms: dict[str, list[str]] = {}
+        for p in by_role.get("parallel-reduce", ()):
+            if values[p.name] != "as written":
+                forms.setdefault(values[p.name], []).append(p.subject)
+        for form_lanes, nodes in forms.items():
+            form, lanes = form_lanes.split()
+            steps.append(("parallel-reduce", {"form": form, "lanes": int(lanes),
+                                              "nodes": tuple(nodes)}))
         return steps
 
     def _same_place(self, pair: str, placed: dict, notes: list[str]) -> bool:
@@ -300,7 +255,7 @@ def space(module: Module, targets, passes=PASS_PARAMETERS, registry=None) -> Spa
     parameters = _placement_parameters(module, claimed)
     for name in PASS_PARAMETERS:
         if name in passes:
-            parameters += _PASS_PARAMETERS[name](module)
+            parameters += parameters_of_pass(name, module)
     parameters += _knob_parameters(module, usable, claimed)
     leaves = sum(1 for graph in module.graphs.values() for node in graph.nodes if node.is_leaf)
     if leaves > 1:
@@ -349,76 +304,6 @@ def _placement_parameters(module: Module, claimed) -> list[Parameter]:
     return parameters
 
 
-def _node_fusion_parameters(module: Module) -> list[Parameter]:
-    from ..passes.node_fusion import fusible_pairs
-    return [Parameter(f"fuse {pair}", (False, True), False,
-                      "fuse node '{}' into its consumer '{}' (node-fusion)".format(*pair.split(":")),
-                      "node-fusion", pair) for pair in fusible_pairs(module)]
-
-
-def _loop_fusion_parameters(module: Module) -> list[Parameter]:
-    from ..passes.loop_fusion import fusible_functions
-    return [Parameter(f"fuse loops @{name}", (False, True), False,
-                      f"fuse the adjacent loops of function '@{name}' (loop-fusion)",
-                      "loop-fusion", name) for name in fusible_functions(module)]
-
-
-def _privatisation_parameters(module: Module) -> list[Parameter]:
-    from ..passes.argument_privatisation import eligible_params
-    return [Parameter(f"privatise {name}", (False, True), False,
-                      f"give parameter '{name.split('.')[1]}' of '@{name.split('.')[0]}' a private "
-                      "copy per instance (argument-privatisation)", "argument-privatisation", name)
-            for name in eligible_params(module)]
-
-
-def _unroll_parameters(module: Module) -> list[Parameter]:
-    """One unroll factor per loop; functions that are copies of one another
-    (a front end makes one per node of an unrolled graph) share theirs."""
-    from ..passes.loop_unroll import constant_trip_count, loops_by_id
-    from ..passes.module_tools import called_functions, node_functions
-    kernels = [module.functions[name] for name in sorted(node_functions(module)
-                                                         | called_functions(module))
-               if name in module.functions]
-    parameters = []
-    for first, copies in _copies(kernels):
-        loops = [list(loops_by_id(function).items()) for function in [first] + copies]
-        for position, (loop_id, loop) in enumerate(loops[0]):
-            trips = constant_trip_count(loop)
-            if trips is not None and trips <= 1:
-                continue
-            factors = [f for f in UNROLL_FACTORS if trips is None or f < trips]
-            full = trips is not None and trips <= MAX_FULL_UNROLL
-            if full:
-                factors.append(trips)
-            about = f"unroll factor of loop '{loop.var}' in '@{first.name}'" + \
-                (f" and its {len(copies)} copies" if len(copies) > 1 else
-                 " and its copy" if copies else "") + \
-                (f" ({trips} iterations)" if trips is not None else "")
-            ids = tuple(each[position][0] for each in loops)
-            parameters.append(Parameter(f"unroll {loop_id}", (0, *factors), 0, about,
-                                        "loop-unroll", (ids, full)))
-    return parameters
-
-
-def _copies(functions) -> list[tuple]:
-    """``functions`` grouped by body: (first, [the others with the same
-    parameters and body])."""
-    groups: list[tuple] = []
-    for function in functions:
-        for first, copies in groups:
-            if dataclasses.replace(function, name=first.name) == first:
-                copies.append(function)
-                break
-        else:
-            groups.append((function, []))
-    return groups
-
-
-_PASS_PARAMETERS = {"node-fusion": _node_fusion_parameters, "loop-fusion": _loop_fusion_parameters,
-                    "argument-privatisation": _privatisation_parameters,
-                    "loop-unroll": _unroll_parameters}
-
-
 def _knob_parameters(module: Module, targets, claimed) -> list[Parameter]:
     parameters = []
     for target in targets:
@@ -441,10 +326,6 @@ def _knob_parameters(module: Module, targets, claimed) -> list[Parameter]:
 def _ref(key: str) -> NodeRef:
     graph, node = key[1:].split(".", 1)
     return NodeRef(graph, node)
-
-
-def _as_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
 
 
 def _listing(names) -> str:

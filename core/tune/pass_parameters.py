@@ -1,0 +1,113 @@
+"""The tuning parameters each pass exposes, found by analysing the IR
+(HPVM2FPGA's static parameter extraction): a boolean per fusible pair,
+function with fusible loops or privatisable parameter, an unroll factor
+per loop, a parallel form per node with reduction loops."""
+from __future__ import annotations
+
+import dataclasses
+
+from ..ir.graph import Module
+from .parameter import Parameter
+
+PASS_PARAMETERS = ("argument-privatisation", "loop-fusion", "node-fusion", "parallel-reduce",
+                   "loop-unroll")
+"""The passes whose parameters a space includes by default, in the order
+they run."""
+UNROLL_FACTORS = (1, 2, 4, 8)
+"""Unroll factors offered per loop, besides 0 (as written) and a full
+unroll of a constant trip count."""
+MAX_FULL_UNROLL = 64
+"""The largest constant trip count offered as a full unroll."""
+REDUCE_FORMS = (("tree", 64), ("tree", 256), ("chunks", 16), ("chunks", 64))
+"""The (form, lanes) offered per node with reduction loops (chunks only
+for nodes without replication)."""
+
+
+def parameters_of_pass(name: str, module: Module) -> list[Parameter]:
+    """The parameters pass ``name`` (one of PASS_PARAMETERS) offers on ``module``."""
+    return _GATHERERS[name](module)
+
+
+def _parallel_reduce(module: Module) -> list[Parameter]:
+    from ..passes.parallel_reduce import eligible_nodes
+    parameters = []
+    for ref in eligible_nodes(module, "tree"):
+        chunks = ref in eligible_nodes(module, "chunks")
+        values = ("as written",) + tuple(f"{form} {lanes}" for form, lanes in REDUCE_FORMS
+                                         if form == "tree" or chunks)
+        node = ref.split(".", 1)[1]
+        parameters.append(Parameter(f"reduce {ref}", values, "as written",
+                                    f"fold the reduction loops of node '{node}' with many "
+                                    "instances: a work-group tree or chunks (parallel-reduce)",
+                                    "parallel-reduce", node))
+    return parameters
+
+
+def _node_fusion(module: Module) -> list[Parameter]:
+    from ..passes.node_fusion import fusible_pairs
+    return [Parameter(f"fuse {pair}", (False, True), False,
+                      "fuse node '{}' into its consumer '{}' (node-fusion)".format(*pair.split(":")),
+                      "node-fusion", pair) for pair in fusible_pairs(module)]
+
+
+def _loop_fusion(module: Module) -> list[Parameter]:
+    from ..passes.loop_fusion import fusible_functions
+    return [Parameter(f"fuse loops @{name}", (False, True), False,
+                      f"fuse the adjacent loops of function '@{name}' (loop-fusion)",
+                      "loop-fusion", name) for name in fusible_functions(module)]
+
+
+def _privatisation(module: Module) -> list[Parameter]:
+    from ..passes.argument_privatisation import eligible_params
+    return [Parameter(f"privatise {name}", (False, True), False,
+                      f"give parameter '{name.split('.')[1]}' of '@{name.split('.')[0]}' a private "
+                      "copy per instance (argument-privatisation)", "argument-privatisation", name)
+            for name in eligible_params(module)]
+
+
+def _unroll(module: Module) -> list[Parameter]:
+    """One unroll factor per loop; functions that are copies of one another
+    (a front end makes one per node of an unrolled graph) share theirs."""
+    from ..passes.loop_unroll import constant_trip_count, loops_by_id
+    from ..passes.module_tools import called_functions, node_functions
+    kernels = [module.functions[name] for name in sorted(node_functions(module)
+                                                         | called_functions(module))
+               if name in module.functions]
+    parameters = []
+    for first, copies in _copies(kernels):
+        loops = [list(loops_by_id(function).items()) for function in [first] + copies]
+        for position, (loop_id, loop) in enumerate(loops[0]):
+            trips = constant_trip_count(loop)
+            if trips is not None and trips <= 1:
+                continue
+            factors = [f for f in UNROLL_FACTORS if trips is None or f < trips]
+            full = trips is not None and trips <= MAX_FULL_UNROLL
+            if full:
+                factors.append(trips)
+            about = f"unroll factor of loop '{loop.var}' in '@{first.name}'" + \
+                (f" and its {len(copies)} copies" if len(copies) > 1 else
+                 " and its copy" if copies else "") + \
+                (f" ({trips} iterations)" if trips is not None else "")
+            ids = tuple(each[position][0] for each in loops)
+            parameters.append(Parameter(f"unroll {loop_id}", (0, *factors), 0, about,
+                                        "loop-unroll", (ids, full)))
+    return parameters
+
+
+def _copies(functions) -> list[tuple]:
+    """``functions`` grouped by body: (first, [the others with the same
+    parameters and body])."""
+    groups: list[tuple] = []
+    for function in functions:
+        for first, copies in groups:
+            if dataclasses.replace(function, name=first.name) == first:
+                copies.append(function)
+                break
+        else:
+            groups.append((function, []))
+    return groups
+
+
+_GATHERERS = {"node-fusion": _node_fusion, "loop-fusion": _loop_fusion,
+              "argument-privatisation": _privatisation, "parallel-reduce": _parallel_reduce,
+              "loop-unroll": _unroll}

@@ -16,7 +16,6 @@ FPGA (``Target.estimate`` does).
 """
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from hpvm.errors import Location
@@ -28,54 +27,19 @@ class SingleWorkItemDevice(OpenCLDevice):
     """Kernels of rank 0 launched as a single work item.
 
     With task parallelism every thread the runtime launches from gets its
-    own in-order command queue, so kernels with no path between them run
-    at once (on the FPGA: side by side); without it every kernel goes to
-    the one queue.  The runtime waits for a producer's event before it
-    launches a consumer, so the DFG's dependencies hold across queues;
-    buffer fills and copies finish before they return for the same
-    reason."""
+    own in-order command queue (gpu_opencl's device), so kernels with no
+    path between them run at once (on the FPGA: side by side); without it
+    every kernel goes to the one queue."""
 
     name = "fpga_aoc"
 
-    def __init__(self, *args, emulated: bool, task_parallelism: bool = True, **kwargs):
+    def __init__(self, *args, emulated: bool, **kwargs):
         super().__init__(*args, **kwargs)
         self.timing_label = "emulated" if emulated else ""
-        self.task_parallelism = task_parallelism
-        self._local = threading.local()
-        self.queues: list = []
-
-    def _queue(self):
-        if not self.task_parallelism:
-            return self.runtime.queue
-        queue = getattr(self._local, "queue", None)
-        if queue is None:
-            import pyopencl as cl
-            queue = self._local.queue = cl.CommandQueue(self.runtime.context, self.runtime.device)
-            with self.runtime.lock:
-                self.queues.append(queue)
-        return queue
-
-    def allocate(self, shape, dtype):
-        handle = super().allocate(shape, dtype)
-        self.runtime.queue.finish()   # the zero fill, before another queue uses it
-        return handle
-
-    def duplicate(self, handle, shape, dtype):
-        copy = super().duplicate(handle, shape, dtype)
-        self.runtime.queue.finish()
-        return copy
 
     def enqueue(self, plan: NodePlan, args: dict[str, Any], sizes: tuple[int, ...],
                 group: tuple[int, ...] | None, where: Location):
-        import pyopencl as cl
-        values = [self._argument(a, args, sizes) for a in self.arguments[plan.entry]]
-        queue = self._queue()
-        with self.runtime.lock:
-            cl_kernel = self._kernels.get(plan.entry)
-            if cl_kernel is None:
-                cl_kernel = self._kernels[plan.entry] = cl.Kernel(self.program, plan.entry)
-            cl_kernel.set_args(*values)
-            return cl.enqueue_nd_range_kernel(queue, cl_kernel, (1,), (1,))
+        return self.enqueue_kernel(plan.entry, args, sizes, (1,), (1,))
 
 
 class HostEmulationDevice(Device):

@@ -184,8 +184,7 @@ class FpgaAocTarget(Target):
             plans[key] = NodePlan("kernel", entry["function"], entry["entry"], 0)
             arguments[entry["entry"]] = entry_arguments(module.function(entry["function"]), 0)
         return SingleWorkItemDevice(runtime, program, module, plans, arguments, options,
-                                    emulated=mode != "hardware",
-                                    task_parallelism=options.get("task_parallelism", True))
+                                    emulated=mode != "hardware")
 
     # -- cost model ------------------------------------------------------------
     def estimate(self, module: Module, nodes: list[NodeRef], options: dict,

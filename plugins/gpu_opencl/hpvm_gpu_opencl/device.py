@@ -1,15 +1,20 @@
 """The runtime shim of 'gpu_opencl': device buffers, copies and launches.
 
 Handles are :class:`DeviceBuffer` (a ``cl.Buffer`` with its shape and
-dtype).  Every command goes to the device's in-order queue, so launches and
-copies happen in submission order; ``launch`` returns the kernel's event
-and ``wait`` waits for it.  Reads back to the host (``copy_out``) are the
-only blocking transfers besides ``copy_in`` (which must finish before the
-caller may reuse its array).
+dtype).  Copies and fills go to the device's in-order queue.  Kernels go
+there too, unless task parallelism is on (the default): then every thread
+the runtime launches from gets its own in-order queue, so kernels with no
+path between them run at the same time on the device.  The runtime waits
+for a producer's event before it launches a consumer, so the DFG's
+dependencies hold across queues; fills and device-to-device copies finish
+before they return for the same reason.  ``launch`` returns the kernel's
+event and ``wait`` waits for it.  Reads back to the host (``copy_out``)
+are blocking, and so is ``copy_in`` (the caller may reuse its array).
 """
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,8 +74,28 @@ class OpenCLDevice(Device):
         self.work_group = options.get("work_group")
         self.transfers = Transfers(runtime.context, runtime.queue,
                                    options.get("transfer", DEFAULT_TRANSFER))
+        self.task_parallelism = options.get("task_parallelism", True)
+        self.queues: list = []
+        self._local = threading.local()
         self._kernels: dict[str, Any] = {}
         self._constants: dict[str, Any] = {}
+
+    def kernel_queue(self):
+        """The queue this thread launches kernels on (see the module docstring)."""
+        if not self.task_parallelism:
+            return self.runtime.queue
+        queue = getattr(self._local, "queue", None)
+        if queue is None:
+            import pyopencl as cl
+            queue = self._local.queue = cl.CommandQueue(self.runtime.context, self.runtime.device)
+            with self.runtime.lock:
+                self.queues.append(queue)
+        return queue
+
+    def finish(self) -> None:
+        """Wait for every queue's commands."""
+        for queue in [self.runtime.queue, *self.queues]:
+            queue.finish()
 
     # -- memory ----------------------------------------------------------
     def allocate(self, shape, dtype) -> DeviceBuffer:
@@ -78,6 +103,8 @@ class OpenCLDevice(Device):
         if handle.nbytes:
             import pyopencl as cl
             cl.enqueue_fill_buffer(self.runtime.queue, handle.buffer, np.uint8(0), 0, handle.nbytes)
+            if self.task_parallelism:
+                self.runtime.queue.finish()   # before a kernel queue uses it
         return handle
 
     def _new_buffer(self, shape, dtype) -> DeviceBuffer:
@@ -103,6 +130,8 @@ class OpenCLDevice(Device):
         copy = self._new_buffer(shape, dtype)
         if copy.nbytes:
             cl.enqueue_copy(self.runtime.queue, copy.buffer, handle.buffer, byte_count=copy.nbytes)
+            if self.task_parallelism:
+                self.runtime.queue.finish()
         return copy
 
     def free(self, handle: DeviceBuffer) -> None:
@@ -130,15 +159,21 @@ class OpenCLDevice(Device):
             return None
         global_size, local_size = geometry(sizes, group, plan.synchronous,
                                            self.runtime.info.max_work_group_size, where)
-        values = [self._argument(a, args, sizes) for a in self.arguments[plan.entry]]
+        return self.enqueue_kernel(plan.entry, args, sizes, global_size, local_size)
+
+    def enqueue_kernel(self, entry: str, args: dict[str, Any], sizes: tuple[int, ...],
+                       global_size: tuple[int, ...], local_size: tuple[int, ...] | None):
+        """Set ``entry``'s arguments and enqueue it on this thread's kernel
+        queue; its event."""
         import pyopencl as cl
+        values = [self._argument(a, args, sizes) for a in self.arguments[entry]]
+        queue = self.kernel_queue()
         with self.runtime.lock:
-            cl_kernel = self._kernels.get(plan.entry)
+            cl_kernel = self._kernels.get(entry)
             if cl_kernel is None:
-                cl_kernel = self._kernels[plan.entry] = cl.Kernel(self.program, plan.entry)
+                cl_kernel = self._kernels[entry] = cl.Kernel(self.program, entry)
             cl_kernel.set_args(*values)
-            return cl.enqueue_nd_range_kernel(self.runtime.queue, cl_kernel, global_size,
-                                              local_size)
+            return cl.enqueue_nd_range_kernel(queue, cl_kernel, global_size, local_size)
 
     def wait(self, event) -> None:
         if event is not None:

@@ -46,14 +46,17 @@ OPTIONS = [
     Option("build_options", list, (), "more OpenCL C compiler flags"),
     Option("transfer", str, DEFAULT_TRANSFER, "how buffers move between host and device",
            choices=tuple(TRANSFER_MODES)),
+    Option("task_parallelism", bool, True, "a command queue per launching thread: kernels "
+           "with no path between them run at the same time"),
 ]
 
 
 class GpuOpenCLTarget(Target):
     name = "gpu_opencl"
     description = "GPUs and other OpenCL devices through OpenCL C (PoCL, NVIDIA)"
-    default_pipeline = "node-fusion,dce"
-    """Fusing nodes keeps intermediates out of memory (edge: 1.4x on the H100)."""
+    default_pipeline = "node-fusion,parallel-reduce,dce"
+    """Fusing nodes keeps intermediates out of memory (edge: 1.4x on the
+    H100); reductions fold as trees in work groups' local memory."""
 
     def availability(self) -> Availability:
         try:

@@ -19,8 +19,9 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from hpvm.errors import Diagnostic, ExecutionError, Location
-from hpvm.ir.kernel import Expr, KernelFunction
+from hpvm.ir.kernel import Const, Expr, For, KernelFunction, While
 from hpvm.ir.shapes import replication_sizes
+from hpvm.ir.visit import walk
 
 from .abi import ArgumentLayout, entry_symbol
 from .pipeline import MachineCode
@@ -30,7 +31,26 @@ from .marshal import PackedArguments, Packer, set_replication
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 MIN_INSTANCES_PER_CHUNK = 4096
 """Below this many instances per chunk, handing a chunk to another thread
-costs more than running it."""
+costs more than running it (instances without sized loops)."""
+SMALL_TRIP_COUNT = 64
+"""Loops of at most this many iterations (constant bounds) count as
+straight-line work for MIN_INSTANCES_PER_CHUNK."""
+
+
+def instances_per_chunk(kernel: KernelFunction) -> int:
+    """The fewest instances worth a thread: one when the kernel runs a loop
+    whose length is not a small constant (each instance does real work: a
+    row of a reduction, a chunk of partial results), else
+    MIN_INSTANCES_PER_CHUNK."""
+    for node in walk(kernel.body):
+        if isinstance(node, While):
+            return 1
+        if isinstance(node, For):
+            bounds = (node.start, node.stop)
+            if not all(isinstance(b, Const) for b in bounds) or \
+                    abs(node.stop.value - node.start.value) > SMALL_TRIP_COUNT * abs(node.step):
+                return 1
+    return MIN_INSTANCES_PER_CHUNK
 
 
 @functools.cache
@@ -77,6 +97,7 @@ class CompiledKernel:
         self._packer = Packer(kernel.name, layout)
         self._outputs = tuple(p.name for p in kernel.params if p.direction == "out" and p.is_buffer)
         self._private = any(b.scratch is not None for b in layout.buffers)
+        self._per_chunk = instances_per_chunk(kernel)
 
     @property
     def rank(self) -> int:
@@ -107,7 +128,7 @@ class CompiledKernel:
 
     def _run_packed(self, packed: PackedArguments, sizes: tuple[int, ...], threads: int | None) -> None:
         if 0 not in sizes:
-            parts = min(threads or self.threads, -(-math.prod(sizes) // MIN_INSTANCES_PER_CHUNK))
+            parts = min(threads or self.threads, -(-math.prod(sizes) // self._per_chunk))
             self._launch(packed, split_range(sizes[0], parts))
 
     def _launch(self, packed: PackedArguments, chunks: list[tuple[int, int]]) -> None:

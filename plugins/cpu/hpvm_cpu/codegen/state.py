@@ -66,6 +66,8 @@ class LoweringState:
         self.return_type: ScalarType | None = None
         self.instance_group = None
         self.loop_groups: list = []
+        self.reductions: list = []
+        """The Reductions of the loops being emitted (innermost last)."""
 
     def fail(self, message: str, fix: str = "") -> TargetError:
         """A TargetError naming this function."""

@@ -11,12 +11,13 @@ from hpvm.ir.kernel import (
     ArrayDecl, Assign, AtomicUpdate, Barrier, ExprStmt, For, If, Let, Return,
     Stmt, Store, While,
 )
+from hpvm.ir.reduction import folded_value
 from hpvm.ir.types import I64 as I64_SCALAR
 
 from . import arithmetic
 from .expressions import ExpressionLowering
 from .intrinsics import atomic_update
-from .llvm_types import I64, byte_size, i64, memory_type, store_element
+from .llvm_types import I64, byte_size, i64, memory_type, register_type, store_element
 from .loop_metadata import access_group, loop_id
 from .state import BufferView
 
@@ -39,7 +40,27 @@ class StatementLowering(ExpressionLowering):
 
     def _assign_stmt(self, stmt: Assign) -> None:
         variable = self.variable(stmt.name)
-        self.builder.store(self.value_as(stmt.value, variable.type), variable.pointer)
+        value = self._reassociable_fold(stmt, variable)
+        if value is None:
+            value = self.value_as(stmt.value, variable.type)
+        self.builder.store(value, variable.pointer)
+
+    def _reassociable_fold(self, stmt: Assign, variable):
+        """A float sum or product that an enclosing reduction loop folds,
+        emitted with LLVM's ``reassoc`` flag: the loop promised any order
+        (For.reduce), so the vectoriser may keep one partial sum per lane.
+        None for any other assignment."""
+        reduction = next((r for r in self.reductions if r.var == stmt.name), None)
+        type = variable.type
+        if reduction is None or reduction.op not in ("add", "mul") or not type.is_float \
+                or type.bits == 16:
+            return None
+        item = folded_value(stmt, reduction)
+        if item is None:
+            return None
+        folded = self.builder.load(variable.pointer, typ=register_type(type))
+        fold = self.builder.fadd if reduction.op == "add" else self.builder.fmul
+        return fold(folded, self.value_as(item, type), flags=("reassoc",))
 
     def _store_stmt(self, stmt: Store) -> None:
         view = self.buffer(stmt.buffer)
@@ -117,8 +138,10 @@ class StatementLowering(ExpressionLowering):
 
         if group is not None:
             self.loop_groups.append(group)
+        self.reductions.extend(stmt.reduce)
         self.counted_loop(stmt.var, self.index(stmt.start), lambda: self.index(stmt.stop),
                           stmt.step, body, metadata)
+        del self.reductions[len(self.reductions) - len(stmt.reduce):]
         if group is not None:
             self.loop_groups.pop()
 

@@ -1,5 +1,6 @@
 """Object emission for cross targets, the compile cache, and errors."""
 import ctypes
+import dataclasses
 import shutil
 import struct
 import subprocess
@@ -7,12 +8,14 @@ import subprocess
 import numpy as np
 import pytest
 
+import hpvm.lang as hl
 from hpvm.errors import ExecutionError, TargetError
 from hpvm.ir.kernel import (
-    ArrayDecl, Barrier, InstanceId, Intrinsic, KernelFunction, Load, Store,
+    ArrayDecl, Barrier, For, InstanceId, Intrinsic, KernelFunction, Load, Store,
 )
 from hpvm.ir.parameter import Parameter
 from hpvm.ir.types import F16, F32, BufferType
+from hpvm.lang import Buffer, f32, task
 from hpvm_cpu.codegen import compile_kernel_node, emit_object, entry_symbol
 from hpvm_cpu.codegen import ArgumentLayout, cache, compiler
 from hpvm_cpu.codegen.jit import ENTRY_TYPE
@@ -148,3 +151,23 @@ def test_host_object_links_and_runs_with_the_slot_abi(tmp_path):
     packed = pack_arguments("map", ArgumentLayout.of(module.functions["map"], 1), args, (9,))
     entry(packed.address, 0, 9)
     np.testing.assert_allclose(args["out"], np.tanh(x) + 0.5, rtol=1e-6)
+
+
+@hl.program
+def total(x: Buffer[f32, "N"], y: Buffer[f32, 1]):
+    with task(ins=(x,), outs=(y,), name="fold"):
+        y[0] = sum(x[i] for i in range(N))  # noqa: F821 (a shape symbol)
+
+
+def test_a_float_sum_reduction_loop_is_vectorised_and_a_plain_one_is_not():
+    """The loop's reduce promise lets the fold reassociate (one partial sum
+    per vector lane); without it the sum stays one ordered chain."""
+    module = total.build()
+    folded = compile_kernel_node(module, "fold", 0)
+    assert "fadd reassoc <" in folded.llvm_ir
+    function = module.functions["fold"]
+    plain = dataclasses.replace(module, functions={"fold": dataclasses.replace(function, body=tuple(
+        dataclasses.replace(s, reduce=()) if isinstance(s, For) else s for s in function.body))})
+    assert "reassoc" not in compile_kernel_node(plain, "fold", 0).llvm_ir
+    x = np.random.default_rng(0).random(1000, dtype=np.float32)
+    np.testing.assert_allclose(folded.run({"x": x})["y"], [x.astype(np.float64).sum()], rtol=1e-5)

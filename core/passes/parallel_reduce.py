@@ -14,13 +14,17 @@ instances instead of one (reduce_forms.py builds the bodies):
   decline the node.
 - ``form=chunks`` (CPUs; any target): a node without replication gets a
   producer ``<node>_partial`` of ``lanes`` instances, each folding one
-  contiguous chunk into a small buffer of partial results per reduced
-  variable; the node then folds those and runs the rest of its body.
+  contiguous chunk (``layout=strided``: every lanes-th iteration, as a GPU
+  wants) into a small buffer of partial results per reduced variable; the
+  node then folds those and runs the rest of its body.  On a GPU the two
+  compose: chunks over the whole device, then a tree of the partials
+  (gpu_opencl's default pipeline).
 
 Statements before the last reduction loop must not write memory (every
 lane runs them), and a reduction loop may not write memory or carry any
 other variable between iterations.  Options: ``form``, ``lanes`` (tree: a
-power of two, the work-group size), ``nodes`` (``node`` or ``graph.node``;
+power of two, the work-group size), ``layout`` and ``grain`` (chunks),
+``nodes`` (``node`` or ``graph.node``;
 default every eligible node; these are the DSE's knobs).  A named node
 that is not eligible is refused with the reason.
 """
@@ -30,7 +34,10 @@ import dataclasses
 
 from ..errors import Diagnostic, Location
 from ..ir.graph import BindIn, Edge, Graph, KernelBody, Module, Node
-from ..ir.kernel import Const, If, InstanceId, KernelFunction, Let, Load, Stmt, Store, Var
+from ..ir.kernel import (
+    Call, Const, Expr, If, InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Load, Stmt,
+    Store, Var,
+)
 from ..ir.parameter import Parameter
 from ..ir.types import I64, BufferType
 from ..ir.visit import walk
@@ -38,13 +45,18 @@ from .errors import PassError
 from .module_tools import iter_nodes, named_kernel_nodes
 from .names import NameGenerator, function_names, unique_name
 from .reduce_forms import (
-    chunk_statements, fold_partials, lane_loop, partial_lets,
+    ReducingKernel, chunk_statements, fold_partials, iteration_count, lane_loop, partial_lets,
     reducing_kernel, tree_combine,
 )
 from .registry import Option, register_pass
 
 FORMS = ("tree", "chunks")
+LAYOUTS = {"contiguous": "chunked", "strided": "strided"}
+"""The chunks form's layouts, as reduce_forms.lane_loop names them."""
 MAX_TREE_LANES = 1024
+PARTIALS = "partials_of"
+"""Attribute of a node form=chunks made: the node whose chunks it folds
+(no second parallel-reduce splits it again)."""
 
 
 @register_pass("parallel-reduce", options=[
@@ -53,8 +65,14 @@ MAX_TREE_LANES = 1024
     Option("lanes", int, 256, "instances sharing each reduction (tree: the work-group size)",
            minimum=2),
     Option("nodes", list, (), "nodes to transform, as node or graph.node "
-           "(default: every eligible one)")])
-def parallel_reduce(module: Module, form: str, lanes: int, nodes: tuple[str, ...]) -> Module:
+           "(default: every eligible one)"),
+    Option("layout", str, "contiguous", "chunks: each instance folds one contiguous block "
+           "(CPU threads) or every lanes-th iteration (GPU: neighbours read neighbours)",
+           choices=tuple(LAYOUTS)),
+    Option("grain", int, 1, "chunks: fewest iterations per chunk; above 1 the number of "
+           "chunks follows the sizes (at most lanes)", minimum=1)])
+def parallel_reduce(module: Module, form: str, lanes: int, nodes: tuple[str, ...],
+                    layout: str, grain: int) -> Module:
     """Fold the reduction loops of kernel nodes with many instances."""
     if form == "tree" and (lanes & (lanes - 1) or lanes > MAX_TREE_LANES):
         raise PassError(Diagnostic(Location(), f"parallel-reduce: {lanes} lanes for a tree",
@@ -71,10 +89,12 @@ def parallel_reduce(module: Module, form: str, lanes: int, nodes: tuple[str, ...
     else:
         selected = [(g, n) for g, n in iter_nodes(module)
                     if isinstance(n.body, KernelBody) and node_problem(module, g, n, form) is None]
-    rewrite = _tree if form == "tree" else _chunks
     for graph_name, node_name in [(g.name, n.name) for g, n in selected]:
-        module = rewrite(module, module.graph(graph_name), module.graph(graph_name).node(node_name),
-                         lanes)
+        graph = module.graph(graph_name)
+        if form == "tree":
+            module = _tree(module, graph, graph.node(node_name), lanes)
+        else:
+            module = _chunks(module, graph, graph.node(node_name), lanes, LAYOUTS[layout], grain)
     return module
 
 
@@ -89,6 +109,8 @@ def node_problem(module: Module, graph: Graph, node: Node, form: str) -> str | N
     kernel = reducing_kernel(module.function(node.body.function))
     if isinstance(kernel, str):
         return kernel
+    if PARTIALS in node.attributes:
+        return f"already folds chunks of node '{node.attributes[PARTIALS]}' (form=chunks made it)"
     if form == "tree":
         if len(node.replication) >= 3:
             return "already has 3 replication dimensions (the lanes need one more)"
@@ -117,7 +139,7 @@ def _tree(module: Module, graph: Graph, node: Node, lanes: int) -> Module:
             body.append(stmt)
             continue
         partials, lets = partial_lets(kernel, index, names)
-        body += [*lets, *lane_loop(stmt, lane, lanes, "strided", names, partials),
+        body += [*lets, *lane_loop(stmt, lane, Const(lanes, I64), "strided", names, partials),
                  *tree_combine(kernel, index, partials, lane, lanes, names)]
     tail = function.body[kernel.tail_start:]
     if tail:
@@ -130,11 +152,14 @@ def _tree(module: Module, graph: Graph, node: Node, lanes: int) -> Module:
     return _with_nodes(module, graph, {node.name: rewritten}, (), (), new)
 
 
-def _chunks(module: Module, graph: Graph, node: Node, lanes: int) -> Module:
+def _chunks(module: Module, graph: Graph, node: Node, lanes: int, layout: str,
+            grain: int) -> Module:
     kernel = reducing_kernel(module.function(node.body.function))
     function = kernel.function
     names = NameGenerator(function_names(function))
     lane = Var(names.fresh("lane"), I64)
+    count = _chunk_count(kernel, lanes, grain)
+    in_kernel = count if isinstance(count, Const) else InstanceCount(0)
     buffers = {r.var: names.fresh(f"{r.var}_partials")
                for index in kernel.loops for r in kernel.reductions(index)}
     partial_body: list[Stmt] = [Let(lane.name, I64, InstanceId(0))]
@@ -144,10 +169,10 @@ def _chunks(module: Module, graph: Graph, node: Node, lanes: int) -> Module:
             partial_body.append(stmt)
             continue
         partials, lets = partial_lets(kernel, index, names)
-        partial_body += [*lets, *lane_loop(stmt, lane, lanes, "chunked", names, partials)]
+        partial_body += [*lets, *lane_loop(stmt, lane, in_kernel, layout, names, partials)]
         partial_body += [Store(buffers[r.var], (lane,), Var(partials[r.var], kernel.types[r.var]))
                          for r in kernel.reductions(index)]
-    combine_body = [fold_partials(kernel, index, buffers, lanes, names)
+    combine_body = [fold_partials(kernel, index, buffers, count, names)
                     if index in kernel.loops else stmt
                     for index, stmt in enumerate(function.body)]
     ports = tuple(Parameter(buffers[var], BufferType(type, (lanes,)), "out")
@@ -164,8 +189,30 @@ def _chunks(module: Module, graph: Graph, node: Node, lanes: int) -> Module:
     feeds = _feeds(graph, node.name, producer, {p.name for p in partial.params})
     return _with_nodes(
         module, graph, {node.name: dataclasses.replace(node, body=KernelBody(combiner.name))},
-        (Node(producer, KernelBody(partial.name), (Const(lanes, I64),), node.hint),),
+        (Node(producer, KernelBody(partial.name), (count,), node.hint, {PARTIALS: node.name}),),
         extra_edges + feeds, combiner)
+
+
+def _chunk_count(kernel: ReducingKernel, lanes: int, grain: int) -> Expr:
+    """How many chunks: ``lanes``, or with a ``grain`` above 1 as many as
+    give each at least ``grain`` iterations (at most ``lanes``, at least
+    one), computed from sizes and scalars when the loops' trip counts
+    depend on nothing else."""
+    if grain <= 1:
+        return Const(lanes, I64)
+    params = {p.name for p in kernel.function.params} | set(kernel.function.shape_symbols)
+    work: Expr | None = None
+    for index in kernel.loops:
+        trips = iteration_count(kernel.function.body[index])[1]
+        if any(isinstance(n, (Load, Call)) or (isinstance(n, Var) and n.name not in params)
+               for n in walk(tuple(trips))):
+            return Const(lanes, I64)
+        total = trips[0]
+        for trip in trips[1:]:
+            total = total * trip
+        work = total if work is None else Intrinsic("max", (work, total))
+    wanted = Intrinsic("max", ((work + (grain - 1)) / grain, Const(1, I64)))
+    return Intrinsic("min", (wanted, Const(lanes, I64)))
 
 
 def _read_params(function: KernelFunction, body) -> tuple[Parameter, ...]:

@@ -130,16 +130,24 @@ def _reads(stmt: Stmt) -> set[str]:
 
 # -- lanes -------------------------------------------------------------------
 
-def lane_loop(loop: For, lane: Expr, lanes: int, layout: str, names: NameGenerator,
+def iteration_count(loop: For) -> tuple[list[For], list[Expr]]:
+    """(the nest lane_loop numbers: ``loop`` and the loops flattened into
+    it, the trip count of each level)."""
+    nest = _flattenable_nest(loop)
+    return nest, [_trip_count(level) for level in nest]
+
+
+def lane_loop(loop: For, lane: Expr, lanes: Expr, layout: str, names: NameGenerator,
               partials: dict[str, str]) -> tuple[Stmt, ...]:
     """Statements running ``lane``'s share of ``loop``'s iterations
-    (``layout`` "strided" or "chunked"), folding into the variables
-    ``partials`` maps each reduced variable to."""
-    nest = _flattenable_nest(loop)
+    (``layout`` "strided" or "chunked") among ``lanes`` (a constant or an
+    expression), folding into the variables ``partials`` maps each
+    reduced variable to."""
+    nest, trips = iteration_count(loop)
     counts, lets = [], []
-    for level in nest:
+    for level, trip in zip(nest, trips):
         count = names.fresh(f"{level.var}_count")
-        lets.append(Let(count, I64, _trip_count(level)))
+        lets.append(Let(count, I64, trip))
         counts.append(Var(count, I64))
     total = counts[0]
     for count in counts[1:]:
@@ -156,15 +164,18 @@ def lane_loop(loop: For, lane: Expr, lanes: int, layout: str, names: NameGenerat
         stride = count if stride is None else stride * count
     body.extend(substitute(nest[-1].body, partials))
     reduce = tuple(Reduction(partials[r.var], r.op, r.identity) for r in loop.reduce)
-    if layout == "strided":
-        start, stop, step = lane, total, lanes
-    else:
-        chunk = names.fresh("chunk")
-        lets.append(Let(chunk, I64, (total + (lanes - 1)) / lanes))
-        start = lane * Var(chunk, I64)
-        stop = Intrinsic("min", (start + Var(chunk, I64), total))
-        step = 1
-    return (*lets, For(k, start, stop, step, tuple(body), reduce=reduce))
+    if layout == "strided" and isinstance(lanes, Const):
+        return (*lets, For(k, lane, total, lanes.value, tuple(body), reduce=reduce))
+    if layout == "strided":   # a step must be constant: count this lane's turns instead
+        turn = names.fresh("turn")
+        turns = (total - lane + (lanes - 1)) / lanes
+        body.insert(0, Let(k, I64, lane + Var(turn, I64) * lanes))
+        return (*lets, For(turn, Const(0, I64), turns, 1, tuple(body), reduce=reduce))
+    chunk = names.fresh("chunk")
+    lets.append(Let(chunk, I64, (total + (lanes - 1)) / lanes))
+    start = lane * Var(chunk, I64)
+    stop = Intrinsic("min", (start + Var(chunk, I64), total))
+    return (*lets, For(k, start, stop, 1, tuple(body), reduce=reduce))
 
 
 def _flattenable_nest(loop: For) -> list[For]:
@@ -246,7 +257,7 @@ def _fold_into(reduction: Reduction, value: Expr, type: ScalarType) -> Stmt:
     return Assign(reduction.var, combine(reduction, Var(reduction.var, type), value, type))
 
 
-def fold_partials(kernel: ReducingKernel, index: int, buffers: dict[str, str], lanes: int,
+def fold_partials(kernel: ReducingKernel, index: int, buffers: dict[str, str], lanes: Expr,
                   names: NameGenerator) -> For:
     """A loop folding each reduced variable's ``lanes`` partial results,
     read from the buffer ``buffers`` names for it."""
@@ -254,4 +265,4 @@ def fold_partials(kernel: ReducingKernel, index: int, buffers: dict[str, str], l
     reductions = kernel.reductions(index)
     body = tuple(_fold_into(r, _at(buffers[r.var], Var(p, I64), kernel.types[r.var]),
                             kernel.types[r.var]) for r in reductions)
-    return For(p, Const(0, I64), Const(lanes, I64), 1, body, reduce=reductions)
+    return For(p, Const(0, I64), lanes, 1, body, reduce=reductions)

@@ -18,14 +18,25 @@ UNROLL_FACTORS = (1, 2, 4, 8)
 unroll of a constant trip count."""
 MAX_FULL_UNROLL = 64
 """The largest constant trip count offered as a full unroll."""
-REDUCE_FORMS = (("tree", 64), ("tree", 256), ("chunks", 16), ("chunks", 64))
-"""The (form, lanes) offered per node with reduction loops (chunks only
-for nodes without replication)."""
+REDUCE_FORMS = (("tree", 64), ("tree", 256), ("chunks", 16), ("chunks", 64), ("spread", 65536))
+"""The (form, lanes) offered per node with reduction loops: a work-group
+tree, chunks of partial results (CPU threads), or spread (strided chunks
+over a whole GPU, then a tree of the partials); chunks and spread only
+for nodes without replication."""
 
 
 def parameters_of_pass(name: str, module: Module) -> list[Parameter]:
     """The parameters pass ``name`` (one of PASS_PARAMETERS) offers on ``module``."""
     return _GATHERERS[name](module)
+
+
+def reduce_steps(form: str, lanes: int, nodes: tuple[str, ...]) -> list:
+    """The pipeline steps of a parallel-reduce parameter's value."""
+    if form == "spread":
+        return [("parallel-reduce", {"form": "chunks", "lanes": lanes, "layout": "strided",
+                                     "grain": 256, "nodes": nodes}),
+                ("parallel-reduce", {"form": "tree", "nodes": nodes})]
+    return [("parallel-reduce", {"form": form, "lanes": lanes, "nodes": nodes})]
 
 
 def _parallel_reduce(module: Module) -> list[Parameter]:
@@ -38,7 +49,8 @@ def _parallel_reduce(module: Module) -> list[Parameter]:
         node = ref.split(".", 1)[1]
         parameters.append(Parameter(f"reduce {ref}", values, "as written",
                                     f"fold the reduction loops of node '{node}' with many "
-                                    "instances: a work-group tree or chunks (parallel-reduce)",
+                                    "instances: a work-group tree, chunks, or chunks spread "
+                                    "over a GPU then a tree (parallel-reduce)",
                                     "parallel-reduce", node))
     return parameters
 

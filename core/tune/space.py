@@ -44,7 +44,7 @@ from typing import Any, Iterator
 from ..ir.graph import Module
 from ..target import NodeRef
 from .parameter import Parameter, TuneError
-from .pass_parameters import PASS_PARAMETERS, parameters_of_pass
+from .pass_parameters import PASS_PARAMETERS, parameters_of_pass, reduce_steps
 
 ORIGIN = "tune_origin"
 """Node attribute naming the source node while a realisation runs its
@@ -198,8 +198,7 @@ class Space:
                 forms.setdefault(values[p.name], []).append(p.subject)
         for form_lanes, nodes in forms.items():
             form, lanes = form_lanes.split()
-            steps.append(("parallel-reduce", {"form": form, "lanes": int(lanes),
-                                              "nodes": tuple(nodes)}))
+            steps += reduce_steps(form, int(lanes), tuple(nodes))
         return steps
 
     def _same_place(self, pair: str, placed: dict, notes: list[str]) -> bool:

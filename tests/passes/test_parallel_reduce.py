@@ -22,7 +22,8 @@ from hpvm.testing import assert_outputs_close, usable_targets
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = load_python_file(ROOT / "tests" / "corpus" / "programs.py").CORPUS
-FORMS = ["parallel-reduce{lanes=8}", "parallel-reduce{form=chunks lanes=4}"]
+FORMS = ["parallel-reduce{lanes=8}", "parallel-reduce{form=chunks lanes=4}",
+         "parallel-reduce{form=chunks lanes=64 layout=strided grain=16},parallel-reduce{lanes=4}"]
 
 
 @hl.program
@@ -88,7 +89,8 @@ def test_the_chunks_form_adds_a_node_of_partial_results():
     result = run_pipeline(edge_detect.build(), "parallel-reduce{form=chunks lanes=4}",
                           verify_each=True)
     text = print_module(result)
-    assert "node max_partial = @max_partial [4]\n  node max = @max_combine" in text
+    assert ('node max_partial = @max_partial [4] {partials_of = "max"}\n'
+            '  node max = @max_combine') in text
     assert "edge max_partial.reduced_partials -> max.reduced_partials all-to-all" in text
     assert "edge row_max.row_max -> max_partial.row_max all-to-all" in text
     assert "for iteration in lane * chunk .. min(lane * chunk + chunk, y_count) step 1" in text
@@ -121,7 +123,7 @@ def test_the_tree_runs_on_gpu_opencl_and_the_chunks_on_cpu():
     module = statistics.build()
     inputs = statistics_inputs(np.random.default_rng(4), rows=3, cols=300, n=1000)
     expected = Interpreter(module).run(**inputs)
-    for target, pipeline in (("gpu_opencl", FORMS[0]), ("cpu", FORMS[1])):
+    for target, pipeline in (("gpu_opencl", FORMS[0]), ("cpu", FORMS[1]), ("gpu_opencl", FORMS[2])):
         if target not in usable_targets():
             continue
         exe = hpvm.compile(run_pipeline(module, pipeline), [target])
@@ -249,3 +251,13 @@ def test_fused_reduction_loops_fold_both_variables():
     inputs = srad_inputs("small", np.random.default_rng(0))
     assert_outputs_close(Interpreter(tree).run(**inputs), Interpreter(module).run(**inputs),
                          1e-5, 1e-6)
+
+
+def test_chunks_follow_the_sizes_with_a_grain_and_are_not_split_again():
+    module = run_pipeline(edge_detect.build(), FORMS[2], verify_each=True)
+    nodes = {n.name: n for n in module.root_graph.nodes}
+    assert print_module(module).count("@max_partial [min(max((max(H, 0) + 15) / 16, 1), 64)]") == 1
+    assert nodes["max_partial"].attributes == {"partials_of": "max"}
+    assert nodes["max"].attributes == {"group": (4,)}   # the combine folds as a tree
+    with pytest.raises(PassError, match="already folds chunks of node 'max'"):
+        run_pipeline(module, "parallel-reduce{nodes=max_partial}")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 
-from hpvm.errors import TargetError
+from hpvm.errors import HpvmError, TargetError
 from hpvm.ir.graph import ConstantBody, Graph, KernelBody, Module, Node, TensorBody
 from hpvm.options import Option
 from hpvm.target import Artifact, Availability, Device, Knob, NodeRef, Target
@@ -51,12 +51,32 @@ OPTIONS = [
 ]
 
 
+GPU_CHUNKS = 65536
+"""Partial results of a one-instance reduction on a GPU: enough work items
+to fill an H100 (132 SMs) with a few hundred elements each at 16M."""
+
+
 class GpuOpenCLTarget(Target):
     name = "gpu_opencl"
     description = "GPUs and other OpenCL devices through OpenCL C (PoCL, NVIDIA)"
-    default_pipeline = "node-fusion,parallel-reduce,dce"
-    """Fusing nodes keeps intermediates out of memory (edge: 1.4x on the
-    H100); reductions fold as trees in work groups' local memory."""
+    @property
+    def default_pipeline(self) -> str:
+        """Fusing nodes keeps intermediates out of memory (edge: 1.4x on the
+        H100).  On a GPU, a reduction in one instance is spread over the
+        whole device (chunks), then every reduction loop left folds as a
+        tree in a work group's local memory; CPU OpenCL devices (PoCL) run
+        many work items and barriers slower than a loop, so they keep
+        reductions as written."""
+        import pyopencl as cl
+        from .devices import select_device
+        try:
+            on_gpu = bool(select_device({}).type & cl.device_type.GPU)
+        except (HpvmError, cl.Error):  # no usable device: nothing runs here anyway
+            on_gpu = False
+        if not on_gpu:
+            return "node-fusion,dce"
+        return (f"node-fusion,parallel-reduce{{form=chunks lanes={GPU_CHUNKS} layout=strided grain=256}},"
+                "parallel-reduce,dce")
 
     def availability(self) -> Availability:
         try:

@@ -50,7 +50,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     run.add_argument("--plot", type=Path, help="write an SVG bar chart of the ratios here")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--pipeline", default="", help="hpvm passes run on each program first, "
-                                                     "e.g. node-fusion,dce")
+                                                     "e.g. node-fusion,dce, or default (the "
+                                                     "target's own pipeline)")
     return parser.parse_args(argv)
 
 

@@ -150,14 +150,14 @@ def measure(bench: Benchmark, make_run: Callable[[], Callable[[], dict]], expect
 
 def compile_run(bench: Benchmark, target: str, inputs: dict, registry, placed: list,
                 pipeline: str = ""):
-    """make_run for the hpvm row: run the pass ``pipeline`` (if any), then
-    compile for ``target``; ``placed`` gets the targets the placement chose
-    (a node may fall back to cpu or interp)."""
+    """make_run for the hpvm row: compile for ``target`` after the pass
+    ``pipeline`` (if any; ``default`` is the target's own); ``placed`` gets
+    the targets the placement chose (a node may fall back to cpu or
+    interp)."""
     def make_run():
         import hpvm.runtime
-        from hpvm.passes import run_pipeline
-        program = run_pipeline(bench.build(), pipeline) if pipeline else bench.program
-        exe = hpvm.runtime.compile(program, targets=[target], registry=registry)
+        exe = hpvm.runtime.compile(bench.program, targets=[target], registry=registry,
+                                   options={"pipeline": pipeline})
         placed.extend(exe.placement.used_targets)
         return lambda: exe(**inputs)
     return make_run

@@ -99,6 +99,11 @@ class HpvmRun:
     def finish(self):
         self.device.finish()
 
+    def per_node(self, repeat: int) -> list[tuple[str, float]]:
+        """Each node launched and waited for alone: (node, median s)."""
+        return [(ref.node, median_seconds(lambda: self.device.launch(ref, args), self.finish,
+                                          repeat)) for ref, args in self.launches]
+
     def result(self, name: str) -> np.ndarray:
         return self.device.copy_out(self.outputs[name])
 
@@ -144,6 +149,10 @@ def torch_device():
         return torch if torch.cuda.is_available() else None
     except ImportError:
         return None
+
+
+PER_NODE = False
+"""--per-node: edges also prints each node's time alone."""
 
 
 def relative_error(got, want) -> float:
@@ -250,6 +259,9 @@ def edges(size, hand, torch, registry, options, repeat):
         t = median_seconds(other.run, other.finish, repeat)
         rows.append((f"hpvm gpu_opencl, pipeline={pipeline}", t, traffic / t / 1e9, "GB/s",
                      float((other.result("edges") != reference).mean())))
+        if PER_NODE:
+            print(f"per node, pipeline={pipeline}: " + ", ".join(
+                f"{node} {seconds * 1e3:.3f} ms" for node, seconds in other.per_node(repeat)))
     ends = median_seconds(run.end_to_end, lambda: None, max(3, repeat // 4))
     rows.append(("hpvm gpu_opencl end to end (copies in/out)", ends, traffic / ends / 1e9, "GB/s", None))
     n = h * w
@@ -322,8 +334,12 @@ def main() -> None:
     parser.add_argument("--device", default=None)
     parser.add_argument("--workloads", default="sgemm,blur,edges,small",
                         help="comma-separated subset of sgemm,blur,edges,small")
+    parser.add_argument("--per-node", action="store_true",
+                        help="edges: also time each node alone per pipeline")
     args = parser.parse_args()
     chosen = args.workloads.split(",")
+    global PER_NODE
+    PER_NODE = args.per_node
     options = {k: v for k, v in (("platform", args.platform), ("device", args.device)) if v}
     from hpvm_gpu_opencl.devices import runtime_for, select_device
     runtime = runtime_for(select_device(options))

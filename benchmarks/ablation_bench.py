@@ -13,7 +13,7 @@ Times are the nodes' kernel times from ``exe.report()`` (host copies to a
 GPU excluded), medians of runs interleaved across configurations; every
 result is checked against the untransformed program's.  Cells give the
 speedup over the program as written; "-" where the optimisation has
-nothing to act on (the same module as without it).
+nothing to act on (the same module as without it; 1.00x in the geomean).
 """
 from __future__ import annotations
 
@@ -97,11 +97,8 @@ def table(title: str, rows: dict, labels: list[str]) -> None:
         cells = []
         for label in labels:
             value = times[label]
-            if value is None:
-                cells.append("-")
-                continue
-            speedups[label].append(base / value)
-            cells.append(f"{base / value:.2f}x")
+            speedups[label].append(1.0 if value is None else base / value)
+            cells.append("-" if value is None else f"{base / value:.2f}x")
         print(f"| {name} | {base * 1e3:.3f} | " + " | ".join(cells) + " |")
     means = [f"**{math.exp(statistics.mean(math.log(v) for v in values)):.2f}x**" if values
              else "-" for values in speedups.values()]

@@ -103,8 +103,9 @@ barrier = _marker("barrier", "``barrier()``: wait for the work group; local arra
 private_array = _marker("private_array", "``a = private_array(f32, (3, 3))``: a zeroed per-instance array.")
 local_array = _marker("local_array", "``a = local_array(f32, (16,))``: a zeroed array shared by the work group.")
 reduce = _marker("reduce", """``total = reduce("+", (x[i] for i in range(n)), initial=0.0)``:
-fold values with +, *, min, max, &, | or ^ (a reduction loop that passes may
-run in parallel: parallel-reduce).""")  # noqa: A001
+fold values with +, *, min, max, &, | or ^, or an associative and
+commutative @kernel helper (a, b) -> value with ``identity=`` (a reduction
+loop that passes may run in parallel: parallel-reduce).""")  # noqa: A001
 atomic_add = _marker("atomic_add", "``atomic_add(buf[i], v)``: atomically add; returns the old value.")
 atomic_min = _marker("atomic_min", "``atomic_min(buf[i], v)``: atomic minimum; returns the old value.")
 atomic_max = _marker("atomic_max", "``atomic_max(buf[i], v)``: atomic maximum; returns the old value.")

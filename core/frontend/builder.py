@@ -89,6 +89,7 @@ class Graph:
         self.bind_ins: list[BindIn] = []
         self.bind_outs: list[BindOut] = []
         self.kernels: dict[str, KernelFunction] = {}   # node name -> function
+        self.helpers: dict[str, KernelFunction] = {}   # functions reduce ops call
         self.children: dict[str, "Graph"] = {}        # node name -> child graph
         self._handles: dict[str, NodeHandle] = {}
 
@@ -107,6 +108,8 @@ class Graph:
         rep = self._replication(name, replication, function.params)
         node = Node(name, KernelBody(function.name), rep, hint, dict(attributes or {}))
         self.kernels[name] = function
+        if isinstance(kernel, KernelDef):
+            self.helpers.update(kernel.helpers)
         return self._add(node, function.params)
 
     def internal(self, child: "Graph", hint: str | None = None, name: str | None = None) -> NodeHandle:

@@ -52,6 +52,10 @@ def collect_module(root, name: str) -> Module:
                 node = dataclasses.replace(node, body=KernelBody(fname))
             nodes.append(node)
         ir_graphs[graph.name] = dataclasses.replace(graph.ir(), nodes=tuple(nodes))
+        for helper in graph.helpers.values():
+            if _function_name(functions, helper) != helper.name:
+                raise graph_error(graph.name, f"the reduce op '@{helper.name}' shares its name "
+                                  "with another function", "rename the helper")
     return Module(name, functions, ir_graphs, root.name)
 
 

@@ -32,7 +32,7 @@ class ParamSpec:
     direction: str | None = None
 
 
-def translate_body(body, make_scope, prelude=()):
+def translate_body(body, make_scope, prelude=(), return_type=None):
     """Translate statement list ``body``: returns ``(stmts, scope)``.
 
     ``make_scope()`` builds a fresh KernelScope (called once or twice: a
@@ -45,6 +45,7 @@ def translate_body(body, make_scope, prelude=()):
         scope = make_scope()
         scope.settled_types = settled
         translator = StmtTranslator(scope, hoisted_names(body))
+        translator.return_type = return_type
         head = []
         for name, expr in prelude:
             ir_name = scope.names.fresh(name)
@@ -93,6 +94,9 @@ class KernelDef:
     """What ``@hpvm.kernel`` returns.  ``function()`` gives the KernelFunction;
     calls from other kernels are inlined."""
 
+    helpers: dict = {}
+    """Helpers the last translation's reduce ops call (name -> KernelFunction)."""
+
     def __init__(self, function, name: str | None = None):
         self.python_function = function
         self.name = name or function.__name__
@@ -135,7 +139,19 @@ class KernelDef:
                                     "so it can only be a helper", "store results into an output buffer")
         stmts, scope = translate_body(self.source.tree.body, self._scope)
         params = tuple(_parameter(spec, scope) for spec in self.params)
+        self.helpers = dict(scope.helpers)
         return KernelFunction(name, params, stmts)
+
+    def helper(self) -> KernelFunction:
+        """This helper as a function of its own (a reduce op calls it; other
+        calls are inlined)."""
+        if self.return_type is None:
+            raise self.source.error(self.source.tree, f"helper '{self.name}' returns nothing",
+                                    "annotate the result: def combine(a: f32, b: f32) -> f32")
+        stmts, scope = translate_body(self.source.tree.body, self._scope,
+                                      return_type=self.return_type)
+        params = tuple(_parameter(spec, scope) for spec in self.params)
+        return KernelFunction(self.name, params, stmts, self.return_type)
 
     def _scope(self) -> KernelScope:
         buffers, scalars, symbols = {}, {}, {}

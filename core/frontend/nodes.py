@@ -131,6 +131,13 @@ def build_leaf(tracer, spec: NodeSpec) -> None:
     bind_symbols(tracer, spec, ports, scalars, usage.symbols)
     params = tuple(Parameter(n, tracer.buffers[n].type, d) for n, d in ports.items()) + tuple(
         tracer.scalar_param(n) for n in scalars)
+    for name, helper in scope.helpers.items():
+        known = tracer.module.functions.get(name)
+        if known is not None and known != helper:
+            raise tracer.source.error(spec.where, f"the reduce op '@{name}' shares its name with "
+                                      "another function of the program", "rename the helper")
+        tracer.module.function_names.taken.add(name)
+        tracer.module.functions[name] = helper
     function = KernelFunction(tracer.module.function_names.fresh(spec.name), params, stmts)
     tracer.module.functions[function.name] = function
     add_node(tracer, spec, Node(spec.name, KernelBody(function.name), rep, spec.hint), ports, scalars)

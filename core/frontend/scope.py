@@ -89,6 +89,7 @@ class KernelScope:
     helper_stack: tuple[str, ...] = ()
     local_prefix: str = ""
     undeclared: dict[str, str] = field(default_factory=dict)  # buffer -> node name
+    helpers: dict = field(default_factory=dict)  # name -> KernelFunction a reduce op calls
 
     def symbol(self, name: str) -> Expr | None:
         """The value of shape symbol ``name`` (recorded as used), or None."""

@@ -50,6 +50,7 @@ class StmtTranslator(ReduceMixin, CallMixin, ExprTranslator):
         self.hoisted = set(hoisted)
         self.hoisted_decls: list[Let] = []
         self.inliner = None      # set by inline.py for helper bodies
+        self.return_type = None  # set when translating a helper as a function of its own
         self.tail_returns: set[int] = set()
 
     def block(self, stmts) -> tuple:
@@ -98,6 +99,10 @@ class StmtTranslator(ReduceMixin, CallMixin, ExprTranslator):
     def _stmt_Return(self, node):
         if self.inliner is not None:
             return self.inliner.return_statement(self, node)
+        if node.value is not None and self.return_type is not None:
+            value = self.scalar(node.value)
+            self.emit(Return(self.converted(node, value, self.return_type, "the result")))
+            return
         if node.value is not None:
             raise self.error(node, "a node's kernel cannot return a value",
                              "store the result into an output buffer: out[i] = value")

@@ -6,12 +6,14 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
+import hpvm
 import hpvm.lang as hl
 from hpvm.interp import Interpreter
 from hpvm.ir.kernel import For
 from hpvm.ir.text import print_module
 from hpvm.ir.visit import walk
 from hpvm.lang import Buffer, f32, i64, parallel_loop, reduce, task
+from hpvm.testing import usable_targets
 
 from . import test_errors
 
@@ -112,3 +114,57 @@ def test_a_generator_elsewhere_is_refused():
         with task(ins=(x,), outs=(y,)):
             y[0] = abs(x[i] for i in range(N))  # E-bare
     refused(p, "E-bare", "only values of reduce")
+
+
+@hl.kernel
+def wider(a: f32, b: f32) -> f32:
+    """Keeps the value farther from zero: associative and commutative."""
+    if abs(a) >= abs(b):
+        return a
+    return b
+
+
+@hl.program
+def farthest(x: Buffer[f32, "N"], y: Buffer[f32, 1]):
+    with task(ins=(x,), outs=(y,), name="pick"):
+        y[0] = reduce(wider, (x[i] for i in range(N)), identity=0.0)
+
+
+def test_a_helper_op_is_called_by_the_reduction_and_parallelises():
+    from hpvm.ir.kernel import Reduction
+    from hpvm.passes import run_pipeline
+    module = farthest.build()
+    assert module.functions["wider"].return_type == f32
+    loop = next(s for s in module.functions["pick"].body if isinstance(s, For))
+    assert loop.reduce[0].op == "@wider" and loop.reduce[0].identity.value == 0.0
+    assert isinstance(loop.reduce[0], Reduction)
+    x = np.random.default_rng(3).standard_normal(50).astype(np.float32)
+    want = x[np.argmax(np.abs(x))]
+    for pipeline in ("", "parallel-reduce{lanes=8}", "parallel-reduce{form=chunks lanes=4}"):
+        optimised = run_pipeline(module, pipeline, verify_each=True) if pipeline else module
+        for target in usable_targets():
+            assert hpvm.compile(optimised, [target])(x=x)["y"][0] == want, (pipeline, target)
+
+
+def test_a_helper_op_needs_its_identity():
+    @hl.program
+    def p(x: Buffer[f32, "N"], y: Buffer[f32, 1]):
+        with task(ins=(x,), outs=(y,)):
+            y[0] = reduce(wider, (x[i] for i in range(N)))  # E-identity
+    refused(p, "E-identity", "needs identity=")
+
+
+@hl.kernel
+def pick_kernel(x: Buffer[f32, "N"], y: hl.Out[Buffer[f32, 1]]):
+    y[0] = reduce(wider, (x[i] for i in range(N)), identity=0.0)
+
+
+def test_the_graph_builder_carries_the_helper_op_too():
+    graph = hl.Graph("g")
+    node = graph.leaf(pick_kernel)
+    graph.bind_in("x", node.inp("x"))
+    graph.bind_out(node.out("y"), "y")
+    module = graph.build()
+    assert "wider" in module.functions
+    x = np.array([0.5, -3.0, 2.0], np.float32)
+    assert Interpreter(module).run(x=x)["y"][0] == -3.0

@@ -36,6 +36,8 @@ from hpvm.ir.graph import Module
 from hpvm.ir.types import BufferType
 from hpvm.ir.visit import walk
 
+from hpvm.ir.reduction import folded_value
+
 from .expressions import evaluate, operands, operator_name, unrolled
 from .profiles import DeviceProfile, Resources
 
@@ -93,6 +95,8 @@ class _KernelModel:
         self.arrays: dict[str, k.ArrayDecl] = {}
         self.copies = 1
         self.measured: dict = {}
+        self.zeroed: set[str] = set()
+        """Float variables holding 0 where the walk is (accumulator starts)."""
         self._call_latency: dict[str, float] = {}
         """How many copies of the current loop run side by side (an
         unrolled loop around it): they share the memory bandwidth."""
@@ -182,9 +186,10 @@ class _KernelModel:
         copies = self.copies
         if serial:  # the unrolled copies of the inner loops run side by side
             self.copies *= unroll
+        accumulated = self._accumulators(loop)   # before the body's updates are seen
         body_cycles, body_area = self.block(loop.body, inner, function)
         self.copies = copies
-        recurrence, carrier = self._recurrence(loop)
+        recurrence, carrier = self._recurrence(loop, accumulated)
         control = self.profile.operator("loop")
         if trips <= unroll and not serial:  # completely unrolled: straight-line code
             cycles = body_cycles + max(trips - 1, 0) * recurrence
@@ -230,10 +235,14 @@ class _KernelModel:
                           "cannot tell (fix: pass the program's inputs, e.g. hpvm tune "
                           "--inputs, or give the loop a trip_count= hint)")
 
-    def _recurrence(self, loop: k.For) -> tuple[float, str]:
+    def _recurrence(self, loop: k.For, accumulated: set[str]) -> tuple[float, str]:
         """The longest path from a value at the start of an iteration to its
-        value for the next one, and what carries it."""
-        carried = sorted({s.name for s in walk(loop.body) if isinstance(s, k.Assign)})
+        value for the next one, and what carries it.  A float sum the loop
+        reduces into (``For.reduce``) from 0, updated unconditionally, maps
+        to the single-cycle accumulator where the device has one (aoc
+        infers it on Arria 10; ``accumulated``): it carries nothing."""
+        carried = sorted({s.name for s in walk(loop.body) if isinstance(s, k.Assign)}
+                         - accumulated)
         if not loop.ivdep:
             carried += [f"mem:{b}" for b in self._shared_buffers(loop)]
         longest, carrier = 0.0, "none"
@@ -244,6 +253,22 @@ class _KernelModel:
             if length > longest:
                 longest, carrier = length, f"recurrence through {name.removeprefix('mem:')}"
         return longest, carrier
+
+    def _accumulators(self, loop: k.For) -> set[str]:
+        """Float sums ``loop`` reduces into from 0, each changed by one
+        unconditional statement of its body (aoc's conditions for the
+        single-cycle accumulator), on a device that has it."""
+        if not self.profile.single_cycle_accumulator:
+            return set()
+        found = set()
+        for reduction in loop.reduce:
+            updates = [s for s in loop.body if folded_value(s, reduction) is not None]
+            changes = [n for n in walk(loop.body)
+                       if isinstance(n, k.Assign) and n.name == reduction.var]
+            if reduction.op == "add" and reduction.var in self.zeroed \
+                    and len(updates) == len(changes) == 1:
+                found.add(reduction.var)
+        return found
 
     def _shared_buffers(self, loop: k.For) -> list[str]:
         """Buffers the body both reads and writes, unless every access is
@@ -388,8 +413,12 @@ class _KernelModel:
                                      "load_local" if kind == "load" else "store_local")
 
     def _track_value(self, stmt, env: dict) -> None:
-        """Keep integer values the trip counts may need (``let n = N / 2``)."""
+        """Keep integer values the trip counts may need (``let n = N / 2``),
+        and which float variables hold 0 (accumulators start there)."""
         if isinstance(stmt, (k.Let, k.Assign)):
+            zero = (isinstance(stmt.value, k.Const) and stmt.value.type.is_float
+                    and stmt.value.value == 0)
+            (self.zeroed.add if zero else self.zeroed.discard)(stmt.name)
             value = evaluate(stmt.value, env) if stmt.value is not None else None
             if value is None:
                 env.pop(stmt.name, None)

@@ -91,6 +91,10 @@ class DeviceProfile:
     """Global (DDR) memory bandwidth of the reference board."""
     latency_scale: float = 1.0
     operators: dict = field(default_factory=lambda: dict(ARRIA10_OPERATORS))
+    single_cycle_accumulator: bool = False
+    """A hardened float accumulator (Arria 10): a float sum from 0 in a
+    loop costs no recurrence (Intel's programming guide, 'Single-Cycle
+    Floating-Point Accumulator for Single Work-Item Kernels')."""
 
     def operator(self, name: str) -> Operator:
         op = self.operators[name]
@@ -111,7 +115,7 @@ PROFILES = {
         "arria10", "Intel Arria 10 GX 1150 (reference board: 2 banks of DDR4-2133)",
         capacity=Resources(427_200, 1_708_800, 2_713, 1_518),
         static=Resources(64_000, 170_000, 350, 0),
-        fmax_mhz=300.0, fmax_full_mhz=170.0, bandwidth_gbs=34.1),
+        fmax_mhz=300.0, fmax_full_mhz=170.0, bandwidth_gbs=34.1, single_cycle_accumulator=True),
     "stratix10": DeviceProfile(
         "stratix10", "Intel Stratix 10 GX 2800 (reference board: 4 banks of DDR4-2400)",
         capacity=Resources(933_120, 3_732_480, 11_721, 5_760),

@@ -57,6 +57,25 @@ def test_a_privatised_accumulator_carries_only_the_adders_latency():
     assert private.limiter == "recurrence through total"
 
 
+SUM = ("  let total: f32 = f32({start})\n  for i in 0 .. N step 1{flags} {{\n"
+       "    total = total + x[i]\n  }}\n  y[0] = total")
+
+
+@pytest.mark.parametrize("profile, start, flags, ii", [
+    ("arria10", 0, " [reduce total: add]", 1),   # the single-cycle accumulator
+    ("arria10", 1, " [reduce total: add]", None),   # it starts at 0 only
+    ("arria10", 0, "", None),                     # no promise: a plain recurrence
+    ("stratix10", 0, " [reduce total: add]", None),   # no hardened accumulator there
+])
+def test_a_promised_float_sum_from_zero_uses_arria10s_single_cycle_accumulator(
+        profile, start, flags, ii):
+    chosen = PROFILES[profile]
+    text = module(SUM.format(start=start, flags=flags), "in x: f32[N], out y: f32[1]")
+    found = next(l for l in kernel_report(parse_module(text), "k", {"N": N}, chosen,
+                                          BYTES_PER_CYCLE).loops if l.loop == "k.i")
+    assert found.ii == (ii or chosen.operator("fadd").latency)
+
+
 def test_an_integer_accumulator_pipelines_at_ii_1():
     text = module("  let total: i32 = i32(0)\n  for i in 0 .. N step 1 {\n"
                   "    total = total + x[i]\n  }\n  y[0] = total",

@@ -2,6 +2,7 @@
 
     python -m benchmarks run --targets cpu,gpu_opencl --size large \\
         [--programs blur,edge] [--repeat 5] [--json out.json] [--plot ratios.svg]
+        [--compare earlier.json]
     python -m benchmarks list
 
 Prints a Markdown table (program, target, median ms, peer, peer ms,
@@ -20,6 +21,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from .compare import CompareError, comparison_table, recorded_ratios
 from .plot import ratio_svg
 from .runner import format_notes, format_table, run_suite, select_benchmarks
 from .suite import SIZES
@@ -49,6 +51,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     run.add_argument("--json", type=Path, help="write machine info, command and rows here")
     run.add_argument("--plot", type=Path, help="write an SVG bar chart of the ratios here")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--compare", type=Path, help="a --json file of an earlier run: print each "
+                                                   "ratio then and now (regressions marked)")
     run.add_argument("--pipeline", default="", help="hpvm passes run on each program first, "
                                                      "e.g. node-fusion,dce, or default (the "
                                                      "target's own pipeline)")
@@ -70,6 +74,12 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     if args.repeat < 1:
         print("error: --repeat must be at least 1", file=sys.stderr)
         return 2
+    if args.compare:
+        try:
+            recorded_ratios(args.compare)
+        except CompareError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     try:
         result = run_suite(split(args.programs) or None, split(args.targets), args.size,
                            args.repeat, progress=not args.quiet, pipeline=args.pipeline)
@@ -80,6 +90,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     notes = format_notes(result)
     if notes:
         print("\n" + notes)
+    if args.compare:
+        print("\n" + comparison_table(result.rows, args.compare, args.size))
     command = "python -m benchmarks " + shlex.join(argv)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -101,3 +101,25 @@ def test_unavailable_peers_are_listed_once_per_reason():
     from benchmarks.runner import SuiteResult, format_notes
     result = SuiteResult(unavailable_peers=[("blur", "halide", "no halide"), ("edge", "halide", "no halide")])
     assert format_notes(result) == "peer halide unavailable (blur, edge): no halide"
+
+
+def test_compare_puts_each_ratio_beside_the_recorded_one(suite_run, tmp_path):
+    from dataclasses import asdict
+
+    from benchmarks.compare import comparison_table
+    data = json.loads((suite_run[3] / "out.json").read_text())
+    rows = [Row(**row) for row in data["rows"]]
+    slower = [Row(**{**asdict(row), "ratio": row.ratio * 2}) for row in rows if row.ratio]
+    table = comparison_table(slower, suite_run[3] / "out.json", "small")
+    measured = [line for line in table.splitlines() if line.startswith("| blur")]
+    assert measured and all("2.00x | slower" in line for line in measured)
+    assert "Note: recorded at size" not in table
+    assert "Note: recorded at size small, this run is large" in comparison_table(
+        rows, suite_run[3] / "out.json", "large")
+
+
+def test_compare_with_a_file_that_is_not_a_run_is_refused_before_running(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main(["run", "--programs", "blur", "--compare", str(bad)]) == 2
+    assert "not a recorded suite run" in capsys.readouterr().err

@@ -156,9 +156,14 @@ class KernelChecker(ExprChecker):
             self.report.error(f"{where}: '{reduction.var}' is not a scalar variable declared "
                               "before the loop", "declare it with Let before the loop")
             return
-        problem = op_problem(reduction, symbol.type) or promise_problem(loop, reduction)
+        problem = op_problem(reduction, symbol.type)
         if problem is None and reduction.op.startswith("@"):
             problem = self._helper_op_problem(reduction, symbol.type)
+        if problem is not None:
+            self.report.error(f"{where}: {problem}", "name a reduction op the variable's type "
+                              "allows, or a helper (T, T) -> T with its identity")
+            return
+        problem = promise_problem(loop, reduction)
         if problem is not None:
             self.report.error(f"{where}: {problem}",
                               f"update it only by '{reduction.var} = {reduction.op}"

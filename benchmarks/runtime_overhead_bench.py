@@ -15,6 +15,7 @@ the "placed" column says where the nodes ran.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shlex
@@ -57,14 +58,30 @@ def measure(exe, inputs: dict, repeat: int) -> tuple[float, float, int, str]:
     return statistics.median(calls), statistics.median(kernels), len(records), summary
 
 
-def run(programs: list[str], targets: list[str], repeat: int) -> list[str]:
+def target_options(items: list[str]) -> dict:
+    """``--option TARGET.KEY=VALUE`` items as compile options (values read
+    as JSON when they parse, else as text)."""
+    options: dict = {}
+    for item in items:
+        key, _, text = item.partition("=")
+        target, _, name = key.partition(".")
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text
+        options.setdefault(target, {})[name] = value
+    return options
+
+
+def run(programs: list[str], targets: list[str], repeat: int, options: dict | None = None
+        ) -> list[str]:
     from hpvm.runtime import compile
     lines = ["| program | target | placed | nodes | call us | kernels us | overhead us/node |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
     for name in programs:
         module, inputs = program_inputs(name)
         for target in targets:
-            exe = compile(module, [target])
+            exe = compile(module, [target], options=options or {})
             try:
                 call, kernels, nodes, placed = measure(exe, inputs, repeat)
             finally:
@@ -81,6 +98,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--targets", default="interp,cpu,aten")
     parser.add_argument("--programs", default=",".join(PROGRAMS))
+    parser.add_argument("--option", action="append", default=[], metavar="TARGET.KEY=VALUE",
+                        help="a target option, e.g. gpu_opencl.asynchronous=true")
     args = parser.parse_args(argv)
     split = lambda text: [t.strip() for t in text.split(",") if t.strip()]  # noqa: E731
     command = " ".join(shlex.quote(a) for a in [".venv/bin/python", "benchmarks/runtime_overhead_bench.py",
@@ -88,7 +107,8 @@ def main(argv=None) -> int:
     print(f"command: {command}")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores visible, "
           f"Python {platform.python_version()}; median of {args.repeat}")
-    lines = run(split(args.programs), split(args.targets), args.repeat)
+    lines = run(split(args.programs), split(args.targets), args.repeat,
+                target_options(args.option))
     print()
     print("\n".join(lines))
     return 0

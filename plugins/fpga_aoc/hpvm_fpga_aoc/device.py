@@ -39,7 +39,7 @@ class SingleWorkItemDevice(OpenCLDevice):
 
     def enqueue(self, plan: NodePlan, args: dict[str, Any], sizes: tuple[int, ...],
                 group: tuple[int, ...] | None, where: Location):
-        return self.enqueue_kernel(plan.entry, args, sizes, (1,), (1,))
+        return self.enqueue_kernel(plan, args, sizes, (1,), (1,))
 
 
 class HostEmulationDevice(Device):

@@ -10,12 +10,18 @@ dependencies hold across queues; fills and device-to-device copies finish
 before they return for the same reason.  ``launch`` returns the kernel's
 event and ``wait`` waits for it.  Reads back to the host (``copy_out``)
 are blocking, and so is ``copy_in`` (the caller may reuse its array).
+
+With the option ``asynchronous`` the runtime does not wait for launches:
+each buffer remembers the event of its last writer and of its readers
+since, a kernel waits for those on the device (``wait_for``), and the
+host waits only where it reads or overwrites a buffer.  Run reports then
+time launches, not kernels, and say so.
 """
 from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,6 +44,17 @@ class DeviceBuffer:
     buffer: Any
     shape: tuple[int, ...]
     dtype: np.dtype
+    writer: Any = None
+    """asynchronous: the event of the last command writing it."""
+    readers: list = field(default_factory=list)
+    """asynchronous: events of the kernels reading it since."""
+
+    def settled(self) -> None:
+        """Wait until every command using it is done (before the host
+        reads or overwrites it)."""
+        for event in [self.writer, *self.readers]:
+            if event is not None:
+                event.wait()
 
     @property
     def nbytes(self) -> int:
@@ -75,6 +92,10 @@ class OpenCLDevice(Device):
         self.transfers = Transfers(runtime.context, runtime.queue,
                                    options.get("transfer", DEFAULT_TRANSFER))
         self.task_parallelism = options.get("task_parallelism", True)
+        self.asynchronous = options.get("asynchronous", False)
+        self.async_launch = self.asynchronous
+        if self.asynchronous:
+            self.timing_label = "asynchronous: launch times"
         self.queues: list = []
         self._local = threading.local()
         self._kernels: dict[str, Any] = {}
@@ -117,11 +138,13 @@ class OpenCLDevice(Device):
     def copy_in(self, handle: DeviceBuffer, array) -> None:
         data = np.ascontiguousarray(np.broadcast_to(array, handle.shape), dtype=handle.dtype)
         if handle.nbytes:
+            handle.settled()
             self.transfers.to_device(handle.buffer, data)
 
     def copy_out(self, handle: DeviceBuffer) -> np.ndarray:
         array = np.empty(handle.shape, handle.dtype)
         if handle.nbytes:
+            handle.settled()
             self.transfers.to_host(handle.buffer, array)
         return array
 
@@ -129,6 +152,7 @@ class OpenCLDevice(Device):
         import pyopencl as cl
         copy = self._new_buffer(shape, dtype)
         if copy.nbytes:
+            handle.settled()
             cl.enqueue_copy(self.runtime.queue, copy.buffer, handle.buffer, byte_count=copy.nbytes)
             if self.task_parallelism:
                 self.runtime.queue.finish()
@@ -159,24 +183,48 @@ class OpenCLDevice(Device):
             return None
         global_size, local_size = geometry(sizes, group, plan.synchronous,
                                            self.runtime.info.max_work_group_size, where)
-        return self.enqueue_kernel(plan.entry, args, sizes, global_size, local_size)
+        return self.enqueue_kernel(plan, args, sizes, global_size, local_size)
 
-    def enqueue_kernel(self, entry: str, args: dict[str, Any], sizes: tuple[int, ...],
+    def enqueue_kernel(self, plan: NodePlan, args: dict[str, Any], sizes: tuple[int, ...],
                        global_size: tuple[int, ...], local_size: tuple[int, ...] | None):
-        """Set ``entry``'s arguments and enqueue it on this thread's kernel
-        queue; its event."""
+        """Set the arguments of ``plan``'s entry and enqueue it on this
+        thread's kernel queue; its event.  Asynchronous, it first waits (on
+        the device) for the last writer of every buffer it uses and, for
+        those it writes, for their readers: the DFG's dependencies as
+        OpenCL events, with no host round trip."""
         import pyopencl as cl
-        values = [self._argument(a, args, sizes) for a in self.arguments[entry]]
+        values = [self._argument(a, args, sizes) for a in self.arguments[plan.entry]]
         queue = self.kernel_queue()
         with self.runtime.lock:
-            cl_kernel = self._kernels.get(entry)
+            cl_kernel = self._kernels.get(plan.entry)
             if cl_kernel is None:
-                cl_kernel = self._kernels[entry] = cl.Kernel(self.program, entry)
+                cl_kernel = self._kernels[plan.entry] = cl.Kernel(self.program, plan.entry)
             cl_kernel.set_args(*values)
-            return cl.enqueue_nd_range_kernel(queue, cl_kernel, global_size, local_size)
+            if not self.asynchronous:
+                return cl.enqueue_nd_range_kernel(queue, cl_kernel, global_size, local_size)
+            buffers = {name: handle for name, handle in args.items()
+                       if isinstance(handle, DeviceBuffer)}
+            written = {p.name for p in self.module.function(plan.function).params
+                       if p.is_buffer and p.direction in ("out", "inout")}
+            after = [e for name, handle in buffers.items()
+                     for e in [handle.writer, *(handle.readers if name in written else ())]
+                     if e is not None]
+            event = cl.enqueue_nd_range_kernel(queue, cl_kernel, global_size, local_size,
+                                               wait_for=after or None)
+            for name, handle in buffers.items():
+                if name in written:
+                    handle.writer, handle.readers = event, []
+                else:
+                    done = cl.command_execution_status.COMPLETE
+                    handle.readers = [e for e in handle.readers
+                                      if e.command_execution_status != done] + [event]
+            return event
 
     def wait(self, event) -> None:
-        if event is not None:
+        """Block until ``event`` is done; asynchronous, return at once (the
+        next command that needs the result waits for it on the device, a
+        read back to the host waits for it there)."""
+        if event is not None and not self.asynchronous:
             event.wait()
 
     def _argument(self, argument: Argument, args: dict, sizes: tuple[int, ...]):
@@ -204,7 +252,10 @@ class OpenCLDevice(Device):
             source = cl.Buffer(self.runtime.context, cl.mem_flags.READ_ONLY
                                | cl.mem_flags.COPY_HOST_PTR, hostbuf=data)
             self._constants[key] = source
-        return cl.enqueue_copy(self.runtime.queue, handle.buffer, source, byte_count=handle.nbytes)
+        handle.settled()
+        event = cl.enqueue_copy(self.runtime.queue, handle.buffer, source, byte_count=handle.nbytes)
+        handle.writer, handle.readers = event, []
+        return event
 
 
 def _scalar(value, type_name: str):

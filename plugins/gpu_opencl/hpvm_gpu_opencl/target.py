@@ -48,6 +48,9 @@ OPTIONS = [
            choices=tuple(TRANSFER_MODES)),
     Option("task_parallelism", bool, True, "a command queue per launching thread: kernels "
            "with no path between them run at the same time"),
+    Option("asynchronous", bool, False, "launches return at once and kernels wait for their "
+           "inputs on the device (OpenCL events), not the host; run reports then give "
+           "launch times"),
 ]
 
 

@@ -22,10 +22,12 @@ def batch_examples():
     return [p for p in sorted(EXAMPLES.glob("*.hpvm")) if not load_module(p).root_graph.is_streaming]
 
 
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["waited", "asynchronous"])
 @pytest.mark.parametrize("path", batch_examples(), ids=lambda p: p.stem)
-def test_examples_match_the_interpreter(path):
+def test_examples_match_the_interpreter(path, asynchronous):
     module = load_module(path)
     exe = check_against_interpreter(module, random_inputs(module.root_graph, SIZES), ["gpu_opencl"],
+                                    options={"gpu_opencl": {"asynchronous": asynchronous}},
                                     **TOLERANCE)
     assert set(exe.placement.targets.values()) == {"gpu_opencl"}
 

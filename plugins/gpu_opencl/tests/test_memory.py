@@ -92,3 +92,29 @@ def test_repeated_runs_give_the_same_counts(hint):
     _, first, _ = run_chain((hint,) * 4)
     _, second, _ = run_chain((hint,) * 4)
     assert first == second == (3 * N * FLOAT if hint == "gpu_opencl" else 0)
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+@pytest.mark.parametrize("hints", [("gpu_opencl",) * 4, ("gpu_opencl", "cpu", "gpu_opencl", "cpu")])
+def test_asynchronous_launches_keep_every_dependence(parallel, hints):
+    """Launches return at once; kernels wait for their inputs' writers (and
+    writers for their readers) on the device, across queues and devices."""
+    module = parse_module(CHAIN % hints)
+    data = np.random.default_rng(2).standard_normal(N).astype(np.float32)
+    exe = rt.compile(module, targets=["gpu_opencl", "cpu"],
+                     options={"task_parallelism": parallel,
+                              "gpu_opencl": {"asynchronous": True}})
+    for _ in range(5):
+        assert_outputs_close(exe(data=data), run_module(module, {"data": data}))
+    labels = {r.target for r in exe.report().records if r.node != "<outputs>"}
+    assert "gpu_opencl (asynchronous: launch times)" in labels
+
+
+def test_asynchronous_reductions_and_constants_match_the_interpreter():
+    from hpvm.demo.edge_detection import edge_detect, make_inputs, reference
+    inputs = make_inputs(np.random.default_rng(0))
+    exe = rt.compile(edge_detect, targets=["gpu_opencl"],
+                     options={"pipeline": "node-fusion,parallel-reduce{lanes=8},dce",
+                              "gpu_opencl": {"asynchronous": True}})
+    for _ in range(3):
+        np.testing.assert_array_equal(exe(**inputs)["edges"], reference(inputs)["edges"])

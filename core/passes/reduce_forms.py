@@ -68,11 +68,15 @@ def reducing_kernel(function: KernelFunction) -> ReducingKernel | str:
 
 
 def _effect(stmt: Stmt, buffers: set[str]) -> str | None:
+    """What in ``stmt`` every lane running it would do more than once: a
+    write to a buffer parameter (a call passing one may write it), a
+    return."""
     for node in walk(stmt):
         if isinstance(node, (Store, AtomicUpdate)) and node.buffer in buffers:
             return f"writes '{node.buffer}'"
-        if isinstance(node, Call):
-            return f"calls '@{node.function}'"
+        if isinstance(node, Call) and any(isinstance(a, Var) and a.name in buffers
+                                          for a in node.args):
+            return f"passes a buffer to '@{node.function}'"
         if isinstance(node, Return):
             return "returns"
     return None

@@ -140,7 +140,8 @@ def test_a_helper_op_is_called_by_the_reduction_and_parallelises():
     assert isinstance(loop.reduce[0], Reduction)
     x = np.random.default_rng(3).standard_normal(50).astype(np.float32)
     want = x[np.argmax(np.abs(x))]
-    for pipeline in ("", "parallel-reduce{lanes=8}", "parallel-reduce{form=chunks lanes=4}"):
+    for pipeline in ("", "parallel-reduce{lanes=8 nodes=pick}",
+                     "parallel-reduce{form=chunks lanes=4 nodes=pick}"):
         optimised = run_pipeline(module, pipeline, verify_each=True) if pipeline else module
         for target in usable_targets():
             assert hpvm.compile(optimised, [target])(x=x)["y"][0] == want, (pipeline, target)

@@ -94,10 +94,9 @@ class KernelDef:
     """What ``@hpvm.kernel`` returns.  ``function()`` gives the KernelFunction;
     calls from other kernels are inlined."""
 
-    helpers: dict = {}
-    """Helpers the last translation's reduce ops call (name -> KernelFunction)."""
-
     def __init__(self, function, name: str | None = None):
+        self.helpers: dict = {}
+        """Helpers the last translation's reduce ops call (name -> KernelFunction)."""
         self.python_function = function
         self.name = name or function.__name__
         self.hpvm_kernel = self

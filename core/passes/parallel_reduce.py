@@ -45,8 +45,8 @@ from .errors import PassError
 from .module_tools import iter_nodes, named_kernel_nodes
 from .names import NameGenerator, function_names, unique_name
 from .reduce_forms import (
-    ReducingKernel, chunk_statements, fold_partials, iteration_count, lane_loop, partial_lets,
-    reducing_kernel, tree_combine,
+    ReducingKernel, chunk_statements, fold_partials, iteration_count, lane_loop, names_read,
+    partial_lets, product, reducing_kernel, tree_combine,
 )
 from .registry import Option, register_pass
 
@@ -207,9 +207,7 @@ def _chunk_count(kernel: ReducingKernel, lanes: int, grain: int) -> Expr:
         if any(isinstance(n, (Load, Call)) or (isinstance(n, Var) and n.name not in params)
                for n in walk(tuple(trips))):
             return Const(lanes, I64)
-        total = trips[0]
-        for trip in trips[1:]:
-            total = total * trip
+        total = product(trips)
         work = total if work is None else Intrinsic("max", (work, total))
     wanted = Intrinsic("max", ((work + (grain - 1)) / grain, Const(1, I64)))
     return Intrinsic("min", (wanted, Const(lanes, I64)))
@@ -218,8 +216,7 @@ def _chunk_count(kernel: ReducingKernel, lanes: int, grain: int) -> Expr:
 def _read_params(function: KernelFunction, body) -> tuple[Parameter, ...]:
     """The parameters ``body`` uses, as ``in`` ports (it writes none of
     them): buffers it reads or whose shape symbols it reads, scalars."""
-    used = {n.name for n in walk(tuple(body)) if isinstance(n, Var)} | {
-        n.buffer for n in walk(tuple(body)) if isinstance(n, (Load, Store))}
+    used = names_read(tuple(body))
     kept = []
     for param in function.params:
         symbols = set(param.type.symbols) if param.is_buffer else set()

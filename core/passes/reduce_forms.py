@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from ..ir.analysis import assigned_variables, bound_dependences
 from ..ir.kernel import (
-    ArrayDecl, Assign, AtomicUpdate, Cast, Barrier, Call, Const, Expr, For, If, Intrinsic, KernelFunction, Let,
-    Load, Reduction, Return, Stmt, Store, Var,
+    ArrayDecl, Assign, AtomicUpdate, Barrier, Call, Cast, Const, Expr, For, If, Intrinsic,
+    KernelFunction, Let, Load, Reduction, Return, Stmt, Store, Var,
 )
 from ..ir.reduction import combine, identity, promise_problem
 from ..ir.types import I64, ScalarType
@@ -116,20 +116,29 @@ def chunk_statements(kernel: ReducingKernel) -> tuple[list[int], str | None]:
         writes = set(declared_names((stmt,))) | assigned_variables((stmt,))
         if index in kernel.loops or writes & needed:
             kept.insert(0, index)
-            needed |= _reads(stmt)
+            needed |= names_read(stmt)
     reduced: set[str] = set()
     for index in kept:
         own = {r.var for r in body[index].reduce} if index in kernel.loops else set()
-        early = _reads(body[index]) & (reduced - own)
+        early = names_read(body[index]) & (reduced - own)
         if early:
             return kept, sorted(early)[0]
         reduced |= own
     return kept, None
 
 
-def _reads(stmt: Stmt) -> set[str]:
-    return {n.name for n in walk(stmt) if isinstance(n, Var)} | {
-        n.buffer for n in walk(stmt) if isinstance(n, Load)}
+def names_read(root) -> set[str]:
+    """Variables and buffers ``root`` (a statement or a tuple) reads."""
+    return {n.name for n in walk(root) if isinstance(n, Var)} | {
+        n.buffer for n in walk(root) if isinstance(n, Load)}
+
+
+def product(factors: list[Expr]) -> Expr:
+    """``factors[0] * factors[1] * ...``."""
+    total = factors[0]
+    for factor in factors[1:]:
+        total = total * factor
+    return total
 
 
 # -- lanes -------------------------------------------------------------------
@@ -153,9 +162,7 @@ def lane_loop(loop: For, lane: Expr, lanes: Expr, layout: str, names: NameGenera
         count = names.fresh(f"{level.var}_count")
         lets.append(Let(count, I64, trip))
         counts.append(Var(count, I64))
-    total = counts[0]
-    for count in counts[1:]:
-        total = total * count
+    total = product(counts)
     k = names.fresh("iteration")
     position = Var(k, I64)
     body: list[Stmt] = []

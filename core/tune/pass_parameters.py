@@ -42,8 +42,9 @@ def reduce_steps(form: str, lanes: int, nodes: tuple[str, ...]) -> list:
 def _parallel_reduce(module: Module) -> list[Parameter]:
     from ..passes.parallel_reduce import eligible_nodes
     parameters = []
+    one_instance = set(eligible_nodes(module, "chunks"))
     for ref in eligible_nodes(module, "tree"):
-        chunks = ref in eligible_nodes(module, "chunks")
+        chunks = ref in one_instance
         values = ("as written",) + tuple(f"{form} {lanes}" for form, lanes in REDUCE_FORMS
                                          if form == "tree" or chunks)
         node = ref.split(".", 1)[1]

@@ -100,6 +100,7 @@ class OpenCLDevice(Device):
         self._local = threading.local()
         self._kernels: dict[str, Any] = {}
         self._constants: dict[str, Any] = {}
+        self._written: dict[str, set[str]] = {}   # function -> buffers it writes (asynchronous)
 
     def kernel_queue(self):
         """The queue this thread launches kernels on (see the module docstring)."""
@@ -204,8 +205,11 @@ class OpenCLDevice(Device):
                 return cl.enqueue_nd_range_kernel(queue, cl_kernel, global_size, local_size)
             buffers = {name: handle for name, handle in args.items()
                        if isinstance(handle, DeviceBuffer)}
-            written = {p.name for p in self.module.function(plan.function).params
-                       if p.is_buffer and p.direction in ("out", "inout")}
+            written = self._written.get(plan.function)
+            if written is None:
+                written = self._written[plan.function] = {
+                    p.name for p in self.module.function(plan.function).params
+                    if p.is_buffer and p.direction in ("out", "inout")}
             after = [e for name, handle in buffers.items()
                      for e in [handle.writer, *(handle.readers if name in written else ())]
                      if e is not None]

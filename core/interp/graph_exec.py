@@ -190,13 +190,16 @@ def _check_single_instance(module: Module, graph: Graph, node: Node, ports) -> N
 
 def _run_tensor_node(graph: Graph, node: Node, body: TensorBody, ports: Mapping[str, Any]):
     from hpvm.ir.tensor_ops import TENSOR_OPS  # written alongside; imported on use
+    from hpvm.ir.tensor_ops.precision import node_precision, round_arrays
 
     spec = TENSOR_OPS.get(body.op)
     if spec is None:
         raise _graph_error(graph, f"node '{node.name}': unknown tensor op '{body.op}'",
                            f"use one of {', '.join(sorted(TENSOR_OPS))}")
+    precision = node_precision(node)
     inputs = {p.name: ports[p.name] for p in body.params if p.direction != "out"}
-    results = spec.evaluate(inputs, body.attrs, node=node.name)
+    results = round_arrays(spec.evaluate(round_arrays(inputs, precision), body.attrs,
+                                         node=node.name), precision)
     outputs = {}
     for param in body.params:
         if param.writes:

@@ -32,6 +32,7 @@ def check_node(module, node: Node, report: Report) -> dict[str, Parameter] | Non
         _check_replication(module, node, params, report)
     _check_attributes(node.attributes, report, "attribute")
     _check_group(node, report)
+    _check_precision(node, report)
     if node.hint is not None and not isinstance(node.hint, str):
         report.error(f"hint {node.hint!r} is not a target name",
                      "use a target name such as 'cpu', or None")
@@ -183,6 +184,19 @@ def _check_group(node: Node, report: Report) -> None:
         report.error(f"attribute 'group' {group!r} must be a tuple of {dims} "
                      "positive ints (one per replication dim)",
                      "give one work-group size per replication dim")
+
+
+def _check_precision(node: Node, report: Report) -> None:
+    from .tensor_ops.precision import PRECISION_ATTRIBUTE, PRECISIONS
+    value = node.attributes.get(PRECISION_ATTRIBUTE) if isinstance(node.attributes, dict) else None
+    if value is None:
+        return
+    if value not in PRECISIONS:
+        report.error(f"attribute precision={value!r} is not supported",
+                     f"use one of: {', '.join(PRECISIONS)}")
+    elif not isinstance(node.body, TensorBody) and value != "fp32":
+        report.error(f"attribute precision={value!r} is only for tensor-op nodes",
+                     "remove it, or lower precision inside the kernel itself")
 
 
 # -- constants --------------------------------------------

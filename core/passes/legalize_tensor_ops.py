@@ -4,7 +4,8 @@ Each TensorBody node becomes a KernelBody node running the op's reference
 lowering (``TENSOR_OPS[op].lower``), with the replication the lowering
 gives; its ports keep their names, so edges and bindings are unchanged.
 ``keep`` lists ops left as tensor nodes, for targets that run them
-natively.
+natively.  A node of reduced precision (tensor_ops/precision.py) gets a
+kernel rounding its loads and stores.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from .registry import Option, register_pass
 def legalize_tensor_ops(module: Module, keep: tuple[str, ...]) -> Module:
     """Lower tensor-op nodes to kernel nodes with the ops' reference kernels."""
     from ..ir.tensor_ops import TENSOR_OPS, get_op  # its own package, loaded on use
+    from ..ir.tensor_ops.precision import PRECISION_ATTRIBUTE, is_reduced, round_kernel
 
     unknown = [op for op in keep if op not in TENSOR_OPS]
     if unknown:
@@ -35,9 +37,13 @@ def legalize_tensor_ops(module: Module, keep: tuple[str, ...]) -> Module:
         if not isinstance(node.body, TensorBody) or node.body.op in keep:
             return node
         function, replication = get_op(node.body.op).lower(node.name, node.body)
+        if is_reduced(node):
+            function = round_kernel(function)
         name = unique_name(function.name, functions)
         functions[name] = dataclasses.replace(function, name=name)
-        return dataclasses.replace(node, body=KernelBody(name), replication=tuple(replication))
+        attributes = {k: v for k, v in node.attributes.items() if k != PRECISION_ATTRIBUTE}
+        return dataclasses.replace(node, body=KernelBody(name), replication=tuple(replication),
+                                   attributes=attributes)
 
     lowered = map_nodes(module, lower)
     return dataclasses.replace(lowered, functions=functions)

@@ -5,6 +5,13 @@ with OH = (H + top + bottom - dh*(R-1) - 1) / sh + 1 (OW likewise).
 Attributes: stride [sh, sw], padding [top, left, bottom, right],
 dilation [dh, dw], groups, activation (none, relu, tanh, sigmoid: applied
 to each result; set by operator fusion).
+
+Approximations (ApproxHPVM; default ``()``, exact): ``perforate_rows`` /
+``perforate_cols`` ``(every, offset)`` compute only the kept output rows /
+columns, stored compactly (perforation.py: a perforation_fill node expands
+them); ``sample_filter`` ``(every, offset)`` skips the filter taps whose
+index ``(c * R + r) * S + s`` within a filter has ``index % every ==
+offset`` and scales the sum of the others by ``every / (every - 1)``.
 """
 from __future__ import annotations
 
@@ -16,7 +23,13 @@ from . import tiled
 from .activation import activation_attr, apply_kernel, apply_numpy
 from .dims import describe, require_concrete, require_equal, window_dim
 from .lowering import KernelBuilder, add, in_range, mul, replication_over
+from .perforation import (
+    kept_positions, perforated, real_position, sampled_sum, sampled_tap, skip_pattern,
+)
 from .spec import OpContext, TensorOpSpec
+
+APPROXIMATIONS = ("perforate_rows", "perforate_cols", "sample_filter")
+"""conv2d's approximation attributes."""
 
 
 def window_attrs(ctx: OpContext, dilation: bool = True):
@@ -66,7 +79,25 @@ def _infer_conv2d(ctx: OpContext) -> dict[str, BufferType]:
                       padding[0] + padding[2], "height", "x")
     out_w = window_dim(ctx, width, dilation[1] * (cols - 1) + 1, stride[1],
                       padding[1] + padding[3], "width", "x")
+    skip_pattern(ctx, "sample_filter")
+    out_h = perforated(ctx, out_h, skip_pattern(ctx, "perforate_rows"))
+    out_w = perforated(ctx, out_w, skip_pattern(ctx, "perforate_cols"))
     return {"y": BufferType(element, (batch, kernels, out_h, out_w))}
+
+
+def full_output_size(ctx: OpContext) -> tuple:
+    """(OH, OW) before perforation."""
+    exact = OpContext(ctx.spec, ctx.types, {**ctx.attrs, "perforate_rows": (),
+                                           "perforate_cols": ()}, ctx.node)
+    return _infer_conv2d(exact)["y"].shape[2:]
+
+
+def sampled_filter(w: np.ndarray, every: int, offset: int) -> np.ndarray:
+    """``w`` with the skipped taps zeroed and the others scaled by
+    every / (every - 1)."""
+    index = np.arange(int(np.prod(w.shape[1:]))).reshape(w.shape[1:])
+    keep = (index % every != offset).astype(w.dtype)
+    return w * keep * w.dtype.type(every / (every - 1))
 
 
 def conv2d_sum(x: np.ndarray, w: np.ndarray, stride, padding, dilation, groups: int,
@@ -93,9 +124,17 @@ def conv2d_sum(x: np.ndarray, w: np.ndarray, stride, padding, dilation, groups: 
 
 
 def _evaluate_conv2d(ctx: OpContext, arrays: dict) -> dict:
-    out_shape = ctx.spec.infer_fn(ctx)["y"].shape
-    y = conv2d_sum(arrays["x"], arrays["w"], *window_attrs(ctx), ctx.int_attr("groups"),
-                   (out_shape[2], out_shape[3]))
+    out_h, out_w = full_output_size(ctx)
+    weights = arrays["w"]
+    sampling = skip_pattern(ctx, "sample_filter")
+    if sampling is not None:
+        weights = sampled_filter(weights, *sampling)
+    y = conv2d_sum(arrays["x"], weights, *window_attrs(ctx), ctx.int_attr("groups"),
+                   (out_h, out_w))
+    for axis, name, size in ((2, "perforate_rows", out_h), (3, "perforate_cols", out_w)):
+        pattern = skip_pattern(ctx, name)
+        if pattern is not None:
+            y = np.take(y, kept_positions(size, *pattern), axis)
     if "b" in arrays:
         y += arrays["b"].reshape(1, -1, 1, 1)
     return {"y": apply_numpy(activation_attr(ctx), y)}
@@ -117,11 +156,14 @@ def _lower_conv2d_reference(b: KernelBuilder) -> tuple[Expr, ...]:
     kernels, per_group, rows, cols = b.dims("w")
     out_dims = b.dims("y")
     i, (n, k, oh, ow) = b.instance_indices(out_dims, ["n", "k", "oh", "ow"])
+    oh, ow = output_position(b, oh, "rows"), output_position(b, ow, "cols")
+    sampling = skip_pattern(b.ctx, "sample_filter")
     first_channel: Expr = Const(0, I64)
     if groups > 1:
         group = b.let("g", k / Const(kernels.value // groups, I64))
         first_channel = b.let("c0", mul(group, per_group))
-    acc = b.let("acc", b.load("b", k) if "b" in b.types else b.const(0.0))
+    bias = b.load("b", k) if "b" in b.types else None
+    acc = b.let("acc", bias if bias is not None and sampling is None else b.const(0.0))
     ih0 = b.let("ih0", add(mul(oh, Const(sh, I64)), Const(-top, I64)))
     iw0 = b.let("iw0", add(mul(ow, Const(sw, I64)), Const(-left, I64)))
     with b.loop("c", per_group) as c:
@@ -131,17 +173,28 @@ def _lower_conv2d_reference(b: KernelBuilder) -> tuple[Expr, ...]:
                 with b.loop("s", cols) as s:
                     iw = b.let("iw", add(iw0, mul(s, Const(dw, I64))))
                     with b.guard(left + right > 0, in_range(iw, width)):
-                        pixel = b.load("x", n, add(first_channel, c), ih, iw)
-                        b.assign(acc, acc + pixel * b.load("w", k, c, r, s))
-    b.store("y", i, apply_kernel(activation_attr(b.ctx), acc))
+                        with sampled_tap(b, sampling, (c, r, s), (rows, cols)):
+                            pixel = b.load("x", n, add(first_channel, c), ih, iw)
+                            b.assign(acc, acc + pixel * b.load("w", k, c, r, s))
+    # Without sampling the bias started the sum.
+    late_bias = bias if sampling is not None else None
+    b.store("y", i, apply_kernel(activation_attr(b.ctx), sampled_sum(b, acc, late_bias, sampling)))
     return replication_over(out_dims)
+
+
+def output_position(b: KernelBuilder, index: Expr, axis: str) -> Expr:
+    """The real output row (``axis`` "rows") or column of compact
+    ``index``."""
+    pattern = skip_pattern(b.ctx, f"perforate_{axis}")
+    return index if pattern is None else b.let(f"real_{axis}", real_position(index, *pattern))
 
 
 CONV2D = TensorOpSpec(
     "conv2d", ("x", "w"), ("y",), _infer_conv2d, _evaluate_conv2d, _lower_conv2d,
     optional_inputs=("b",),
     attrs={"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1,
-           "activation": "none"},
+           "activation": "none", "perforate_rows": (), "perforate_cols": (),
+           "sample_filter": ()},
     summary="2-D convolution, NCHW (ONNX Conv)")
 
 OPS = (CONV2D,)

@@ -6,6 +6,12 @@ Attributes: kernel [kh, kw] (required), stride [sh, sw], padding
 [top, left, bottom, right] (each smaller than the kernel, as ONNX Runtime
 requires); avg_pool also count_include_pad (False: padded cells are not
 counted, as in ONNX).
+
+Reduction sampling (ApproxHPVM; default ``()``, exact): ``sample``
+``(every, offset)`` skips the window cells whose row-major index ``r * kw
++ s`` has ``index % every == offset``: max_pool takes the maximum of the
+others, avg_pool their mean.  It needs a window of at least two cells and
+no padding.
 """
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ from ..types import I64, BufferType
 from .conv import window_attrs
 from .dims import window_dim
 from .lowering import KernelBuilder, add, in_range, maximum, mul, replication_over
+from .perforation import skip_pattern
 from .spec import REQUIRED, OpContext, TensorOpSpec
 
 
@@ -31,6 +38,25 @@ def _pool_attrs(ctx: OpContext):
     return kernel, stride, padding
 
 
+def pool_sampling(ctx: OpContext) -> tuple[int, int] | None:
+    """The ``sample`` pattern, checked against the window."""
+    pattern = skip_pattern(ctx, "sample")
+    if pattern is not None:
+        (kh, kw), _, padding = _pool_attrs(ctx)
+        if any(padding) or kh * kw < 2:
+            ctx.fail(f"attribute 'sample' needs a window of at least 2 cells and no padding "
+                     f"(kernel {[kh, kw]}, padding {list(padding)})",
+                     "remove 'sample' from this pool")
+    return pattern
+
+
+def _kept_taps(ctx: OpContext) -> list[bool]:
+    """Per window cell (row-major): whether ``sample`` keeps it."""
+    (kh, kw) = _pool_attrs(ctx)[0]
+    pattern = pool_sampling(ctx)
+    return [pattern is None or t % pattern[0] != pattern[1] for t in range(kh * kw)]
+
+
 def _infer_pool(float_only: bool):
     def infer(ctx: OpContext) -> dict[str, BufferType]:
         element = ctx.float_element() if float_only else ctx.numeric_element()
@@ -39,6 +65,7 @@ def _infer_pool(float_only: bool):
         batch, channels, height, width = ctx.shape("x")
         out_h = window_dim(ctx, height, kh, sh, top + bottom, "height", "x")
         out_w = window_dim(ctx, width, kw, sw, left + right, "width", "x")
+        pool_sampling(ctx)
         return {"y": BufferType(element, (batch, channels, out_h, out_w))}
     return infer
 
@@ -53,15 +80,22 @@ def _windows(ctx: OpContext, x: np.ndarray, fill):
             yield padded[:, :, r:r + sh * (out_h - 1) + 1:sh, s:s + sw * (out_w - 1) + 1:sw]
 
 
+def _sampled_windows(ctx: OpContext, x: np.ndarray, fill) -> list[np.ndarray]:
+    return [w for w, kept in zip(_windows(ctx, x, fill), _kept_taps(ctx)) if kept]
+
+
 def _evaluate_max_pool(ctx: OpContext, x: dict) -> dict:
     data = x["x"]
     lowest = -np.inf if data.dtype.kind == "f" else np.iinfo(data.dtype).min
-    return {"y": np.maximum.reduce(list(_windows(ctx, data, lowest)))}
+    return {"y": np.maximum.reduce(_sampled_windows(ctx, data, lowest))}
 
 
 def _evaluate_avg_pool(ctx: OpContext, x: dict) -> dict:
     data = x["x"]
-    total = sum(_windows(ctx, data, 0))
+    windows = _sampled_windows(ctx, data, 0)
+    if pool_sampling(ctx) is not None:
+        return {"y": sum(windows) / data.dtype.type(len(windows))}
+    total = sum(windows)
     if ctx.flag_attr("count_include_pad"):
         kh, kw = _pool_attrs(ctx)[0]
         return {"y": total / data.dtype.type(kh * kw)}
@@ -81,13 +115,17 @@ def _lower_pool(b: KernelBuilder, start, visit, result) -> tuple[Expr, ...]:
     ih0 = b.let("ih0", add(mul(oh, Const(sh, I64)), Const(-top, I64)))
     iw0 = b.let("iw0", add(mul(ow, Const(sw, I64)), Const(-left, I64)))
     acc = start(n, c, ih0, iw0)
+    sampling = pool_sampling(b.ctx)
     with b.loop("r", Const(kh, I64)) as r:
         ih = b.let("ih", add(ih0, r))
         with b.guard(top + bottom > 0, in_range(ih, height)):
             with b.loop("s", Const(kw, I64)) as s:
                 iw = b.let("iw", add(iw0, s))
                 with b.guard(left + right > 0, in_range(iw, width)):
-                    visit(acc, n, c, ih, iw)
+                    tap = add(mul(r, Const(kw, I64)), s)
+                    with b.guard(sampling is not None, sampling and (
+                            tap % Const(sampling[0], I64)).ne(Const(sampling[1], I64))):
+                        visit(acc, n, c, ih, iw)
     b.store("y", i, result(acc))
     return replication_over(out_dims)
 
@@ -95,9 +133,16 @@ def _lower_pool(b: KernelBuilder, start, visit, result) -> tuple[Expr, ...]:
 def _lower_max_pool(b: KernelBuilder) -> tuple[Expr, ...]:
     zero = Const(0, I64)
 
+    kw = _pool_attrs(b.ctx)[0][1]
+    first = _kept_taps(b.ctx).index(True)
+
     def start(n, c, ih0, iw0):
         # Padding is smaller than the kernel, so the clamped corner is a
-        # cell of the window: a finite start value, no -inf constant.
+        # cell of the window: a finite start value, no -inf constant.  A
+        # sampled window (no padding) starts at its first kept cell.
+        if first:
+            return b.let("acc", b.load("x", n, c, add(ih0, Const(first // kw, I64)),
+                                       add(iw0, Const(first % kw, I64))))
         return b.let("acc", b.load("x", n, c, maximum(ih0, zero), maximum(iw0, zero)))
 
     def visit(acc, n, c, ih, iw):
@@ -122,20 +167,22 @@ def _lower_avg_pool(b: KernelBuilder) -> tuple[Expr, ...]:
 
     def result(acc):
         total, count = acc
-        return total / (Cast(count, b.element("y")) if counted else b.const(kh * kw))
+        return total / (Cast(count, b.element("y")) if counted
+                        else b.const(sum(_kept_taps(b.ctx))))
 
     return _lower_pool(b, start, visit, result)
 
 
 MAX_POOL = TensorOpSpec(
     "max_pool", ("x",), ("y",), _infer_pool(float_only=False), _evaluate_max_pool,
-    _lower_max_pool, attrs={"kernel": REQUIRED, "stride": (1, 1), "padding": (0, 0, 0, 0)},
+    _lower_max_pool, attrs={"kernel": REQUIRED, "stride": (1, 1), "padding": (0, 0, 0, 0),
+                            "sample": ()},
     summary="2-D max pooling, NCHW (ONNX MaxPool)")
 
 AVG_POOL = TensorOpSpec(
     "avg_pool", ("x",), ("y",), _infer_pool(float_only=True), _evaluate_avg_pool,
     _lower_avg_pool, attrs={"kernel": REQUIRED, "stride": (1, 1), "padding": (0, 0, 0, 0),
-                            "count_include_pad": False},
+                            "count_include_pad": False, "sample": ()},
     summary="2-D average pooling, NCHW (ONNX AveragePool)")
 
 OPS = (MAX_POOL, AVG_POOL)

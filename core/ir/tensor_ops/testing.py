@@ -4,17 +4,22 @@ compare it with ``evaluate``::
     node = tensor_node("c", "conv2d", types_of(x=x, w=w), {"padding": 1})
     lowered = run_lowered(node, {"x": x, "w": w})
     reference = evaluate_node(node, {"x": x, "w": w})
+
+and small modules of one op for targets' tests (``single_op_module``,
+``approximation_case``).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Mapping
 
 import numpy as np
 
 from ...errors import Location
-from ..graph import Module, Node, TensorBody
+from ..graph import BindIn, BindOut, ConstantBody, Edge, Graph, Module, Node, TensorBody
+from ..parameter import Parameter
 from ..shapes import bind_symbols, replication_sizes
-from ..types import BufferType, scalar_type_of_dtype
+from ..types import F32, BufferType, scalar_type_of_dtype
 from . import get_op, tensor_node
 
 
@@ -65,6 +70,59 @@ def assert_lowering_matches(node: Node, inputs: Mapping[str, np.ndarray],
                                    err_msg=f"{node.body.op}: port '{port}'")
 
 
+def single_op_module(op: str, inputs: Mapping[str, np.ndarray], attrs=None, constants=(),
+                     attributes=None) -> Module:
+    """A module running one tensor op (node ``op``, with node
+    ``attributes``) on graph inputs, and on constant nodes for the ports in
+    ``constants``; its result is the graph output ``y``."""
+    types = {p: BufferType(F32, a.shape) for p, a in inputs.items()}
+    node = dataclasses.replace(tensor_node("op", op, types, attrs), attributes=dict(attributes or {}))
+    nodes, edges, binds, params = [node], [], [], []
+    for port, array in inputs.items():
+        if port in constants:
+            nodes.append(Node(f"{port}_const", ConstantBody(types[port], array)))
+            edges.append(Edge(f"{port}_const", "value", "op", port))
+        else:
+            params.append(Parameter(port, types[port], "in"))
+            binds.append(BindIn(port, "op", port))
+    out = next(p for p in node.body.params if p.direction == "out")
+    params.append(Parameter("y", out.type, "out"))
+    graph = Graph("main", tuple(params), tuple(nodes), tuple(edges), tuple(binds),
+                  (BindOut("op", "y", "y"),))
+    return Module("m", {}, {"main": graph}, "main")
+
+
+APPROXIMATION_CASES = {
+    "conv-perforated-rows": ("conv2d", {"x": (2, 3, 9, 8), "w": (4, 3, 3, 3), "b": (4,)},
+                             {"padding": (1, 1, 1, 1), "perforate_rows": (2, 0),
+                              "activation": "relu"}),
+    "conv-perforated-cols": ("conv2d", {"x": (2, 3, 7, 9), "w": (4, 3, 3, 3), "b": (4,)},
+                             {"padding": (1, 0, 2, 1), "stride": (2, 1),
+                              "perforate_cols": (3, 1)}),
+    "conv-perforated-both": ("conv2d", {"x": (1, 2, 8, 8), "w": (3, 2, 3, 3)},
+                             {"perforate_rows": (3, 2), "perforate_cols": (2, 1)}),
+    "conv-sampled": ("conv2d", {"x": (2, 3, 6, 6), "w": (4, 3, 3, 3), "b": (4,)},
+                     {"padding": (1, 1, 1, 1), "sample_filter": (3, 1)}),
+    "max-pool-sampled": ("max_pool", {"x": (2, 3, 6, 8)},
+                         {"kernel": (2, 2), "stride": (2, 2), "sample": (2, 1)}),
+    "avg-pool-sampled": ("avg_pool", {"x": (2, 3, 6, 8)},
+                         {"kernel": (3, 2), "stride": (1, 2), "sample": (4, 0)}),
+    "fill": ("perforation_fill", {"x": (2, 3, 5, 4)},
+             {"axis": 3, "every": 3, "offset": 0, "size": 6}),
+}
+"""Uses of the approximation attributes every target running tensor ops
+is tested on: name -> (op, input shapes, attributes)."""
+
+
+def approximation_case(name: str, seed: int = 0) -> tuple[Module, dict[str, np.ndarray], str]:
+    """(one-op module, f32 inputs, op) of APPROXIMATION_CASES[name]."""
+    op, shapes, attrs = APPROXIMATION_CASES[name]
+    rng = np.random.default_rng(seed)
+    inputs = {port: rng.standard_normal(shape).astype(np.float32)
+              for port, shape in shapes.items()}
+    return single_op_module(op, inputs, attrs), inputs, op
+
+
 def example_nodes(seed: int = 0) -> dict[str, tuple[Node, dict[str, np.ndarray]]]:
     """One small example use of every op: name -> (tensor node, f32 inputs).
     Batch dims are the symbol "N" where the op allows it; for targets and
@@ -109,6 +167,8 @@ def example_nodes(seed: int = 0) -> dict[str, tuple[Node, dict[str, np.ndarray]]
         "slice": node("slice", x4, {"starts": (1, -1), "ends": (3, 0), "axes": (1, 3),
                                     "steps": (1, -2)}, ("x",)),
         "concat": node("concat", arrays(x0=(2, 1, 3), x1=(2, 2, 3)), symbolic=("x0", "x1")),
+        "perforation_fill": node("perforation_fill", arrays(x=(2, 4, 4, 5)),
+                                 {"axis": 2, "every": 2, "offset": 0, "size": 9}, ("x",)),
         "elementwise": node("elementwise", {"x0": x4["x"], **arrays(x1=(4, 1, 1), x2=(2, 4, 6, 5))},
                             {"steps": (("mul", 1), ("add", 2), ("clipped_relu", -1.0, 1.0),
                                        ("sigmoid",))}, ("x0", "x2")),

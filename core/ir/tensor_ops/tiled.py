@@ -24,6 +24,7 @@ from ..kernel import ArrayDecl, Const, Expr, InstanceId, Intrinsic, Load, Var
 from ..types import I64
 from .activation import apply_kernel
 from .lowering import KernelBuilder, add, const_value, div, in_range, mul
+from .perforation import real_position, sampled_sum, sampled_tap, skip_pattern
 
 TILE_COLS = 8
 """Columns of a tile: one 256-bit vector of f32."""
@@ -90,11 +91,14 @@ def _column_tiles(b: KernelBuilder, count: int, emit: Callable[[Expr, int], None
 def lower_conv2d(b: KernelBuilder, stride, padding, dilation, groups,
                  activation: str) -> tuple[Expr, ...] | None:
     """One instance per output row (n, oh), all channels; None when the
-    shapes (other than the batch) are not fixed or groups > 1."""
+    shapes (other than the batch) are not fixed, groups > 1 or columns are
+    perforated.  Perforated rows: instance rows are compact rows."""
     (sh, sw), (top, left, bottom, right), (dh, dw) = stride, padding, dilation
     sizes = _fixed(b.dims("x")[1:] + b.dims("w") + b.dims("y")[1:])
-    if groups != 1 or sizes is None:
+    if groups != 1 or sizes is None or skip_pattern(b.ctx, "perforate_cols") is not None:
         return None
+    row_pattern = skip_pattern(b.ctx, "perforate_rows")
+    sampling = skip_pattern(b.ctx, "sample_filter")
     channels, height, width, kernels, _, rows, cols, _, out_h, out_w = sizes
     padded_width = (out_w - 1) * sw + (cols - 1) * dw + 1
     copy_rows = left + right > 0
@@ -104,7 +108,8 @@ def lower_conv2d(b: KernelBuilder, stride, padding, dilation, groups,
     instance = b.let("i", InstanceId(0))
     n = b.let("n", div(instance, _i64(out_h)))
     oh = b.let("oh", instance % _i64(out_h)) if out_h > 1 else _i64(0)
-    ih0 = b.let("ih0", add(mul(oh, _i64(sh)), _i64(-top)))
+    real_oh = oh if row_pattern is None else b.let("real_oh", real_position(oh, *row_pattern))
+    ih0 = b.let("ih0", add(mul(real_oh, _i64(sh)), _i64(-top)))
     if copy_rows:
         source = _copy_padded_rows(b, n, ih0, (channels, rows, padded_width), dh, left,
                                    width, height)
@@ -123,7 +128,8 @@ def lower_conv2d(b: KernelBuilder, stride, padding, dilation, groups,
                 with b.loop("r", _i64(rows)) as r:
                     ih = add(ih0, mul(r, _i64(dh)))
                     with b.guard(row_guard, in_range(ih, _i64(height))):
-                        with b.loop("s", _i64(cols)) as s:
+                        with b.loop("s", _i64(cols)) as s, \
+                                sampled_tap(b, sampling, (c, r, s), (_i64(rows), _i64(cols))):
                             weights = [b.let("wk", b.load("w", k, c, r, s)) for k in ks]
                             col0 = b.let("col0", add(mul(ow0, _i64(sw)), mul(s, _i64(dw))))
                             acc.accumulate(weights, lambda j: source(c, r, add(col0, mul(j, _i64(sw)))))
@@ -131,7 +137,7 @@ def lower_conv2d(b: KernelBuilder, stride, padding, dilation, groups,
                 bias = b.let("bias", b.load("b", k)) if "b" in b.types else None
 
                 def emit(j, value, k=k, bias=bias):
-                    result = value + bias if bias is not None else value
+                    result = sampled_sum(b, value, bias, sampling)
                     b.store("y", (n, k, oh, add(ow0, j)), apply_kernel(activation, result))
                 acc.store(row, emit)
 

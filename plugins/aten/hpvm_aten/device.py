@@ -58,8 +58,9 @@ class AtenDevice(Device):
         if plan.constant is not None:
             self._tensor(args["value"]).copy_(self._constant(str(node), plan.constant))
             return None
-        inputs = {port: self._weight(plan.weights[port]) if port in plan.weights
-                  else self._compute(self._tensor(args[port])) for port in plan.inputs}
+        dtype = torch.float16 if plan.half else self.compute_dtype
+        inputs = {port: self._weight(plan.weights[port], dtype) if port in plan.weights
+                  else self._compute(self._tensor(args[port]), dtype) for port in plan.inputs}
         target = self._tensor(args[plan.output])
         try:
             with torch.no_grad():
@@ -87,9 +88,10 @@ class AtenDevice(Device):
     def _tensor(self, handle) -> torch.Tensor:
         return torch.from_numpy(handle) if isinstance(handle, np.ndarray) else handle
 
-    def _compute(self, tensor: torch.Tensor) -> torch.Tensor:
-        if self.compute_dtype is not None and tensor.is_floating_point():
-            return tensor.to(self.compute_dtype)
+    @staticmethod
+    def _compute(tensor: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
+        if dtype is not None and tensor.is_floating_point():
+            return tensor.to(dtype)
         return tensor
 
     def _constant(self, key: str, data: np.ndarray) -> torch.Tensor:
@@ -98,20 +100,21 @@ class AtenDevice(Device):
             self._constants[key] = torch.from_numpy(np.array(data, order="C")).to(self.device)
         return self._constants[key]
 
-    def _weight(self, source: tuple[str, np.ndarray]) -> torch.Tensor:
+    def _weight(self, source: tuple[str, np.ndarray], dtype: torch.dtype | None) -> torch.Tensor:
         """A constant input read straight from this device's copy, in the
         compute precision (cast once, not at every launch)."""
         key, data = source
-        if (key, "compute") not in self._constants:
-            self._constants[(key, "compute")] = self._compute(self._constant(key, data))
-        return self._constants[(key, "compute")]
+        if (key, dtype) not in self._constants:
+            self._constants[(key, dtype)] = self._compute(self._constant(key, data), dtype)
+        return self._constants[(key, dtype)]
 
 
 @dataclass(frozen=True)
 class _Plan:
     """A node's launch, prepared once: the op function and its resolved
     attributes, its ports, and the constant nodes feeding its inputs
-    (port -> (constant's key, data)); ``constant`` for a ConstantBody node."""
+    (port -> (constant's key, data)); ``constant`` for a ConstantBody node;
+    ``half``: the node computes in FP16 (its precision attribute)."""
 
     op: str = ""
     run: Any = None
@@ -120,6 +123,7 @@ class _Plan:
     output: str = ""
     weights: dict = field(default_factory=dict)
     constant: np.ndarray | None = None
+    half: bool = False
 
     @staticmethod
     def of(module: Module, node: NodeRef) -> "_Plan":
@@ -129,6 +133,7 @@ class _Plan:
             return _Plan(constant=body.data)
         assert isinstance(body, TensorBody)
         from hpvm.ir.tensor_ops import get_op
+        from hpvm.ir.tensor_ops.precision import is_reduced
         attrs = get_op(body.op, node.node).resolve_attrs(body.attrs)
         inputs = tuple(p.name for p in body.params if p.direction == "in")
         weights = {}
@@ -137,7 +142,8 @@ class _Plan:
             if edge.dst_node == node.node and isinstance(source.body, ConstantBody):
                 weights[edge.dst_port] = (str(NodeRef(node.graph, source.name)), source.body.data)
         output = next(p.name for p in body.params if p.direction == "out")
-        return _Plan(body.op, OPS[body.op], attrs, inputs, output, weights)
+        half = is_reduced(graph.node(node.node))
+        return _Plan(body.op, OPS[body.op], attrs, inputs, output, weights, half=half)
 
 
 def _torch_dtype(dtype) -> torch.dtype:

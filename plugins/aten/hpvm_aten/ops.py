@@ -33,14 +33,95 @@ def _pad(x: torch.Tensor, padding, value: float = 0.0) -> torch.Tensor:
 
 
 def conv2d(x: dict, attrs: dict, out_shape) -> torch.Tensor:
-    top, left, bottom, right = attrs["padding"]
-    if top == bottom and left == right:
-        data, padding = x["x"], (top, left)
+    weights = x["w"]
+    if attrs["sample_filter"]:
+        weights = _sampled_filter(weights, *attrs["sample_filter"])
+    if attrs["perforate_rows"] or attrs["perforate_cols"]:
+        y = _perforated_conv2d(x["x"], weights, x.get("b"), attrs)
     else:
-        data, padding = _pad(x["x"], attrs["padding"]), (0, 0)
-    y = F.conv2d(data, x["w"], x.get("b"), tuple(attrs["stride"]), padding,
-                 tuple(attrs["dilation"]), attrs["groups"])
+        top, left, bottom, right = attrs["padding"]
+        if top == bottom and left == right:
+            data, padding = x["x"], (top, left)
+        else:
+            data, padding = _pad(x["x"], attrs["padding"]), (0, 0)
+        y = F.conv2d(data, weights, x.get("b"), tuple(attrs["stride"]), padding,
+                     tuple(attrs["dilation"]), attrs["groups"])
     return _activation(y, attrs.get("activation", "none"))
+
+
+def _sampled_filter(w: torch.Tensor, every: int, offset: int) -> torch.Tensor:
+    """hpvm.ir.tensor_ops.conv.sampled_filter on a torch tensor."""
+    index = torch.arange(w[0].numel(), device=w.device).reshape(w.shape[1:])
+    return w * ((index % every != offset).to(w.dtype) * (every / (every - 1)))
+
+
+def _perforated_conv2d(data: torch.Tensor, w: torch.Tensor, b, attrs: dict) -> torch.Tensor:
+    """The kept rows / columns only (compact, in order), as one strided
+    convolution per kept residue class: for rows perforated (every k), the
+    rows q, q + k, q + 2k ... of each residue q that is kept are a
+    convolution with a k times larger stride starting q strides down."""
+    from hpvm.ir.tensor_ops.perforation import compact_position
+    padded = _pad(data, attrs["padding"])
+    (sh, sw), (dh, dw) = attrs["stride"], attrs["dilation"]
+    rows, cols = w.shape[2:]
+    full = [(padded.shape[2] - dh * (rows - 1) - 1) // sh + 1,
+            (padded.shape[3] - dw * (cols - 1) - 1) // sw + 1]
+    patterns = [attrs["perforate_rows"] or None, attrs["perforate_cols"] or None]
+    classes = [_residues(size, pattern) for size, pattern in zip(full, patterns)]
+    out = None
+    for q_row, row_step in classes[0]:
+        for q_col, col_step in classes[1]:
+            part = F.conv2d(padded[:, :, q_row * sh:, q_col * sw:], w, b,
+                            (sh * row_step, sw * col_step), 0, (dh, dw), attrs["groups"])
+            count_r = len(range(q_row, full[0], row_step))
+            count_c = len(range(q_col, full[1], col_step))
+            part = part[:, :, :count_r, :count_c]
+            if out is None:
+                sizes = [len(_kept(size, pattern)) for size, pattern in zip(full, patterns)]
+                out = part.new_empty(part.shape[:2] + tuple(sizes))
+            index = []
+            for q, step, size, pattern in ((q_row, row_step, count_r, patterns[0]),
+                                           (q_col, col_step, count_c, patterns[1])):
+                real = torch.arange(size, device=part.device) * step + q
+                index.append(real if pattern is None else compact_position(real, *pattern))
+            out[:, :, index[0][:, None], index[1][None, :]] = part
+    return out
+
+
+def _kept(size: int, pattern) -> range | list:
+    if pattern is None or size < 2:
+        return range(size)
+    return [i for i in range(size) if i % pattern[0] != pattern[1]]
+
+
+def _residues(size: int, pattern) -> list[tuple[int, int]]:
+    """(first position, step) of the strided classes covering the kept
+    positions of an axis of ``size``."""
+    if pattern is None or size < 2:
+        return [(0, 1)]
+    every, offset = pattern
+    return [(q, every) for q in range(min(every, size)) if q != offset]
+
+
+def perforation_fill(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    from hpvm.ir.tensor_ops.perforation import fill_sources
+    first, second = fill_sources(attrs["size"], attrs["every"], attrs["offset"])
+    values = x["x"]
+    axis = attrs["axis"] % values.dim()
+    first = torch.from_numpy(first).to(values.device)
+    second = torch.from_numpy(second).to(values.device)
+    return (values.index_select(axis, first) + values.index_select(axis, second)) * 0.5
+
+
+def _sampled_windows(data: torch.Tensor, attrs: dict) -> list[torch.Tensor]:
+    """The strided views of the window cells ``sample`` keeps (pools
+    without padding)."""
+    (kh, kw), (sh, sw) = attrs["kernel"], attrs["stride"]
+    every, offset = attrs["sample"]
+    out_h = (data.shape[2] - kh) // sh + 1
+    out_w = (data.shape[3] - kw) // sw + 1
+    return [data[:, :, r:r + sh * (out_h - 1) + 1:sh, s:s + sw * (out_w - 1) + 1:sw]
+            for r in range(kh) for s in range(kw) if (r * kw + s) % every != offset]
 
 
 def gemm(x: dict, attrs: dict, out_shape) -> torch.Tensor:
@@ -61,11 +142,15 @@ def bias_add(x: dict, attrs: dict, out_shape) -> torch.Tensor:
 
 
 def max_pool(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    if attrs["sample"]:
+        return torch.stack(_sampled_windows(x["x"], attrs)).amax(0)
     data = _pad(x["x"], attrs["padding"], float("-inf"))
     return F.max_pool2d(data, tuple(attrs["kernel"]), tuple(attrs["stride"]))
 
 
 def avg_pool(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    if attrs["sample"]:
+        return torch.stack(_sampled_windows(x["x"], attrs)).mean(0)
     kernel, stride = tuple(attrs["kernel"]), tuple(attrs["stride"])
     total = F.avg_pool2d(_pad(x["x"], attrs["padding"]), kernel, stride)
     if attrs["count_include_pad"] or not any(attrs["padding"]):
@@ -153,4 +238,5 @@ OPS: dict[str, OpFunction] = {
     "concat": concat,
     "slice": slice_,
     "elementwise": elementwise,
+    "perforation_fill": perforation_fill,
 }

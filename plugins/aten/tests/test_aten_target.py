@@ -6,36 +6,16 @@ import pytest
 
 from hpvm.options import OptionError
 
-from hpvm.ir.graph import BindIn, BindOut, ConstantBody, Edge, Graph, KernelBody, Module, Node
-from hpvm.ir.parameter import Parameter
+from hpvm.ir.graph import Graph, KernelBody, Node
 from hpvm.ir.tensor_ops import TENSOR_OPS, tensor_node
-from hpvm.ir.types import F32, I32, BufferType
+from hpvm.ir.tensor_ops.testing import single_op_module
+from hpvm.ir.types import I32, BufferType
 from hpvm.registry import get_registry
 from hpvm.runtime import compile
 
 torch = pytest.importorskip("torch")
 
 RNG = np.random.default_rng(0)
-
-
-def single_op_module(op, inputs, attrs=None, constants=()):
-    """A module running one tensor op on graph inputs (and constant nodes
-    for the ports in ``constants``)."""
-    types = {p: BufferType(F32, a.shape) for p, a in inputs.items()}
-    node = tensor_node("op", op, types, attrs)
-    nodes, edges, binds, params = [node], [], [], []
-    for port, array in inputs.items():
-        if port in constants:
-            nodes.append(Node(f"{port}_const", ConstantBody(types[port], array)))
-            edges.append(Edge(f"{port}_const", "value", "op", port))
-        else:
-            params.append(Parameter(port, types[port], "in"))
-            binds.append(BindIn(port, "op", port))
-    out = next(p for p in node.body.params if p.direction == "out")
-    params.append(Parameter("y", out.type, "out"))
-    graph = Graph("main", tuple(params), tuple(nodes), tuple(edges), tuple(binds),
-                  (BindOut("op", "y", "y"),))
-    return Module("m", {}, {"main": graph}, "main")
 
 
 CASES = {
@@ -67,6 +47,7 @@ CASES = {
     "slice": ({"x": (2, 5, 4)}, {"starts": (4, 1), "ends": (0, 9), "axes": (1, -1),
                                  "steps": (-2, 1)}),
     "lrn": ({"x": (2, 5, 3, 3)}, {"size": 4, "alpha": 0.3, "beta": 0.6, "bias": 1.5}),
+    "perforation_fill": ({"x": (2, 3, 4, 5)}, {"axis": 2, "every": 3, "offset": 1, "size": 6}),
 }
 FP16_TOLERANCE = 2e-2
 """rtol and atol of FP16 results against the FP32 reference: half precision

@@ -12,7 +12,7 @@ from hpvm.ir.visit import walk
 EXPECTED_OPS = {
     "conv2d", "matmul", "gemm", "add", "mul", "bias_add", "relu", "clipped_relu",
     "tanh", "sigmoid", "max_pool", "avg_pool", "softmax", "batchnorm", "reshape",
-    "flatten", "concat", "elementwise", "prelu", "lrn", "slice",
+    "flatten", "concat", "elementwise", "prelu", "lrn", "slice", "perforation_fill",
 }
 
 
@@ -33,7 +33,8 @@ def test_get_op_lists_the_ops_when_the_name_is_unknown():
 def test_defaults_fill_in_missing_attributes():
     attrs = get_op("conv2d").resolve_attrs({"groups": 2})
     assert attrs == {"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1),
-                     "groups": 2, "activation": "none"}
+                     "groups": 2, "activation": "none", "perforate_rows": (),
+                     "perforate_cols": (), "sample_filter": ()}
 
 
 def test_unknown_attribute_error_lists_the_allowed_ones():

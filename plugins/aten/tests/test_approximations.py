@@ -1,0 +1,40 @@
+"""Approximation knobs on aten: the perforation, sampling and fill ops
+compute what the reference does (CPU, and CUDA where PyTorch sees a GPU),
+and a node of precision fp16 computes in half precision."""
+import numpy as np
+import pytest
+
+from hpvm.interp import run_module
+from hpvm.ir.tensor_ops import TENSOR_OPS
+from hpvm.ir.tensor_ops.testing import (
+    APPROXIMATION_CASES, approximation_case, single_op_module,
+)
+from hpvm.runtime import compile
+
+torch = pytest.importorskip("torch")
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+FP16_TOLERANCE = 2e-2
+"""As test_aten_target's: O(1) inputs, at most 36 products per result."""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", sorted(APPROXIMATION_CASES))
+def test_approximation_matches_the_reference(name, device):
+    module, inputs, _ = approximation_case(name)
+    out = compile(module, ["aten"], {"device": device})(**inputs)["y"]
+    np.testing.assert_allclose(out, run_module(module, inputs)["y"], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_fp16_node_computes_in_half_precision(device):
+    rng = np.random.default_rng(1)
+    inputs = {"x": rng.standard_normal((2, 3, 6, 6)).astype(np.float32),
+              "w": rng.standard_normal((4, 3, 3, 3)).astype(np.float32)}
+    module = single_op_module("conv2d", inputs, {"padding": (1, 1, 1, 1)},
+                              attributes={"precision": "fp16"})
+    out = compile(module, ["aten"], {"device": device})(**inputs)["y"]
+    exact = TENSOR_OPS["conv2d"].evaluate(inputs, {"padding": (1, 1, 1, 1)})["y"]
+    emulated = run_module(module, inputs)["y"]
+    assert not np.array_equal(emulated, exact)
+    np.testing.assert_allclose(out, emulated, rtol=FP16_TOLERANCE, atol=FP16_TOLERANCE)
+    np.testing.assert_allclose(out, exact, rtol=FP16_TOLERANCE, atol=FP16_TOLERANCE)

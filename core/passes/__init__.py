@@ -29,7 +29,8 @@ __all__ = [
 
 # The built-in passes register themselves on import.
 from . import (  # noqa: E402,F401
-    argument_privatisation, const_fold, dce, fold_tensor_constants, fuse_elementwise, fuse_ops, inline,
+    approximate, argument_privatisation, const_fold, dce, fold_tensor_constants, fuse_elementwise,
+    fuse_ops, inline,
     input_buffering, legalize_tensor_ops, loop_fusion, loop_unroll, node_fusion, parallel_reduce,
     sequentialize,
 )

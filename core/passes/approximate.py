@@ -130,7 +130,7 @@ def _error(graph: Graph, node: str, message: str, fix: str) -> PassError:
 
 
 def _apply(graph: Graph, node: Node, knob: Knob) -> Graph:
-    from ..ir.tensor_ops import get_op, tensor_node
+    from ..ir.tensor_ops import tensor_node
     body = node.body
     if not isinstance(body, TensorBody) or not all(
             p.type.element.is_float for p in body.params):

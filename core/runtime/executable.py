@@ -18,6 +18,7 @@ from pathlib import Path
 from ..errors import HpvmError
 from ..ir.graph import Module
 from ..target import Artifact, Device
+from .approximations import ApproximationsMixin, runs_active
 from .execution import Frame, Report
 from .flatten import flatten
 from .inputs import validate_inputs
@@ -44,7 +45,7 @@ class Launch:
         return self._future.result(timeout)
 
 
-class Executable:
+class Executable(ApproximationsMixin):
     def __init__(self, module: Module, placement: Placement,
                  artifacts: dict[str, Artifact], options: dict | None = None,
                  registry=None):
@@ -63,16 +64,21 @@ class Executable:
         self._last_report = Report()
         self._stream: dict | None = None
         self._frame_ids = itertools.count()
+        self._init_approximations()
 
     # -- running -----------------------------------------------------------
     def __call__(self, **inputs) -> dict:
+        if self._goal is not None:
+            return self._adapting_call(inputs)
         # The calling thread works on the run too instead of only waiting.
-        return self._start_run(inputs, run_here=True).result()
+        return self._active._start_run(inputs, run_here=True).result()
 
+    @runs_active
     def launch(self, **inputs) -> Launch:
         """Start a run and return at once."""
         return Launch(self._start_run(inputs, run_here=False))
 
+    @runs_active
     def start(self, **fixed_inputs) -> None:
         """Begin a stream: the non-streaming inputs, fixed for every frame."""
         graph = self.module.root_graph
@@ -87,6 +93,7 @@ class Executable:
         self._stream = {"fixed": fixed, "streamed": tuple(sorted(streamed)), "tracker": tracker,
                         "report": report, "frames": deque(), "previous": None, "count": 0}
 
+    @runs_active
     def push(self, **frame_inputs) -> None:
         """Feed one frame; stages of successive frames overlap."""
         stream = self._require_stream()
@@ -99,6 +106,7 @@ class Executable:
         stream["previous"] = frame
         stream["frames"].append(future)
 
+    @runs_active
     def pop(self, timeout: float | None = None) -> dict:
         """Outputs of the oldest frame not popped yet (waits for it)."""
         stream = self._require_stream()
@@ -118,7 +126,9 @@ class Executable:
         if self._scheduler is not None:
             self._scheduler.shutdown()
             self._scheduler = None
+        self._close_variants()
 
+    @runs_active
     def report(self) -> Report:
         """Per node of the last run: target, time, and the copies it caused."""
         return self._last_report
@@ -136,7 +146,7 @@ class Executable:
             artifact.save(folder / "artifacts" / name)
         manifest = {"format": EXECUTABLE_FORMAT, "placement": self.placement.to_json(),
                     "options": self.options, "targets": sorted(self.artifacts), "sha256": digests,
-                    "config": self.config}
+                    "config": self.config, "approximations": self.approximations}
         write_json(folder / "executable.json", manifest)
 
     @classmethod
@@ -169,6 +179,8 @@ class Executable:
                                    f"(fix: {DAMAGED_FIX})") from None
         exe = cls(module, placement, artifacts, manifest["options"], registry)
         exe.config = manifest.get("config") if isinstance(manifest.get("config"), dict) else None
+        if isinstance(manifest.get("approximations"), dict):
+            exe.attach_approximations(manifest["approximations"])
         return exe
 
     # -- internals -----------------------------------------------------------

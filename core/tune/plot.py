@@ -20,18 +20,24 @@ def record_svg(record: TuningRecord, title: str = "") -> str:
     panels = [_progress_panel(record, 0)]
     if len(record.objectives) >= 2:
         panels.append(_pareto_panel(record, HEIGHT + 30))
+    return svg_page(title or "tuning", panels)
+
+
+def svg_page(title: str, panels: list[list[str]]) -> str:
+    """An SVG document of ``panels`` (lists of elements, each drawn at its
+    own top: 0, HEIGHT + 30, ...) under ``title``."""
     height = (HEIGHT + 30) * len(panels) + 10
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH + 2 * MARGIN}" '
              f'height="{height}" font-family="sans-serif" font-size="11">',
              f'<rect width="100%" height="100%" fill="white"/>',
-             f'<text x="{MARGIN}" y="18" font-size="13">{escape(title or "tuning")}</text>']
+             f'<text x="{MARGIN}" y="18" font-size="13">{escape(title)}</text>']
     for panel in panels:
         parts.extend(panel)
     parts.append("</svg>")
     return "\n".join(parts)
 
 
-class _Axes:
+class Axes:
     """A log-scaled y axis (objectives span decades) over a linear x axis."""
 
     def __init__(self, top: float, x_range: tuple[float, float], y_values: list[float],
@@ -67,12 +73,12 @@ class _Axes:
             y = self.y(value)
             parts.append(f'<line x1="{MARGIN - 4}" y1="{y:.1f}" x2="{MARGIN + WIDTH}" y2="{y:.1f}" '
                          f'stroke="#eee"/><text x="{MARGIN - 6}" y="{y + 4:.1f}" '
-                         f'text-anchor="end">{_short(value)}</text>')
+                         f'text-anchor="end">{short(value)}</text>')
         for i in range(steps + 1):
             raw = self.x0 + (self.x1 - self.x0) * i / steps
             value = 10 ** raw if self.log_x else raw
             parts.append(f'<text x="{self.x(value):.1f}" y="{bottom + 12}" '
-                         f'text-anchor="middle">{_short(value)}</text>')
+                         f'text-anchor="middle">{short(value)}</text>')
         return parts
 
 
@@ -81,10 +87,10 @@ def _progress_panel(record: TuningRecord, top: float) -> list[str]:
     points = [(s.index, s.objectives[name]) for s in record.feasible()]
     if not points:
         return [f'<text x="{MARGIN}" y="{top + 50}">no feasible sample</text>']
-    axes = _Axes(top, (0, max(len(record.samples) - 1, 1)), [v for _, v in points])
+    axes = Axes(top, (0, max(len(record.samples) - 1, 1)), [v for _, v in points])
     parts = axes.frame("sample", f"{name} (log scale)")
     parts.extend(f'<circle cx="{axes.x(i):.1f}" cy="{axes.y(v):.1f}" r="2.5" fill="#7f8c8d">'
-                 f'<title>sample {i}: {_short(v)}</title></circle>' for i, v in points)
+                 f'<title>sample {i}: {short(v)}</title></circle>' for i, v in points)
     for sample in record.samples:
         if not sample.feasible:
             x, y = axes.x(sample.index), top + 36
@@ -100,7 +106,7 @@ def _progress_panel(record: TuningRecord, top: float) -> list[str]:
         previous = best
     parts.append(f'<path d="{" ".join(steps)}" fill="none" stroke="#2980b9" stroke-width="2"/>')
     parts.append(f'<text x="{MARGIN + WIDTH}" y="{top + 24}" text-anchor="end" fill="#2980b9">'
-                 f'best so far: {_short(previous)}</text>')
+                 f'best so far: {short(previous)}</text>')
     return parts
 
 
@@ -110,7 +116,7 @@ def _pareto_panel(record: TuningRecord, top: float) -> list[str]:
     if not points:
         return []
     xs = [s.objectives[first] for s in points]
-    axes = _Axes(top, (min(xs), max(xs) * 1.0001), [s.objectives[second] for s in points],
+    axes = Axes(top, (min(xs), max(xs) * 1.0001), [s.objectives[second] for s in points],
                  log_x=True)
     parts = axes.frame(f"{first} (log scale)", f"{second} (log scale)")
     parts.extend(f'<circle cx="{axes.x(s.objectives[first]):.1f}" '
@@ -127,5 +133,5 @@ def _pareto_panel(record: TuningRecord, top: float) -> list[str]:
     return parts
 
 
-def _short(value: float) -> str:
+def short(value: float) -> str:
     return f"{value:.3g}"

@@ -1,0 +1,77 @@
+"""An analytic cost model of knobs (ApproxTuner's performance prediction):
+a node costs its multiply-adds (conv2d, gemm, matmul), window reads
+(pools) or elements (the rest), and a knob scales that by the work it
+skips -- perforation by the share of rows / columns kept, sampling by the
+share of taps kept.  FP16's effect depends on the target, so it is
+measured once (all nodes in FP16 against all exact) and applied as a
+factor.  A configuration's predicted time is the baseline's, scaled by the
+predicted share of the work left.
+"""
+from __future__ import annotations
+
+import math
+
+from ...ir.graph import Module, Node
+from ...ir.tensor_ops.perforation import kept_length
+from ...passes.approximate import parse_knob
+
+
+def _size(shape) -> int:
+    """Elements of a shape, symbols (a batch) counted as 1."""
+    return math.prod(d if isinstance(d, int) else 1 for d in shape)
+
+
+def node_cost(node: Node) -> float:
+    """Work of one exact run of ``node`` per batch element."""
+    body = node.body
+    shapes = {p.name: p.type.shape for p in body.params}
+    out = _size(shapes.get("y", ()))
+    if body.op == "conv2d":
+        return out * _size(shapes["w"][1:])
+    if body.op == "gemm":
+        inner = shapes["a"][0] if body.attrs.get("trans_a") else shapes["a"][-1]
+        return out * (inner if isinstance(inner, int) else 1)
+    if body.op == "matmul":
+        inner = shapes["a"][-1]
+        return out * (inner if isinstance(inner, int) else 1)
+    if body.op in ("max_pool", "avg_pool"):
+        kernel = body.attrs.get("kernel", (1, 1))
+        return out * kernel[0] * kernel[1]
+    return float(out)
+
+
+def knob_factor(node: Node, knob: str, fp16_factor: float) -> float:
+    """The share of ``node``'s cost left under ``knob``."""
+    parsed = parse_knob(knob)
+    factor = fp16_factor if parsed.precision == "fp16" else 1.0
+    shape = next(p.type.shape for p in node.body.params if p.name == "y")
+    for attr, (every, offset) in parsed.attrs.items():
+        if attr in ("perforate_rows", "perforate_cols"):
+            size = shape[2 if attr == "perforate_rows" else 3]
+            factor *= kept_length(size, every, offset) / size
+        elif attr == "sample_filter":
+            factor *= (every - 1) / every
+        elif attr == "sample":
+            kernel = node.body.attrs.get("kernel", (1, 1))
+            taps = kernel[0] * kernel[1]
+            factor *= sum(1 for t in range(taps) if t % every != offset) / taps
+    return factor
+
+
+class CostModel:
+    """Predicted seconds of configurations of ``module`` from its
+    baseline's measured ``seconds``."""
+
+    def __init__(self, module: Module, nodes: list[str], seconds: float,
+                 fp16_factor: float = 1.0):
+        graph = module.root_graph
+        self.nodes = {name: graph.node(name) for name in nodes}
+        self.costs = {name: node_cost(node) for name, node in self.nodes.items()}
+        self.total = sum(self.costs.values()) or 1.0
+        self.seconds = seconds
+        self.fp16_factor = fp16_factor
+
+    def predict(self, config: dict[str, str]) -> float:
+        saved = sum(self.costs[n] * (1 - knob_factor(self.nodes[n], k, self.fp16_factor))
+                    for n, k in config.items() if n in self.nodes)
+        return self.seconds * max(1 - saved / self.total, 0.02)

@@ -1,0 +1,52 @@
+"""Which approximation knobs each tensor-op node of a module may take (the
+search space of approximation tuning).
+
+Every float tensor op may compute in FP16; conv2d may also be perforated
+(rows or columns, every K-th skipped) or have its filter sampled; pools
+may sample their windows.  K ranges over EVERY (2, 3, 4) with every
+offset, each alone and with FP16, as in ApproxTuner.  Cheap ops (shape
+ops, activations, fills) are left exact: approximating them saves nothing.
+"""
+from __future__ import annotations
+
+from ...ir.graph import Module, Node, TensorBody
+from ...passes.approximate import EXACT
+
+EVERY = (2, 3, 4)
+TUNED_OPS = ("conv2d", "gemm", "matmul", "max_pool", "avg_pool", "batchnorm", "elementwise")
+"""Ops whose nodes get knobs."""
+TECHNIQUES = ("fp16", "perforation", "sampling", "reduction-sampling")
+
+
+def approximable_nodes(module: Module) -> list[str]:
+    """Names of the root graph's tensor nodes that take knobs, in order."""
+    return [n.name for n in module.root_graph.nodes if _tuned(n)]
+
+
+def knob_choices(module: Module, node_name: str, techniques=TECHNIQUES,
+                 every=EVERY) -> list[str]:
+    """The knobs node ``node_name`` may take, ``exact`` first."""
+    node = module.root_graph.node(node_name)
+    out_shape = next(p.type.shape for p in node.body.params if p.direction == "out")
+    precisions = ["", "fp16"] if "fp16" in techniques else [""]
+    shapes = []
+    op = node.body.op
+    if op == "conv2d" and "perforation" in techniques:
+        for axis, name in ((2, "rows"), (3, "cols")):
+            if isinstance(out_shape[axis], int) and out_shape[axis] >= 2:
+                shapes += [f"perf-{name}-{k}-{o}" for k in every for o in range(k)]
+    if op == "conv2d" and "sampling" in techniques:
+        shapes += [f"samp-{k}-{o}" for k in every for o in range(k)]
+    if op in ("max_pool", "avg_pool") and "reduction-sampling" in techniques:
+        kernel = node.body.attrs.get("kernel", (1, 1))
+        if not any(node.body.attrs.get("padding", ())) and kernel[0] * kernel[1] >= 2:
+            shapes += [f"redsamp-{k}-{o}" for k in every for o in range(k)]
+    choices = [EXACT] + (["fp16"] if "fp16" in precisions else [])
+    for shape in shapes:
+        choices += [shape + ("+" + precision if precision else "") for precision in precisions]
+    return choices
+
+
+def _tuned(node: Node) -> bool:
+    return (isinstance(node.body, TensorBody) and node.body.op in TUNED_OPS
+            and all(p.type.element.is_float for p in node.body.params))

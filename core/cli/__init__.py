@@ -11,6 +11,9 @@
     hpvm run FILE.hpvm|EXE.hpvmx --inputs in.npz --outputs out.npz [--target NAME]
     hpvm tune SOURCE --targets A,B --inputs in.npz --budget N [-o RECORD] [--config-out BEST]
                                        design-space exploration (HyperMapper)
+    hpvm tune --refine EXE.hpvmx       re-measure a shipped approximation curve here
+    hpvm approx SOURCE --qos accuracy --loss 1 --data calib.npz --targets A,B [-o EXE]
+                                       approximation tuning (ApproxTuner)
     hpvm demo                          blur an image on every target, check it
     hpvm sdk new-target NAME | conformance NAME   vendor SDK (needs hpvm-sdk)
 
@@ -25,9 +28,9 @@ import os
 import sys
 
 from ..errors import DiagnosticError, HpvmError
-from . import build, demo, ir_commands, run, sdk, targets, tune
+from . import approx, build, demo, ir_commands, run, sdk, targets, tune
 
-COMMANDS = (targets, ir_commands, build, run, tune, demo, sdk)
+COMMANDS = (targets, ir_commands, build, run, tune, approx, demo, sdk)
 """Modules that add subcommands: each has ``add_parsers(subparsers)``."""
 
 PROG = "hpvm"

@@ -4,6 +4,7 @@
         -o tuning.json --config-out best.json --svg tuning.svg
     hpvm tune prog.py:fn --targets cpu --list        # the space, in words
     hpvm compile prog.py:fn --config best.json -o prog.hpvmx
+    hpvm tune --refine model.hpvmx [--inputs in.npz]  # re-measure its approximation curve
 
 A progress bar shows each sample and the best so far; at the end the
 winning configuration is printed in words.  The record (``-o``) is written
@@ -26,7 +27,11 @@ def add_parsers(subparsers) -> None:
         description="Explore SOURCE's design space (fusions, unroll factors, privatisation, "
                     "which target runs each node, the targets' knobs) by running samples "
                     "on --inputs or estimating them, and report the best configuration.")
-    parser.add_argument("source", metavar="SOURCE", help="prog.py:NAME, FILE.hpvm or MODEL.onnx")
+    parser.add_argument("source", metavar="SOURCE", nargs="?",
+                        help="prog.py:NAME, FILE.hpvm or MODEL.onnx")
+    parser.add_argument("--refine", metavar="EXE.hpvmx",
+                        help="measure every configuration of the executable's approximation "
+                             "curve on this machine, keep the Pareto-optimal ones, save it")
     parser.add_argument("-t", "--targets", type=_target_list, default=["cpu"],
                         help="comma-separated targets (default: cpu); more than one adds a "
                              "placement parameter per node")
@@ -63,6 +68,10 @@ def tune_command(args) -> int:
     from ..tune import TuneError, space, tune
     from ..tune.executors import executor
     from .run import read_npz
+    if args.refine:
+        return refine_command(args)
+    if not args.source:
+        raise TuneError("give the program to tune (SOURCE), or --refine EXE.hpvmx")
     passes = () if args.passes == ["none"] else tuple(args.passes)
     module = load_program(args.source)
     if args.list:
@@ -101,6 +110,26 @@ def tune_command(args) -> int:
     if args.output:
         print(f"wrote {args.output}")
     return 0 if result.best is not None else 1
+
+
+def refine_command(args) -> int:
+    from ..runtime import Executable
+    from ..tune.approx.refine import refine
+    from .build import save_atomically
+    from .run import read_npz
+    exe = Executable.load(args.refine)
+    inputs = read_npz(args.inputs) if args.inputs else None
+    count = len(exe.configurations())
+    bar = Progress(count)
+    try:
+        curve = refine(exe, inputs, args.repeat, progress=bar.step)
+    finally:
+        exe.close()
+    bar.close()
+    print(curve.format())
+    save_atomically(exe, Path(args.refine))
+    print(f"wrote {args.refine}: {len(curve)} of {count} configurations kept on {curve.machine}")
+    return 0
 
 
 def _progress_label(record, sample) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from html import escape
-from pathlib import Path
 
 from ...errors import HpvmError
 from ..plot import MARGIN, WIDTH, Axes, short, svg_page
@@ -47,6 +46,8 @@ class ApproxCurve:
     targets: list[str]
     machine: str = ""
     notes: list[str] = field(default_factory=list)
+    input_shapes: dict = field(default_factory=dict)
+    """Shapes of the inputs tuned on (what refinement runs on)."""
 
     def __len__(self) -> int:
         return len(self.points)
@@ -79,10 +80,12 @@ class ApproxCurve:
             raise HpvmError(f"the approximation curve is malformed ({error!r}); tune it "
                             "again") from None
         return cls(points, **fields, machine=data.get("machine", ""),
-                   notes=list(data.get("notes", [])))
+                   notes=list(data.get("notes", [])),
+                   input_shapes=dict(data.get("input_shapes", {})))
 
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_json(), indent=1))
+    def to_text(self) -> str:
+        """The curve as JSON text."""
+        return json.dumps(self.to_json(), indent=1)
 
     def svg(self, title: str = "") -> str:
         """QoS loss against speedup: the curve, with predictions (hollow)

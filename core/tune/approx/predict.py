@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 
+from ...passes.approximate import EXACT
 from .cost import CostModel
 from .measure import Measurement, Runner
 from .qos import QoS
@@ -51,7 +52,7 @@ class Profile:
 def profile(runner: Runner, choices: dict[str, list[str]], qos: QoS,
             progress: Callable[[str], None] | None = None) -> Profile:
     """Run every knob of every node alone (``choices``: node -> knobs,
-    ``exact`` included and skipped)."""
+    ``exact`` included and skipped), the baseline, and all nodes in FP16."""
     baseline = runner.measure({})
     fp16_factor = 1.0
     if any("fp16" in knobs for knobs in choices.values()):
@@ -62,6 +63,8 @@ def profile(runner: Runner, choices: dict[str, list[str]], qos: QoS,
     result = Profile(baseline, qos.score(baseline.outputs, baseline.outputs), cost)
     for node, knobs in choices.items():
         for knob in knobs:
+            if knob == EXACT:
+                continue
             measured = runner.measure({node: knob})
             key = (node, knob)
             result.scores[key] = qos.score(measured.outputs, baseline.outputs)

@@ -77,11 +77,12 @@ def approx_tune(program, targets, inputs: dict, qos: QoS, *, loss: float | None 
                 budget: int | None = None, validate: int = 12, techniques=TECHNIQUES,
                 every=EVERY, options: dict | None = None, output: str | None = None,
                 repeat: int = 5, seed: int = 0,
-                progress: Callable[[str], None] | None = None) -> ApproxResult:
+                progress: Callable[[str, int, int], None] | None = None) -> ApproxResult:
     """Tune the approximation knobs of ``program``'s tensor ops on
     ``targets`` so that ``qos`` meets the goal (``loss`` below the exact
     program's score, or at least ``minimum``) on ``inputs``; see the
-    module docstring."""
+    module docstring.  ``progress(label, done, total)`` hears of every run
+    (``total`` is the number of runs planned)."""
     from ...ir.verify import verify
     from ...runtime.compiler import as_module
     from ...runtime.inputs import validate_inputs
@@ -101,21 +102,25 @@ def approx_tune(program, targets, inputs: dict, qos: QoS, *, loss: float | None 
         raise ApproxError("the program has no tensor op the approximation knobs apply to "
                           "(conv2d, gemm, matmul, pools, batchnorm, elementwise on floats); "
                           "fix: tune a tensor program (an ONNX model or graph-builder ops)")
+    budget = budget or DEFAULT_BUDGET[mode]
+    runs = (2 + sum(len(k) - 1 for k in choices.values()) + validate if mode == "predictive"
+            else budget)
+    steps = _Steps(progress, runs)
     runner = Runner(module, targets, inputs, options, output, repeat)
     baseline = runner.measure({})
     baseline_score = qos.score(baseline.outputs, baseline.outputs)
     threshold = goal.threshold(baseline_score)
     curve = ApproxCurve([ApproxPoint({}, baseline_score, 1.0, baseline.seconds)], qos.name,
-                        qos.unit, baseline_score, goal.describe(qos), targets, machine())
+                        qos.unit, baseline_score, goal.describe(qos), targets, machine(),
+                        input_shapes={name: list(np.shape(value)) for name, value in inputs.items()})
     result = ApproxResult(curve, mode, 0, 1, module=module, options=dict(options or {}))
     if goal.loss == 0:
         curve.notes.append("a QoS loss of 0 admits only the exact program")
     elif mode == "predictive":
-        _predictive(result, runner, choices, qos, threshold, model,
-                    budget or DEFAULT_BUDGET[mode], validate, seed, progress)
+        _predictive(result, runner, choices, qos, threshold, model, budget, validate, seed,
+                    steps)
     else:
-        _empirical(result, runner, choices, qos, threshold, budget or DEFAULT_BUDGET[mode],
-                   seed, progress)
+        _empirical(result, runner, choices, qos, threshold, budget, seed, steps)
     if len(curve.points) > 1 or mode == "empirical":
         _rebase(curve, runner.remeasure_baseline().seconds)
     result.empirical_runs = runner.runs
@@ -140,8 +145,7 @@ def _predictive(result, runner, choices, qos, threshold, model, budget, validate
         run = runner.measure(candidate.config)
         score = qos.score(run.outputs, known.baseline.outputs)
         errors.append((candidate.score, score))
-        if progress is not None:
-            progress(f"validated {len(errors)}/{len(candidates)}")
+        progress(f"validated {len(errors)} of {len(candidates)}")
         measured.append((Point(candidate.config, score, run.seconds), candidate))
     kept = [(m, c) for m, c in measured if m.score >= threshold]
     result.agreement = _agreement(errors, len(kept))
@@ -156,8 +160,7 @@ def _empirical(result, runner, choices, qos, threshold, budget, seed, progress) 
         return qos.score(measured.outputs, reference), measured.seconds
 
     def step(point: Point) -> None:
-        if progress is not None:
-            progress(f"{len(point.config)} knobs: {point.score:.4g}")
+        progress(f"{len(point.config)} knobs: {qos.name} {point.score:.4g}")
 
     points = explore(choices, run, threshold, budget, seed, step)
     result.searched = len(points)
@@ -175,6 +178,18 @@ def _fill_curve(curve: ApproxCurve, measured: list[Point], predictions: dict) ->
             dict(point.config), point.score, baseline.seconds / point.seconds, point.seconds,
             guess.score if guess else None,
             baseline.seconds / guess.seconds if guess else None))
+
+
+class _Steps:
+    """Counts runs for a ``progress(label, done, total)`` callback."""
+
+    def __init__(self, progress, total: int):
+        self.progress, self.total, self.done = progress, total, 0
+
+    def __call__(self, label: str) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(label, min(self.done, self.total), self.total)
 
 
 def _rebase(curve: ApproxCurve, seconds: float) -> None:

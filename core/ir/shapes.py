@@ -102,7 +102,7 @@ def bind_symbols(params: tuple[Parameter, ...], values: Mapping[str, Any],
             continue
         if not p.reads or p.type.shape is None:
             continue
-        shape = np.shape(value)
+        shape = value.shape if hasattr(value, "shape") else np.shape(value)
         if len(shape) != len(p.type.shape):
             raise ExecutionError(Diagnostic(
                 Location(**{**where.__dict__, "port": p.name}),

@@ -15,6 +15,8 @@ import threading
 from collections import deque
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import HpvmError
 from ..ir.graph import Module
 from ..target import Artifact, Device
@@ -22,7 +24,7 @@ from .approximations import ApproximationsMixin, runs_active
 from .execution import Frame, Report
 from .flatten import flatten
 from .inputs import validate_inputs
-from .memory import MemoryTracker
+from .memory import CopyStats, MemoryTracker
 from .placement import Placement
 from .scheduler import DagScheduler
 from .task_plan import plan_program
@@ -77,6 +79,29 @@ class Executable(ApproximationsMixin):
     def launch(self, **inputs) -> Launch:
         """Start a run and return at once."""
         return Launch(self._start_run(inputs, run_here=False))
+
+    @runs_active
+    def stage(self, **inputs) -> dict:
+        """``inputs`` copied once to the devices that read them, for runs
+        that reuse them: ``staged = exe.stage(x=images)`` then
+        ``exe(**staged)`` as often as needed, with no copy in.  Staged
+        inputs belong to this executable and its configuration in use."""
+        graph = self.module.root_graph
+        checked = validate_inputs(graph, inputs, required=tuple(inputs))
+        tracker = MemoryTracker(self._get_devices())
+        readers: dict[str, set[str]] = {}
+        for plan in self._plan.tasks:
+            for _, source, _ in plan.arguments:
+                if source.task is None:
+                    readers.setdefault(source.port, set()).add(plan.target)
+        staged = {}
+        for name, value in checked.items():
+            if isinstance(value, np.ndarray):
+                value = tracker.from_host(value, consumers=1 << 30)  # never freed by a run
+                for target in sorted(readers.get(name, ())):
+                    tracker.acquire(value, target, CopyStats())
+            staged[name] = value
+        return staged
 
     @runs_active
     def start(self, **fixed_inputs) -> None:

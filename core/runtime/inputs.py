@@ -8,6 +8,7 @@ import numpy as np
 from ..errors import Diagnostic, ExecutionError, Location
 from ..ir.graph import Graph
 from ..ir.shapes import bind_symbols
+from .memory import Value
 
 
 def validate_inputs(graph: Graph, inputs: Mapping[str, Any],
@@ -33,7 +34,13 @@ def validate_inputs(graph: Graph, inputs: Mapping[str, Any],
             continue
         where = Location(graph=graph.name, port=p.name)
         value = inputs[p.name]
-        if p.is_buffer:
+        if p.is_buffer and isinstance(value, Value):  # staged by Executable.stage
+            if value.dtype != p.type.element.numpy_dtype:
+                problems.append(Diagnostic(where, f"expects dtype {p.type.element.numpy_dtype} "
+                                           f"({p.type}), got a staged {value.dtype}",
+                                           "stage an array of the declared type"))
+            normalised[p.name] = value
+        elif p.is_buffer:
             array = np.asarray(value)
             dtype = p.type.element.numpy_dtype
             if array.dtype != dtype:

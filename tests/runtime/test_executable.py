@@ -82,6 +82,20 @@ def test_an_in_place_update_does_not_disturb_another_reader(registry):
         np.testing.assert_allclose(out["d"], a * 2 + 1, rtol=1e-6)
 
 
+def test_staged_inputs_are_copied_once_and_reused_unchanged(registry):
+    exe = compile(programs.diamond(("loopback", "loopback", "loopback")), targets=["loopback"],
+                  registry=registry)
+    a = vector()
+    staged = exe.stage(a=a)
+    for _ in range(3):
+        out = exe(**staged)
+        np.testing.assert_allclose(out["c"], a * 4, rtol=1e-6)
+        np.testing.assert_allclose(out["d"], a * 2 + 1, rtol=1e-6)
+        assert exe.report().bytes_copied == 8 * N  # only the two results come back
+    with pytest.raises(ExecutionError, match="unknown input"):
+        exe.stage(b=a)
+
+
 def test_user_arrays_are_never_modified(registry):
     exe = compile(programs.diamond(), targets=["interp"], registry=registry)
     a = vector()

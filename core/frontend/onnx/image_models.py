@@ -1,6 +1,6 @@
 """CNNs on a synthetic image set, for approximation tuning's tests and
-benchmarks (no downloads): a VGG-style and a ResNet-style network for
-3x32x32 images of 10 classes, and the images.
+benchmarks (no downloads): a LeNet, a VGG-style and a ResNet-style network
+for 3x32x32 images of 10 classes, and the images.
 
 The synthetic set: class ``c`` is a grating at angle ``c * 18`` degrees
 with a random frequency, phase, colour and contrast, plus noise -- easy
@@ -34,6 +34,18 @@ def synthetic_images(count: int, size: int = 32, seed: int = 0) -> tuple[np.ndar
     images = 0.5 + 0.5 * contrast[:, None, None, None] * colour[:, :, None, None] * wave[:, None]
     images = images + rng.normal(0, 0.35, images.shape)
     return np.clip(images, 0, 1).astype(np.float32), labels.astype(np.int64)
+
+
+def lenet_color(width: int = 6):
+    """LeNet-5 for 3x32x32 images: conv5x5(width) relu maxpool,
+    conv5x5(16) relu maxpool, fc 400-120-84-10 (the width scales the
+    first layer)."""
+    from torch import nn
+    return nn.Sequential(
+        nn.Conv2d(3, width, 5), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(width, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+        nn.Linear(84, CLASSES)).eval()
 
 
 def vgg_small(width: int = 32):

@@ -118,18 +118,17 @@ class _Lexer:
         self.pos += 1
         chars = []
         while True:
+            # Plain characters in one slice (constants' base64 runs are long).
+            plain = _PLAIN_STRING.match(self.text, self.pos)
+            chars.append(plain.group())
+            self.pos = plain.end()
             if self.pos >= len(self.text) or self.text[self.pos] == "\n":
                 raise parse_error(self.filename, self.line, start_column,
                                   "unterminated string", 'close it with " on the same line')
-            ch = self.text[self.pos]
-            if ch == '"':
+            if self.text[self.pos] == '"':
                 self.pos += 1
                 return "".join(chars)
-            if ch == "\\":
-                chars.append(self.read_escape())
-            else:
-                chars.append(ch)
-                self.pos += 1
+            chars.append(self.read_escape())
 
     def read_escape(self) -> str:
         text = self.text
@@ -143,6 +142,9 @@ class _Lexer:
             return chr(int(match.group(1), 16))
         raise self.error(f"unknown escape '\\{code}' in a string",
                          'use \\\\, \\", \\n, \\t, \\r or \\u{HEX}')
+
+
+_PLAIN_STRING = re.compile(r'[^"\\\n]*')
 
 
 def tokenize(text: str, filename: str | None = None) -> list[Token]:

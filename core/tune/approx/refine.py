@@ -4,7 +4,8 @@ the machine at hand and keep those that are Pareto-optimal here.
     hpvm tune --refine model.hpvmx [--inputs in.npz]
 
 Speed does not depend on the input values, so without ``inputs`` the runs
-use random data of the shapes the curve was tuned on.
+use random data of the shapes the curve was tuned on.  As in tuning, the
+inputs are staged on the devices first and runs are timed without them.
 """
 from __future__ import annotations
 
@@ -32,11 +33,12 @@ def refine(exe, inputs: dict | None = None, repeat: int = 5,
     times = []
     for index in range(len(curve.points)):
         exe.use(index)
-        exe(**inputs)
+        staged = exe.stage(**inputs)
+        exe(**staged)
         runs = []
         for _ in range(repeat):
             started = time.perf_counter()
-            exe(**inputs)
+            exe(**staged)
             runs.append(time.perf_counter() - started)
         times.append(statistics.median(runs))
         if progress is not None:

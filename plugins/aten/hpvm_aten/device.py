@@ -44,7 +44,8 @@ class AtenDevice(Device):
         if self.host_memory:
             handle[...] = array
         else:
-            handle.copy_(torch.from_numpy(np.array(array, order="C")))
+            dense = array.flags.c_contiguous and array.flags.writeable
+            handle.copy_(torch.from_numpy(array if dense else np.array(array, order="C")))
 
     def copy_out(self, handle):
         return handle.copy() if self.host_memory else handle.cpu().numpy()

@@ -1,8 +1,12 @@
 """The aten runtime shim: buffers and launches on one torch device.
 
 On the CPU, handles are numpy arrays (``host_memory``) viewed as torch
-tensors without copying; on CUDA they are torch tensors in device memory,
-and the memory tracker copies through ``copy_in`` / ``copy_out``.  With
+tensors without copying; on CUDA they are :class:`Slot` s whose tensor in
+device memory is made when the buffer is first written: a launch's result
+becomes the output buffer itself (no zero fill, no copy into a buffer
+made beforehand), and the memory tracker copies through ``copy_in`` /
+``copy_out``.  Nothing placed on aten updates a buffer in place, so a
+result may share memory with an input (a reshape's does).  With
 ``precision=fp16`` float ops compute in half precision: inputs are cast
 down, results cast back to the buffer's type.
 """
@@ -19,6 +23,19 @@ from hpvm.ir.graph import ConstantBody, Module, TensorBody
 from hpvm.target import Device, NodeRef
 
 from .ops import OPS
+
+
+class Slot:
+    """A buffer on a CUDA device: its shape, dtype and tensor (None until
+    written)."""
+
+    __slots__ = ("shape", "dtype", "tensor")
+
+    def __init__(self, shape, dtype: torch.dtype, tensor: torch.Tensor | None = None):
+        self.shape, self.dtype, self.tensor = tuple(shape), dtype, tensor
+
+    def fill(self, value: torch.Tensor) -> None:
+        self.tensor = value.reshape(self.shape).to(self.dtype)
 
 
 class AtenDevice(Device):
@@ -38,31 +55,38 @@ class AtenDevice(Device):
     def allocate(self, shape, dtype):
         if self.host_memory:
             return np.zeros(tuple(shape), dtype)
-        return torch.zeros(tuple(shape), dtype=_torch_dtype(dtype), device=self.device)
+        return Slot(shape, _torch_dtype(dtype))
 
     def copy_in(self, handle, array) -> None:
         if self.host_memory:
             handle[...] = array
         else:
             dense = array.flags.c_contiguous and array.flags.writeable
-            handle.copy_(torch.from_numpy(array if dense else np.array(array, order="C")))
+            handle.fill(torch.from_numpy(array if dense else np.array(array, order="C"))
+                        .to(self.device))
 
     def copy_out(self, handle):
-        return handle.copy() if self.host_memory else handle.cpu().numpy()
+        return handle.copy() if self.host_memory else self._tensor(handle).cpu().numpy()
 
     def duplicate(self, handle, shape, dtype):
-        return handle.copy() if self.host_memory else handle.clone()
+        if self.host_memory:
+            return handle.copy()
+        return Slot(shape, handle.dtype, self._tensor(handle).clone())
+
+    def free(self, handle) -> None:
+        if isinstance(handle, Slot):
+            handle.tensor = None
 
     # running -----------------------------------------------------------------
     def launch(self, node: NodeRef, args: dict[str, Any]) -> None:
         plan = self._plan(node)
         if plan.constant is not None:
-            self._tensor(args["value"]).copy_(self._constant(str(node), plan.constant))
+            self._store(args["value"], self._constant(str(node), plan.constant))
             return None
         dtype = torch.float16 if plan.half else self.compute_dtype
         inputs = {port: self._weight(plan.weights[port], dtype) if port in plan.weights
                   else self._compute(self._tensor(args[port]), dtype) for port in plan.inputs}
-        target = self._tensor(args[plan.output])
+        target = args[plan.output]
         try:
             with torch.no_grad():
                 result = plan.run(inputs, plan.attrs, tuple(target.shape))
@@ -71,7 +95,7 @@ class AtenDevice(Device):
                 Location(graph=node.graph, node=node.node),
                 f"aten: {plan.op} failed: {str(error).splitlines()[0]}",
                 "run this node on another target (cpu), or with precision='fp32'")) from None
-        target.copy_(result.reshape(target.shape))
+        self._store(target, result)
         return None
 
     # wait(): the default.  Launches queue on the device's stream in the
@@ -87,7 +111,18 @@ class AtenDevice(Device):
         return plan
 
     def _tensor(self, handle) -> torch.Tensor:
-        return torch.from_numpy(handle) if isinstance(handle, np.ndarray) else handle
+        if isinstance(handle, np.ndarray):
+            return torch.from_numpy(handle)
+        if handle.tensor is None:  # read before written: zeros, as allocate promises
+            handle.tensor = torch.zeros(handle.shape, dtype=handle.dtype, device=self.device)
+        return handle.tensor
+
+    @staticmethod
+    def _store(handle, result: torch.Tensor) -> None:
+        if isinstance(handle, Slot):
+            handle.fill(result)
+        else:
+            torch.from_numpy(handle).copy_(result.reshape(handle.shape))
 
     @staticmethod
     def _compute(tensor: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:

@@ -58,33 +58,40 @@ def _sampled_filter(w: torch.Tensor, every: int, offset: int) -> torch.Tensor:
 def _perforated_conv2d(data: torch.Tensor, w: torch.Tensor, b, attrs: dict) -> torch.Tensor:
     """The kept rows / columns only (compact, in order), as one strided
     convolution per kept residue class: for rows perforated (every k), the
-    rows q, q + k, q + 2k ... of each residue q that is kept are a
-    convolution with a k times larger stride starting q strides down."""
+    rows q, q + k, q + 2k ... of a kept residue q are a convolution with a
+    k times larger stride over the input cropped by q strides (the crop
+    folded into the padding).  With every = 2 there is one class per axis,
+    whose result is the compact output itself."""
     from hpvm.ir.tensor_ops.perforation import compact_position
-    padded = _pad(data, attrs["padding"])
+    top, left, bottom, right = attrs["padding"]
     (sh, sw), (dh, dw) = attrs["stride"], attrs["dilation"]
     rows, cols = w.shape[2:]
-    full = [(padded.shape[2] - dh * (rows - 1) - 1) // sh + 1,
-            (padded.shape[3] - dw * (cols - 1) - 1) // sw + 1]
+    full = [(data.shape[2] + top + bottom - dh * (rows - 1) - 1) // sh + 1,
+            (data.shape[3] + left + right - dw * (cols - 1) - 1) // sw + 1]
     patterns = [attrs["perforate_rows"] or None, attrs["perforate_cols"] or None]
     classes = [_residues(size, pattern) for size, pattern in zip(full, patterns)]
-    out = None
+    parts = []
     for q_row, row_step in classes[0]:
         for q_col, col_step in classes[1]:
-            part = F.conv2d(padded[:, :, q_row * sh:, q_col * sw:], w, b,
-                            (sh * row_step, sw * col_step), 0, (dh, dw), attrs["groups"])
-            count_r = len(range(q_row, full[0], row_step))
-            count_c = len(range(q_col, full[1], col_step))
-            part = part[:, :, :count_r, :count_c]
-            if out is None:
-                sizes = [len(_kept(size, pattern)) for size, pattern in zip(full, patterns)]
-                out = part.new_empty(part.shape[:2] + tuple(sizes))
-            index = []
-            for q, step, size, pattern in ((q_row, row_step, count_r, patterns[0]),
-                                           (q_col, col_step, count_c, patterns[1])):
-                real = torch.arange(size, device=part.device) * step + q
-                index.append(real if pattern is None else compact_position(real, *pattern))
-            out[:, :, index[0][:, None], index[1][None, :]] = part
+            pads = (left - q_col * sw, right, top - q_row * sh, bottom)
+            if pads[0] == pads[1] >= 0 and pads[2] == pads[3] >= 0:
+                source, padding = data, (pads[2], pads[0])  # cuDNN pads, no copy
+            else:
+                source, padding = F.pad(data, pads), (0, 0)
+            parts.append(((q_row, row_step), (q_col, col_step), F.conv2d(
+                source, w, b, (sh * row_step, sw * col_step), padding, (dh, dw),
+                attrs["groups"])))
+    if len(parts) == 1:
+        return parts[0][2]
+    sizes = [len(_kept(size, pattern)) for size, pattern in zip(full, patterns)]
+    out = parts[0][2].new_empty(parts[0][2].shape[:2] + tuple(sizes))
+    for (q_row, row_step), (q_col, col_step), part in parts:
+        index = []
+        for q, step, size, pattern in ((q_row, row_step, part.shape[2], patterns[0]),
+                                       (q_col, col_step, part.shape[3], patterns[1])):
+            real = torch.arange(size, device=part.device) * step + q
+            index.append(real if pattern is None else compact_position(real, *pattern))
+        out[:, :, index[0][:, None], index[1][None, :]] = part
     return out
 
 
@@ -104,13 +111,38 @@ def _residues(size: int, pattern) -> list[tuple[int, int]]:
 
 
 def perforation_fill(x: dict, attrs: dict, out_shape) -> torch.Tensor:
-    from hpvm.ir.tensor_ops.perforation import fill_sources
-    first, second = fill_sources(attrs["size"], attrs["every"], attrs["offset"])
+    """Strided copies, no gathers: the kept positions of each residue
+    class q are every (every - 1)-th compact position, and go to every
+    every-th real position; then each skipped position (every-th from the
+    offset) is the mean of the positions beside it."""
+    from hpvm.ir.tensor_ops.perforation import compact_position
     values = x["x"]
     axis = attrs["axis"] % values.dim()
-    first = torch.from_numpy(first).to(values.device)
-    second = torch.from_numpy(second).to(values.device)
-    return (values.index_select(axis, first) + values.index_select(axis, second)) * 0.5
+    every, offset, size = attrs["every"], attrs["offset"], attrs["size"]
+    out = values.new_empty(tuple(out_shape))
+    if size < 2:
+        out.copy_(values)
+        return out
+
+    def along(tensor, start, stop, step):
+        index = [slice(None)] * tensor.dim()
+        index[axis] = slice(start, stop, step)
+        return tensor[tuple(index)]
+
+    for q in range(min(every, size)):
+        if q != offset:
+            first = int(compact_position(q, every, offset))
+            along(out, q, None, every).copy_(along(values, first, None, every - 1))
+    skipped = range(offset, size, every)
+    inner = [r for r in skipped if 0 < r < size - 1]
+    if inner:
+        start, stop = inner[0], inner[-1] + 1
+        mean = (along(out, start - 1, stop - 1, every) + along(out, start + 1, stop + 1, every))
+        along(out, start, stop, every).copy_(mean * 0.5)
+    for edge, neighbour in ((0, 1), (size - 1, size - 2)):
+        if edge in skipped:
+            along(out, edge, edge + 1, 1).copy_(along(out, neighbour, neighbour + 1, 1))
+    return out
 
 
 def _sampled_windows(data: torch.Tensor, attrs: dict) -> list[torch.Tensor]:

@@ -38,3 +38,25 @@ def test_an_fp16_node_computes_in_half_precision(device):
     assert not np.array_equal(emulated, exact)
     np.testing.assert_allclose(out, emulated, rtol=FP16_TOLERANCE, atol=FP16_TOLERANCE)
     np.testing.assert_allclose(out, exact, rtol=FP16_TOLERANCE, atol=FP16_TOLERANCE)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_perforation_fill_matches_the_reference_for_every_pattern_and_size(device):
+    from hpvm_aten.ops import perforation_fill
+    from hpvm.ir.tensor_ops.perforation import kept_length
+    rng = np.random.default_rng(3)
+    for every in (2, 3, 4):
+        for offset in range(every):
+            for size in range(1, 10):
+                for axis in (2, 3):
+                    shape = [2, 3, 4, 4]
+                    shape[axis] = kept_length(size, every, offset)
+                    x = rng.standard_normal(shape).astype(np.float32)
+                    attrs = {"axis": axis, "every": every, "offset": offset, "size": size}
+                    expected = TENSOR_OPS["perforation_fill"].evaluate({"x": x}, attrs)["y"]
+                    out_shape = list(shape)
+                    out_shape[axis] = size
+                    got = perforation_fill({"x": torch.from_numpy(x).to(device)}, attrs,
+                                           tuple(out_shape))
+                    np.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-6,
+                                               err_msg=str(attrs))

@@ -7,7 +7,10 @@ configurations, switching between them, and run-time adaptation.
 
 A configuration is compiled from the executable's portable (exact) module
 with the ``approximate`` pass, for the curve's targets, the first time it
-is used, and kept.  The mixin's host class runs ``_active`` for every run.
+is used, and kept.  The mixin's host class runs ``_runner`` for every run:
+the variant in use, or itself (``_active`` is None then: an executable
+referring to itself would be freed only by the cycle collector, at any
+point of any thread).
 """
 from __future__ import annotations
 
@@ -23,9 +26,8 @@ def runs_active(method):
     compiled variant of it)."""
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        active = self._active
-        if active is not self:
-            return getattr(active, method.__name__)(*args, **kwargs)
+        if self._active is not None:
+            return getattr(self._active, method.__name__)(*args, **kwargs)
         return method(self, *args, **kwargs)
     return wrapper
 
@@ -37,7 +39,7 @@ class ApproximationsMixin:
     """Index of the configuration in use (0: the exact program)."""
 
     def _init_approximations(self) -> None:
-        self._active = self
+        self._active = None
         self._variants: dict = {}
         self._goal: LatencyGoal | None = None
         self._clock = time.perf_counter
@@ -46,7 +48,7 @@ class ApproximationsMixin:
         """Ship ``curve`` (an ApproxCurve or its JSON) with this executable."""
         self.approximations = curve.to_json() if hasattr(curve, "to_json") else dict(curve)
         self._variants = {}
-        self._active, self.in_use = self, 0
+        self._active, self.in_use = None, 0
 
     def configurations(self) -> list[dict]:
         """The shipped configurations, exact first: index, knobs, qos,
@@ -60,8 +62,8 @@ class ApproximationsMixin:
         """Run configuration ``config`` (its index, or its knobs dict) from
         now on."""
         index = self._index_of(config)
-        variant = self if index == 0 else self._variant(index)
-        self._active, self.in_use = variant, index
+        self._active = None if index == 0 else self._variant(index)
+        self.in_use = index
         if self._goal is not None:
             self._goal.current = index
 
@@ -86,11 +88,15 @@ class ApproximationsMixin:
 
     def _adapting_call(self, inputs: dict) -> dict:
         started = self._clock()
-        outputs = self._active._start_run(inputs, run_here=True).result()
+        outputs = self._runner._start_run(inputs, run_here=True).result()
         switch = self._goal.observe(self._clock() - started)
         if switch is not None:
             self.use(switch)
         return outputs
+
+    @property
+    def _runner(self):
+        return self._active if self._active is not None else self
 
     def _index_of(self, config) -> int:
         points = (self.approximations or {}).get("points", [])

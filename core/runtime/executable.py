@@ -73,7 +73,7 @@ class Executable(ApproximationsMixin):
         if self._goal is not None:
             return self._adapting_call(inputs)
         # The calling thread works on the run too instead of only waiting.
-        return self._active._start_run(inputs, run_here=True).result()
+        return self._runner._start_run(inputs, run_here=True).result()
 
     @runs_active
     def launch(self, **inputs) -> Launch:
@@ -254,8 +254,10 @@ class Executable(ApproximationsMixin):
             return self._devices
 
     def __del__(self):
+        # Never wait here: a collector may run this in any thread, even one
+        # the pool is starting.  Idle workers exit once the pool is shut.
         if self._scheduler is not None:
-            self._scheduler.shutdown()
+            self._scheduler.shutdown(wait=False)
 
 
 def _default_registry():

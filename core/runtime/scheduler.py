@@ -66,8 +66,8 @@ class DagScheduler:
     def future(self, job: Hashable) -> Future:
         return self._futures[job]
 
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=True)
+    def shutdown(self, wait: bool = True) -> None:
+        self._pool.shutdown(wait=wait)
 
     def is_held(self, job: Hashable) -> bool:
         """Whether ``job`` is ready but held (added with ``hold``)."""

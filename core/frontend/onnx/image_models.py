@@ -49,13 +49,15 @@ def lenet_color(width: int = 6):
 
 
 def vgg_small(width: int = 32):
-    """VGG-style: three blocks of two conv3x3-relu and a 2x2 max pool
-    (width, 2*width, 4*width channels), then fc 256-10."""
+    """VGG-style (with batch norm, which wider ones need to train): three
+    blocks of two conv3x3-bn-relu and a 2x2 max pool (width, 2*width,
+    4*width channels), then fc 256-10."""
     from torch import nn
     layers, channels = [], 3
     for out in (width, 2 * width, 4 * width):
-        layers += [nn.Conv2d(channels, out, 3, padding=1), nn.ReLU(),
-                   nn.Conv2d(out, out, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)]
+        for source in (channels, out):
+            layers += [nn.Conv2d(source, out, 3, padding=1), nn.BatchNorm2d(out), nn.ReLU()]
+        layers.append(nn.MaxPool2d(2))
         channels = out
     layers += [nn.Flatten(), nn.Linear(channels * 16, 256), nn.ReLU(), nn.Linear(256, CLASSES)]
     return nn.Sequential(*layers).eval()

@@ -27,7 +27,10 @@ from .ops import OPS
 
 class Slot:
     """A buffer on a CUDA device: its shape, dtype and tensor (None until
-    written)."""
+    written).  A half-precision result is kept as it is and widened when
+    read as the buffer's type, so an FP16 consumer of an FP16 producer
+    reads it without two conversions (the values are the same: a half
+    value is exact in f32)."""
 
     __slots__ = ("shape", "dtype", "tensor")
 
@@ -35,7 +38,13 @@ class Slot:
         self.shape, self.dtype, self.tensor = tuple(shape), dtype, tensor
 
     def fill(self, value: torch.Tensor) -> None:
-        self.tensor = value.reshape(self.shape).to(self.dtype)
+        narrow = value.dtype == torch.float16 and self.dtype.is_floating_point
+        self.tensor = value.reshape(self.shape).to(value.dtype if narrow else self.dtype)
+
+    def read(self, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """The tensor as ``dtype`` (default: the buffer's type)."""
+        wanted = dtype or self.dtype
+        return self.tensor if self.tensor.dtype == wanted else self.tensor.to(wanted)
 
 
 class AtenDevice(Device):
@@ -85,7 +94,8 @@ class AtenDevice(Device):
             return None
         dtype = torch.float16 if plan.half else self.compute_dtype
         inputs = {port: self._weight(plan.weights[port], dtype) if port in plan.weights
-                  else self._compute(self._tensor(args[port]), dtype) for port in plan.inputs}
+                  else self._compute(self._tensor(args[port], dtype), dtype)
+                  for port in plan.inputs}
         target = args[plan.output]
         try:
             with torch.no_grad():
@@ -110,12 +120,14 @@ class AtenDevice(Device):
             plan = self._plans[node] = _Plan.of(self.module, node)
         return plan
 
-    def _tensor(self, handle) -> torch.Tensor:
+    def _tensor(self, handle, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """The handle's tensor (a float slot's as ``dtype`` when given)."""
         if isinstance(handle, np.ndarray):
             return torch.from_numpy(handle)
         if handle.tensor is None:  # read before written: zeros, as allocate promises
             handle.tensor = torch.zeros(handle.shape, dtype=handle.dtype, device=self.device)
-        return handle.tensor
+        return handle.read(dtype if dtype is not None and handle.dtype.is_floating_point
+                           else None)
 
     @staticmethod
     def _store(handle, result: torch.Tensor) -> None:

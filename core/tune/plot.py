@@ -38,25 +38,33 @@ def svg_page(title: str, panels: list[list[str]]) -> str:
 
 
 class Axes:
-    """A log-scaled y axis (objectives span decades) over a linear x axis."""
+    """A log-scaled y axis (objectives span decades; ``log_y=False``: a
+    linear one) over a linear x axis."""
 
     def __init__(self, top: float, x_range: tuple[float, float], y_values: list[float],
-                 log_x: bool = False):
+                 log_x: bool = False, log_y: bool = True):
         self.top = top
-        self.log_x = log_x
+        self.log_x, self.log_y = log_x, log_y
         self.x0, self.x1 = (math.log10(v) for v in x_range) if log_x else x_range
         if self.x1 <= self.x0:
             self.x1 = self.x0 + 1
         low, high = max(min(y_values), 1e-12), max(max(y_values), 1e-12)
-        self.y0 = math.floor(math.log10(low) * 4) / 4
-        self.y1 = max(math.ceil(math.log10(high) * 4) / 4, self.y0 + 0.25)
+        if log_y:
+            self.y0 = math.floor(math.log10(low) * 4) / 4
+            self.y1 = max(math.ceil(math.log10(high) * 4) / 4, self.y0 + 0.25)
+        else:
+            pad = (high - low) * 0.1 or abs(high) * 0.05 or 1.0
+            self.y0, self.y1 = low - pad, high + pad
 
     def x(self, value: float) -> float:
         value = math.log10(value) if self.log_x else value
         return MARGIN + WIDTH * (value - self.x0) / (self.x1 - self.x0)
 
+    def _scale(self, value: float) -> float:
+        return math.log10(max(value, 1e-12)) if self.log_y else value
+
     def y(self, value: float) -> float:
-        fraction = (math.log10(max(value, 1e-12)) - self.y0) / (self.y1 - self.y0)
+        fraction = (self._scale(value) - self.y0) / (self.y1 - self.y0)
         return self.top + 30 + (HEIGHT - 40) * (1 - fraction)
 
     def frame(self, x_label: str, y_label: str) -> list[str]:
@@ -69,7 +77,8 @@ class Axes:
                  f'{self.top + HEIGHT / 2})" text-anchor="middle">{escape(y_label)}</text>']
         steps = 4
         for i in range(steps + 1):
-            value = 10 ** (self.y0 + (self.y1 - self.y0) * i / steps)
+            raw = self.y0 + (self.y1 - self.y0) * i / steps
+            value = 10 ** raw if self.log_y else raw
             y = self.y(value)
             parts.append(f'<line x1="{MARGIN - 4}" y1="{y:.1f}" x2="{MARGIN + WIDTH}" y2="{y:.1f}" '
                          f'stroke="#eee"/><text x="{MARGIN - 6}" y="{y + 4:.1f}" '

@@ -15,6 +15,7 @@ from hpvm.errors import HpvmError
 from hpvm.passes.approximate import apply_knobs
 from hpvm.runtime import Executable, compile
 from hpvm.tune.approx import ApproxCurve, ApproxPoint
+from hpvm.tune.approx.adaptation_plot import adaptation_svg
 from hpvm.tune.approx.refine import refine
 
 torch = pytest.importorskip("torch")
@@ -106,6 +107,9 @@ def test_a_latency_goal_moves_along_the_curve_under_load_and_back(lenet):
     assert max(used[6:18]) == 2 and used[17] == 2  # 10 ms * 2 / 1.8 = 11.1 ms fits
     assert used[-1] == 0
     assert all(seconds <= 0.012 for _, seconds, _ in exe.adaptation_history()[-3:])
+    drawing = adaptation_svg(exe.adaptation_history(), exe.configurations(), 12,
+                             load=[6 <= i < 18 for i in range(30)])
+    assert ElementTree.fromstring(drawing).tag.endswith("svg") and "goal 12 ms" in drawing
     exe.set_goal(None)
     exe.close()
 

@@ -49,7 +49,7 @@ def test_every_configuration_on_the_curve_meets_the_goal(lenet):
     assert all(p.speedup > 1.0 for p in curve.points[1:])
     assert [p.speedup for p in curve.points] == sorted(p.speedup for p in curve.points)
     assert result.empirical_runs < result.searched
-    assert 0 < result.agreement["validated"] <= 12
+    assert 0 < result.agreement["validated"] <= 12 + 6  # a second round may add half
     assert result.agreement["kept"] <= result.agreement["validated"]
     assert "predicted vs measured accuracy" in result.summary()
 

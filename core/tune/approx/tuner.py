@@ -8,7 +8,9 @@
 Predictive tuning (the default) runs the program once per knob of each
 node (the profile), searches thousands of configurations on the
 predictions of an error-composition model, then runs the predicted front
-for real and keeps the configurations that truly meet the goal.
+for real and keeps the configurations that truly meet the goal; when most
+of them miss it, it runs half as many more, chosen that much further
+inside the goal.
 Empirical tuning runs every configuration the search visits.  Either way
 the curve holds measured QoS and speedups only.
 """
@@ -26,7 +28,7 @@ from ...errors import HpvmError
 from .curve import ApproxCurve, ApproxPoint
 from .explore import Point, explore, pareto
 from .knobs import EVERY, TECHNIQUES, approximable_nodes, knob_choices
-from .measure import Runner
+from .measure import Runner, canonical
 from .predict import MODELS, profile
 from .qos import ApproxError, Goal, QoS
 
@@ -103,8 +105,8 @@ def approx_tune(program, targets, inputs: dict, qos: QoS, *, loss: float | None 
                           "(conv2d, gemm, matmul, pools, batchnorm, elementwise on floats); "
                           "fix: tune a tensor program (an ONNX model or graph-builder ops)")
     budget = budget or DEFAULT_BUDGET[mode]
-    runs = (2 + sum(len(k) - 1 for k in choices.values()) + validate if mode == "predictive"
-            else budget)
+    runs = (2 + sum(len(k) - 1 for k in choices.values()) + validate + validate // 2
+            if mode == "predictive" else budget)
     steps = _Steps(progress, runs)
     runner = Runner(module, targets, inputs, options, output, repeat)
     baseline = runner.measure({})
@@ -139,14 +141,26 @@ def _predictive(result, runner, choices, qos, threshold, model, budget, validate
 
     points = explore(choices, predicted, threshold, budget, seed)
     result.searched = len(points)
-    candidates = _candidates([p for p in points if p.score >= threshold], validate)
-    measured, errors = [], []
-    for candidate in candidates:
-        run = runner.measure(candidate.config)
-        score = qos.score(run.outputs, known.baseline.outputs)
-        errors.append((candidate.score, score))
-        progress(f"validated {len(errors)} of {len(candidates)}")
-        measured.append((Point(candidate.config, score, run.seconds), candidate))
+    measured, errors, done = [], [], set()
+    margin = 0.0
+    for round_size in (validate, validate // 2):
+        candidates = _candidates([p for p in points if p.score >= threshold + margin
+                                  and canonical(p.config) not in done], round_size)
+        for candidate in candidates:
+            done.add(canonical(candidate.config))
+            run = runner.measure(candidate.config)
+            score = qos.score(run.outputs, known.baseline.outputs)
+            errors.append((candidate.score, score))
+            progress(f"validated {len(errors)}")
+            measured.append((Point(candidate.config, score, run.seconds), candidate))
+        optimism = float(np.mean([p - m for p, m in errors])) if errors else 0.0
+        if sum(m.score >= threshold for m, _ in measured) * 2 >= len(measured) or optimism <= 0:
+            break
+        # Most predictions were too hopeful: validate more, that much
+        # further inside the goal.
+        margin = optimism
+        result.curve.notes.append(f"predictions were {optimism:.3g} too high on average; "
+                                  f"validated more with that margin")
     kept = [(m, c) for m, c in measured if m.score >= threshold]
     result.agreement = _agreement(errors, len(kept))
     _fill_curve(result.curve, [m for m, _ in kept], {id(m): c for m, c in kept})

@@ -164,3 +164,25 @@ def test_the_curve_round_trips_as_json_and_draws_as_svg(lenet):
     root = ElementTree.fromstring(curve.svg())
     assert root.tag.endswith("svg") and "perf-rows-2-0" in curve.svg()
     assert "1.50x" in curve.format()
+
+
+def test_when_predictions_were_too_hopeful_a_second_round_validates_inside_the_goal(
+        lenet, monkeypatch):
+    """pi1 with a profile that promises a quarter of each knob's real
+    loss: the first round mostly misses the goal, the second looks further
+    inside it."""
+    from hpvm.tune.approx import tuner
+    module, images, labels = lenet
+    real_profile = tuner.profile
+
+    def hopeful(runner, choices, qos, progress):
+        known = real_profile(runner, choices, qos, progress)
+        base = known.baseline_score
+        known.scores = {key: base - (base - score) / 4 for key, score in known.scores.items()}
+        return known
+    monkeypatch.setattr(tuner, "profile", hopeful)
+    result = approx_tune(module, ["aten"], {"x": images}, accuracy(labels), loss=0.5,
+                         model="pi1", validate=6, **SMALL)
+    assert result.agreement["validated"] > 6
+    assert sum("validated more" in note for note in result.curve.notes) == 1
+    assert all(p.qos >= result.curve.baseline_qos - 0.5 for p in result.curve.points)

@@ -143,7 +143,7 @@ def _predictive(result, runner, choices, qos, threshold, model, budget, validate
     result.searched = len(points)
     measured, errors, done = [], [], set()
     margin = 0.0
-    for round_size in (validate, validate // 2):
+    for last, round_size in ((False, validate), (True, validate // 2)):
         candidates = _candidates([p for p in points if p.score >= threshold + margin
                                   and canonical(p.config) not in done], round_size)
         for candidate in candidates:
@@ -154,11 +154,12 @@ def _predictive(result, runner, choices, qos, threshold, model, budget, validate
             progress(f"validated {len(errors)}")
             measured.append((Point(candidate.config, score, run.seconds), candidate))
         optimism = float(np.mean([p - m for p, m in errors])) if errors else 0.0
-        if sum(m.score >= threshold for m, _ in measured) * 2 >= len(measured) or optimism <= 0:
+        met = sum(m.score >= threshold for m, _ in measured)
+        if last or met * 2 >= len(measured) or optimism <= 0:
             break
         # Most predictions were too hopeful: validate more, that much
-        # further inside the goal.
-        margin = optimism
+        # further inside the goal (at most as far as the baseline).
+        margin = min(optimism, max(known.baseline_score - threshold, 0.0))
         result.curve.notes.append(f"predictions were {optimism:.3g} too high on average; "
                                   f"validated more with that margin")
     kept = [(m, c) for m, c in measured if m.score >= threshold]

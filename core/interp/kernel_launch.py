@@ -59,8 +59,8 @@ def _check_replication(replication, where: Location) -> tuple[int, ...]:
 def work_groups(ids, replication: tuple[int, ...], group, where: Location) -> WorkGroups:
     """Each lane's work group: lanes whose ids agree on ``id // group`` in
     every dimension form one group."""
-    if group is None:
-        group = replication
+    if group is None:  # one group: the whole replication (of no instance, maybe)
+        group = tuple(max(size, 1) for size in replication)
     group = tuple(int(g) for g in group)
     if len(group) != len(replication) or any(g <= 0 for g in group):
         raise ExecutionError(Diagnostic(

@@ -1,4 +1,5 @@
-"""``approximate``: give tensor-op nodes approximation knobs (ApproxHPVM).
+"""``approximate``: give tensor-op and kernel nodes approximation knobs
+(ApproxHPVM).
 
 A knob is a ``+``-joined list of techniques (``exact`` for none):
 
@@ -12,6 +13,11 @@ A knob is a ``+``-joined list of techniques (``exact`` for none):
 - ``redsamp-K-O``: reduction sampling of a max or average pool
   (``sample``).
 
+A kernel node takes ``perf-rows-K-O`` / ``perf-cols-K-O`` alone: loop
+perforation of its instances along replication dimension 0 / 1, the
+skipped rows of its outputs interpolated by ``<node>_fill_rows`` /
+``_cols`` nodes (instance_perforation.py).
+
 The option ``knobs`` lists ``node:knob`` pairs (``node`` may be
 ``graph.node`` where the name alone is ambiguous)::
 
@@ -23,8 +29,9 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..errors import Diagnostic, Location, VerificationError
-from ..ir.graph import BindOut, Edge, Graph, Module, Node, TensorBody
+from ..ir.graph import BindOut, Edge, Graph, KernelBody, Module, Node, TensorBody
 from .errors import PassError
+from .instance_perforation import AXES, perforate, perforation_refusal
 from .names import unique_name
 from .registry import Option, register_pass
 
@@ -84,22 +91,46 @@ def parse_knob(text: str) -> Knob:
 @register_pass("approximate", options=[
     Option("knobs", list, (), "node:knob pairs, e.g. conv1:perf-rows-2-0+fp16")])
 def approximate(module: Module, knobs: tuple[str, ...]) -> Module:
-    """Apply approximation knobs (fp16, perforation, sampling) to tensor-op nodes."""
+    """Apply approximation knobs (fp16, perforation, sampling) to tensor-op
+    nodes, and instance perforation to kernel nodes."""
     return apply_knobs(module, dict(_pair(item) for item in knobs))
 
 
 def apply_knobs(module: Module, knobs: dict[str, str]) -> Module:
     """``module`` with ``knobs`` (node name or ``graph.node`` -> knob text)
     applied; PassError naming the node and the fix for a bad pair."""
-    graphs = dict(module.graphs)
     for where, text in knobs.items():
         graph, node = _find(module, where)
         try:
             knob = parse_knob(text)
         except ValueError as error:
             raise _error(graph, node.name, str(error), KNOB_FIX) from None
-        graphs[graph.name] = _apply(graphs[graph.name], graphs[graph.name].node(node.name), knob)
-    return dataclasses.replace(module, graphs=graphs)
+        if isinstance(node.body, KernelBody):
+            module = _perforate_kernel_node(module, graph, node, knob)
+        else:
+            module = dataclasses.replace(module, graphs={
+                **module.graphs, graph.name: _apply(graph, node, knob)})
+    return module
+
+
+def _perforate_kernel_node(module: Module, graph: Graph, node: Node, knob: Knob) -> Module:
+    """A kernel node's knob: perforation of its instances (perf-rows on
+    replication dimension 0, perf-cols on 1), rows first."""
+    if knob.precision != "fp32" or set(knob.attrs) - set(AXES):
+        raise _error(graph, node.name, f"knob '{knob.name}' does not apply to a kernel node",
+                     "use perf-rows-K-O or perf-cols-K-O (the node's instances) or exact")
+    for attr, dim in AXES.items():
+        if attr not in knob.attrs:
+            continue
+        reason = perforation_refusal(module, graph, node, dim)
+        if reason:
+            raise _error(graph, node.name, f"knob '{knob.name}' does not fit: {reason}",
+                         "choose another node or knob")
+        functions, graph = perforate(module, graph, node, dim, *knob.attrs[attr])
+        module = dataclasses.replace(module, functions=functions,
+                                     graphs={**module.graphs, graph.name: graph})
+        node = graph.node(node.name)
+    return module
 
 
 def _pair(item: str) -> tuple[str, str]:
@@ -116,10 +147,10 @@ def _find(module: Module, where: str) -> tuple[Graph, Node]:
              if n.name == node_name and graph_name in ("", g.name)]
     if len(found) != 1:
         tensor_nodes = sorted(n.name for g in module.graphs.values() for n in g.nodes
-                              if isinstance(n.body, TensorBody))
+                              if isinstance(n.body, (TensorBody, KernelBody)))
         problem = "is ambiguous" if found else "names no node"
         fix = ("write it as graph.node" if found else
-               f"name a tensor-op node: {', '.join(tensor_nodes) or '(the module has none)'}")
+               f"name a leaf node: {', '.join(tensor_nodes) or '(the module has none)'}")
         raise PassError(Diagnostic(Location(), f"approximate: '{where}' {problem}", fix))
     return found[0]
 

@@ -62,7 +62,7 @@ def test_fp16_applies_to_any_float_op():
 
 
 @pytest.mark.parametrize("knobs, words", [
-    ({"nope": "fp16"}, "'nope' names no node.*name a tensor-op node: op"),
+    ({"nope": "fp16"}, "'nope' names no node.*name a leaf node: op"),
     ({"op": "redsamp-2-0"}, "node 'op': approximate: knob 'redsamp-2-0' does not apply to a conv2d.*avg_pool, max_pool"),
     ({"op": "perf-rows-9"}, "unknown knob part"),
 ])

@@ -104,7 +104,7 @@ def test_labels_that_do_not_match_the_outputs_are_refused(lenet):
 def test_a_program_without_knob_ops_is_refused():
     from hpvm.ir.tensor_ops.testing import single_op_module
     module = single_op_module("relu", {"x": np.zeros((2, 3), np.float32)})
-    with pytest.raises(ApproxError, match="no tensor op the approximation knobs apply to"):
+    with pytest.raises(ApproxError, match="no node the approximation knobs apply to"):
         approx_tune(module, ["aten"], {"x": np.ones((2, 3), np.float32)}, psnr(), minimum=30)
 
 

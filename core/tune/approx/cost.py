@@ -5,13 +5,14 @@ skips -- perforation by the share of rows / columns kept, sampling by the
 share of taps kept.  FP16's effect depends on the target, so it is
 measured once (all nodes in FP16 against all exact) and applied as a
 factor.  A configuration's predicted time is the baseline's, scaled by the
-predicted share of the work left.
+predicted share of the work left.  Kernel nodes' knobs (perforated
+instances) are costed by what they saved when profiled alone.
 """
 from __future__ import annotations
 
 import math
 
-from ...ir.graph import Module, Node
+from ...ir.graph import Module, Node, TensorBody
 from ...ir.tensor_ops.perforation import kept_length
 from ...passes.approximate import parse_knob
 
@@ -60,18 +61,33 @@ def knob_factor(node: Node, knob: str, fp16_factor: float) -> float:
 
 class CostModel:
     """Predicted seconds of configurations of ``module`` from its
-    baseline's measured ``seconds``."""
+    baseline's measured ``seconds``.
+
+    Tensor-op nodes follow the analytic model above.  A kernel node's
+    work is not known in the same units, so what its knob saves is the
+    share of the baseline's time the knob saved when it ran alone
+    (``measured``, filled in by profiling); savings add up."""
 
     def __init__(self, module: Module, nodes: list[str], seconds: float,
                  fp16_factor: float = 1.0):
         graph = module.root_graph
-        self.nodes = {name: graph.node(name) for name in nodes}
+        self.nodes = {name: graph.node(name) for name in nodes
+                      if isinstance(graph.node(name).body, TensorBody)}
         self.costs = {name: node_cost(node) for name, node in self.nodes.items()}
         self.total = sum(self.costs.values()) or 1.0
         self.seconds = seconds
         self.fp16_factor = fp16_factor
+        self.measured: dict[tuple[str, str], float] = {}
+        """(node, knob) -> share of the baseline's time saved alone."""
+
+    def record(self, node: str, knob: str, seconds: float) -> None:
+        """A measured run of ``knob`` alone on a node the analytic model
+        does not cover."""
+        if node not in self.nodes:
+            self.measured[(node, knob)] = 1 - seconds / self.seconds
 
     def predict(self, config: dict[str, str]) -> float:
         saved = sum(self.costs[n] * (1 - knob_factor(self.nodes[n], k, self.fp16_factor))
-                    for n, k in config.items() if n in self.nodes)
-        return self.seconds * max(1 - saved / self.total, 0.02)
+                    for n, k in config.items() if n in self.nodes) / self.total
+        saved += sum(self.measured.get((n, k), 0.0) for n, k in config.items())
+        return self.seconds * max(1 - saved, 0.02)

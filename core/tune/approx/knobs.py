@@ -6,11 +6,14 @@ Every float tensor op may compute in FP16; conv2d may also be perforated
 may sample their windows.  K ranges over EVERY (2, 3, 4) with every
 offset, each alone and with FP16, as in ApproxTuner.  Cheap ops (shape
 ops, activations, fills) are left exact: approximating them saves nothing.
+Kernel nodes (image pipelines written as kernels) take perforation of
+their instances, rows or columns of the replication, with the same K.
 """
 from __future__ import annotations
 
-from ...ir.graph import Module, Node, TensorBody
+from ...ir.graph import KernelBody, Module, Node, TensorBody
 from ...passes.approximate import EXACT
+from ...passes.instance_perforation import perforation_refusal
 
 EVERY = (2, 3, 4)
 TUNED_OPS = ("conv2d", "gemm", "matmul", "max_pool", "avg_pool", "batchnorm", "elementwise")
@@ -19,14 +22,21 @@ TECHNIQUES = ("fp16", "perforation", "sampling", "reduction-sampling")
 
 
 def approximable_nodes(module: Module) -> list[str]:
-    """Names of the root graph's tensor nodes that take knobs, in order."""
-    return [n.name for n in module.root_graph.nodes if _tuned(n)]
+    """Names of the root graph's nodes that take knobs, in order: float
+    tensor ops, and kernel nodes whose instances can be perforated."""
+    return [n.name for n in module.root_graph.nodes
+            if _tuned(n) or _perforable_dims(module, n)]
 
 
 def knob_choices(module: Module, node_name: str, techniques=TECHNIQUES,
                  every=EVERY) -> list[str]:
     """The knobs node ``node_name`` may take, ``exact`` first."""
     node = module.root_graph.node(node_name)
+    if isinstance(node.body, KernelBody):
+        if "perforation" not in techniques:
+            return [EXACT]
+        return [EXACT] + [f"perf-{name}-{k}-{o}" for dim, name in _perforable_dims(module, node)
+                          for k in every for o in range(k)]
     out_shape = next(p.type.shape for p in node.body.params if p.direction == "out")
     precisions = ["", "fp16"] if "fp16" in techniques else [""]
     shapes = []
@@ -45,6 +55,15 @@ def knob_choices(module: Module, node_name: str, techniques=TECHNIQUES,
     for shape in shapes:
         choices += [shape + ("+" + precision if precision else "") for precision in precisions]
     return choices
+
+
+def _perforable_dims(module: Module, node: Node) -> list[tuple[int, str]]:
+    """(replication dimension, knob word) of each way ``node``'s instances
+    can be perforated."""
+    if not isinstance(node.body, KernelBody):
+        return []
+    return [(dim, name) for dim, name in ((0, "rows"), (1, "cols"))
+            if perforation_refusal(module, module.root_graph, node, dim) is None]
 
 
 def _tuned(node: Node) -> bool:

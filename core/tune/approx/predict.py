@@ -9,7 +9,8 @@ Two error-composition models predict a configuration's QoS:
   additively while they are small).
 
 Time comes from the analytic cost model (cost.py), whose one measured
-input is how FP16 runs on the target.
+input is how FP16 runs on the target (kernel nodes: what each knob saved
+alone).
 """
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ def profile(runner: Runner, choices: dict[str, list[str]], qos: QoS,
                 continue
             measured = runner.measure({node: knob})
             key = (node, knob)
+            cost.record(node, knob, measured.seconds)
             result.scores[key] = qos.score(measured.outputs, baseline.outputs)
             result.deltas[key] = measured.outputs - baseline.outputs
             if progress is not None:

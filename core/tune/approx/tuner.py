@@ -101,11 +101,14 @@ def approx_tune(program, targets, inputs: dict, qos: QoS, *, loss: float | None 
     choices = {node: knob_choices(module, node, techniques, every)
                for node in approximable_nodes(module)}
     if not any(len(knobs) > 1 for knobs in choices.values()):
-        raise ApproxError("the program has no tensor op the approximation knobs apply to "
-                          "(conv2d, gemm, matmul, pools, batchnorm, elementwise on floats); "
-                          "fix: tune a tensor program (an ONNX model or graph-builder ops)")
+        raise ApproxError("the program has no node the approximation knobs apply to: no "
+                          "tensor op (conv2d, gemm, matmul, pools, batchnorm, elementwise on "
+                          "floats) and no kernel node whose instances can be perforated; fix: "
+                          "tune a tensor program (an ONNX model or graph-builder ops) or a "
+                          "kernel program whose nodes write their outputs at their own ids")
     budget = budget or DEFAULT_BUDGET[mode]
-    runs = (2 + sum(len(k) - 1 for k in choices.values()) + validate + validate // 2
+    half = any("fp16" in knobs for knobs in choices.values())
+    runs = (1 + half + sum(len(k) - 1 for k in choices.values()) + validate + validate // 2
             if mode == "predictive" else budget)
     steps = _Steps(progress, runs)
     runner = Runner(module, targets, inputs, options, output, repeat)

@@ -1,0 +1,58 @@
+"""Approximation tuning of programs written as kernels (image pipelines):
+their nodes take perforation knobs, a PSNR floor is met by every
+configuration on the curve, and nodes whose instances cannot be skipped
+get no knobs."""
+from pathlib import Path
+
+import numpy as np
+
+from hpvm.frontend.compile import load_python_file
+from hpvm.passes.approximate import EXACT, apply_knobs
+from hpvm.runtime import compile
+from hpvm.runtime.compiler import as_module
+from hpvm.tune.approx import approx_tune, approximable_nodes, knob_choices, psnr
+
+from benchmarks.programs import camera
+
+ROOT = Path(__file__).resolve().parents[2]
+BLUR = load_python_file(ROOT / "examples" / "blur.py").blur3x3
+
+
+def smooth_image(height=40, width=56) -> np.ndarray:
+    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+    return (np.sin(x / 7) * np.cos(y / 5) + 0.01 * x).astype(np.float32)
+
+
+def test_every_pipeline_stage_takes_row_and_column_perforation():
+    module = as_module(camera.camera)
+    assert approximable_nodes(module) == ["demosaic", "denoise", "colour", "gamut", "tone"]
+    knobs = knob_choices(module, "denoise", every=(2, 3))
+    assert knobs[0] == EXACT and "perf-rows-3-2" in knobs and "perf-cols-2-0" in knobs
+    assert len(knobs) == 1 + 2 * (2 + 3)
+    assert knob_choices(module, "denoise", techniques=("fp16",)) == [EXACT]
+
+
+def test_a_blur_tuned_to_a_psnr_floor_meets_it_at_every_point():
+    img = smooth_image()
+    result = approx_tune(BLUR, ["interp"], {"img": img}, psnr(), minimum=30, every=(2, 3),
+                         repeat=1, validate=6)
+    module = as_module(BLUR)
+    exact = compile(module, ["interp"])(img=img)["out"]
+    assert result.curve.points[0].knobs == {}
+    for point in result.curve.points[1:]:
+        out = compile(apply_knobs(module, point.knobs), ["interp"])(img=img)["out"]
+        assert psnr().score(out, exact) >= 30
+        assert point.qos >= 30 and point.speedup > 1
+    assert result.empirical_runs < result.searched
+
+
+def test_tuned_camera_configurations_compute_the_same_on_the_cpu_target():
+    inputs = camera.make_inputs("small", np.random.default_rng(0))
+    module = as_module(camera.camera)
+    knobs = {"demosaic": "perf-rows-2-1", "denoise": "perf-cols-3-0", "tone": "perf-rows-4-3"}
+    approximated = apply_knobs(module, knobs)
+    expected = compile(approximated, ["interp"])(**inputs)["out"]
+    got = compile(approximated, ["cpu"])(**inputs)["out"]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    exact = compile(module, ["interp"])(**inputs)["out"]
+    assert 20 < psnr().score(got, exact) < 100

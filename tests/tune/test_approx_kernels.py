@@ -39,11 +39,13 @@ def test_a_blur_tuned_to_a_psnr_floor_meets_it_at_every_point():
     module = as_module(BLUR)
     exact = compile(module, ["interp"])(img=img)["out"]
     assert result.curve.points[0].knobs == {}
+    # Which configurations are faster depends on this machine's load; that
+    # the validated ones kept their goal does not.
+    assert result.agreement["validated"] >= 1 and result.empirical_runs < result.searched
     for point in result.curve.points[1:]:
         out = compile(apply_knobs(module, point.knobs), ["interp"])(img=img)["out"]
         assert psnr().score(out, exact) >= 30
         assert point.qos >= 30 and point.speedup > 1
-    assert result.empirical_runs < result.searched
 
 
 def test_tuned_camera_configurations_compute_the_same_on_the_cpu_target():
@@ -56,3 +58,27 @@ def test_tuned_camera_configurations_compute_the_same_on_the_cpu_target():
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
     exact = compile(module, ["interp"])(**inputs)["out"]
     assert 20 < psnr().score(got, exact) < 100
+
+
+def test_hpvm_approx_tunes_a_kernel_program_to_a_psnr_floor(tmp_path, capsys):
+    from hpvm.cli import main
+    np.savez(tmp_path / "scene.npz", img=smooth_image())
+    code = main(["approx", str(ROOT / "examples" / "blur.py") + ":blur3x3", "--qos", "psnr",
+                 "--min", "30", "--data", str(tmp_path / "scene.npz"), "--targets", "interp",
+                 "--every", "2", "--repeat", "1", "--validate", "4",
+                 "--svg", str(tmp_path / "curve.svg")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "within psnr >= 30 dB" in out and "predicted configurations met the goal" in out
+    assert (tmp_path / "curve.svg").read_text().startswith("<svg")
+
+
+def test_kernel_knobs_are_costed_by_what_they_saved_alone():
+    from hpvm.tune.approx.cost import CostModel
+    model = CostModel(as_module(BLUR), ["blur_x", "blur_y"], seconds=10.0)
+    model.record("blur_x", "perf-rows-2-0", 8.0)
+    model.record("blur_y", "perf-rows-2-0", 6.0)
+    model.record("blur_y", "perf-cols-4-0", 11.0)    # slower alone: predicted slower
+    assert model.predict({"blur_x": "perf-rows-2-0"}) == 8.0
+    assert abs(model.predict({"blur_x": "perf-rows-2-0", "blur_y": "perf-rows-2-0"}) - 4.0) < 1e-9
+    assert model.predict({"blur_y": "perf-cols-4-0"}) > 10.0

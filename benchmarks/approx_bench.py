@@ -15,17 +15,21 @@ target; torch eager's time is shown for scale.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import shlex
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from benchmarks.approx_support import (  # noqa: E402
+    add_tuning_arguments, command_line, markdown_table, parse_list, run_all, tune, write_rows,
+)
 
 MODELS = ("lenet", "vgg", "resnet")
 
@@ -68,7 +72,7 @@ def torch_ms(model, x: np.ndarray, device: str, repeat: int = 10) -> float:
 
 def bench(name: str, target: str, args) -> Row:
     from hpvm.frontend.onnx import image_models as zoo, load, testing
-    from hpvm.tune.approx import accuracy, approx_tune
+    from hpvm.tune.approx import accuracy
     images, labels = zoo.synthetic_images(args.train + args.images, seed=1)
     train_device = "cuda" if args.device.startswith("cuda") else "cpu"
     model = zoo.train(make_model(name, args.width), images[:args.train], labels[:args.train],
@@ -76,39 +80,28 @@ def bench(name: str, target: str, args) -> Row:
     x, y = images[args.train:], labels[args.train:]
     module = load(testing.export(model, (3, 32, 32)))
     options = {"device": args.device} if target == "aten" else {}
-    started = time.perf_counter()
-    result = approx_tune(module, [target], {"x": x}, accuracy(y), loss=max(args.losses),
-                         budget=args.budget, validate=args.validate,
-                         techniques=tuple(args.techniques), every=tuple(args.every),
-                         options=options, repeat=args.repeat, seed=0,
-                         progress=lambda label, done, total: print(
-                             f"  {name}/{target} {done}/{total} {label}", file=sys.stderr)
-                         if done % 25 == 0 or done == total else None)
-    seconds = time.perf_counter() - started
-    curve = result.curve
-    if args.svg_dir:
-        Path(args.svg_dir).mkdir(parents=True, exist_ok=True)
-        Path(args.svg_dir, f"approx_{name}_{target}.svg").write_text(
-            curve.svg(f"{name} on {target}"))
-    speedups = {loss: max(p.speedup for p in curve.points if curve.loss(p) <= loss)
-                for loss in args.losses}
+    tuned = tune(module, target, {"x": x}, accuracy(y), f"{name}/{target}", args.svg_dir,
+                 loss=max(args.losses), budget=args.budget, validate=args.validate,
+                 techniques=tuple(args.techniques), every=tuple(args.every),
+                 options=options, repeat=args.repeat)
+    curve = tuned.result.curve
+    speedups = tuned.speedups({loss: lambda p, loss=loss: curve.loss(p) <= loss
+                               for loss in args.losses})
     return Row(name, target, curve.baseline_qos, 1e3 * curve.points[0].seconds,
                torch_ms(model, x, args.device if target == "aten" else "cpu"), speedups,
-               result.empirical_runs, result.searched,
-               result.agreement.get("mean_abs_error", float("nan")), seconds)
+               tuned.result.empirical_runs, tuned.result.searched, tuned.prediction_error(),
+               tuned.seconds)
 
 
 def format_table(rows: list[Row], losses) -> str:
-    head = " | ".join(f"@{loss:g} pt" for loss in losses)
-    lines = [f"| model | target | accuracy % | exact ms | torch ms | {head} | runs / searched "
-             "| predicted-vs-measured error (pt) | tuning s |",
-             "|" + "---|" * (8 + len(losses))]
-    for r in rows:
-        speeds = " | ".join(f"{r.speedups[loss]:.2f}x" for loss in losses)
-        lines.append(f"| {r.model} | {r.target} | {r.accuracy:.1f} | {r.exact_ms:.2f} | "
-                     f"{r.torch_ms:.2f} | {speeds} | {r.runs} / {r.searched} | "
-                     f"{r.prediction_error:.2f} | {r.tune_seconds:.0f} |")
-    return "\n".join(lines)
+    columns = (["model", "target", "accuracy %", "exact ms", "torch ms"]
+               + [f"@{loss:g} pt" for loss in losses]
+               + ["runs / searched", "predicted-vs-measured error (pt)", "tuning s"])
+    return markdown_table(columns, [
+        [r.model, r.target, f"{r.accuracy:.1f}", f"{r.exact_ms:.2f}", f"{r.torch_ms:.2f}"]
+        + [f"{r.speedups[loss]:.2f}x" for loss in losses]
+        + [f"{r.runs} / {r.searched}", f"{r.prediction_error:.2f}", f"{r.tune_seconds:.0f}"]
+        for r in rows])
 
 
 def machine() -> str:
@@ -118,46 +111,32 @@ def machine() -> str:
             f"{platform.python_version()}, torch {torch.__version__}")
 
 
-def _list(text: str, kind=str) -> list:
-    return [kind(v.strip()) for v in text.split(",") if v.strip()]
-
-
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", type=_list, default=list(MODELS))
-    parser.add_argument("--targets", type=_list, default=["aten"])
+    parser.add_argument("--models", type=parse_list, default=list(MODELS))
+    parser.add_argument("--targets", type=parse_list, default=["aten"])
     parser.add_argument("--device", default="cpu", help="aten's device (cpu, cuda)")
-    parser.add_argument("--losses", type=lambda t: _list(t, float), default=[1.0, 2.0, 3.0])
+    parser.add_argument("--losses", type=lambda t: parse_list(t, float), default=[1.0, 2.0, 3.0])
     parser.add_argument("--images", type=int, default=1000, help="tuning images (1000)")
     parser.add_argument("--train", type=int, default=4000, help="training images (4000)")
     parser.add_argument("--steps", type=int, default=600, help="training steps (600)")
     parser.add_argument("--width", type=int, default=32, help="VGG / ResNet width (32)")
-    parser.add_argument("--every", type=lambda t: _list(t, int), default=[2, 3, 4])
-    parser.add_argument("--techniques", type=_list,
+    parser.add_argument("--techniques", type=parse_list,
                         default=["fp16", "perforation", "sampling", "reduction-sampling"])
     parser.add_argument("--budget", type=int, default=None)
-    parser.add_argument("--validate", type=int, default=20)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--svg-dir", help="draw each curve here")
-    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
+    add_tuning_arguments(parser, validate=20)
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    rows = []
-    for name in args.models:
-        for target in args.targets:
-            rows.append(bench(name, target, args))
-            print(format_table(rows[-1:], args.losses), file=sys.stderr)
-    command = " ".join(shlex.quote(a) for a in [".venv/bin/python", "benchmarks/approx_bench.py",
-                                                 *(sys.argv[1:] if argv is None else argv)])
-    print(f"command: {command}")
+    rows = run_all(args.models, args.targets, lambda name, target: bench(name, target, args),
+                   lambda some: format_table(some, args.losses))
+    print(f"command: {command_line('approx_bench.py', argv)}")
     print(f"machine: {machine()}; {args.images} tuning images")
     print()
     print(format_table(rows, args.losses))
-    if args.json:
-        Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=1))
+    write_rows(args.json, rows)
     return 0
 
 

@@ -16,17 +16,21 @@ which no interpolation could predict.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import shlex
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from benchmarks.approx_support import (  # noqa: E402
+    add_tuning_arguments, command_line, markdown_table, parse_list, run_all, tune, write_rows,
+)
 
 PROGRAMS = ("blur", "camera")
 
@@ -59,7 +63,7 @@ def scene(height: int, width: int, rng: np.random.Generator) -> np.ndarray:
     top = picture[r0][:, c0] * (1 - fc) + picture[r0][:, c1] * fc
     bottom = picture[r1][:, c0] * (1 - fc) + picture[r1][:, c1] * fc
     image = top * (1 - fr) + bottom * fr + 0.01 * rng.standard_normal((height, width))
-    return image.astype(np.float32)
+    return np.ascontiguousarray(image, dtype=np.float32)
 
 
 def make_inputs(bench, size: str) -> dict:
@@ -86,74 +90,49 @@ def numba_ms(bench, inputs: dict, repeat: int) -> float:
 
 def bench(name: str, target: str, args) -> Row:
     from benchmarks.suite import get
-    from hpvm.tune.approx import approx_tune, psnr
+    from hpvm.tune.approx import psnr
     program = get(name)
     inputs = make_inputs(program, args.size)
-    started = time.perf_counter()
-    result = approx_tune(program.program, [target], inputs, psnr(), minimum=min(args.psnr),
-                         techniques=("perforation",), every=tuple(args.every),
-                         validate=args.validate, repeat=args.repeat, seed=0,
-                         progress=lambda label, done, total: print(
-                             f"  {name}/{target} {done}/{total} {label}", file=sys.stderr)
-                         if done % 10 == 0 or done == total else None)
-    seconds = time.perf_counter() - started
-    curve = result.curve
-    if args.svg_dir:
-        Path(args.svg_dir).mkdir(parents=True, exist_ok=True)
-        Path(args.svg_dir, f"approx_{name}_{target}.svg").write_text(
-            curve.svg(f"{name} on {target}"))
-    best = {floor: max((p for p in curve.points if p.qos >= floor), key=lambda p: p.speedup)
+    tuned = tune(program.program, target, inputs, psnr(), f"{name}/{target}", args.svg_dir,
+                 minimum=min(args.psnr), techniques=("perforation",), every=tuple(args.every),
+                 validate=args.validate, repeat=args.repeat)
+    points = tuned.result.curve.points
+    best = {floor: max((p for p in points if p.qos >= floor), key=lambda p: p.speedup)
             for floor in args.psnr}
-    return Row(name, target, 1e3 * curve.points[0].seconds, numba_ms(program, inputs, args.repeat),
+    return Row(name, target, 1e3 * points[0].seconds, numba_ms(program, inputs, args.repeat),
                {floor: point.speedup for floor, point in best.items()},
                {floor: point.knobs for floor, point in best.items()},
-               result.empirical_runs, result.searched,
-               result.agreement.get("mean_abs_error", float("nan")), seconds)
+               tuned.result.empirical_runs, tuned.result.searched, tuned.prediction_error(),
+               tuned.seconds)
 
 
 def format_table(rows: list[Row], floors) -> str:
-    head = " | ".join(f"@{floor:g} dB" for floor in floors)
-    lines = [f"| program | target | exact ms | numba ms | {head} | runs / searched "
-             "| predicted-vs-measured error (dB) | tuning s |",
-             "|" + "---|" * (7 + len(floors))]
-    for r in rows:
-        speeds = " | ".join(f"{r.speedups[floor]:.2f}x" for floor in floors)
-        lines.append(f"| {r.program} | {r.target} | {r.exact_ms:.2f} | {r.numba_ms:.2f} | "
-                     f"{speeds} | {r.runs} / {r.searched} | {r.prediction_error:.2f} | "
-                     f"{r.tune_seconds:.0f} |")
-    return "\n".join(lines)
-
-
-def _list(text: str, kind=str) -> list:
-    return [kind(v.strip()) for v in text.split(",") if v.strip()]
+    columns = (["program", "target", "exact ms", "numba ms"]
+               + [f"@{floor:g} dB" for floor in floors]
+               + ["runs / searched", "predicted-vs-measured error (dB)", "tuning s"])
+    return markdown_table(columns, [
+        [r.program, r.target, f"{r.exact_ms:.2f}", f"{r.numba_ms:.2f}"]
+        + [f"{r.speedups[floor]:.2f}x" for floor in floors]
+        + [f"{r.runs} / {r.searched}", f"{r.prediction_error:.2f}", f"{r.tune_seconds:.0f}"]
+        for r in rows])
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--programs", type=_list, default=list(PROGRAMS))
-    parser.add_argument("--targets", type=_list, default=["cpu"])
+    parser.add_argument("--programs", type=parse_list, default=list(PROGRAMS))
+    parser.add_argument("--targets", type=parse_list, default=["cpu"])
     parser.add_argument("--size", choices=("small", "large"), default="large")
-    parser.add_argument("--psnr", type=lambda t: _list(t, float), default=[30.0, 20.0],
+    parser.add_argument("--psnr", type=lambda t: parse_list(t, float), default=[30.0, 20.0],
                         help="PSNR floors in dB (30,20)")
-    parser.add_argument("--every", type=lambda t: _list(t, int), default=[2, 3, 4])
-    parser.add_argument("--validate", type=int, default=12)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--svg-dir", help="draw each curve here")
-    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
+    add_tuning_arguments(parser, validate=12)
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    rows = []
-    for name in args.programs:
-        for target in args.targets:
-            rows.append(bench(name, target, args))
-            print(format_table(rows[-1:], args.psnr), file=sys.stderr)
-    command = " ".join(shlex.quote(a) for a in [
-        ".venv/bin/python", "benchmarks/approx_pipelines_bench.py",
-        *(sys.argv[1:] if argv is None else argv)])
-    print(f"command: {command}")
+    rows = run_all(args.programs, args.targets, lambda name, target: bench(name, target, args),
+                   lambda some: format_table(some, args.psnr))
+    print(f"command: {command_line('approx_pipelines_bench.py', argv)}")
     print(f"machine: {platform.machine()} {platform.processor()}, {os.cpu_count()} cores "
           f"visible, Python {platform.python_version()}; size {args.size}")
     print()
@@ -162,8 +141,7 @@ def main(argv=None) -> int:
         for floor, knobs in r.configurations.items():
             print(f"{r.program}/{r.target} @{floor:g} dB: "
                   f"{', '.join(f'{n}:{k}' for n, k in knobs.items()) or 'exact'}")
-    if args.json:
-        Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=1))
+    write_rows(args.json, rows)
     return 0
 
 

@@ -42,8 +42,10 @@ class Axes:
     linear one) over a linear x axis."""
 
     def __init__(self, top: float, x_range: tuple[float, float], y_values: list[float],
-                 log_x: bool = False, log_y: bool = True):
+                 log_x: bool = False, log_y: bool = True, x_text=None):
         self.top = top
+        self.x_text = x_text or short
+        """How an x tick's value is written."""
         self.log_x, self.log_y = log_x, log_y
         self.x0, self.x1 = (math.log10(v) for v in x_range) if log_x else x_range
         if self.x1 <= self.x0:
@@ -87,7 +89,7 @@ class Axes:
             raw = self.x0 + (self.x1 - self.x0) * i / steps
             value = 10 ** raw if self.log_x else raw
             parts.append(f'<text x="{self.x(value):.1f}" y="{bottom + 12}" '
-                         f'text-anchor="middle">{short(value)}</text>')
+                         f'text-anchor="middle">{self.x_text(value)}</text>')
         return parts
 
 

@@ -16,6 +16,8 @@ from ...errors import HpvmError
 from ..plot import MARGIN, WIDTH, Axes, short, svg_page
 
 CURVE_FORMAT = 1
+SIMILARITIES = ("psnr", "ssim")
+"""QoS measures that score outputs against the exact program's."""
 
 
 @dataclass(frozen=True)
@@ -97,10 +99,17 @@ class ApproxCurve:
         xs = losses + [x for x, _ in predicted]
         ys = [p.speedup for p in self.points] + [y for _, y in predicted]
         span = (min(xs + [0.0]), max(xs + [0.0]) + 1e-9)
-        axes = Axes(0, span, [min(ys + [1.0]) * 0.95, max(ys) * 1.05])
         unit = "points" if self.qos_unit == "%" else self.qos_unit
-        parts = axes.frame(f"{self.qos_name} loss ({unit})".replace(" ()", ""),
-                           "speedup (log scale)")
+        if self.qos_name in SIMILARITIES:
+            # Scored against the exact output, whose score is a cap (100 dB,
+            # 1.0): the score itself reads better than its distance to the cap.
+            axes = Axes(0, span, [min(ys + [1.0]) * 0.95, max(ys) * 1.05],
+                        x_text=lambda loss: short(self.baseline_qos - loss))
+            label = f"{self.qos_name} ({unit}), exact = {short(self.baseline_qos)}"
+        else:
+            axes = Axes(0, span, [min(ys + [1.0]) * 0.95, max(ys) * 1.05])
+            label = f"{self.qos_name} loss ({unit})"
+        parts = axes.frame(label.replace(" ()", ""), "speedup (log scale)")
         path = " ".join(f"{'M' if i == 0 else 'L'}{axes.x(x):.1f},{axes.y(p.speedup):.1f}"
                         for i, (x, p) in enumerate(zip(losses, self.points)))
         parts.append(f'<path d="{path}" fill="none" stroke="#2980b9" stroke-width="2"/>')

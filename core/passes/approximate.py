@@ -146,11 +146,11 @@ def _find(module: Module, where: str) -> tuple[Graph, Node]:
     found = [(g, n) for g in module.graphs.values() for n in g.nodes
              if n.name == node_name and graph_name in ("", g.name)]
     if len(found) != 1:
-        tensor_nodes = sorted(n.name for g in module.graphs.values() for n in g.nodes
-                              if isinstance(n.body, (TensorBody, KernelBody)))
+        leaf_nodes = sorted(n.name for g in module.graphs.values() for n in g.nodes
+                            if isinstance(n.body, (TensorBody, KernelBody)))
         problem = "is ambiguous" if found else "names no node"
         fix = ("write it as graph.node" if found else
-               f"name a leaf node: {', '.join(tensor_nodes) or '(the module has none)'}")
+               f"name a leaf node: {', '.join(leaf_nodes) or '(the module has none)'}")
         raise PassError(Diagnostic(Location(), f"approximate: '{where}' {problem}", fix))
     return found[0]
 

@@ -15,7 +15,7 @@ axis with the instance's own id along ``d`` (``out[c, y, x]`` with ``y =
 instance_id(0)``), that axis is as long as the replication, and nothing
 else ties instances together (atomics, barriers, streaming).  A
 replication of one row is never perforated, as for tensor perforation
-(tensor_ops/perforation.py, whose index arithmetic this shares).
+(tensor_ops/perforation.py, whose ``real_position`` this shares).
 """
 from __future__ import annotations
 
@@ -29,12 +29,16 @@ from ..ir.kernel import (
     Let, Load, Select, Store, Var,
 )
 from ..ir.parameter import Parameter
+from ..ir.tensor_ops.lowering import add
+from ..ir.tensor_ops.perforation import real_position
 from ..ir.types import I64, BufferType
 from ..ir.visit import rewrite, walk
 from .names import unique_name
 
 AXES = {"perforate_rows": 0, "perforate_cols": 1}
 """Knob attribute -> the replication dimension it perforates."""
+AXIS_WORDS = {dim: attr.removeprefix("perforate_") for attr, dim in AXES.items()}
+"""Replication dimension -> its word in knobs and names (rows, cols)."""
 MAX_FILL_RANK = 3
 """A fill kernel has one instance per element of a skipped row: at most
 three replication dimensions."""
@@ -58,8 +62,9 @@ def perforation_refusal(module: Module, graph: Graph, node: Node, dim: int) -> s
     outputs = [p for p in function.params if p.direction in ("out", "inout") and p.is_buffer]
     if not outputs:
         return "it writes no output buffer"
+    aliases = instance_aliases(function.body)
     for param in outputs:
-        reason = _output_refusal(function, param, node.replication[dim], dim)
+        reason = _output_refusal(function, param, node.replication[dim], dim, aliases)
         if reason:
             return reason
     return None
@@ -72,7 +77,7 @@ def perforate(module: Module, graph: Graph, node: Node, dim: int, every: int,
     functions = dict(module.functions)
     function = module.function(node.body.function)
     size = node.replication[dim]
-    axis_name = "rows" if dim == 0 else "cols"
+    axis_name = AXIS_WORDS[dim]
     perforated = _perforated_kernel(function, dim, size, every, offset,
                                     unique_name(f"{function.name}_perf_{axis_name}", functions))
     functions[perforated.name] = perforated
@@ -106,8 +111,8 @@ def perforate(module: Module, graph: Graph, node: Node, dim: int, every: int,
                                           bind_outs=tuple(bind_outs))
 
 
-def _output_refusal(function: KernelFunction, param: Parameter, size: Expr,
-                    dim: int) -> str | None:
+def _output_refusal(function: KernelFunction, param: Parameter, size: Expr, dim: int,
+                    aliases: dict[str, int]) -> str | None:
     if param.direction == "inout":
         return f"it updates '{param.name}' in place (a skipped instance would leave old values)"
     kind = param.type
@@ -115,7 +120,7 @@ def _output_refusal(function: KernelFunction, param: Parameter, size: Expr,
         return f"output '{param.name}' ({kind}) has no shape or is not numeric"
     if len(kind.shape) > MAX_FILL_RANK:
         return f"output '{param.name}' has rank {len(kind.shape)} (at most {MAX_FILL_RANK})"
-    axis = _row_axis(function, param.name, dim, instance_aliases(function.body))
+    axis = _row_axis(function, param.name, dim, aliases)
     if axis is None:
         return (f"output '{param.name}' is not always indexed by the instance id of "
                 f"dimension {dim} at one position")
@@ -162,20 +167,16 @@ def _dim_expr(dim) -> Expr:
 
 def _skipped_count(size: Expr, every: int, offset: int) -> Expr:
     """How many of ``size`` ids the pattern skips: none of a single one."""
-    return (_plus(size, every - 1 - offset) / every) * Intrinsic("min", (size - 1, Const(1, I64)))
-
-
-def _plus(value: Expr, constant: int) -> Expr:
-    return value + constant if constant else value
+    return ((add(size, Const(every - 1 - offset, I64)) / every)
+            * Intrinsic("min", (size - 1, Const(1, I64))))
 
 
 def _perforated_kernel(function: KernelFunction, dim: int, size: Expr, every: int, offset: int,
                        name: str) -> KernelFunction:
     """``function`` run on the kept ids only: instance id ``j`` along
-    ``dim`` stands for kept position ``j + (j + every-1-offset) // (every-1)``."""
+    ``dim`` stands for kept position ``real_position(j)``."""
     kept = InstanceId(dim)
-    gaps = _plus(kept, every - 1 - offset)
-    real = Select(size.lt(2), kept, kept + (gaps / (every - 1) if every > 2 else gaps))
+    real = Select(size.lt(2), kept, real_position(kept, every, offset))
 
     def remap(item):
         if isinstance(item, InstanceId) and item.dim == dim:
@@ -208,7 +209,7 @@ def _fill_kernel(kind: BufferType, axis: int, every: int, offset: int,
 
     mean = (element(row - 1) + element(row + 1)) / Const(2, kind.element)
     body = (
-        Let("row", I64, _plus(InstanceId(axis) * every, offset)),
+        Let("row", I64, add(InstanceId(axis) * every, Const(offset, I64))),
         If(row.eq(0), (Store("x", at(row), element(row + 1)),),
            (If(row.eq(size - 1), (Store("x", at(row), element(row - 1)),),
                (Store("x", at(row), mean),)),)),

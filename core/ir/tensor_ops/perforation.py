@@ -63,7 +63,8 @@ def kept_positions(size: int, every: int, offset: int) -> np.ndarray:
 
 def real_position(j: Expr, every: int, offset: int) -> Expr:
     """Kernel expression: the real position of compact position ``j``."""
-    return add(j, (add(j, Const(every - 1 - offset, I64))) / Const(every - 1, I64))
+    gaps = add(j, Const(every - 1 - offset, I64))
+    return add(j, gaps / Const(every - 1, I64) if every > 2 else gaps)
 
 
 def compact_position(r, every: int, offset: int):

@@ -100,15 +100,13 @@ class ApproxCurve:
         ys = [p.speedup for p in self.points] + [y for _, y in predicted]
         span = (min(xs + [0.0]), max(xs + [0.0]) + 1e-9)
         unit = "points" if self.qos_unit == "%" else self.qos_unit
+        label, x_text = f"{self.qos_name} loss ({unit})", None
         if self.qos_name in SIMILARITIES:
             # Scored against the exact output, whose score is a cap (100 dB,
             # 1.0): the score itself reads better than its distance to the cap.
-            axes = Axes(0, span, [min(ys + [1.0]) * 0.95, max(ys) * 1.05],
-                        x_text=lambda loss: short(self.baseline_qos - loss))
             label = f"{self.qos_name} ({unit}), exact = {short(self.baseline_qos)}"
-        else:
-            axes = Axes(0, span, [min(ys + [1.0]) * 0.95, max(ys) * 1.05])
-            label = f"{self.qos_name} loss ({unit})"
+            x_text = lambda loss: short(self.baseline_qos - loss)  # noqa: E731
+        axes = Axes(0, span, [min(ys + [1.0]) * 0.95, max(ys) * 1.05], x_text=x_text)
         parts = axes.frame(label.replace(" ()", ""), "speedup (log scale)")
         path = " ".join(f"{'M' if i == 0 else 'L'}{axes.x(x):.1f},{axes.y(p.speedup):.1f}"
                         for i, (x, p) in enumerate(zip(losses, self.points)))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ...ir.graph import KernelBody, Module, Node, TensorBody
 from ...passes.approximate import EXACT
-from ...passes.instance_perforation import perforation_refusal
+from ...passes.instance_perforation import AXIS_WORDS, perforation_refusal
 
 EVERY = (2, 3, 4)
 TUNED_OPS = ("conv2d", "gemm", "matmul", "max_pool", "avg_pool", "batchnorm", "elementwise")
@@ -62,7 +62,7 @@ def _perforable_dims(module: Module, node: Node) -> list[tuple[int, str]]:
     can be perforated."""
     if not isinstance(node.body, KernelBody):
         return []
-    return [(dim, name) for dim, name in ((0, "rows"), (1, "cols"))
+    return [(dim, word) for dim, word in AXIS_WORDS.items()
             if perforation_refusal(module, module.root_graph, node, dim) is None]
 
 

@@ -17,9 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +26,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks.approx_support import (  # noqa: E402
-    add_tuning_arguments, command_line, markdown_table, parse_list, run_all, tune, write_rows,
+    add_tuning_arguments, command_line, markdown_table, median_ms, parse_list, run_all, tune,
+    write_rows,
 )
 
 MODELS = ("lenet", "vgg", "resnet")
@@ -58,16 +57,16 @@ def torch_ms(model, x: np.ndarray, device: str, repeat: int = 10) -> float:
     import torch
     model = model.to(device)
     data = torch.from_numpy(x).to(device)
-    times = []
+
+    def run():
+        model(data)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+
     with torch.no_grad():
-        for _ in range(repeat + 1):
-            started = time.perf_counter()
-            model(data)
-            if device.startswith("cuda"):
-                torch.cuda.synchronize()
-            times.append(time.perf_counter() - started)
+        milliseconds = median_ms(run, repeat)
     model.cpu()
-    return 1e3 * statistics.median(times[1:])
+    return milliseconds
 
 
 def bench(name: str, target: str, args) -> Row:

@@ -18,9 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +27,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks.approx_support import (  # noqa: E402
-    add_tuning_arguments, command_line, markdown_table, parse_list, run_all, tune, write_rows,
+    add_tuning_arguments, command_line, markdown_table, median_ms, parse_list, run_all, tune,
+    write_rows,
 )
 
 PROGRAMS = ("blur", "camera")
@@ -78,14 +77,7 @@ def numba_ms(bench, inputs: dict, repeat: int) -> float:
     peer = next((p for p in bench.peers if p.name == "numba"), None)
     if peer is None or peer.available() is not None:
         return float("nan")
-    run = peer.prepare(inputs)
-    run()
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return 1e3 * statistics.median(times)
+    return median_ms(peer.prepare(inputs), repeat)
 
 
 def bench(name: str, target: str, args) -> Row:

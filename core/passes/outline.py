@@ -5,7 +5,10 @@ new internal node takes their place.  Each distinct value flowing in (a
 graph parameter or a producer's port) becomes one ``in`` parameter of the
 child graph, named after its source; each member port read outside the set
 (by an edge or the enclosing graph's outputs) becomes one ``out``
-parameter, named ``<node>_<port>``.
+parameter, named ``<node>_<port>``.  A member updating a buffer in place
+(``inout``) is no exception: its incoming value enters as an ``in``
+parameter and its updated value, when read outside, leaves as an ``out``
+one, so the internal node never changes its inputs.
 
 The runtime outlines the partitions a target asks for (Target.partitions)
 so that the target runs each as one launch: an OpenVINO model, an NVDLA
@@ -192,9 +195,6 @@ def _check(module: Module, graph: Graph, inside: set[str]) -> None:
         node = graph.node(member)
         if not node.is_leaf:
             raise OutlineError(f"{where}: '{member}' is an internal node; outline leaf nodes")
-        if any(p.direction == "inout" for p in module.node_params(node)):
-            raise OutlineError(f"{where}: '{member}' updates a buffer in place (inout); "
-                               "it cannot be outlined")
     for e in graph.edges:
         crossing = (e.src_node in inside) != (e.dst_node in inside)
         if crossing and (e.streaming or e.kind != "all-to-all"):

@@ -405,11 +405,13 @@ class _Builder:
 
 
 def _prune(graph: nx.DiGraph) -> None:
-    """Remove values nothing uses (the partial sums flattening left)."""
+    """Remove values nothing uses (the partial sums flattening left) and
+    branches left empty (their assignments became selects)."""
     def unused(node) -> bool:
         facts = graph.nodes[node]
-        return (graph.out_degree(node) == 0 and facts["type"] is not None
-                and facts["label"] not in ("index", "phi") and not facts["label"].startswith("call:"))
+        if graph.out_degree(node) or facts["label"] in ("index", "phi") or facts["label"].startswith("call:"):
+            return False
+        return facts["type"] is not None or facts["label"] == "if"
 
     dead = [node for node in graph.nodes if unused(node)]
     while dead:

@@ -1,5 +1,7 @@
 """hpvm-fixedfunc: the hpvm target 'fixedfunc'.
 
-Fixed-function accelerators claimed by semantic match against reference
-kernels.
+Kernels recognised, by matching their program dependence graphs against
+accelerator signatures, as an FFT, a Viterbi decoder, a GEMM or a FIR
+filter run on that fixed-function accelerator (emulated: numpy, or torch
+on a CUDA GPU).  See README.md.
 """

@@ -1,0 +1,208 @@
+"""Radix-2 FFT: iterative butterflies with twiddle factors, in place or out
+of place, decimation in frequency or in time, one node or a chain of stage
+nodes.
+
+Structure: a butterfly on complex values held as separate real and
+imaginary buffers.  Decimation in frequency (MachSuite's form):
+
+    even' = even + odd          odd' = (even - odd) * w
+
+decimation in time:
+
+    t = odd * w                 even' = even + t        odd' = even - t
+
+with ``w`` the twiddle (loaded from a table or computed).  Binding: the
+real and imaginary buffers (rank 1, or rank 2 for a batch of signals along
+the last axis), the buffers written, and the twiddle tables when ``w`` is
+loaded.  Conventions (the probe picks one): input and output in natural
+or bit-reversed order, forward or inverse transform.  Probe: 16 and 64
+points, twiddle tables ``w[k] = exp(-2 pi i k / N)`` (their length the
+table's own symbol, N / 2 when it differs from the signal's).
+
+A chain of S stage nodes transforms at most 2^S points; the accelerator
+refuses larger signals, and signals whose length is not a power of two.
+Twiddle tables are the accelerator's own: a table other than the forward
+or inverse one is refused at run time.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hpvm.ir.pdg import ProgramDependenceGraph
+from hpvm.ir.pdg_match import Pattern
+
+from .base import Binding, Refusal, Signature, array_of, symbol_sizes
+
+ORDERS = ("natural", "bit-reversed")
+
+
+def _loads(pattern: Pattern) -> dict[str, int]:
+    return {f"{part}_{lane}": pattern.load(f"load of the {part} input's {lane} part", role=f"{part}_{lane}")
+            for part in ("even", "odd") for lane in ("re", "im")}
+
+
+def _twiddle(pattern: Pattern) -> tuple[int, int]:
+    return (pattern.any("f", "twiddle (real part)", role="w_re"),
+            pattern.any("f", "twiddle (imaginary part)", role="w_im"))
+
+
+def _complex_product(pattern: Pattern, x_re: int, x_im: int, w_re: int, w_im: int, what: str):
+    """(x_re * w_re - x_im * w_im, x_re * w_im + x_im * w_re)."""
+    def product(x: int, w: int, parts: str) -> int:
+        return pattern.op("mul", x, w, description=f"product {parts} of {what} and the twiddle")
+
+    negated = pattern.op("neg", product(x_im, w_im, "im*wi"),
+                         description=f"negated product -(im*wi) of {what} and the twiddle")
+    real = pattern.op("add", product(x_re, w_re, "re*wr"), negated,
+                      description=f"real part of {what} times the twiddle (re*wr - im*wi)")
+    imag = pattern.op("add", product(x_re, w_im, "re*wi"), product(x_im, w_re, "im*wr"),
+                      description=f"imaginary part of {what} times the twiddle (re*wi + im*wr)")
+    return real, imag
+
+
+def decimation_in_frequency() -> Pattern:
+    p = Pattern("fft butterfly, decimation in frequency")
+    loads = _loads(p)
+    for lane in ("re", "im"):
+        total = p.op("add", loads[f"even_{lane}"], loads[f"odd_{lane}"],
+                     description=f"sum even + odd ({lane} part)")
+        p.store(total, f"store of the sum ({lane} part)", role=f"sum_{lane}")
+    difference = {lane: p.op("add", loads[f"even_{lane}"],
+                             p.op("neg", loads[f"odd_{lane}"], description=f"negated odd input ({lane} part)"),
+                             description=f"difference even - odd ({lane} part)")
+                  for lane in ("re", "im")}
+    w_re, w_im = _twiddle(p)
+    real, imag = _complex_product(p, difference["re"], difference["im"], w_re, w_im, "the difference")
+    p.store(real, "store of the twiddled difference (re part)", role="difference_re")
+    p.store(imag, "store of the twiddled difference (im part)", role="difference_im")
+    return p
+
+
+def decimation_in_time() -> Pattern:
+    p = Pattern("fft butterfly, decimation in time")
+    loads = _loads(p)
+    w_re, w_im = _twiddle(p)
+    twiddled = dict(zip(("re", "im"), _complex_product(p, loads["odd_re"], loads["odd_im"], w_re, w_im,
+                                                       "the odd input")))
+    for lane in ("re", "im"):
+        total = p.op("add", loads[f"even_{lane}"], twiddled[lane],
+                     description=f"sum even + twiddled odd ({lane} part)")
+        p.store(total, f"store of the sum ({lane} part)", role=f"sum_{lane}")
+        negated = p.op("neg", twiddled[lane], description=f"negated twiddled odd input ({lane} part)")
+        difference = p.op("add", loads[f"even_{lane}"], negated,
+                          description=f"difference even - twiddled odd ({lane} part)")
+        p.store(difference, f"store of the difference ({lane} part)", role=f"difference_{lane}")
+    return p
+
+
+class FFT(Signature):
+    def __init__(self):
+        super().__init__(
+            name="fft", description="radix-2 FFT (complex, split real/imaginary buffers)",
+            pattern_sets=[("decimation in frequency", [decimation_in_frequency()]),
+                          ("decimation in time", [decimation_in_time()])])
+
+    chains = True
+
+    def bind(self, pdg: ProgramDependenceGraph, occurrences, types) -> Binding:
+        (roles,) = occurrences
+        reads = {lane: array_of(pdg, roles[f"even_{lane}"]) for lane in ("re", "im")}
+        for lane in ("re", "im"):
+            if array_of(pdg, roles[f"odd_{lane}"]) != reads[lane]:
+                raise Refusal(f"the butterfly's {lane} inputs come from two buffers "
+                              f"('{reads[lane]}', '{array_of(pdg, roles[f'odd_{lane}'])}')")
+        writes = {}
+        for lane in ("re", "im"):
+            written = {array_of(pdg, roles[f"sum_{lane}"]), array_of(pdg, roles[f"difference_{lane}"])}
+            if len(written) != 1:
+                raise Refusal(f"the butterfly writes its {lane} outputs to two buffers {sorted(written)}")
+            writes[lane] = written.pop()
+        if reads["re"] == reads["im"]:
+            raise Refusal("the real and imaginary parts are one buffer (interleaved); the accelerator "
+                          "takes them as two buffers")
+        for lane in ("re", "im"):
+            twiddle = roles[f"w_{lane}"]
+            if pdg.label(twiddle) == "load":
+                reads[f"tw_{lane}"] = array_of(pdg, twiddle)
+        for role, name in [*reads.items(), *writes.items()]:
+            if not types[name].element.is_float:
+                raise Refusal(f"'{name}' ({role}) holds {types[name].element}, not floats")
+        return Binding(reads, writes)
+
+    def conventions(self, binding, types) -> list[dict]:
+        return [{"order_in": order_in, "order_out": order_out, "sign": sign}
+                for order_in in ORDERS for order_out in ORDERS for sign in (-1, 1)]
+
+    def probe_inputs(self, binding, types, rng, scale):
+        points = (16, 64)[scale]
+        data = types[binding.reads["re"]]
+        wanted = {"re": (3, points)[-(data.rank or 1):], "im": (3, points)[-(data.rank or 1):]}
+        shape_types = {"re": data, "im": types[binding.reads["im"]]}
+        for lane in ("re", "im"):
+            if f"tw_{lane}" in binding.reads:
+                table = types[binding.reads[f"tw_{lane}"]]
+                same = table.shape is not None and table.shape[-1:] == data.shape[-1:]
+                wanted[f"tw_{lane}"] = (points if same else points // 2,)
+                shape_types[f"tw_{lane}"] = table
+        shapes = symbol_sizes(shape_types, wanted)
+        if shapes["re"][-1] != points:
+            raise Refusal(f"the signal length of '{binding.reads['re']}' is fixed at {shapes['re'][-1]}")
+        inputs = {lane: rng.uniform(-1, 1, shapes[lane]) for lane in ("re", "im")}
+        for lane, part in (("re", np.cos), ("im", lambda a: -np.sin(a))):
+            if f"tw_{lane}" in shapes:
+                inputs[f"tw_{lane}"] = part(2 * np.pi * np.arange(shapes[f"tw_{lane}"][0]) / points)
+        return inputs
+
+    def chain_limits(self, stages: int) -> dict:
+        """A chain of ``stages`` stage nodes transforms at most 2^stages points."""
+        return {"max_points": 2 ** stages} if stages > 1 else {}
+
+    def prepare(self, convention, inputs) -> dict:
+        points = inputs["re"].shape[-1]
+        if points & (points - 1) or points < 2:
+            raise Refusal(f"the signal has {points} points; the FFT accelerator takes powers of two")
+        limit = convention.get("max_points")
+        if limit and points > limit:
+            raise Refusal(f"the signal has {points} points; the program's stage nodes transform at "
+                          f"most {limit}")
+        table_sign = twiddle_sign(inputs, points)
+        if table_sign is None:
+            raise Refusal("the twiddle tables are not exp(-2 pi i k / N) nor its conjugate; the FFT "
+                          "accelerator computes its own twiddles")
+        # the probe fed forward tables; conjugated ones turn the transform round
+        return {**convention, "sign": convention["sign"] * -table_sign}
+
+    def run(self, convention, inputs, backend):
+        points = inputs["re"].shape[-1]
+        signal = backend.complex(inputs["re"], inputs["im"])
+        if convention["order_in"] == "bit-reversed":
+            signal = backend.take_last(signal, bit_reversal(points))
+        spectrum = backend.fft(signal, inverse=convention["sign"] > 0)
+        if convention["order_out"] == "bit-reversed":
+            spectrum = backend.take_last(spectrum, bit_reversal(points))
+        return {"re": spectrum.real, "im": spectrum.imag}
+
+
+def twiddle_sign(inputs: dict, points: int) -> int | None:
+    """-1 when the twiddle tables (if any) are the forward ones, +1 when
+    they are conjugated, None when neither."""
+    if "tw_re" not in inputs and "tw_im" not in inputs:
+        return -1
+    angle = 2 * np.pi * np.arange(points) / points
+    for sign in (-1, 1):
+        ok = True
+        for lane, part in (("re", np.cos(angle)), ("im", sign * np.sin(angle))):
+            table = inputs.get(f"tw_{lane}")
+            if table is not None and not np.allclose(np.asarray(table), part[:len(table)],
+                                                     rtol=1e-6, atol=1e-6):
+                ok = False
+        if ok:
+            return sign
+    return None
+
+
+def bit_reversal(points: int) -> np.ndarray:
+    """Indices 0 .. points-1 with their log2(points) bits reversed."""
+    bits = points.bit_length() - 1
+    index = np.arange(points)
+    return sum(((index >> bit) & 1) << (bits - 1 - bit) for bit in range(bits))

@@ -1,0 +1,147 @@
+"""The Viterbi decoder: the most likely hidden-state path of a hidden Markov
+model, in -log probabilities (so likelihoods add and the best is the least).
+
+Structure, two patterns that must both occur:
+
+- add-compare-select over the trellis: in a loop over previous states,
+  ``min(best, llike[prev] + transition[..] + emission[..])`` carried round
+  the loop, the minimum stored into ``llike``;
+- traceback: in a loop over states, ``p = llike[s] + transition[..]``,
+  ``if p < best: best, best_state = p, s`` (first minimum wins), the best
+  state stored into the path.
+
+Binding: ``llike`` (the buffer the first pattern stores and loads),
+``transition`` (the other buffer both patterns load), ``emission`` (the
+load indexed by a load of the observations ``obs``), ``init`` (the other
+float buffer read), ``path`` (stored by the traceback).  Conventions:
+transition as [prev, curr] or [curr, prev], emission as [state, token] or
+[token, state].  A rank-2 ``obs`` is a batch of sequences.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hpvm.ir.pdg import ProgramDependenceGraph
+from hpvm.ir.pdg_match import Pattern
+
+from .base import Binding, Refusal, Signature, array_of, symbol_sizes
+
+
+def add_compare_select() -> Pattern:
+    p = Pattern("viterbi add-compare-select")
+    loop = p.loop("loop over the previous states")
+    best = p.phi(loop, "least likelihood carried round the loop over previous states")
+    terms = [p.load(f"load of a likelihood term ({what})", role=f"term{n}")
+             for n, what in enumerate(("previous step", "transition", "emission"))]
+    total = p.op("add", *terms, description="sum of three terms (previous likelihood + transition + "
+                                              "emission)")
+    least = p.op("min", total, best, description="minimum of the sum and the best so far")
+    p.feed(least, best, "next")
+    p.store(best, "store of the least likelihood", role="store")
+    return p
+
+
+def traceback() -> Pattern:
+    p = Pattern("viterbi traceback")
+    loop = p.loop("traceback loop over the states")
+    best = p.phi(loop, "least likelihood carried round the traceback loop")
+    best_state = p.phi(loop, "best state carried round the traceback loop", type_="i")
+    terms = [p.load(f"load of a traceback term ({what})", role=f"term{n}")
+             for n, what in enumerate(("likelihood", "transition"))]
+    total = p.op("add", *terms, description="sum likelihood + transition in the traceback")
+    better = p.op("lt", total, best, type_="b", description="comparison sum < best (first minimum wins)")
+    p.feed(p.op("min", total, best, description="new best likelihood min(sum, best)"), best, "next")
+    state = p.any("i", "the state index")
+    choice = p.select(better, state, best_state, "selection of the state where the sum is less",
+                      type_="i")
+    p.feed(choice, best_state, "next")
+    p.store(best_state, "store of the best state into the path", role="store")
+    return p
+
+
+class Viterbi(Signature):
+    def __init__(self):
+        super().__init__(name="viterbi", description="Viterbi decoder (min-sum, -log probabilities)",
+                         pattern_sets=[("add-compare-select and traceback",
+                                        [add_compare_select(), traceback()])])
+
+    def bind(self, pdg: ProgramDependenceGraph, occurrences, types) -> Binding:
+        acs, back = occurrences
+        llike = array_of(pdg, acs["store"])
+        arrays = [array_of(pdg, acs[f"term{n}"]) for n in range(3)]
+        if llike not in arrays:
+            raise Refusal(f"the add-compare-select stores into '{llike}' but reads no earlier "
+                          "likelihood from it")
+        emission = [acs[f"term{n}"] for n in range(3) if _indexed_by_a_load(pdg, acs[f"term{n}"])]
+        if len(emission) != 1:
+            raise Refusal("no single emission term indexed by the observations")
+        emission_array = array_of(pdg, emission[0])
+        obs = [pdg.facts(i)["array"] for i in pdg.facts(emission[0])["indices"] if pdg.label(i) == "load"]
+        rest = [a for a in arrays if a not in (llike, emission_array)]
+        if len(rest) != 1:
+            raise Refusal("the three terms are not likelihood, transition and emission from three buffers")
+        transition = rest[0]
+        back_arrays = {array_of(pdg, back[f"term{n}"]) for n in range(2)}
+        if back_arrays != {llike, transition}:
+            raise Refusal(f"the traceback reads {sorted(back_arrays)}, not the likelihoods '{llike}' and "
+                          f"the transitions '{transition}'")
+        params = {p.name: p for p in pdg.function.params}
+        init = [name for name, p in params.items() if p.is_buffer and p.reads and p.type.element.is_float
+                and name not in (llike, transition, emission_array)]
+        if len(init) != 1:
+            raise Refusal(f"expected one initial-likelihood buffer besides the tables, found {init}")
+        path = array_of(pdg, back["store"])
+        reads = {"obs": obs[0], "init": init[0], "transition": transition, "emission": emission_array}
+        writes = {"path": path}
+        if llike in params:
+            writes["llike"] = llike
+        missing = [name for name in [*reads.values(), *writes.values()] if name not in params]
+        if missing:
+            raise Refusal(f"{missing} are not parameters of the kernel")
+        return Binding(reads, writes)
+
+    def conventions(self, binding, types) -> list[dict]:
+        return [{"transition": t, "emission": e} for t in ("prev,curr", "curr,prev")
+                for e in ("state,token", "token,state")]
+
+    def probe_inputs(self, binding, types, rng, scale):
+        steps, states, tokens = ((6, 4, 5), (12, 7, 9))[scale]
+        obs_type = types[binding.reads["obs"]]
+        batch = (2,) if obs_type.rank == 2 else ()
+        roles = dict(binding.reads) | {f"out_{r}": n for r, n in binding.writes.items()}
+        wanted = {"obs": (*batch, steps), "init": (states,), "transition": (states, states),
+                  "emission": (states, tokens), "out_path": (*batch, steps)}
+        if "out_llike" in roles:
+            wanted["out_llike"] = (*batch, steps, states)
+        shapes = symbol_sizes({role: types[roles[role]] for role in wanted}, wanted)
+        tokens = min(shapes["emission"])
+        return {"obs": rng.integers(0, tokens, shapes["obs"]).astype(types[binding.reads["obs"]]
+                                                                      .element.numpy_dtype),
+                "init": _log_table(1, shapes["init"][0], rng)[0],
+                "transition": _log_table(*shapes["transition"], rng),
+                "emission": _log_table(*shapes["emission"], rng)}
+
+    def run(self, convention, inputs, backend):
+        xp = backend
+        obs, init = inputs["obs"], inputs["init"]
+        transition = inputs["transition"]
+        if convention["transition"] == "curr,prev":
+            transition = transition.T
+        emission = inputs["emission"]
+        if convention["emission"] == "token,state":
+            emission = emission.T
+        batched = obs.ndim == 2
+        obs = obs if batched else obs[None]
+        llike, path = xp.viterbi(obs, init, transition, emission)
+        if not batched:
+            llike, path = llike[0], path[0]
+        return {"llike": llike, "path": path}
+
+
+def _indexed_by_a_load(pdg: ProgramDependenceGraph, load: int) -> bool:
+    return any(pdg.label(i) == "load" for i in pdg.facts(load)["indices"])
+
+
+def _log_table(rows: int, cols: int, rng: np.random.Generator) -> np.ndarray:
+    weights = rng.uniform(0.01, 1.0, (rows, cols))
+    return -np.log(weights / weights.sum(axis=1, keepdims=True))

@@ -1,0 +1,178 @@
+"""Kernels written independently of MachSuite's (other loop structure, other
+names, other conventions) that fixedfunc must recognise, and near misses it
+must refuse.  Each ``make_*`` gives inputs; ``expected_*`` what the kernel
+computes, from numpy."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import hpvm.lang as hl
+from hpvm.lang import Buffer, InOut, Out, cos, f64, i64, parallel_loop, sin
+
+
+# -- FFT --------------------------------------------------------------------
+@hl.program
+def fft_dit_inline_twiddles(xr: InOut[Buffer[f64, "M", "L"]], xi: InOut[Buffer[f64, "M", "L"]]):
+    """Decimation in time, one node per signal, twiddles computed with
+    cos/sin; input in bit-reversed order, output natural."""
+    for row in parallel_loop(M, ins=(xr, xi), outs=(xr, xi), name="dit"):
+        size = 2
+        while size <= L:
+            half = size // 2
+            for k in range(L // 2):
+                j = k % half
+                top = (k // half) * size + j
+                bottom = top + half
+                angle = -2.0 * math.pi * f64(j) / f64(size)
+                wr = cos(angle)
+                wi = sin(angle)
+                ur = xr[row, top]
+                ui = xi[row, top]
+                vr = xr[row, bottom] * wr - xi[row, bottom] * wi
+                vi = xr[row, bottom] * wi + xi[row, bottom] * wr
+                xr[row, top] = ur + vr
+                xi[row, top] = ui + vi
+                xr[row, bottom] = ur - vr
+                xi[row, bottom] = ui - vi
+            size = size * 2
+
+
+@hl.program
+def fft_dif_tables(re: InOut[Buffer[f64, "P"]], im: InOut[Buffer[f64, "P"]],
+                   cos_table: Buffer[f64, "Q"], sin_table: Buffer[f64, "Q"]):
+    """Decimation in frequency on one signal, a while loop over spans inside
+    one single-instance node, twiddles from tables indexed by a product."""
+    for _ in parallel_loop(1, ins=(re, im, cos_table, sin_table), outs=(re, im), name="dif"):
+        span = P // 2
+        stride = 1
+        while span >= 1:
+            for b in range(P // 2):
+                lo = (b // span) * (2 * span) + b % span
+                hi = lo + span
+                ar = re[lo]
+                ai = im[lo]
+                br = re[hi]
+                bi = im[hi]
+                re[lo] = br + ar
+                im[lo] = bi + ai
+                dr = ar - br
+                di = ai - bi
+                w = (b % span) * stride
+                re[hi] = dr * cos_table[w] - di * sin_table[w]
+                im[hi] = di * cos_table[w] + dr * sin_table[w]
+            span = span // 2
+            stride = stride * 2
+
+
+def make_fft_dit(rng, signals=3, points=32):
+    return {"xr": rng.uniform(-1, 1, (signals, points)), "xi": rng.uniform(-1, 1, (signals, points))}
+
+
+def expected_fft_dit(inputs):
+    points = inputs["xr"].shape[1]
+    signal = (inputs["xr"] + 1j * inputs["xi"])[:, bit_reversed(points)]
+    spectrum = np.fft.fft(signal, axis=1)
+    return {"xr": spectrum.real, "xi": spectrum.imag}
+
+
+def make_fft_dif(rng, points=64):
+    angle = 2 * np.pi * np.arange(points // 2) / points
+    return {"re": rng.uniform(-1, 1, points), "im": rng.uniform(-1, 1, points),
+            "cos_table": np.cos(angle), "sin_table": -np.sin(angle)}
+
+
+def expected_fft_dif(inputs):
+    spectrum = np.fft.fft(inputs["re"] + 1j * inputs["im"])[bit_reversed(inputs["re"].size)]
+    return {"re": spectrum.real, "im": spectrum.imag}
+
+
+def bit_reversed(points: int) -> np.ndarray:
+    bits = points.bit_length() - 1
+    index = np.arange(points)
+    return sum(((index >> bit) & 1) << (bits - 1 - bit) for bit in range(bits))
+
+
+# -- Viterbi ----------------------------------------------------------------
+@hl.program
+def viterbi_transposed(observations: Buffer[i64, "N", "L"], start: Buffer[f64, "Z"],
+                       moves: Buffer[f64, "Z", "Z"], emits: Buffer[f64, "V", "Z"],
+                       cost: Out[Buffer[f64, "N", "L", "Z"]], states: Out[Buffer[i64, "N", "L"]]):
+    """Transitions as [to, from], emissions as [token, state], the minimum
+    from +inf with the min() intrinsic, a backward traceback loop."""
+    for n in parallel_loop(N, ins=(observations, start, moves, emits), outs=(cost, states),
+                           name="decode"):
+        for z in range(Z):
+            cost[n, 0, z] = start[z] + emits[observations[n, 0], z]
+        for step in range(1, L):
+            for to in range(Z):
+                best = math.inf
+                for frm in range(Z):
+                    best = min(best, cost[n, step - 1, frm] + moves[to, frm]
+                               + emits[observations[n, step], to])
+                cost[n, step, to] = best
+        last = 0
+        least = cost[n, L - 1, 0]
+        for z in range(1, Z):
+            if cost[n, L - 1, z] < least:
+                least = cost[n, L - 1, z]
+                last = z
+        states[n, L - 1] = last
+        for back in range(L - 1, 0, -1):
+            choice = 0
+            least = math.inf
+            for z in range(Z):
+                candidate = cost[n, back - 1, z] + moves[last, z]
+                if candidate < least:
+                    least = candidate
+                    choice = z
+            states[n, back - 1] = choice
+            last = choice
+
+
+def expected_viterbi(obs, init, transition, emission):
+    """Batched min-sum decoding (transition [prev, curr], emission [state, token])."""
+    steps = obs.shape[1]
+    llike = np.empty((obs.shape[0], steps, init.size))
+    llike[:, 0] = init + emission[:, obs[:, 0]].T
+    for t in range(1, steps):
+        llike[:, t] = (llike[:, t - 1, :, None] + transition[None]
+                       + emission[:, obs[:, t]].T[:, None, :]).min(axis=1)
+    path = np.empty(obs.shape, np.int64)
+    path[:, -1] = llike[:, -1].argmin(axis=1)
+    for t in range(steps - 2, -1, -1):
+        path[:, t] = (llike[:, t] + transition[:, path[:, t + 1]].T).argmin(axis=1)
+    return llike, path
+
+
+def make_viterbi(rng, sequences=3, steps=9, states=5, tokens=6):
+    def table(rows, cols):
+        weights = rng.uniform(0.01, 1.0, (rows, cols))
+        return -np.log(weights / weights.sum(axis=1, keepdims=True))
+    return {"obs": rng.integers(0, tokens, (sequences, steps)), "init": table(1, states)[0],
+            "transition": table(states, states), "emission": table(states, tokens)}
+
+
+# -- GEMM and FIR ----------------------------------------------------------
+@hl.program
+def gemm_transposed(left: Buffer[f64, "R", "K"], right_t: Buffer[f64, "C", "K"],
+                    product: Out[Buffer[f64, "R", "C"]]):
+    """C = A @ B.T with B given transposed, accumulating in k order."""
+    for r, c in parallel_loop(R, C, ins=(left, right_t), outs=(product,), name="matmul_nt"):
+        acc: f64 = 0.0
+        for k in range(K):
+            acc = acc + right_t[c, k] * left[r, k]
+        product[r, c] = acc
+
+
+@hl.program
+def fir_filter(signal: Buffer[f64, "B", "N"], taps: Buffer[f64, "K"], M: i64,
+               filtered: Out[Buffer[f64, "B", "M"]]):
+    """A batch of valid-mode convolutions y[n] = sum_k h[k] x[n + K - 1 - k]."""
+    for b, n in parallel_loop(B, M, ins=(signal, taps), outs=(filtered,), name="fir"):
+        total: f64 = 0.0
+        for k in range(K):
+            total += taps[k] * signal[b, n + K - 1 - k]
+        filtered[b, n] = total
+

@@ -8,9 +8,33 @@ A real accelerator's driver would be one more backend (or Device).
 """
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+
 import numpy as np
 
 from hpvm.errors import TargetError
+
+ROWS_PER_THREAD = 64
+"""A batch is split over threads only when every thread gets this many rows."""
+
+
+@lru_cache(maxsize=1)
+def _threads() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="hpvm-fixedfunc")
+
+
+def in_row_blocks(function, rows: int, *arrays) -> None:
+    """``function(start, stop)`` for blocks of ``rows`` rows, on the
+    thread pool when there are enough (numpy releases the GIL in FFTs and
+    large array operations), else at once."""
+    workers = min(os.cpu_count() or 1, rows // ROWS_PER_THREAD)
+    if workers < 2:
+        function(0, rows)
+        return
+    bounds = np.linspace(0, rows, workers + 1).astype(int)
+    list(_threads().map(function, bounds[:-1], bounds[1:]))
 
 
 class NumpyBackend:
@@ -23,16 +47,33 @@ class NumpyBackend:
     def host(self, values) -> np.ndarray:
         return np.asarray(values)
 
+    def store(self, destination: np.ndarray, values) -> None:
+        """Write ``values`` into the host array ``destination``."""
+        np.copyto(destination, values, casting="unsafe")
+
     def complex(self, real, imag):
-        return real + 1j * imag
+        signal = np.empty(real.shape, np.result_type(real.dtype, np.complex64))
+        signal.real, signal.imag = real, imag
+        return signal
 
-    def take_last(self, values, index: np.ndarray):
-        return values[..., index]
+    def fft(self, signal, inverse: bool, reorder_in=None, reorder_out=None):
+        """Along the last axis, unnormalised both ways (as a butterfly
+        network computes it); ``reorder_in`` / ``reorder_out``: index
+        arrays permuting the signal before and the spectrum after.  Rows
+        are spread over threads."""
+        points = signal.shape[-1]
+        rows = signal.reshape(-1, points)
+        spectrum = np.empty_like(rows)
 
-    def fft(self, signal, inverse: bool):
-        if inverse:   # unnormalised, as a butterfly network computes it
-            return np.fft.ifft(signal, axis=-1) * signal.shape[-1]
-        return np.fft.fft(signal, axis=-1)
+        def transform(start: int, stop: int) -> None:
+            block = rows[start:stop] if reorder_in is None else np.take(rows[start:stop], reorder_in, axis=-1)
+            if inverse:
+                block = np.fft.ifft(block, axis=-1, norm="forward")
+            else:
+                block = np.fft.fft(block, axis=-1)
+            spectrum[start:stop] = block if reorder_out is None else np.take(block, reorder_out, axis=-1)
+        in_row_blocks(transform, rows.shape[0])
+        return spectrum.reshape(signal.shape)
 
     def matmul(self, left, right):
         return left @ right
@@ -46,15 +87,26 @@ class NumpyBackend:
 
     def viterbi(self, obs, init, transition, emission):
         """Min-sum Viterbi over a batch: (likelihoods [B, T, S], path
-        [B, T]); sums in the order ``llike + transition + emission`` and
-        first minima, as the reference kernels."""
+        [B, T]), sequences spread over threads."""
+        llike = self._empty((*obs.shape, init.shape[0]), init)
+        path = self._empty(obs.shape, obs)
+
+        def decode(start: int, stop: int) -> None:
+            llike[start:stop], path[start:stop] = self._decode(obs[start:stop], init, transition, emission)
+        in_row_blocks(decode, obs.shape[0])
+        return llike, path
+
+    def _decode(self, obs, init, transition, emission):
+        """The kernels' values exactly: min over prev of (llike + transition)
+        + emission is (min over prev of llike + transition) + emission,
+        rounding being monotonic; first minima in the traceback."""
         sequences, steps = obs.shape
         obs = self._index(obs)
+        emitted = emission.T[obs]                       # [B, T, S]
         llike = self._empty((sequences, steps, init.shape[0]), init)
-        llike[:, 0] = init + emission[:, obs[:, 0]].T
+        llike[:, 0] = init + emitted[:, 0]
         for t in range(1, steps):
-            candidates = llike[:, t - 1, :, None] + transition[None] + emission[:, obs[:, t]].T[:, None, :]
-            llike[:, t] = self._min(candidates, 1)
+            llike[:, t] = self._min(llike[:, t - 1, :, None] + transition[None], 1) + emitted[:, t]
         path = self._empty(obs.shape, obs)
         path[:, -1] = self._argmin(llike[:, -1], 1)
         for t in range(steps - 2, -1, -1):
@@ -92,18 +144,26 @@ class TorchBackend(NumpyBackend):
         return self.torch.as_tensor(np.ascontiguousarray(values), device=self.device)
 
     def host(self, values) -> np.ndarray:
-        return values.cpu().numpy()
+        return values.contiguous().cpu().numpy()
+
+    def store(self, destination: np.ndarray, values) -> None:
+        """Straight from the device into ``destination`` (one copy)."""
+        self.torch.from_numpy(destination).copy_(values)
 
     def complex(self, real, imag):
         return self.torch.complex(real, imag)
 
-    def take_last(self, values, index: np.ndarray):
-        return values[..., self.torch.as_tensor(index, device=self.device)]
+    def fft(self, signal, inverse: bool, reorder_in=None, reorder_out=None):
+        if reorder_in is not None:
+            signal = signal[..., self.torch.as_tensor(reorder_in, device=self.device)]
+        spectrum = (self.torch.fft.ifft(signal, dim=-1, norm="forward") if inverse
+                    else self.torch.fft.fft(signal, dim=-1))
+        if reorder_out is not None:
+            spectrum = spectrum[..., self.torch.as_tensor(reorder_out, device=self.device)]
+        return spectrum
 
-    def fft(self, signal, inverse: bool):
-        if inverse:
-            return self.torch.fft.ifft(signal, dim=-1) * signal.shape[-1]
-        return self.torch.fft.fft(signal, dim=-1)
+    def viterbi(self, obs, init, transition, emission):
+        return self._decode(obs, init, transition, emission)   # the batch is one launch per step
 
     def flip(self, values):
         return self.torch.flip(values, (0,))

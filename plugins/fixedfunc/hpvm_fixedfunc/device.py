@@ -57,5 +57,5 @@ class FixedFunctionDevice(HostMemoryDevice):
         results = signature.run(convention, {role: self.backend.array(value) for role, value in inputs.items()},
                                 self.backend)
         for role, port in plan.outputs.items():
-            args[port][...] = self.backend.host(results[role])
+            self.backend.store(args[port], results[role])
         return None

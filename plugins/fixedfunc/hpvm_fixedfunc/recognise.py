@@ -9,6 +9,7 @@ The result of a graph is computed once per module object.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import time
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from hpvm.errors import HpvmError
 from hpvm.ir.graph import Graph, KernelBody, Module
 from hpvm.ir.kernel import KernelFunction
 from hpvm.ir.pdg import build_pdg
@@ -145,10 +147,26 @@ def _bind(signature: Signature, pdg, occurrences, types) -> Binding:
     first_refusal = None
     for combination in itertools.islice(itertools.product(*occurrences), MAX_BINDINGS):
         try:
-            return signature.bind(pdg, list(combination), types)
+            with refusing_failures(signature):
+                return signature.bind(pdg, list(combination), types)
         except Refusal as refusal:
             first_refusal = first_refusal or refusal
     raise first_refusal
+
+
+@contextlib.contextmanager
+def refusing_failures(signature: Signature):
+    """Any failure of a signature's step refuses the kernel (with the
+    reason) instead of failing the user's compile."""
+    try:
+        yield
+    except Refusal:
+        raise
+    except HpvmError as error:
+        raise Refusal(str(error).splitlines()[0]) from None
+    except Exception as error:  # a bug of a signature: refuse, and say so
+        raise Refusal(f"the {signature.name} signature failed on this kernel ({type(error).__name__}: "
+                      f"{error}); this is a bug of hpvm-fixedfunc, please report it") from None
 
 
 def _probe(module: Module, graph: Graph, group: list[Candidate], result: Recognition) -> None:
@@ -159,8 +177,9 @@ def _probe(module: Module, graph: Graph, group: list[Candidate], result: Recogni
     types = {p.name: p.type for p in function.params if p.is_buffer}
     limits = signature.chain_limits(len(group)) if signature.chains else {}
     try:
-        convention = choose_convention(signature, module, graph, members, first.binding, last.binding,
-                                       types, limits)
+        with refusing_failures(signature):
+            convention = choose_convention(signature, module, graph, members, first.binding, last.binding,
+                                           types, limits)
     except Refusal as refusal:
         what = f"{signature.name} ({first.form})" + (f" over {len(members)} chained nodes"
                                                      if len(members) > 1 else "")

@@ -40,6 +40,7 @@ def misses(module) -> dict:
     (variants.fft_dit_inline_twiddles, "fft", 1, {"order_in": "bit-reversed", "order_out": "natural"}),
     (variants.fft_dif_tables, "fft", 1, {"order_in": "natural", "order_out": "bit-reversed"}),
     (variants.viterbi_transposed, "viterbi", 1, {"transition": "curr,prev", "emission": "token,state"}),
+    (variants.viterbi_single, "viterbi", 1, {"transition": "prev,curr", "emission": "state,token"}),
     (variants.gemm_transposed, "gemm", 1, {"first": "b", "transpose_second": True}),
     (variants.fir_filter, "fir", 1, {"mode": "convolve"}),
 ], ids=lambda value: getattr(value, "name", None))
@@ -91,6 +92,15 @@ def test_the_transposed_viterbi_decodes_as_the_interpreter():
     np.testing.assert_array_equal(actual["states"], variants.expected_viterbi(**model)[1])
 
 
+def test_the_single_sequence_viterbi_decodes_as_the_interpreter():
+    model = variants.make_viterbi(np.random.default_rng(7), sequences=1, steps=12)
+    inputs = {"tokens": model["obs"][0].astype(np.int32), "prior": model["init"], "trans": model["transition"],
+              "emit": model["emission"]}
+    actual, expected = run_both(variants.viterbi_single, inputs)
+    np.testing.assert_array_equal(actual["best_path"], expected["best_path"])
+    np.testing.assert_array_equal(actual["best_path"], variants.expected_viterbi(**model)[1][0])
+
+
 def test_gemm_and_fir_variants_compute_as_the_interpreter():
     rng = np.random.default_rng(6)
     actual, expected = run_both(variants.gemm_transposed, {"left": rng.uniform(-1, 1, (7, 5)),
@@ -99,6 +109,17 @@ def test_gemm_and_fir_variants_compute_as_the_interpreter():
     signal, taps = rng.uniform(-1, 1, (2, 30)), rng.uniform(-1, 1, 4)
     actual, expected = run_both(variants.fir_filter, {"signal": signal, "taps": taps, "M": 27})
     np.testing.assert_allclose(actual["filtered"], expected["filtered"], rtol=1e-12)
+
+
+def test_a_program_mixes_accelerated_and_plain_nodes():
+    rng = np.random.default_rng(8)
+    inputs = {"a": rng.uniform(-1, 1, (9, 9)), "b": rng.uniform(-1, 1, (9, 9))}
+    exe = hpvm.compile(variants.product_then_scale, targets=["fixedfunc"])   # the rest falls back to cpu
+    placed = exe.placement.targets
+    assert placed["@product_then_scale.product"] == "fixedfunc"
+    assert placed["@product_then_scale.scale"] == "cpu"
+    assert "fixedfunc: no accelerator signature fits" in exe.placement.reasons["@product_then_scale.scale"]
+    np.testing.assert_allclose(exe(**inputs)["out"], 2 * inputs["a"] @ inputs["b"], rtol=1e-12)
 
 
 # -- near misses -------------------------------------------------------------------

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 import hpvm.lang as hl
-from hpvm.lang import Buffer, InOut, Out, cos, f64, i64, parallel_loop, sin
+from hpvm.lang import Buffer, InOut, Out, buffer, cos, f64, i32, i64, parallel_loop, sin
 
 
 # -- FFT --------------------------------------------------------------------
@@ -131,6 +131,44 @@ def viterbi_transposed(observations: Buffer[i64, "N", "L"], start: Buffer[f64, "
             last = choice
 
 
+@hl.program
+def viterbi_single(tokens: Buffer[i32, "T"], prior: Buffer[f64, "S"], trans: Buffer[f64, "S", "S"],
+                   emit: Buffer[f64, "S", "K"], trellis: Out[Buffer[f64, "T", "S"]],
+                   best_path: Out[Buffer[i32, "T"]]):
+    """One sequence in one instance, while loops over time, the emission
+    written first in each sum, the best final state found by comparing
+    with the trellis itself."""
+    for _ in parallel_loop(1, ins=(tokens, prior, trans, emit), outs=(trellis, best_path), name="decoder"):
+        for s in range(S):
+            trellis[0, s] = prior[s] + emit[s, tokens[0]]
+        t = 1
+        while t < T:
+            for cur in range(S):
+                acc = emit[cur, tokens[t]] + (trellis[t - 1, 0] + trans[0, cur])
+                for p in range(1, S):
+                    acc = min(acc, emit[cur, tokens[t]] + (trellis[t - 1, p] + trans[p, cur]))
+                trellis[t, cur] = acc
+            t += 1
+        final = 0
+        for s in range(1, S):
+            if trellis[T - 1, s] < trellis[T - 1, final]:
+                final = s
+        best_path[T - 1] = i32(final)
+        nxt = final
+        t = T - 1
+        while t > 0:
+            chosen = 0
+            lowest = trellis[t - 1, 0] + trans[0, nxt]
+            for s in range(1, S):
+                candidate = trellis[t - 1, s] + trans[s, nxt]
+                if candidate < lowest:
+                    lowest = candidate
+                    chosen = s
+            best_path[t - 1] = i32(chosen)
+            nxt = chosen
+            t -= 1
+
+
 def expected_viterbi(obs, init, transition, emission):
     """Batched min-sum decoding (transition [prev, curr], emission [state, token])."""
     steps = obs.shape[1]
@@ -176,3 +214,16 @@ def fir_filter(signal: Buffer[f64, "B", "N"], taps: Buffer[f64, "K"], M: i64,
             total += taps[k] * signal[b, n + K - 1 - k]
         filtered[b, n] = total
 
+
+
+@hl.program
+def product_then_scale(a: Buffer[f64, "N", "N"], b: Buffer[f64, "N", "N"], out: Out[Buffer[f64, "N", "N"]]):
+    """A GEMM node feeding a plain elementwise node."""
+    c = buffer(f64, ("N", "N"))
+    for i, j in parallel_loop(N, N, ins=(a, b), outs=(c,), name="product"):
+        total: f64 = 0.0
+        for k in range(N):
+            total += a[i, k] * b[k, j]
+        c[i, j] = total
+    for i, j in parallel_loop(N, N, ins=(c,), outs=(out,), name="scale"):
+        out[i, j] = c[i, j] * 2.0

@@ -175,11 +175,10 @@ class FFT(Signature):
     def run(self, convention, inputs, backend):
         points = inputs["re"].shape[-1]
         signal = backend.complex(inputs["re"], inputs["im"])
-        if convention["order_in"] == "bit-reversed":
-            signal = backend.take_last(signal, bit_reversal(points))
-        spectrum = backend.fft(signal, inverse=convention["sign"] > 0)
-        if convention["order_out"] == "bit-reversed":
-            spectrum = backend.take_last(spectrum, bit_reversal(points))
+        order = bit_reversal(points)
+        spectrum = backend.fft(signal, inverse=convention["sign"] > 0,
+                               reorder_in=order if convention["order_in"] == "bit-reversed" else None,
+                               reorder_out=order if convention["order_out"] == "bit-reversed" else None)
         return {"re": spectrum.real, "im": spectrum.imag}
 
 

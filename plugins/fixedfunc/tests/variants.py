@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 import hpvm.lang as hl
+from benchmarks.programs import ms_fft, ms_viterbi
 from hpvm.lang import Buffer, InOut, Out, buffer, cos, f64, i32, i64, parallel_loop, sin
 
 
@@ -72,7 +73,7 @@ def make_fft_dit(rng, signals=3, points=32):
 
 def expected_fft_dit(inputs):
     points = inputs["xr"].shape[1]
-    signal = (inputs["xr"] + 1j * inputs["xi"])[:, bit_reversed(points)]
+    signal = (inputs["xr"] + 1j * inputs["xi"])[:, ms_fft.bit_reversed(points)]
     spectrum = np.fft.fft(signal, axis=1)
     return {"xr": spectrum.real, "xi": spectrum.imag}
 
@@ -84,14 +85,8 @@ def make_fft_dif(rng, points=64):
 
 
 def expected_fft_dif(inputs):
-    spectrum = np.fft.fft(inputs["re"] + 1j * inputs["im"])[bit_reversed(inputs["re"].size)]
+    spectrum = np.fft.fft(inputs["re"] + 1j * inputs["im"])[ms_fft.bit_reversed(inputs["re"].size)]
     return {"re": spectrum.real, "im": spectrum.imag}
-
-
-def bit_reversed(points: int) -> np.ndarray:
-    bits = points.bit_length() - 1
-    index = np.arange(points)
-    return sum(((index >> bit) & 1) << (bits - 1 - bit) for bit in range(bits))
 
 
 # -- Viterbi ----------------------------------------------------------------
@@ -169,27 +164,11 @@ def viterbi_single(tokens: Buffer[i32, "T"], prior: Buffer[f64, "S"], trans: Buf
             t -= 1
 
 
-def expected_viterbi(obs, init, transition, emission):
-    """Batched min-sum decoding (transition [prev, curr], emission [state, token])."""
-    steps = obs.shape[1]
-    llike = np.empty((obs.shape[0], steps, init.size))
-    llike[:, 0] = init + emission[:, obs[:, 0]].T
-    for t in range(1, steps):
-        llike[:, t] = (llike[:, t - 1, :, None] + transition[None]
-                       + emission[:, obs[:, t]].T[:, None, :]).min(axis=1)
-    path = np.empty(obs.shape, np.int64)
-    path[:, -1] = llike[:, -1].argmin(axis=1)
-    for t in range(steps - 2, -1, -1):
-        path[:, t] = (llike[:, t] + transition[:, path[:, t + 1]].T).argmin(axis=1)
-    return llike, path
-
-
 def make_viterbi(rng, sequences=3, steps=9, states=5, tokens=6):
-    def table(rows, cols):
-        weights = rng.uniform(0.01, 1.0, (rows, cols))
-        return -np.log(weights / weights.sum(axis=1, keepdims=True))
-    return {"obs": rng.integers(0, tokens, (sequences, steps)), "init": table(1, states)[0],
-            "transition": table(states, states), "emission": table(states, tokens)}
+    return {"obs": rng.integers(0, tokens, (sequences, steps)),
+            "init": ms_viterbi.random_log_table(1, states, rng)[0],
+            "transition": ms_viterbi.random_log_table(states, states, rng),
+            "emission": ms_viterbi.random_log_table(states, tokens, rng)}
 
 
 # -- GEMM and FIR ----------------------------------------------------------

@@ -81,7 +81,7 @@ def choose_convention(signature: Signature, module: Module, graph: Graph, member
     backend = NumpyBackend()
     remaining = signature.conventions(first, types)
     for scale in (0, 1):
-        inputs = signature.probe_inputs(first, types, np.random.default_rng(scale), scale)
+        inputs = signature.probe_inputs(first, types, np.random.default_rng(scale), scale, limits)
         dtypes = {p.name: p.type.element.numpy_dtype for p in root.params if p.is_buffer}
         feed = {ports.inputs[role]: np.asarray(value).astype(dtypes[ports.inputs[role]])
                 for role, value in inputs.items()}

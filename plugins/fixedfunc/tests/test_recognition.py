@@ -18,8 +18,12 @@ from benchmarks.programs import ms_fft, ms_gemm, ms_viterbi
 variants = load_python_file(Path(__file__).with_name("variants.py"))
 
 
+def built(program) -> hpvm.ir.Module:
+    return program if isinstance(program, hpvm.ir.Module) else program.build()
+
+
 def claims(program) -> dict:
-    module = program if isinstance(program, hpvm.ir.Module) else program.build()
+    module = built(program)
     found = {}
     for graph in module.graphs.values():
         found.update(recognise(module, graph).claims)
@@ -39,6 +43,7 @@ def misses(module) -> dict:
     (ms_gemm.ms_gemm, "gemm", 1, {"first": "a", "transpose_first": False, "transpose_second": False}),
     (variants.fft_dit_inline_twiddles, "fft", 1, {"order_in": "bit-reversed", "order_out": "natural"}),
     (variants.fft_dif_tables, "fft", 1, {"order_in": "natural", "order_out": "bit-reversed"}),
+    (variants.fft_stockham(), "fft", 4, {"order_in": "natural", "order_out": "natural", "max_points": 16}),
     (variants.viterbi_transposed, "viterbi", 1, {"transition": "curr,prev", "emission": "token,state"}),
     (variants.viterbi_single, "viterbi", 1, {"transition": "prev,curr", "emission": "state,token"}),
     (variants.gemm_transposed, "gemm", 1, {"first": "b", "transpose_second": True}),
@@ -46,7 +51,7 @@ def misses(module) -> dict:
 ], ids=lambda value: getattr(value, "name", None))
 def test_kernels_are_recognised_with_their_convention(program, signature, members, convention):
     found = claims(program)
-    assert found, misses(program.build())
+    assert found, misses(built(program))
     (claim,) = {c.members: c for c in found.values()}.values()
     assert claim.signature == signature
     assert len(claim.members) == members
@@ -58,7 +63,7 @@ def run_both(program, inputs):
     exe = hpvm.compile(program, targets=["fixedfunc"])
     assert set(exe.placement.targets.values()) == {"fixedfunc"}, exe.placement.format()
     actual = exe(**{k: np.copy(v) for k, v in inputs.items()})
-    expected = run_module(program.build(), {k: np.copy(v) for k, v in inputs.items()})
+    expected = run_module(built(program), {k: np.copy(v) for k, v in inputs.items()})
     return actual, expected
 
 
@@ -74,6 +79,7 @@ def test_machsuite_programs_run_on_the_accelerators_as_on_the_interpreter(benchm
 @pytest.mark.parametrize("program, make, fft", [
     (variants.fft_dit_inline_twiddles, variants.make_fft_dit, variants.expected_fft_dit),
     (variants.fft_dif_tables, variants.make_fft_dif, variants.expected_fft_dif),
+    (variants.fft_stockham(), variants.make_fft_stockham, variants.expected_fft_stockham),
 ], ids=lambda value: getattr(value, "name", None))
 def test_fft_variants_compute_the_fft(program, make, fft):
     inputs = make(np.random.default_rng(4))

@@ -206,3 +206,52 @@ def product_then_scale(a: Buffer[f64, "N", "N"], b: Buffer[f64, "N", "N"], out: 
         c[i, j] = total
     for i, j in parallel_loop(N, N, ins=(c,), outs=(out,), name="scale"):
         out[i, j] = c[i, j] * 2.0
+
+
+STOCKHAM_STAGE = """
+func @stage{stage}(in sr: f64[B, 16], in si: f64[B, 16], out dr: f64[B, 16], out di: f64[B, 16]) {{
+  let b: i64 = instance_id(0)
+  let q: i64 = instance_id(1)
+  let p: i64 = q / {stride}
+  let r: i64 = q % {stride}
+  let angle: f64 = f64(-6.283185307179586) * f64(p) / f64({length})
+  let wr: f64 = cos(angle)
+  let wi: f64 = sin(angle)
+  let c0r: f64 = sr[b, r + {stride} * p]
+  let c0i: f64 = si[b, r + {stride} * p]
+  let c1r: f64 = sr[b, r + {stride} * (p + {half})]
+  let c1i: f64 = si[b, r + {stride} * (p + {half})]
+  dr[b, r + 2 * {stride} * p] = c0r + c1r
+  di[b, r + 2 * {stride} * p] = c0i + c1i
+  let xr: f64 = c0r - c1r
+  let xi: f64 = c0i - c1i
+  dr[b, r + {stride} * (2 * p + 1)] = xr * wr - xi * wi
+  di[b, r + {stride} * (2 * p + 1)] = xr * wi + xi * wr
+}}
+"""
+
+
+def fft_stockham():
+    """Out of place: the Stockham radix-2 FFT of 16 points, natural order in
+    and out, one node per stage reading one pair of buffers and writing the
+    next (the last writes the outputs), twiddles computed (IR text: the
+    Python front end declares no buffers in a program-level loop)."""
+    from hpvm.ir.text import parse_module
+    stages = "".join(STOCKHAM_STAGE.format(stage=s, stride=1 << s, half=8 >> s, length=16 >> s)
+                     for s in range(4))
+    wiring = ["  in xr -> s0.sr", "  in xi -> s0.si"]
+    wiring += [f"  edge s{s}.{p} -> s{s + 1}.s{p[1]} all-to-all" for s in range(3) for p in ("dr", "di")]
+    wiring += ["  out s3.dr -> yr", "  out s3.di -> yi"]
+    nodes = [f"  node s{s} = @stage{s} [B, 8]" for s in range(4)]
+    return parse_module("hpvm 1.1\nmodule fft_stockham\n" + stages + "\ngraph @main(in xr: f64[B, 16], "
+                        "in xi: f64[B, 16], out yr: f64[B, 16], out yi: f64[B, 16]) {\n"
+                        + "\n".join(nodes + wiring) + "\n}\n\nroot @main\n")
+
+
+def make_fft_stockham(rng, signals=3):
+    return {"xr": rng.uniform(-1, 1, (signals, 16)), "xi": rng.uniform(-1, 1, (signals, 16))}
+
+
+def expected_fft_stockham(inputs):
+    spectrum = np.fft.fft(inputs["xr"] + 1j * inputs["xi"], axis=1)
+    return {"yr": spectrum.real, "yi": spectrum.imag}

@@ -71,10 +71,11 @@ class Signature:
         return [{}]
 
     def probe_inputs(self, binding: Binding, types: dict[str, BufferType], rng: np.random.Generator,
-                     scale: int) -> dict[str, np.ndarray]:
+                     scale: int, limits: dict) -> dict[str, np.ndarray]:
         """Inputs by role for a probe run; ``scale`` 0 is the small probe,
-        1 a larger one.  Refusal when the declared shapes cannot be given
-        sizes the accelerator takes."""
+        1 a larger one, within ``limits`` (:meth:`chain_limits`).  Refusal
+        when the declared shapes cannot be given sizes the accelerator
+        takes."""
         raise NotImplementedError
 
     def probe_symbols(self, binding: Binding, types: dict[str, BufferType],

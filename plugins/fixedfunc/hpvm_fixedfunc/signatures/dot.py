@@ -65,7 +65,7 @@ class GEMM(_DotProduct):
         return [{"first": first, "transpose_first": t1, "transpose_second": t2}
                 for first in ("a", "b") for t1 in (False, True) for t2 in (False, True)]
 
-    def probe_inputs(self, binding, types, rng, scale):
+    def probe_inputs(self, binding, types, rng, scale, limits):
         shapes = _distinct_sizes({"a": types[binding.reads["a"]], "b": types[binding.reads["b"]],
                                   "c": types[binding.writes["c"]]}, (5, 6, 7), scale)
         return {role: rng.uniform(-1, 1, shapes[role]) for role in ("a", "b")}
@@ -103,7 +103,7 @@ class FIR(_DotProduct):
     def conventions(self, binding, types):
         return [{"swap": swap, "mode": mode} for swap in (False, True) for mode in ("correlate", "convolve")]
 
-    def probe_inputs(self, binding, types, rng, scale):
+    def probe_inputs(self, binding, types, rng, scale, limits):
         x_type, h_type, y_type = (types[binding.reads["x"]], types[binding.reads["h"]],
                                   types[binding.writes["y"]])
         taps = (3, 5)[scale]

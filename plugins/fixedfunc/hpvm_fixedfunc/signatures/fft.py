@@ -16,7 +16,8 @@ real and imaginary buffers (rank 1, or rank 2 for a batch of signals along
 the last axis), the buffers written, and the twiddle tables when ``w`` is
 loaded.  Conventions (the probe picks one): input and output in natural
 or bit-reversed order, forward or inverse transform.  Probe: 16 and 64
-points, twiddle tables ``w[k] = exp(-2 pi i k / N)`` (their length the
+points (at most 2^S for a chain of S stage nodes; the declared length when it
+is a number), twiddle tables ``w[k] = exp(-2 pi i k / N)`` (their length the
 table's own symbol, N / 2 when it differs from the signal's).
 
 A chain of S stage nodes transforms at most 2^S points; the accelerator
@@ -133,9 +134,10 @@ class FFT(Signature):
         return [{"order_in": order_in, "order_out": order_out, "sign": sign}
                 for order_in in ORDERS for order_out in ORDERS for sign in (-1, 1)]
 
-    def probe_inputs(self, binding, types, rng, scale):
-        points = (16, 64)[scale]
+    def probe_inputs(self, binding, types, rng, scale, limits):
         data = types[binding.reads["re"]]
+        fixed = data.shape[-1] if data.shape and isinstance(data.shape[-1], int) else None
+        points = fixed or min((16, 64)[scale], limits.get("max_points", 64))
         wanted = {"re": (3, points)[-(data.rank or 1):], "im": (3, points)[-(data.rank or 1):]}
         shape_types = {"re": data, "im": types[binding.reads["im"]]}
         for lane in ("re", "im"):
@@ -145,8 +147,6 @@ class FFT(Signature):
                 wanted[f"tw_{lane}"] = (points if same else points // 2,)
                 shape_types[f"tw_{lane}"] = table
         shapes = symbol_sizes(shape_types, wanted)
-        if shapes["re"][-1] != points:
-            raise Refusal(f"the signal length of '{binding.reads['re']}' is fixed at {shapes['re'][-1]}")
         inputs = {lane: rng.uniform(-1, 1, shapes[lane]) for lane in ("re", "im")}
         for lane, part in (("re", np.cos), ("im", lambda a: -np.sin(a))):
             if f"tw_{lane}" in shapes:

@@ -104,7 +104,7 @@ class Viterbi(Signature):
         return [{"transition": t, "emission": e} for t in ("prev,curr", "curr,prev")
                 for e in ("state,token", "token,state")]
 
-    def probe_inputs(self, binding, types, rng, scale):
+    def probe_inputs(self, binding, types, rng, scale, limits):
         steps, states, tokens = ((6, 4, 5), (12, 7, 9))[scale]
         obs_type = types[binding.reads["obs"]]
         batch = (2,) if obs_type.rank == 2 else ()

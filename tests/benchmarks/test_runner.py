@@ -65,10 +65,20 @@ def test_unknown_program_is_named_with_the_known_ones(capsys):
     assert "no_such_program" in error and "blur" in error.split("the programs are:")[1]
 
 
-def test_unusable_target_is_reported_once_with_its_reason(capsys):
-    assert main(["run", "--targets", "fixedfunc,no_such_target", "--programs", "blur", "--quiet"]) == 0
+def test_unusable_target_is_reported_once_with_its_reason(capsys, monkeypatch):
+    from dataclasses import replace
+
+    from hpvm.registry import Registry
+    from hpvm.target import Availability
+    lookup = Registry.target
+
+    def without_its_device(registry, name):
+        info = lookup(registry, name)
+        return replace(info, availability=Availability.no("no device here")) if name == "cpu" else info
+    monkeypatch.setattr(Registry, "target", without_its_device)
+    assert main(["run", "--targets", "cpu,no_such_target", "--programs", "blur", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert out.count("target fixedfunc skipped:") == 1
+    assert out.count("target cpu skipped: no device here") == 1
     assert "target no_such_target skipped: unknown target" in out
 
 

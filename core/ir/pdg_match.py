@@ -8,7 +8,8 @@ places a kernel's PDG holds the pattern (networkx's DiGraphMatcher,
 monomorphism: the kernel may do more than the pattern, but every pattern
 operation must be there with exactly its operands); :func:`explain` says
 which pattern operation is the first one the kernel lacks, for a user
-wondering why a kernel was not recognised.
+wondering why a kernel was not recognised (:func:`diagnose` also says how
+much of the pattern was found, to rank near misses).
 
 Loads and stores in a pattern leave their indices out: a binding rule
 checks them (they are the part where kernels differ most: a signature
@@ -91,9 +92,18 @@ class Pattern:
         return self.graph.nodes[node]["description"]
 
 
+STEPS = 200_000
+"""Candidate pairs one search may try: subgraph isomorphism is exponential
+in the worst case, and a large kernel must not stall a compile."""
+
+
+class SearchTooLong(Exception):
+    """A pattern search tried more than :data:`STEPS` candidate pairs."""
+
+
 def find(pdg: ProgramDependenceGraph, pattern: Pattern, limit: int = 64) -> list[dict[str, int]]:
     """Up to ``limit`` occurrences of ``pattern`` in ``pdg``, each as
-    {role: PDG node}."""
+    {role: PDG node}; SearchTooLong when the search gives up."""
     found, seen = [], set()
     for mapping in _matcher(pdg, pattern.graph).subgraph_monomorphisms_iter():
         inverse = {p: c for c, p in mapping.items()}
@@ -108,15 +118,51 @@ def find(pdg: ProgramDependenceGraph, pattern: Pattern, limit: int = 64) -> list
 
 
 def explain(pdg: ProgramDependenceGraph, pattern: Pattern) -> str:
-    """Why ``pdg`` does not hold ``pattern``: the first pattern operation
-    (in build order) that no occurrence of the ones before it can be
-    extended by; empty when the pattern is found."""
-    nodes = list(pattern.graph.nodes)
+    """Why ``pdg`` does not hold ``pattern`` (:func:`diagnose`'s words)."""
+    return diagnose(pdg, pattern)[1]
+
+
+def diagnose(pdg: ProgramDependenceGraph, pattern: Pattern) -> tuple[float, str]:
+    """(the share of the pattern found, why the rest is not): the first
+    pattern operation that no occurrence of the ones before it can be
+    extended by.  They are taken in build order, each next one a neighbour
+    of those before, so every part searched is connected; (1.0, "") when
+    the whole pattern is found."""
+    nodes = _connected_order(pattern.graph)
     for count in range(1, len(nodes) + 1):
         part = pattern.graph.subgraph(nodes[:count])
-        if not _matcher(pdg, part).subgraph_is_monomorphic():
-            return f"no {pattern.describe(nodes[count - 1])}"
-    return ""
+        share = (count - 1) / len(nodes)
+        try:
+            present = _matcher(pdg, part).subgraph_is_monomorphic()
+        except SearchTooLong:
+            return share, (f"undecided after {STEPS} search steps (the kernel is large); matched as far "
+                           f"as {pattern.describe(nodes[count - 2]) if count > 1 else 'nothing'}")
+        if not present:
+            return share, f"no {pattern.describe(nodes[count - 1])}"
+    return 1.0, ""
+
+
+def _connected_order(graph: nx.DiGraph) -> list[int]:
+    """Nodes in build order, except that each next one touches one before."""
+    order, waiting = [], list(graph.nodes)
+    while waiting:
+        reached = next((n for n in waiting if not order or any(
+            m in order for m in nx.all_neighbors(graph, n))), waiting[0])
+        order.append(reached)
+        waiting.remove(reached)
+    return order
+
+
+class _BoundedMatcher(DiGraphMatcher):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.steps = STEPS
+
+    def semantic_feasibility(self, G1_node, G2_node):
+        self.steps -= 1
+        if self.steps < 0:
+            raise SearchTooLong(f"pattern search gave up after {STEPS} steps")
+        return super().semantic_feasibility(G1_node, G2_node)
 
 
 def _matcher(pdg: ProgramDependenceGraph, pattern_graph: nx.DiGraph) -> DiGraphMatcher:
@@ -131,4 +177,4 @@ def _matcher(pdg: ProgramDependenceGraph, pattern_graph: nx.DiGraph) -> DiGraphM
     def edge_match(facts: dict, wanted: dict) -> bool:
         return facts["kind"] == wanted["kind"] and (wanted["pos"] is None or facts["pos"] == wanted["pos"])
 
-    return DiGraphMatcher(pdg.graph, pattern_graph, node_match=node_match, edge_match=edge_match)
+    return _BoundedMatcher(pdg.graph, pattern_graph, node_match=node_match, edge_match=edge_match)

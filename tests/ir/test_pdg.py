@@ -115,10 +115,20 @@ def test_a_missing_operation_is_named():
     graph = pdg("let acc: f64 = f64(0.0)\n  for k in 0 .. N step 1 {\n    acc = acc + a[k] + b[k]\n  }\n"
                 "  c[i] = acc")
     assert find(graph, dot_pattern()) == []
-    assert explain(graph, dot_pattern()) == "no product"
+    assert explain(graph, dot_pattern()) == "no sum + product"
 
 
 def test_an_operation_with_an_extra_operand_does_not_match():
     graph = pdg("let acc: f64 = f64(0.0)\n  for k in 0 .. N step 1 {\n    acc = acc + a[k] * b[k] * a[0]\n"
                 "  }\n  c[i] = acc")
     assert find(graph, dot_pattern()) == []
+
+
+def test_a_search_gives_up_after_its_step_budget(monkeypatch):
+    import hpvm.ir.pdg_match as pdg_match
+    monkeypatch.setattr(pdg_match, "STEPS", 3)
+    graph = pdg("let acc: f64 = f64(0.0)\n  for k in 0 .. N step 1 {\n    acc = acc + a[k] * b[k]\n  }\n"
+                "  c[i] = acc")
+    with pytest.raises(pdg_match.SearchTooLong):
+        find(graph, dot_pattern())
+    assert explain(graph, dot_pattern()).startswith("undecided after 3 search steps")

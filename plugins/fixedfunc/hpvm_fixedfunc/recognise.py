@@ -21,7 +21,7 @@ from hpvm.errors import HpvmError
 from hpvm.ir.graph import Graph, KernelBody, Module
 from hpvm.ir.kernel import KernelFunction
 from hpvm.ir.pdg import build_pdg
-from hpvm.ir.pdg_match import explain, find
+from hpvm.ir.pdg_match import SearchTooLong, diagnose, find
 
 from .probe import choose_convention
 from .signatures import SIGNATURES, Binding, Refusal, Signature
@@ -54,17 +54,31 @@ class Claim:
 
 class StructuralMiss:
     """A signature's pattern absent from a kernel; the words (which pattern
-    operation is missing, hpvm.ir.pdg_match.explain) are worked out only
-    when a placement report asks for them."""
+    operation is missing, hpvm.ir.pdg_match.diagnose) and how much of the
+    pattern was found are worked out only when a placement report asks."""
 
     def __init__(self, signature: str, form: str, pdg, pattern):
         self.heading = f"{signature} ({form})"
-        self._pdg, self._pattern, self._text = pdg, pattern, None
+        self._pdg, self._pattern, self._diagnosis = pdg, pattern, None
+
+    @property
+    def found(self) -> float:
+        """The share of the pattern the kernel holds."""
+        return self._diagnose()[0]
+
+    def _diagnose(self) -> tuple[float, str]:
+        if self._diagnosis is None:
+            self._diagnosis = diagnose(self._pdg, self._pattern)
+        return self._diagnosis
 
     def __str__(self) -> str:
-        if self._text is None:
-            self._text = f"{self.heading}: {explain(self._pdg, self._pattern)}"
-        return self._text
+        return f"{self.heading}: {self._diagnose()[1]}"
+
+
+def nearest_first(reasons: list) -> list:
+    """Refusals after the structure matched first, then structural misses,
+    most of their pattern found first."""
+    return sorted(reasons, key=lambda r: -r.found if isinstance(r, StructuralMiss) else -2.0)
 
 
 @dataclass
@@ -129,7 +143,11 @@ def match_kernel(node: str, function: KernelFunction) -> tuple[list[Candidate], 
     found, bound_refusals, structural = [], [], []
     for signature in SIGNATURES:
         for form, patterns in signature.pattern_sets:
-            occurrences = [find(pdg, pattern, limit=16) for pattern in patterns]
+            try:
+                occurrences = [find(pdg, pattern, limit=16) for pattern in patterns]
+            except SearchTooLong as error:
+                bound_refusals.append(f"{signature.name} ({form}): {error} (the kernel is large); not claimed")
+                continue
             missing = [pattern for pattern, places in zip(patterns, occurrences) if not places]
             if missing:
                 structural.append(StructuralMiss(signature.name, form, pdg, missing[0]))

@@ -48,8 +48,8 @@ class FixedFunctionTarget(Target):
         return node.name in recognise(module, graph).claims
 
     def declines(self, module: Module, graph: Graph, node: Node) -> str:
-        from .recognise import recognise
-        reasons = recognise(module, graph).misses.get(node.name, [])
+        from .recognise import nearest_first, recognise
+        reasons = nearest_first(recognise(module, graph).misses.get(node.name, []))
         if not reasons:
             return ""
         shown = "; ".join(str(r) for r in reasons[:3])

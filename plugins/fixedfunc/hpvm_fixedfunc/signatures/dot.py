@@ -112,8 +112,8 @@ class FIR(_DotProduct):
         wanted = {"h": (taps,), "x": (*batch, length), "y": (*batch, length - taps + 1)}
         shapes = symbol_sizes({"h": h_type, "x": x_type, "y": y_type}, wanted)
         if shapes["y"][-1] != shapes["x"][-1] - shapes["h"][0] + 1:
-            raise Refusal("the output is not as long as the valid range (len(x) - len(h) + 1); declare it "
-                          "with its own size symbol")
+            raise Refusal("the output's declared length is not that of a valid-mode filter "
+                          "(len(x) - len(h) + 1)")
         return {role: rng.uniform(-1, 1, shapes[role]) for role in ("x", "h")}
 
     def probe_symbols(self, binding, types, inputs):

@@ -67,11 +67,11 @@ def run_both(program, inputs):
     return actual, expected
 
 
-@pytest.mark.parametrize("benchmark", [ms_fft.BENCHMARKS[0], ms_viterbi.BENCHMARKS[0], ms_gemm.BENCHMARKS[0]],
+@pytest.mark.parametrize("bench", [ms_fft.BENCHMARKS[0], ms_viterbi.BENCHMARKS[0], ms_gemm.BENCHMARKS[0]],
                          ids=lambda b: b.name)
-def test_machsuite_programs_run_on_the_accelerators_as_on_the_interpreter(benchmark):
-    inputs = benchmark.make_inputs("small", np.random.default_rng(3))
-    actual, expected = run_both(benchmark.program, inputs)
+def test_machsuite_programs_run_on_the_accelerators_as_on_the_interpreter(bench):
+    inputs = bench.make_inputs("small", np.random.default_rng(3))
+    actual, expected = run_both(bench.program, inputs)
     for key in expected:
         np.testing.assert_allclose(actual[key], expected[key], rtol=1e-10, atol=1e-10)
 

@@ -85,12 +85,12 @@ class GpuOpenCLTarget(Target):
         try:
             import pyopencl
         except ImportError as error:
-            return Availability.no(f"pyopencl cannot be imported ({error}); pip install pyopencl "
-                                   "(and pocl-binary-distribution for a CPU device)")
+            return Availability.no(f"pyopencl cannot be imported ({error}); pip install "
+                                   "hpvm-gpu-opencl (hpvm-gpu-opencl[pocl] for a CPU device)")
         from .devices import all_devices, describe_devices, device_info, select_device, usable_devices
         if not all_devices():
             return Availability.no("pyopencl finds no OpenCL device; install a driver (an ICD) "
-                                   "or pip install pocl-binary-distribution")
+                                   "or OpenCL on the CPU: pip install \"hpvm-gpu-opencl[pocl]\"")
         if not usable_devices():
             return Availability.no(f"no OpenCL device can compile a kernel: {describe_devices()}; "
                                    "install a driver (an ICD) whose compiler knows this machine, "

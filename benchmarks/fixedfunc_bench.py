@@ -49,8 +49,7 @@ def recognition_ms(module) -> tuple[str, int, float, float]:
     """(signature, nodes claimed, ms of structure matching per kernel node,
     ms of the rest: grouping and the probe), cold."""
     from hpvm_fixedfunc import recognise
-    recognise.kernel_pdg.cache_clear()
-    recognise._CACHE.clear()
+    recognise.clear_caches()
     began = time.perf_counter()
     result = recognise.recognise(module, module.root_graph)
     total = time.perf_counter() - began

@@ -23,24 +23,27 @@ subgraph isomorphism, so the graph is canonical in what should not matter:
   of any type, are one n-ary node (exact); a float sum or product written
   as one expression (``a + b + c``) is one n-ary node too, a matching
   convention (the accelerator that replaces a matched kernel rounds in its
-  own order), but never through a variable; ``a - b`` is ``a + (-b)``, ``x << c`` is ``x * 2^c``, and
-  ``a > b`` is ``b < a``, ``(-a) * b`` is ``-(a * b)``; integer casts between integer types are
-  transparent; ``p < m ? p : m`` is ``min(p, m)``.
+  own order), but never through a variable; ``a - b`` is ``a + (-b)``,
+  ``x << c`` is ``x * 2^c``, ``a > b`` is ``b < a``, ``(-a) * b`` is
+  ``-(a * b)``; integer casts between integer types are transparent;
+  ``p < m ? p : m`` is ``min(p, m)``.
 
 Node attributes: ``label`` (what a pattern matches: ``add``, ``load`` ...),
 ``type`` (``f`` float, ``i`` integer, ``b`` bool, None for statements) and
 facts for binding rules: ``array`` and ``indices`` (node ids) of loads and
 stores, ``value`` of constants, ``name`` of parameters and symbols,
 ``dim`` of instance ids, ``arity`` (the number of data operands),
-``affine`` (integer nodes that are affine in other
-nodes: a tuple of (atom node id or 1, coefficient) pairs, sorted).
+``affine`` (integer nodes that are affine in other nodes: a tuple of
+(atom node id or 1, coefficient) pairs, sorted).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import networkx as nx
 
+from .analysis import assigned_variables
 from .kernel import (ArrayDecl, Assign, AtomicUpdate, Binary, Call, Cast, Compare, Const, Expr,
                      ExprStmt, For, If, InstanceCount, InstanceId, Intrinsic, KernelFunction, Let,
                      Load, Return, Select, Store, Unary, Var, While)
@@ -52,9 +55,8 @@ SWAPPED_COMPARE = {"gt": "lt", "ge": "le"}
 
 @dataclass
 class ProgramDependenceGraph:
-    """The PDG of ``function``: ``graph`` (networkx DiGraph, see the module
-    docstring) and ``arrays``: buffer parameters and private arrays by
-    name."""
+    """The PDG of ``function``: ``graph``, a networkx DiGraph (see the
+    module docstring)."""
 
     function: KernelFunction
     graph: nx.DiGraph = field(default_factory=nx.DiGraph)
@@ -77,16 +79,6 @@ class ProgramDependenceGraph:
         term); {node: 1} when it is not affine."""
         form = self.graph.nodes[node].get("affine")
         return dict(form) if form is not None else {node: 1}
-
-    def loop_of(self, node: int) -> int | None:
-        """The innermost loop whose body holds ``node``."""
-        while True:
-            parents = [s for s, _, d in self.graph.in_edges(node, data=True) if d["kind"] == "ctl"]
-            if not parents:
-                return None
-            node = parents[0]
-            if self.graph.nodes[node]["label"] in ("loop", "while"):
-                return node
 
 
 def build_pdg(function: KernelFunction) -> ProgramDependenceGraph:
@@ -173,7 +165,7 @@ class _Builder:
         if type_ == "i" and op in ("add", "mul"):
             constants = [self.graph.nodes[o]["value"] for o in flat if self.graph.nodes[o]["label"] == "const"]
             flat = [o for o in flat if self.graph.nodes[o]["label"] != "const"]
-            folded = sum(constants) if op == "add" else _product(constants)
+            folded = sum(constants) if op == "add" else math.prod(constants)
             if op == "mul" and folded == 0:
                 return [self.constant(0, "i")]
             if folded != (0 if op == "add" else 1) or not flat:
@@ -193,7 +185,7 @@ class _Builder:
         if op == "mul":
             constant_forms = [f for f in forms if set(f) == {1}]
             if len(constant_forms) == len(forms) - 1:
-                scale = _product(f[1] for f in constant_forms)
+                scale = math.prod(f[1] for f in constant_forms)
                 (form,) = [f for f in forms if set(f) != {1}]
                 return _frozen({atom: c * scale for atom, c in form.items()})
         if op == "neg":
@@ -213,10 +205,9 @@ class _Builder:
         return self.constant(expr.value, _type_of(expr.type))
 
     def _var(self, expr: Var) -> int:
-        if expr.name in self.env and self.env[expr.name] is not None:
+        if self.env.get(expr.name) is not None:
             return self.env[expr.name]
-        node = self.node("symbol", _type_of(expr.type), key=("symbol", expr.name), name=expr.name)
-        return node
+        return self.node("symbol", _type_of(expr.type), key=("symbol", expr.name), name=expr.name)
 
     def _instanceid(self, expr: InstanceId) -> int:
         return self.node("instance_id", "i", key=("instance_id", expr.dim), dim=expr.dim)
@@ -226,11 +217,8 @@ class _Builder:
 
     def _unary(self, expr: Unary) -> int:
         operand = self.value(expr.operand)
-        facts = self.graph.nodes[operand]
-        if expr.op == "neg" and facts["label"] == "neg":
-            return self.pdg.operands(operand)[0]
-        if expr.op == "neg" and facts["label"] == "const":
-            return self.constant(-facts["value"], facts["type"])
+        if expr.op == "neg":
+            return self._negate(operand, _type_of(expr.type))
         return self.operation(expr.op, _type_of(expr.type), [operand])
 
     def _binary(self, expr: Binary) -> int:
@@ -292,10 +280,9 @@ class _Builder:
     def _load(self, expr: Load) -> int:
         indices = [self.value(i) for i in expr.indices]
         version = self.versions.get(expr.buffer, 0)
-        node = self.node("load", _type_of(expr.type), list(enumerate(indices)),
+        return self.node("load", _type_of(expr.type), list(enumerate(indices)),
                          key=("load", expr.buffer, tuple(indices), version),
                          array=expr.buffer, indices=tuple(indices))
-        return node
 
     def _intrinsic(self, expr: Intrinsic) -> int:
         return self.operation(expr.name, _type_of(expr.type), [self.value(a) for a in expr.args])
@@ -366,8 +353,9 @@ class _Builder:
 
     def _loop(self, statement) -> None:
         counted = isinstance(statement, For)
-        assigned = _assigned(statement.body)
-        carried = [name for name in assigned if self.env.get(name) is not None]
+        declared = set(self.env)
+        assigned = assigned_variables(statement.body)
+        carried = sorted(name for name in assigned if self.env.get(name) is not None)
         if counted:
             start, stop = self.value(statement.start), self.value(statement.stop)
             trip = (self.operation("add", "i", [stop, self._negate(start, "i")]) if statement.step > 0
@@ -397,9 +385,8 @@ class _Builder:
             if self.env.get(name) not in (None, phi):
                 self._edge(self.env[name], phi, "data", "next")
             self.env[name] = phi
-        for name in assigned:
-            if name not in phis:
-                self.env.pop(name, None)    # declared in the body: not visible after
+        for name in (set(self.env) - declared) | (assigned - set(phis)):
+            self.env.pop(name, None)        # declared, or first given a value, in the body
         for array in stored:
             self.versions[array] = self._new_version()
 
@@ -451,11 +438,6 @@ def _factors(expr: Expr) -> list[Expr]:
     return [expr]
 
 
-def _assigned(body) -> list[str]:
-    from .visit import walk
-    return list(dict.fromkeys(node.name for node in walk(body) if isinstance(node, (Assign, Let))))
-
-
 def _stored(body) -> list[str]:
     from .visit import walk
     return list(dict.fromkeys(node.buffer for node in walk(body) if isinstance(node, (Store, AtomicUpdate))))
@@ -477,13 +459,6 @@ def _order(position) -> tuple:
 
 def _positions(position) -> tuple:
     return position if isinstance(position, tuple) else (position,)
-
-
-def _product(values) -> int:
-    result = 1
-    for value in values:
-        result *= value
-    return result
 
 
 def _frozen(form: dict):

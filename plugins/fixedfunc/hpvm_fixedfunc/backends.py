@@ -3,7 +3,8 @@ hardware: numpy on the host (pocketfft for the FFT, BLAS for GEMM), or
 PyTorch on a CUDA GPU (cuFFT, cuBLAS) when one is visible.
 
 A backend takes host (numpy) arrays with :meth:`array`, computes with the
-operations the signatures use, and hands results back with :meth:`host`.
+operations the signatures use, and writes results into host arrays with
+:meth:`store`.
 A real accelerator's driver would be one more backend (or Device).
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ def _threads() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="hpvm-fixedfunc")
 
 
-def in_row_blocks(function, rows: int, *arrays) -> None:
+def in_row_blocks(function, rows: int) -> None:
     """``function(start, stop)`` for blocks of ``rows`` rows, on the
     thread pool when there are enough (numpy releases the GIL in FFTs and
     large array operations), else at once."""
@@ -42,9 +43,6 @@ class NumpyBackend:
     detail = "numpy on the host (pocketfft FFT, BLAS GEMM)"
 
     def array(self, values):
-        return np.asarray(values)
-
-    def host(self, values) -> np.ndarray:
         return np.asarray(values)
 
     def store(self, destination: np.ndarray, values) -> None:
@@ -143,9 +141,6 @@ class TorchBackend(NumpyBackend):
     def array(self, values):
         return self.torch.as_tensor(np.ascontiguousarray(values), device=self.device)
 
-    def host(self, values) -> np.ndarray:
-        return values.contiguous().cpu().numpy()
-
     def store(self, destination: np.ndarray, values) -> None:
         """Straight from the device into ``destination`` (one copy)."""
         self.torch.from_numpy(destination).copy_(values)
@@ -188,7 +183,6 @@ def cuda_present() -> bool:
     """Cheaply (without importing torch): is torch installed and an NVIDIA
     GPU device node present?"""
     import importlib.util
-    import os
     return importlib.util.find_spec("torch") is not None and os.path.exists("/dev/nvidia0")
 
 

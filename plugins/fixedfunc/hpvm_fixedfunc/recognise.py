@@ -15,9 +15,8 @@ import itertools
 import time
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 from hpvm.errors import HpvmError
+from hpvm.interp.graph_exec import topological_order
 from hpvm.ir.graph import Graph, KernelBody, Module
 from hpvm.ir.kernel import KernelFunction
 from hpvm.ir.pdg import build_pdg
@@ -94,6 +93,13 @@ class Recognition:
 _CACHE: dict[tuple[int, str], tuple[Module, Recognition]] = {}
 
 
+def clear_caches() -> None:
+    """Forget every kernel's PDG and every graph's recognition (to time
+    recognition cold)."""
+    kernel_pdg.cache_clear()
+    _CACHE.clear()
+
+
 def recognise(module: Module, graph: Graph) -> Recognition:
     """What fixedfunc claims in ``graph`` of ``module`` (computed once per
     module object)."""
@@ -113,6 +119,11 @@ def kernel_pdg(function: KernelFunction):
     return build_pdg(function)
 
 
+def buffer_types(function: KernelFunction) -> dict:
+    """The declared type of each buffer parameter, by name."""
+    return {p.name: p.type for p in function.params if p.is_buffer}
+
+
 def _recognise(module: Module, graph: Graph) -> Recognition:
     result = Recognition()
     candidates: dict[str, list[Candidate]] = {}
@@ -123,7 +134,7 @@ def _recognise(module: Module, graph: Graph) -> Recognition:
             result.seconds[node.name] = time.perf_counter() - started
             candidates[node.name] = found
             result.misses[node.name] = reasons
-    order = _topological(graph)
+    order = [node.name for node in topological_order(graph)]
     for signature in SIGNATURES:
         matched = {name: c for name in order for c in candidates.get(name, ())
                    if c.signature is signature and name not in result.claims}
@@ -139,7 +150,7 @@ def match_kernel(node: str, function: KernelFunction) -> tuple[list[Candidate], 
     """Every signature the kernel's structure and binding fit, and, for the
     others, why not."""
     pdg = kernel_pdg(function)
-    types = {p.name: p.type for p in function.params if p.is_buffer}
+    types = buffer_types(function)
     found, bound_refusals, structural = [], [], []
     for signature in SIGNATURES:
         for form, patterns in signature.pattern_sets:
@@ -191,9 +202,8 @@ def _probe(module: Module, graph: Graph, group: list[Candidate], result: Recogni
     first, last = group[0], group[-1]
     members = [c.node for c in group]
     signature = first.signature
-    function = module.function(graph.node(first.node).body.function)
-    types = {p.name: p.type for p in function.params if p.is_buffer}
-    limits = signature.chain_limits(len(group)) if signature.chains else {}
+    types = buffer_types(module.function(graph.node(first.node).body.function))
+    limits = signature.chain_limits(len(group))
     try:
         with refusing_failures(signature):
             convention = choose_convention(signature, module, graph, members, first.binding, last.binding,
@@ -207,13 +217,6 @@ def _probe(module: Module, graph: Graph, group: list[Candidate], result: Recogni
     claim = Claim(signature.name, first.form, tuple(members), convention, first.binding, last.binding)
     for name in members:
         result.claims[name] = claim
-
-
-def _topological(graph: Graph) -> list[str]:
-    dependences = nx.DiGraph()
-    dependences.add_nodes_from(n.name for n in graph.nodes)
-    dependences.add_edges_from((e.src_node, e.dst_node) for e in graph.edges)
-    return list(nx.lexicographical_topological_sort(dependences, key=[n.name for n in graph.nodes].index))
 
 
 def _chains(graph: Graph, order: list[str], matched: dict[str, Candidate]) -> list[list[str]]:

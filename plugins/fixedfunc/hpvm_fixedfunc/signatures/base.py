@@ -115,8 +115,9 @@ def array_of(pdg: ProgramDependenceGraph, node: int) -> str:
 def symbol_sizes(types: dict[str, BufferType], wanted: dict[str, tuple]) -> dict[str, tuple[int, ...]]:
     """Shapes for ``types`` (role -> declared type) from ``wanted`` (role
     -> desired shape): each shape symbol takes the first size asked of it,
-    so roles sharing a symbol get equal sizes; Refusal when a role's rank
-    differs from the wanted one or a fixed dimension is not the one wanted."""
+    so roles sharing a symbol get equal sizes, and a fixed dimension keeps
+    its declared size; Refusal when a role has no declared shape or its
+    rank differs from the wanted one."""
     values: dict[str, int] = {}
     shapes = {}
     for role, shape in wanted.items():
@@ -131,6 +132,13 @@ def symbol_sizes(types: dict[str, BufferType], wanted: dict[str, tuple]) -> dict
     for role, declared in ((r, types[r].shape) for r in wanted):
         shapes[role] = tuple(values[d] if isinstance(d, str) else int(d) for d in declared)
     return shapes
+
+
+def require_floats(types: dict[str, BufferType], names: dict[str, str]) -> None:
+    """Refusal unless every buffer of ``names`` (role -> buffer) holds floats."""
+    for role, name in names.items():
+        if not types[name].element.is_float:
+            raise Refusal(f"'{name}' ({role}) holds {types[name].element}, not floats")
 
 
 def same_values(expected, actual, tolerance: float) -> bool:

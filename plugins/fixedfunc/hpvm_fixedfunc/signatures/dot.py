@@ -16,7 +16,7 @@ from __future__ import annotations
 from hpvm.ir.pdg import ProgramDependenceGraph
 from hpvm.ir.pdg_match import Pattern
 
-from .base import Binding, Refusal, Signature, array_of, symbol_sizes
+from .base import Binding, Refusal, Signature, array_of, require_floats, symbol_sizes
 
 
 def dot_product() -> Pattern:
@@ -44,8 +44,7 @@ class _DotProduct(Signature):
         for name in names:
             if name not in types:
                 raise Refusal(f"'{name}' is not a parameter of the kernel")
-            if not types[name].element.is_float:
-                raise Refusal(f"'{name}' holds {types[name].element}, not floats")
+        require_floats(types, dict(zip(("first factor", "second factor", "result"), names)))
         return names
 
 
@@ -67,7 +66,7 @@ class GEMM(_DotProduct):
 
     def probe_inputs(self, binding, types, rng, scale, limits):
         shapes = _distinct_sizes({"a": types[binding.reads["a"]], "b": types[binding.reads["b"]],
-                                  "c": types[binding.writes["c"]]}, (5, 6, 7), scale)
+                                  "c": types[binding.writes["c"]]}, first=5 + 4 * scale)
         return {role: rng.uniform(-1, 1, shapes[role]) for role in ("a", "b")}
 
     def run(self, convention, inputs, backend):
@@ -137,13 +136,13 @@ class FIR(_DotProduct):
         return {"y": backend.correlate_valid(signal, taps)}
 
 
-def _distinct_sizes(types: dict, values: tuple[int, ...], scale: int) -> dict[str, tuple[int, ...]]:
-    """Shapes giving each shape symbol its own size (from ``values``, larger
-    at scale 1), so a probe tells transposes apart."""
+def _distinct_sizes(types: dict, first: int) -> dict[str, tuple[int, ...]]:
+    """Shapes giving each shape symbol its own size (``first``, then one
+    more for each new symbol), so a probe tells transposes apart."""
     sizes: dict[str, int] = {}
     for declared in types.values():
         for dim in declared.shape or ():
             if isinstance(dim, str) and dim not in sizes:
-                sizes[dim] = values[len(sizes) % len(values)] + 4 * scale + len(sizes) // len(values)
+                sizes[dim] = first + len(sizes)
     return {role: tuple(sizes[d] if isinstance(d, str) else int(d) for d in t.shape) for role, t in types.items()}
 

@@ -32,7 +32,7 @@ import numpy as np
 from hpvm.ir.pdg import ProgramDependenceGraph
 from hpvm.ir.pdg_match import Pattern
 
-from .base import Binding, Refusal, Signature, array_of, symbol_sizes
+from .base import Binding, Refusal, Signature, array_of, require_floats, symbol_sizes
 
 ORDERS = ("natural", "bit-reversed")
 
@@ -125,9 +125,8 @@ class FFT(Signature):
             twiddle = roles[f"w_{lane}"]
             if pdg.label(twiddle) == "load":
                 reads[f"tw_{lane}"] = array_of(pdg, twiddle)
-        for role, name in [*reads.items(), *writes.items()]:
-            if not types[name].element.is_float:
-                raise Refusal(f"'{name}' ({role}) holds {types[name].element}, not floats")
+        require_floats(types, reads)
+        require_floats(types, writes)
         return Binding(reads, writes)
 
     def conventions(self, binding, types) -> list[dict]:

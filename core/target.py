@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -143,6 +143,11 @@ class Device:
     once (a CUDA stream): the runtime then launches from the thread that
     made the node ready instead of handing it to a worker thread, which
     would cost more than the launch itself."""
+    multicore_launch: bool = False
+    """True when one launch already spreads its work over every core (a
+    kernel split across threads): running independent nodes of this
+    device side by side then gains nothing, and the runtime may run them in
+    a static schedule, one after another (runtime/static_run.py)."""
     timing_label: str = ""
     """Said beside the target in run reports when the times are not the
     real device's: ``"emulated"`` for a target emulating its hardware."""
@@ -168,6 +173,18 @@ class Device:
 
     def launch(self, node: NodeRef, args: dict[str, Any]) -> Any:
         raise NotImplementedError
+
+    def bind(self, node: NodeRef, args: dict[str, Any]) -> Callable[[dict[str, Any]], Any]:
+        """A launcher of ``node`` for runs that repeat with the same shapes:
+        ``launcher(changed)`` launches it with ``args``, the entries of
+        ``changed`` (buffers of the same shapes and dtypes, scalars of the
+        same type) in place of theirs, and returns the event.  The default
+        calls ``launch``; a device overrides it to prepare the launch once
+        (resolve the kernel, pack the arguments) and redo only what
+        ``changed`` changes."""
+        def launcher(changed: dict[str, Any]) -> Any:
+            return self.launch(node, {**args, **changed})
+        return launcher
 
     def wait(self, event) -> None:
         """Block until ``event`` is complete; the default: launches are

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import deque
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -24,9 +25,10 @@ from .approximations import ApproximationsMixin, runs_active
 from .execution import Frame, Report
 from .flatten import flatten
 from .inputs import validate_inputs
-from .memory import CopyStats, MemoryTracker
+from .memory import CopyStats, MemoryTracker, Value
 from .placement import Placement
 from .scheduler import DagScheduler
+from .static_run import StaticProgram, static_schedule_fits
 from .task_plan import plan_program
 
 EXECUTABLE_FORMAT = 2
@@ -66,6 +68,8 @@ class Executable(ApproximationsMixin):
         self._last_report = Report()
         self._stream: dict | None = None
         self._frame_ids = itertools.count()
+        self._static: StaticProgram | None | bool = None
+        """The static schedule (static_run.py); False where it does not fit."""
         self._init_approximations()
 
     # -- running -----------------------------------------------------------
@@ -217,8 +221,24 @@ class Executable(ApproximationsMixin):
             raise HpvmError(f"graph '@{graph.name}' is a streaming pipeline: use "
                             "start(...), push(...) and pop() instead of calling it")
         checked = validate_inputs(graph, inputs)
+        static = self._static_program()
+        if static is not None and not any(isinstance(v, Value) for v in checked.values()):
+            report = self._last_report = Report()
+            if run_here:
+                return _finished(lambda: static.run(checked, report))
+            return self._get_scheduler().add(("static", next(self._frame_ids)), (),
+                                             lambda: static.run(checked, report))
         frame = self._new_frame(Report())
         return frame.start(self._get_scheduler(), checked, pinned=set(checked), run_here=run_here)
+
+    def _static_program(self) -> StaticProgram | None:
+        """The static schedule of runs, where the placement allows one."""
+        devices = self._get_devices()
+        with self._lock:
+            if self._static is None:
+                fits = static_schedule_fits(self._plan, devices, self._serial)
+                self._static = StaticProgram(self._plan, devices) if fits else False
+            return self._static or None
 
     def _new_frame(self, report: Report) -> Frame:
         self._last_report = report
@@ -258,6 +278,16 @@ class Executable(ApproximationsMixin):
         # the pool is starting.  Idle workers exit once the pool is shut.
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
+
+
+def _finished(work) -> Future:
+    """A future already holding ``work()``'s result or error."""
+    future: Future = Future()
+    try:
+        future.set_result(work())
+    except BaseException as error:  # reported through the future, as a frame's
+        future.set_exception(error)
+    return future
 
 
 def _default_registry():

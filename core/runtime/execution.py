@@ -125,7 +125,7 @@ class Frame:
         out_shapes = {}
         for output in plan.outputs:
             if output.allocated:
-                shape = out_shapes[output.param.name] = _output_shape(output.param, symbols, plan.where)
+                shape = out_shapes[output.param.name] = output_shape_of(output.param, symbols, plan.where)
                 check_allocation(shape, output.dtype.itemsize, plan.where,
                                  f"output '{output.param.name}'")
                 args[output.param.name] = device.allocate(shape, output.dtype)
@@ -136,11 +136,7 @@ class Frame:
         except HpvmError:
             raise
         except Exception as error:  # a device or driver failing mid-run
-            raise ExecutionError(Diagnostic(
-                plan.where, f"target '{target}' failed while running it: "
-                            f"{type(error).__name__}: {error}",
-                f"run this node on another target, or report it to the '{target}' "
-                "plugin's authors")) from error
+            raise launch_failure(plan, error) from error
         seconds = time.perf_counter() - began
         modelled = device.elapsed(event)
         if modelled is not None:
@@ -154,8 +150,8 @@ class Frame:
             values[output.source] = value
         for source in plan.buffer_sources:
             tracker.release(values[source])
-        label = f"{target} ({device.timing_label})" if device.timing_label else target
-        self.report.records.append(NodeRecord(plan.task.label, label, seconds, stats, self.id))
+        self.report.records.append(NodeRecord(plan.task.label, target_label(target, device),
+                                              seconds, stats, self.id))
 
     def _collect(self) -> dict[str, np.ndarray]:
         outputs = {}
@@ -173,7 +169,20 @@ class Frame:
         return outputs
 
 
-def _output_shape(param: Parameter, symbols: dict[str, int], where) -> tuple[int, ...]:
+def launch_failure(plan: TaskPlan, error: Exception) -> ExecutionError:
+    """The error a run reports when a device or driver fails mid-launch."""
+    target = plan.target
+    return ExecutionError(Diagnostic(
+        plan.where, f"target '{target}' failed while running it: {type(error).__name__}: {error}",
+        f"run this node on another target, or report it to the '{target}' plugin's authors"))
+
+
+def target_label(target: str, device: Device) -> str:
+    """The target as run reports name it ("fpga_aoc (emulated)")."""
+    return f"{target} ({device.timing_label})" if device.timing_label else target
+
+
+def output_shape_of(param: Parameter, symbols: dict[str, int], where) -> tuple[int, ...]:
     """output_shape without its checks when every size is known (the common
     case); the checked version reports what is missing."""
     shape = param.type.shape

@@ -56,6 +56,7 @@ class AtenDevice(Device):
         self.compute_dtype = compute_dtype
         self.host_memory = self.device.type == "cpu"
         self.async_launch = self.device.type == "cuda"  # launches queue on the stream
+        self.multicore_launch = self.host_memory  # ATen's CPU kernels use every core
         self.name = f"aten:{self.device}"
         self._constants: dict = {}
         self._plans: dict[NodeRef, _Plan] = {}

@@ -136,6 +136,8 @@ class CpuDevice(HostMemoryDevice):
     """Host memory; nodes run as JIT-compiled machine code."""
 
     name = "cpu"
+    multicore_launch = True
+    """A node's instances are split across the cores (codegen/jit.py)."""
 
     def __init__(self, module: Module, kernels: dict):
         self.module = module
@@ -151,6 +153,12 @@ class CpuDevice(HostMemoryDevice):
         # replication needs while it packs them.
         kernel.run_replicated(args, replication)
         return None
+
+    def bind(self, node: NodeRef, args: dict[str, Any]):
+        body, kernel, replication = self._node(node)
+        if kernel is None:
+            return super().bind(node, args)
+        return kernel.bind(args, replication)
 
     def _node(self, node: NodeRef) -> tuple:
         """(body, compiled kernel or None for a constant, replication),

@@ -23,10 +23,10 @@ from hpvm.ir.kernel import Const, Expr, For, KernelFunction, While
 from hpvm.ir.shapes import replication_sizes
 from hpvm.ir.visit import walk
 
-from .abi import ArgumentLayout, entry_symbol
+from .abi import ArgumentLayout, BufferSlots, entry_symbol
 from .pipeline import MachineCode
 from .machine import MachineSpec, parse
-from .marshal import PackedArguments, Packer, set_replication
+from .marshal import PackedArguments, Packer, scalar_bits, set_replication
 
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 MIN_INSTANCES_PER_CHUNK = 4096
@@ -126,14 +126,31 @@ class CompiledKernel:
         set_replication(packed, sizes)
         self._run_packed(packed, sizes, None)
 
-    def _run_packed(self, packed: PackedArguments, sizes: tuple[int, ...], threads: int | None) -> None:
-        if 0 not in sizes:
-            parts = min(threads or self.threads, -(-math.prod(sizes) // self._per_chunk))
-            self._launch(packed, split_range(sizes[0], parts))
+    def bind(self, args: dict[str, Any], replication: tuple[Expr, ...]) -> "BoundKernel":
+        """A node's launch prepared once (see :class:`BoundKernel`)."""
+        packed = self._packer.pack(args)
+        sizes = self._replication(replication_sizes(replication, packed.symbols,
+                                                    Location(function=self.kernel.name)))
+        set_replication(packed, sizes)
+        return BoundKernel(self, packed, self._calls(packed, sizes, None))
 
-    def _launch(self, packed: PackedArguments, chunks: list[tuple[int, int]]) -> None:
+    def _run_packed(self, packed: PackedArguments, sizes: tuple[int, ...], threads: int | None) -> None:
+        self._launch(self._calls(packed, sizes, threads))
+
+    def _calls(self, packed: PackedArguments, sizes: tuple[int, ...], threads: int | None
+               ) -> list[tuple[PackedArguments, int, int]]:
+        """The entry calls of one launch: (arguments, first, end) per chunk
+        of replication dimension 0 (none when an extent is 0)."""
+        if 0 in sizes:
+            return []
+        parts = min(threads or self.threads, -(-math.prod(sizes) // self._per_chunk))
         private = self._private
-        calls = [(packed.with_scratch() if private else packed, b, e) for b, e in chunks]
+        return [(packed.with_scratch() if private else packed, b, e)
+                for b, e in split_range(sizes[0], parts)]
+
+    def _launch(self, calls: list[tuple[PackedArguments, int, int]]) -> None:
+        if not calls:
+            return
         if len(calls) == 1:
             arguments, begin, end = calls[0]
             self.entry(arguments.address, begin, end)
@@ -152,6 +169,41 @@ class CompiledKernel:
                 f"replication {sizes} does not fit a kernel compiled for {self.rank} dimension(s)",
                 f"pass {self.rank} non-negative sizes, or compile for rank {len(sizes)}"))
         return sizes
+
+
+class BoundKernel:
+    """A kernel launch with its arguments packed once, for runs that repeat
+    with the same shapes: ``bound(changed)`` writes only the pointers (and
+    scalar values) of the ports in ``changed`` into the slot arrays, then
+    runs every chunk."""
+
+    def __init__(self, kernel: CompiledKernel, packed: PackedArguments,
+                 calls: list[tuple[PackedArguments, int, int]]):
+        self._kernel = kernel
+        self._packed = packed
+        self._calls = calls
+        self._slots = {p.name: p for p in kernel.layout.params}
+        self._arrays = {name: (a.shape, a.dtype) for name, a in packed.buffers.items()}
+
+    def __call__(self, changed: dict[str, Any]) -> None:
+        for name, value in changed.items():
+            self._change(name, value)
+        self._kernel._launch(self._calls)
+
+    def _change(self, name: str, value) -> None:
+        param = self._slots[name]
+        if isinstance(param, BufferSlots):
+            if (value.shape, value.dtype) != self._arrays[name] or not value.flags.c_contiguous:
+                raise ExecutionError(Diagnostic(
+                    Location(function=self._kernel.kernel.name, port=name),
+                    f"a bound launch got an array of shape {value.shape} ({value.dtype}) "
+                    f"instead of {self._arrays[name]}", "bind the launch again for new shapes"))
+            slot, bits = param.pointer, value.ctypes.data
+        else:
+            slot, bits = param.slot, scalar_bits(self._kernel.kernel.name, param, value)
+        self._packed.buffers[name] = value  # kept alive while the slots point to it
+        for arguments, _, _ in self._calls:
+            arguments.slots[slot] = bits
 
 
 def missing_outputs(kernel: KernelFunction, args: dict[str, Any]) -> dict[str, np.ndarray]:

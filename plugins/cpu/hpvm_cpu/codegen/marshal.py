@@ -127,11 +127,7 @@ def _check_dim(function: str, param: BufferSlots, declared, actual: int, symbols
 
 def _pack_scalar(function: str, packed: PackedArguments, param: ScalarSlot, dtype: np.dtype,
                  value) -> None:
-    try:
-        number = normalize_constant(np.asarray(value).item(), param.type)
-    except (TypeError, ValueError, OverflowError):
-        raise _error(function, param.name, f"expects a {param.type} scalar, got {value!r}",
-                     "pass a Python number or a 0-d array") from None
+    number = _number(function, param, value)
     symbols = packed.symbols
     if param.type.is_int:
         if param.name in symbols and symbols[param.name] != number:
@@ -139,8 +135,25 @@ def _pack_scalar(function: str, packed: PackedArguments, param: ScalarSlot, dtyp
                          f"is {number} but a buffer's shape says {symbols[param.name]}",
                          "pass the size that matches the buffers")
         symbols[param.name] = number
-    # The value's bytes, little endian, in the low bytes of its slot.
-    packed.slots[param.slot] = int.from_bytes(np.array(number, dtype=dtype).tobytes(), "little")
+    packed.slots[param.slot] = _bits(number, dtype)
+
+
+def scalar_bits(function: str, param: ScalarSlot, value) -> int:
+    """The slot value of scalar ``value`` for ``param``."""
+    return _bits(_number(function, param, value), param.type.numpy_dtype)
+
+
+def _number(function: str, param: ScalarSlot, value):
+    try:
+        return normalize_constant(np.asarray(value).item(), param.type)
+    except (TypeError, ValueError, OverflowError):
+        raise _error(function, param.name, f"expects a {param.type} scalar, got {value!r}",
+                     "pass a Python number or a 0-d array") from None
+
+
+def _bits(number, dtype: np.dtype) -> int:
+    """The value's bytes, little endian, in the low bytes of its slot."""
+    return int.from_bytes(np.array(number, dtype=dtype).tobytes(), "little")
 
 
 def _error(function: str, parameter: str, message: str, fix: str) -> ExecutionError:

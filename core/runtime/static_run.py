@@ -1,0 +1,328 @@
+"""The static schedule: a whole run planned once, for placements whose
+devices all work in host memory.
+
+When every node runs on a host-memory device (cpu, interp, aten on the CPU
+...), nothing is ever copied between devices and the order of the nodes can
+be fixed ahead.  :class:`StaticProgram` plans, once per input signature
+(array shapes and integer scalars), where every value lives: in the run's
+inputs, in an arena of buffers kept from run to run (a dead intermediate's
+buffer is taken by a later one of the same shape and type), or, for the
+program's outputs, in arrays made for each run and handed to the caller.
+Every launch is bound to its buffers once (``Device.bind``).  A run then
+zero-fills the arena buffers it writes (outputs start zeroed, as
+``Device.allocate`` promises), points the launches at this run's inputs and
+outputs, and launches the nodes in order: no scheduler, memory tracker or
+per-node planning.  Constant nodes run once, when the schedule is made.
+
+Nodes run one after another, so the schedule is used where that loses
+nothing: task parallelism is off, or every device's launch already uses
+every core (``Device.multicore_launch``).  Streaming, staged inputs and
+placements with a device of its own memory run on the dynamic scheduler
+(execution.py).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import HpvmError
+from ..ir.shapes import bind_symbols, check_allocation
+from ..target import Device
+from .execution import NodeRecord, Report, launch_failure, output_shape_of, target_label
+from .flatten import Source
+from .memory import CopyStats
+from .task_plan import SCALAR, UPDATE, ProgramPlan, TaskPlan
+
+SIGNATURES_KEPT = 4
+"""Schedules kept per executable (one per input signature, least recently
+used dropped first)."""
+
+
+def static_schedule_fits(plan: ProgramPlan, devices: dict[str, Device], serial: bool) -> bool:
+    """Whether runs of ``plan`` may use a :class:`StaticProgram`."""
+    used = [devices[task.target] for task in plan.tasks]
+    if not used or not all(d.host_memory for d in used):
+        return False
+    if any(not o.param.is_buffer for task in plan.tasks for o in task.outputs):
+        return False
+    return serial or all(d.multicore_launch for d in used)
+
+
+class StaticProgram:
+    """Runs of one executable's plan through static schedules."""
+
+    def __init__(self, plan: ProgramPlan, devices: dict[str, Device]):
+        self.plan = plan
+        self.devices = devices
+        self._lock = threading.Lock()
+        self._idle: OrderedDict[tuple, list[_Schedule]] = OrderedDict()
+
+    def run(self, inputs: dict[str, Any], report: Report) -> dict[str, np.ndarray]:
+        """Outputs of one run on checked ``inputs`` (numpy arrays and
+        scalars); the per-node records go to ``report``."""
+        key = _signature(inputs)
+        schedule = self._take(key) or _Schedule.make(self.plan, self.devices, inputs)
+        try:
+            return schedule.run(inputs, report)
+        finally:
+            self._give_back(key, schedule)
+
+    def _take(self, key: tuple) -> "_Schedule | None":
+        with self._lock:
+            idle = self._idle.get(key)
+            if idle:
+                self._idle.move_to_end(key)
+                return idle.pop()
+            return None
+
+    def _give_back(self, key: tuple, schedule: "_Schedule") -> None:
+        with self._lock:
+            self._idle.setdefault(key, []).append(schedule)
+            self._idle.move_to_end(key)
+            while len(self._idle) > SIGNATURES_KEPT:
+                self._idle.popitem(last=False)
+
+
+def _signature(inputs: dict[str, Any]) -> tuple:
+    """What a schedule depends on: array shapes and integer scalars (they
+    may be sizes).  Float scalars only change the launches' arguments."""
+    parts = []
+    for name, value in inputs.items():
+        if isinstance(value, np.ndarray):
+            parts.append((name, value.shape))
+        elif isinstance(value, (np.integer, np.bool_, int)):
+            parts.append((name, int(value)))
+    return tuple(sorted(parts))
+
+
+@dataclass
+class _Step:
+    """One node's launch in the schedule."""
+
+    plan: TaskPlan
+    device: Device
+    label: str
+    launch: Callable[[dict[str, Any]], Any] | None = None
+    """The bound launch; None for a constant node (run once, when bound)."""
+    zero: list[int] = field(default_factory=list)
+    """Slots of arena outputs, zero-filled before each launch."""
+    copies: list[tuple[int, int]] = field(default_factory=list)
+    """(to, from) slots: private copies of values the node updates in place."""
+    changing: list[tuple[str, int]] = field(default_factory=list)
+    """Ports whose buffer or scalar is new in every run (inputs, outputs
+    handed to the caller)."""
+    ports: list[tuple[str, int]] = field(default_factory=list)
+    """Every port's slot."""
+
+
+class _Schedule:
+    """One planned run: the slots of every value, the arena, the steps.
+
+    Slots are indices into the list of a run's values: the run's inputs,
+    arena buffers (kept between runs), constants (made once) and fresh
+    outputs (made per run, handed to the caller)."""
+
+    def __init__(self, plan: ProgramPlan, devices: dict[str, Device]):
+        self.plan = plan
+        self.devices = devices
+        self.kept: list[Any] = []
+        """Each slot's value kept between runs (arena buffers, constants);
+        None for the slots filled per run."""
+        self.inputs: list[tuple[str, int]] = []
+        self.fresh: list[tuple[int, tuple[int, ...], np.dtype, Device]] = []
+        self.steps: list[_Step] = []
+        self.outputs: list[tuple[str, int, bool]] = []
+        """(name, slot, handed over): a fresh output's first name takes the
+        array itself; every other output is a copy."""
+
+    @classmethod
+    def make(cls, plan: ProgramPlan, devices: dict[str, Device],
+             inputs: dict[str, Any]) -> "_Schedule":
+        schedule = cls(plan, devices)
+        _Planner(schedule, inputs).plan()
+        schedule._bind(inputs)
+        return schedule
+
+    def run(self, inputs: dict[str, Any], report: Report) -> dict[str, np.ndarray]:
+        values = list(self.kept)
+        for name, slot in self.inputs:
+            values[slot] = inputs[name]
+        for slot, shape, dtype, device in self.fresh:
+            values[slot] = device.allocate(shape, dtype)
+        records = report.records
+        clock = time.perf_counter
+        for step in self.steps:
+            if step.launch is None:  # a constant: made with the schedule
+                records.append(NodeRecord(step.plan.task.label, step.label, 0.0, CopyStats()))
+                continue
+            for slot in step.zero:
+                values[slot].fill(0)
+            for to, source in step.copies:
+                np.copyto(values[to], values[source])
+            changed = {port: values[slot] for port, slot in step.changing}
+            began = clock()
+            try:
+                event = step.launch(changed)
+                step.device.wait(event)
+            except HpvmError:
+                raise
+            except Exception as error:  # a device or driver failing mid-run
+                raise launch_failure(step.plan, error) from error
+            seconds = step.device.elapsed(event)
+            if seconds is None:
+                seconds = clock() - began
+            records.append(NodeRecord(step.plan.task.label, step.label, seconds, CopyStats()))
+        return {name: values[slot] if handed else np.array(values[slot], copy=True)
+                for name, slot, handed in self.outputs}
+
+    def _bind(self, inputs: dict[str, Any]) -> None:
+        """Bind every launch to its buffers, and run the constant nodes
+        (their values are kept for every run)."""
+        values = list(self.kept)
+        for name, slot in self.inputs:
+            values[slot] = inputs[name]
+        for slot, shape, dtype, device in self.fresh:
+            values[slot] = device.allocate(shape, dtype)
+        for step in self.steps:
+            launch = step.device.bind(step.plan.task.ref, {p: values[s] for p, s in step.ports})
+            if step.plan.constant:
+                step.device.wait(launch({}))
+            else:
+                step.launch = launch
+
+
+class _Planner:
+    """Works out a schedule's slots for one input signature."""
+
+    INPUT, ARENA, FRESH, CONSTANT = "input", "arena", "fresh", "constant"
+
+    def __init__(self, schedule: _Schedule, inputs: dict[str, Any]):
+        self.schedule = schedule
+        self.inputs = inputs
+        self.kinds: list[str] = []
+        self.layouts: list[tuple] = []
+        self.slot_of: dict[Source, int] = {}
+        self.free: dict[tuple, list[int]] = {}
+        plan = schedule.plan
+        self.outputs = set(plan.outputs.values())
+        self.last_reader: dict[Source, int] = {}
+        for index, task in enumerate(plan.tasks):
+            for _, source, _ in task.arguments:
+                self.last_reader[source] = index
+
+    def plan(self) -> None:
+        schedule = self.schedule
+        for name, value in self.inputs.items():
+            layout = (value.shape, value.dtype) if isinstance(value, np.ndarray) else None
+            slot = self._new_slot(self.INPUT, layout)
+            schedule.inputs.append((name, slot))
+            self.slot_of[Source(None, name)] = slot
+        shapes = {Source(None, name): value.shape for name, value in self.inputs.items()
+                  if isinstance(value, np.ndarray)}
+        for index, task in enumerate(schedule.plan.tasks):
+            schedule.steps.append(self._step(index, task, shapes))
+        seen: set[int] = set()
+        for name, source in schedule.plan.outputs.items():
+            slot = self.slot_of[source]
+            handed = self.kinds[slot] == self.FRESH and slot not in seen
+            seen.add(slot)
+            schedule.outputs.append((name, slot, handed))
+
+    def _step(self, index: int, task: TaskPlan, shapes: dict) -> _Step:
+        device = self.schedule.devices[task.target]
+        step = _Step(task, device, target_label(task.target, device))
+        values = {}
+        for port, source, role in task.arguments:
+            values[port] = self.inputs[source.port] if source.task is None and role == SCALAR \
+                else _Shaped(shapes[source])
+        symbols = bind_symbols(task.bound_params, values, task.where)
+        for port, source, role in task.arguments:
+            slot = self.slot_of[source]
+            if role == UPDATE:
+                slot = self._updated(index, task, port, source, step)
+                self.slot_of[Source(task.task.index, port)] = slot
+                shapes[Source(task.task.index, port)] = shapes[source]
+            step.ports.append((port, slot))
+        for output in task.outputs:
+            if not output.allocated:
+                continue
+            shape = output_shape_of(output.param, symbols, task.where)
+            check_allocation(shape, output.dtype.itemsize, task.where,
+                             f"output '{output.param.name}'")
+            shapes[output.source] = shape
+            slot = self._output_slot(task, output.source, shape, output.dtype, step)
+            self.slot_of[output.source] = slot
+            step.ports.append((output.param.name, slot))
+        step.changing = [(port, slot) for port, slot in step.ports
+                         if self.kinds[slot] in (self.INPUT, self.FRESH)]
+        self._release_dead(index, task)
+        return step
+
+    def _updated(self, index: int, task: TaskPlan, port: str, source: Source,
+                 step: _Step) -> int:
+        """The slot a node updates in place: the value's own buffer when no
+        one reads it afterwards (ownership moves), else a private copy."""
+        slot = self.slot_of[source]
+        reads_here = sum(1 for _, s, _ in task.arguments if s == source)
+        if self.kinds[slot] in (self.ARENA, self.FRESH) and self.last_reader[source] == index \
+                and source not in self.outputs and reads_here == 1:
+            self.last_reader[source] = -1  # its buffer lives on as the new value
+            return slot
+        shape, dtype = self.layouts[slot]
+        copy = self._buffer(Source(task.task.index, port), shape, dtype, step.device)
+        step.copies.append((copy, slot))
+        return copy
+
+    def _output_slot(self, task: TaskPlan, source: Source, shape, dtype, step: _Step) -> int:
+        if task.constant:
+            slot = self._new_slot(self.CONSTANT, (shape, dtype))
+            self.schedule.kept[slot] = step.device.allocate(shape, dtype)
+            return slot
+        slot = self._buffer(source, shape, dtype, step.device)
+        if self.kinds[slot] == self.ARENA:
+            step.zero.append(slot)
+        return slot
+
+    def _buffer(self, source: Source, shape, dtype, device: Device) -> int:
+        """A slot for ``source``: fresh for a program output, else a free
+        arena buffer of that layout, or a new one."""
+        layout = (tuple(shape), np.dtype(dtype))
+        if source in self.outputs:
+            slot = self._new_slot(self.FRESH, layout)
+            self.schedule.fresh.append((slot, layout[0], layout[1], device))
+            return slot
+        free = self.free.get(layout)
+        if free:
+            return free.pop()
+        slot = self._new_slot(self.ARENA, layout)
+        self.schedule.kept[slot] = device.allocate(*layout)
+        return slot
+
+    def _release_dead(self, index: int, task: TaskPlan) -> None:
+        """Arena buffers whose value no later node reads go back to the
+        free lists (an output no one reads dies at once)."""
+        dead = [s for _, s, _ in task.arguments if self.last_reader.get(s) == index]
+        dead += [o.source for o in task.outputs
+                 if o.source not in self.last_reader and o.source not in self.outputs]
+        for source in dict.fromkeys(dead):
+            slot = self.slot_of.get(source)
+            if slot is not None and self.kinds[slot] == self.ARENA:
+                self.free.setdefault(self.layouts[slot], []).append(slot)
+
+    def _new_slot(self, kind: str, layout) -> int:
+        self.kinds.append(kind)
+        self.layouts.append(layout)
+        self.schedule.kept.append(None)
+        return len(self.kinds) - 1
+
+
+@dataclass(frozen=True)
+class _Shaped:
+    """A value's shape, for binding shape symbols before any buffer exists."""
+
+    shape: tuple[int, ...]

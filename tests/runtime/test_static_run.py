@@ -1,0 +1,175 @@
+"""The static schedule (runtime/static_run.py): the same results as the
+dynamic scheduler (an in-place update of a value read later, and of a
+program output, works on a copy), outputs that start zeroed in every run, arena buffers
+reused, bound launches that follow each run's arrays and scalars."""
+import threading
+
+import numpy as np
+import pytest
+
+from hpvm.errors import ExecutionError
+from hpvm.ir.text import parse_module
+from hpvm.runtime import compile
+from hpvm.runtime.static_run import StaticProgram
+
+PROGRAM = """hpvm 1.0
+module static_run
+
+func @scale(in x: f32[N], in s: f32, out y: f32[N]) {
+  let i: i64 = instance_id(0)
+  y[i] = x[i] * s
+}
+
+func @accumulate(in x: f32[N], out y: f32[N]) {
+  let i: i64 = instance_id(0)
+  y[i] = y[i] + x[i]
+}
+
+func @bump(inout x: f32[N]) {
+  let i: i64 = instance_id(0)
+  x[i] = x[i] + f32(1.0)
+}
+
+func @add(in x: f32[N], in z: f32[N], out y: f32[N]) {
+  let i: i64 = instance_id(0)
+  y[i] = x[i] + z[i]
+}
+
+graph @main(in a: f32[N], in s: f32, out sum: f32[N], out kept: f32[N], out bumped: f32[N],
+            out bumped2: f32[N], out mid: f32[N]) {
+  node first = @scale [N]
+  node second = @accumulate [N]
+  node updater = @bump [N]
+  node third = @accumulate [N]
+  node updater2 = @bump [N]
+  node reader = @add [N]
+  edge first.y -> second.x all-to-all
+  edge first.y -> updater.x all-to-all
+  edge second.y -> updater2.x all-to-all
+  edge second.y -> third.x all-to-all
+  edge third.y -> reader.x all-to-all
+  edge first.y -> reader.z all-to-all
+  in a -> first.x
+  in s -> first.s
+  out reader.y -> sum
+  out third.y -> kept
+  out updater.x -> bumped
+  out updater2.x -> bumped2
+  out second.y -> mid
+}
+
+root @main
+"""
+
+
+def expected(a, s):
+    first = a * s
+    return {"sum": first + first, "kept": first, "bumped": first + 1, "bumped2": first + 1,
+            "mid": first}
+
+
+def check(outputs, a, s):
+    for name, value in expected(a, s).items():
+        np.testing.assert_allclose(outputs[name], value, rtol=1e-6, err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def module():
+    return parse_module(PROGRAM)
+
+
+@pytest.mark.parametrize("target,options", [("cpu", {}),
+                                            ("interp", {"task_parallelism": False})])
+def test_runs_repeat_exactly_with_new_inputs_scalars_and_shapes(module, target, options):
+    exe = compile(module, targets=[target], options=options)
+    assert isinstance(exe._static_program(), StaticProgram)
+    rng = np.random.default_rng(0)
+    for n, s in ((64, 2.0), (64, -0.5), (64, -0.5), (9, 3.0), (64, 1.5)):
+        a = rng.standard_normal(n).astype(np.float32)
+        before = a.copy()
+        check(exe(a=a, s=s), a, s)  # accumulate reads zeros: outputs start zeroed each run
+        np.testing.assert_array_equal(a, before)
+
+
+def test_outputs_belong_to_the_caller(module):
+    exe = compile(module, targets=["cpu"])
+    a = np.ones(16, np.float32)
+    first = exe(a=a, s=1.0)
+    second = exe(a=a, s=1.0)
+    for name in first:
+        assert not np.shares_memory(first[name], second[name])
+    first["kept"][:] = 7
+    check(exe(a=a, s=1.0), a, 1.0)
+
+
+def test_the_report_lists_every_node_in_order(module):
+    exe = compile(module, targets=["cpu"])
+    exe(a=np.ones(8, np.float32), s=1.0)
+    assert [r.node for r in exe.report().records] == \
+        ["first", "second", "updater", "third", "updater2", "reader"]
+
+
+def test_a_dead_intermediate_buffer_is_reused():
+    text = PROGRAM.split("graph @main")[0] + """graph @main(in a: f32[N], out b: f32[N]) {
+  node n1 = @scale [N]
+  node n2 = @accumulate [N]
+  node n3 = @accumulate [N]
+  node n4 = @accumulate [N]
+  edge n1.y -> n2.x all-to-all
+  edge n2.y -> n3.x all-to-all
+  edge n3.y -> n4.x all-to-all
+  in a -> n1.x
+  in a -> n1.s
+  out n4.y -> b
+}
+
+root @main
+""".replace("in a -> n1.s", "")
+    text = text.replace("func @scale(in x: f32[N], in s: f32, out y: f32[N]) {\n"
+                        "  let i: i64 = instance_id(0)\n  y[i] = x[i] * s",
+                        "func @scale(in x: f32[N], out y: f32[N]) {\n"
+                        "  let i: i64 = instance_id(0)\n  y[i] = x[i] * f32(2.0)")
+    exe = compile(parse_module(text), targets=["cpu"])
+    a = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(exe(a=a)["b"], a * 2)
+    schedule = next(iter(exe._static_program()._idle.values()))[0]
+    arena = [v for v in schedule.kept if v is not None]
+    assert len(arena) == 2  # n1.y and n2.y; n3.y takes n1.y's buffer
+
+
+def test_concurrent_runs_each_get_their_own_buffers(module):
+    exe = compile(module, targets=["cpu"])
+    failures = []
+
+    def worker(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(20):
+            a = rng.standard_normal(32).astype(np.float32)
+            s = float(rng.uniform(-2, 2))
+            try:
+                check(exe(a=a, s=s), a, s)
+            except AssertionError as error:
+                failures.append(error)
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+    launched = exe.launch(a=np.ones(4, np.float32), s=2.0)
+    check(launched.wait(), np.ones(4, np.float32), 2.0)
+
+
+def test_a_failing_launch_names_the_node(module, monkeypatch):
+    from hpvm.interp.target import InterpDevice
+    exe = compile(module, targets=["interp"], options={"task_parallelism": False})
+
+    def broken(self, node, args):
+        raise RuntimeError("device lost")
+    monkeypatch.setattr(InterpDevice, "launch", broken)
+    with pytest.raises(ExecutionError, match="first.*device lost"):
+        exe(a=np.ones(4, np.float32), s=1.0)
+
+
+def test_interp_with_task_parallelism_keeps_the_dynamic_scheduler(module):
+    assert compile(module, targets=["interp"])._static_program() is None

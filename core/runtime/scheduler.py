@@ -7,15 +7,16 @@ independent nodes really run at the same time.
 """
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Hashable, Iterable
 
+from ..threads import available_cores
+
 
 class DagScheduler:
     def __init__(self, workers: int | None = None):
-        self._pool = ThreadPoolExecutor(max_workers=workers or max(4, 2 * (os.cpu_count() or 2)),
+        self._pool = ThreadPoolExecutor(max_workers=workers or max(4, 2 * available_cores()),
                                         thread_name_prefix="hpvm")
         self._lock = threading.Lock()
         self._futures: dict[Hashable, Future] = {}

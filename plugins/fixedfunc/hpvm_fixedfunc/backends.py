@@ -16,6 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from hpvm.errors import TargetError
+from hpvm.threads import available_cores
 
 ROWS_PER_THREAD = 64
 """A batch is split over threads only when every thread gets this many rows."""
@@ -23,14 +24,14 @@ ROWS_PER_THREAD = 64
 
 @lru_cache(maxsize=1)
 def _threads() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="hpvm-fixedfunc")
+    return ThreadPoolExecutor(available_cores(), thread_name_prefix="hpvm-fixedfunc")
 
 
 def in_row_blocks(function, rows: int) -> None:
     """``function(start, stop)`` for blocks of ``rows`` rows, on the
     thread pool when there are enough (numpy releases the GIL in FFTs and
     large array operations), else at once."""
-    workers = min(os.cpu_count() or 1, rows // ROWS_PER_THREAD)
+    workers = min(available_cores(), rows // ROWS_PER_THREAD)
     if workers < 2:
         function(0, rows)
         return

@@ -9,53 +9,53 @@ instance.
 from __future__ import annotations
 
 import ctypes
-import functools
 import math
-import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import llvmlite.binding as llvm
 import numpy as np
 
 from hpvm.errors import Diagnostic, ExecutionError, Location
-from hpvm.ir.kernel import Const, Expr, For, KernelFunction, While
+from hpvm.threads import available_cores
+from hpvm.ir.kernel import Expr, For, If, KernelFunction, Stmt, While
+from hpvm.passes.loop_unroll import constant_trip_count
 from hpvm.ir.shapes import replication_sizes
-from hpvm.ir.visit import walk
 
 from .abi import ArgumentLayout, BufferSlots, entry_symbol
 from .pipeline import MachineCode
 from .machine import MachineSpec, parse
 from .marshal import PackedArguments, Packer, scalar_bits, set_replication
+from .thread_pool import thread_pool
 
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
-MIN_INSTANCES_PER_CHUNK = 4096
-"""Below this many instances per chunk, handing a chunk to another thread
-costs more than running it (instances without sized loops)."""
-SMALL_TRIP_COUNT = 64
-"""Loops of at most this many iterations (constant bounds) count as
-straight-line work for MIN_INSTANCES_PER_CHUNK."""
+MIN_WORK_PER_CHUNK = 8192
+"""Below this many statements run per chunk (:func:`work_per_instance`),
+handing a chunk to another core costs more than running it."""
+UNKNOWN_TRIPS = 256
+"""Iterations assumed of a loop whose bounds are not constants."""
+
+
+def work_per_instance(body: tuple[Stmt, ...]) -> int:
+    """Statements one instance runs, counting each loop's body once per
+    iteration (constant bounds, else UNKNOWN_TRIPS) and both branches of
+    an if: a rough measure of an instance's work, to size chunks."""
+    total = 0
+    for stmt in body:
+        if isinstance(stmt, For):
+            trips = constant_trip_count(stmt)
+            total += work_per_instance(stmt.body) * (UNKNOWN_TRIPS if trips is None else trips)
+        elif isinstance(stmt, While):
+            total += work_per_instance(stmt.body) * UNKNOWN_TRIPS
+        elif isinstance(stmt, If):
+            total += 1 + work_per_instance(stmt.then_body) + work_per_instance(stmt.else_body)
+        else:
+            total += 1
+    return total
 
 
 def instances_per_chunk(kernel: KernelFunction) -> int:
-    """The fewest instances worth a thread: one when the kernel runs a loop
-    whose length is not a small constant (each instance does real work: a
-    row of a reduction, a chunk of partial results), else
-    MIN_INSTANCES_PER_CHUNK."""
-    for node in walk(kernel.body):
-        if isinstance(node, While):
-            return 1
-        if isinstance(node, For):
-            bounds = (node.start, node.stop)
-            if not all(isinstance(b, Const) for b in bounds) or \
-                    abs(node.stop.value - node.start.value) > SMALL_TRIP_COUNT * abs(node.step):
-                return 1
-    return MIN_INSTANCES_PER_CHUNK
-
-
-@functools.cache
-def _thread_pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="hpvm-cpu")
+    """The fewest instances worth a chunk of their own."""
+    return max(1, -(-MIN_WORK_PER_CHUNK // max(1, work_per_instance(kernel.body))))
 
 
 def split_range(count: int, parts: int) -> list[tuple[int, int]]:
@@ -88,12 +88,13 @@ class CompiledKernel:
         self.llvm_ir = code.llvm_ir
         self.notes = code.notes
         self.symbol = entry_symbol(kernel.name)
-        self.threads = threads or os.cpu_count() or 1
+        self.threads = threads or available_cores()
         self.from_cache = from_cache
         self._engine = llvm.create_mcjit_compiler(parse(""), MachineSpec.host().create(jit=True))
         self._engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_code))
         self._engine.finalize_object()
-        self.entry = ENTRY_TYPE(self._engine.get_function_address(self.symbol))
+        self._address = self._engine.get_function_address(self.symbol)
+        self.entry = ENTRY_TYPE(self._address)
         self._packer = Packer(kernel.name, layout)
         self._outputs = tuple(p.name for p in kernel.params if p.direction == "out" and p.is_buffer)
         self._private = any(b.scratch is not None for b in layout.buffers)
@@ -138,28 +139,22 @@ class CompiledKernel:
         self._launch(self._calls(packed, sizes, threads))
 
     def _calls(self, packed: PackedArguments, sizes: tuple[int, ...], threads: int | None
-               ) -> list[tuple[PackedArguments, int, int]]:
-        """The entry calls of one launch: (arguments, first, end) per chunk
-        of replication dimension 0 (none when an extent is 0)."""
+               ) -> "Chunks":
+        """The entry calls of one launch, one per chunk of replication
+        dimension 0 (none when an extent is 0)."""
         if 0 in sizes:
-            return []
+            return Chunks([], [])
         parts = min(threads or self.threads, -(-math.prod(sizes) // self._per_chunk))
         private = self._private
-        return [(packed.with_scratch() if private else packed, b, e)
-                for b, e in split_range(sizes[0], parts)]
+        ranges = split_range(sizes[0], parts)
+        return Chunks([packed.with_scratch() if private else packed for _ in ranges], ranges)
 
-    def _launch(self, calls: list[tuple[PackedArguments, int, int]]) -> None:
-        if not calls:
-            return
-        if len(calls) == 1:
-            arguments, begin, end = calls[0]
-            self.entry(arguments.address, begin, end)
-            return
-        futures = [_thread_pool().submit(self.entry, a.address, b, e) for a, b, e in calls[1:]]
-        arguments, begin, end = calls[0]
-        self.entry(arguments.address, begin, end)  # this thread takes a chunk too
-        for future in futures:
-            future.result()
+    def _launch(self, chunks: "Chunks") -> None:
+        table = chunks.table
+        if len(table) == 1:
+            self.entry(*(int(word) for word in table[0]))
+        elif len(table):
+            thread_pool().run(self._address, table)
 
     def _replication(self, sizes) -> tuple[int, ...]:
         sizes = tuple(int(s) for s in sizes) or (1,)
@@ -171,6 +166,17 @@ class CompiledKernel:
         return sizes
 
 
+class Chunks:
+    """The calls of one launch: per chunk its argument slots (kept alive
+    here) and a row (slot address, first, end) of ``table``, the form the
+    native pool reads."""
+
+    def __init__(self, arguments: list[PackedArguments], ranges: list[tuple[int, int]]):
+        self.arguments = arguments
+        self.table = np.array([(a.address, b, e) for a, (b, e) in zip(arguments, ranges)],
+                              dtype=np.uint64).reshape(len(ranges), 3)
+
+
 class BoundKernel:
     """A kernel launch with its arguments packed once, for runs that repeat
     with the same shapes: ``bound(changed)`` writes only the pointers (and
@@ -178,7 +184,7 @@ class BoundKernel:
     runs every chunk."""
 
     def __init__(self, kernel: CompiledKernel, packed: PackedArguments,
-                 calls: list[tuple[PackedArguments, int, int]]):
+                 calls: Chunks):
         self._kernel = kernel
         self._packed = packed
         self._calls = calls
@@ -202,7 +208,7 @@ class BoundKernel:
         else:
             slot, bits = param.slot, scalar_bits(self._kernel.kernel.name, param, value)
         self._packed.buffers[name] = value  # kept alive while the slots point to it
-        for arguments, _, _ in self._calls:
+        for arguments in self._calls.arguments:
             arguments.slots[slot] = bits
 
 

@@ -1,0 +1,280 @@
+"""The native fork-join pool that runs a launch's chunks on every core.
+
+Handing each chunk of a launch to a Python thread pool costs tens of
+microseconds per chunk and more as cores are added (every worker takes the
+GIL to start its ctypes call): on 16 cores small nodes got slower than on
+one.  Here the hand-off is machine code.  The pool's workers are Python
+threads that each make one ctypes call into :data:`POOL_IR`'s
+``hpvm_pool_worker``, which never returns while the pool lives: it waits for
+a job (spinning briefly, then on a condition variable), takes chunks by an
+atomic counter and calls the kernel's entry for each.  ``hpvm_pool_run``,
+called by the launching thread with the GIL released, publishes a job,
+takes chunks itself and waits for the last one.  No Python runs between a
+launch and its chunks.
+
+A job is published under the pool's mutex, and only once no worker is left
+in the previous one (``active``), so a worker never takes a chunk of a job
+it did not read.  One job runs at a time: launches from other threads wait
+for the pool (a kernel never launches another, so none waits on itself).
+
+The pool record (``POOL_BYTES`` bytes, zeroed, owned by Python): i64 words
+``generation, next, done, active, stop, entry, calls, count`` then the
+pthread mutex at byte 128 and condition variable at byte 256 (128 bytes
+each, more than any libc needs), initialised by ``pthread_*_init``.
+``calls`` is a ``[count, 3]`` uint64 array of (argument slots, first, end).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import platform
+import threading
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from hpvm.threads import available_cores
+
+from .machine import MachineSpec, initialize, parse
+
+POOL_BYTES = 512
+MUTEX, CONDITION = 128, 256
+SPINS = 4000
+"""Polls of a worker for the next job before it sleeps (a pause each:
+about 0.1-0.5 ms), so back-to-back launches find it awake."""
+
+_PAUSE = {"x86_64": "call void @llvm.x86.sse2.pause()",
+          "aarch64": "call void @llvm.aarch64.hint(i32 1)"}
+_PAUSE_DECLARATION = {"x86_64": "declare void @llvm.x86.sse2.pause()",
+                      "aarch64": "declare void @llvm.aarch64.hint(i32)"}
+
+
+def pool_ir(machine: str) -> str:
+    """The pool's LLVM IR for processor ``machine`` (``platform.machine()``:
+    it picks the spin-wait hint)."""
+    pause = _PAUSE.get(machine, "")
+    declare = _PAUSE_DECLARATION.get(machine, "")
+    return f"""
+declare i32 @pthread_mutex_init(ptr, ptr)
+declare i32 @pthread_cond_init(ptr, ptr)
+declare i32 @pthread_mutex_lock(ptr)
+declare i32 @pthread_mutex_unlock(ptr)
+declare i32 @pthread_cond_wait(ptr, ptr)
+declare i32 @pthread_cond_broadcast(ptr)
+declare i32 @sched_yield()
+{declare}
+
+define void @hpvm_pool_init(ptr %pool) {{
+entry:
+  %mutex = getelementptr i8, ptr %pool, i64 {MUTEX}
+  %cond = getelementptr i8, ptr %pool, i64 {CONDITION}
+  %a = call i32 @pthread_mutex_init(ptr %mutex, ptr null)
+  %b = call i32 @pthread_cond_init(ptr %cond, ptr null)
+  ret void
+}}
+
+define private void @take_chunks(ptr %pool, ptr %kernel, ptr %calls, i64 %count) {{
+entry:
+  %next = getelementptr i64, ptr %pool, i64 1
+  %done = getelementptr i64, ptr %pool, i64 2
+  br label %loop
+loop:
+  %i = atomicrmw add ptr %next, i64 1 seq_cst
+  %more = icmp slt i64 %i, %count
+  br i1 %more, label %run, label %exit
+run:
+  %call = getelementptr [3 x i64], ptr %calls, i64 %i
+  %slots = load i64, ptr %call
+  %first.at = getelementptr i64, ptr %call, i64 1
+  %first = load i64, ptr %first.at
+  %end.at = getelementptr i64, ptr %call, i64 2
+  %end = load i64, ptr %end.at
+  %arguments = inttoptr i64 %slots to ptr
+  call void %kernel(ptr %arguments, i64 %first, i64 %end)
+  %finished = atomicrmw add ptr %done, i64 1 seq_cst
+  br label %loop
+exit:
+  ret void
+}}
+
+define void @hpvm_pool_worker(ptr %pool) {{
+entry:
+  %generation = getelementptr i64, ptr %pool, i64 0
+  %active = getelementptr i64, ptr %pool, i64 3
+  %stop = getelementptr i64, ptr %pool, i64 4
+  %entry.at = getelementptr i64, ptr %pool, i64 5
+  %calls.at = getelementptr i64, ptr %pool, i64 6
+  %count.at = getelementptr i64, ptr %pool, i64 7
+  %mutex = getelementptr i8, ptr %pool, i64 {MUTEX}
+  %cond = getelementptr i8, ptr %pool, i64 {CONDITION}
+  %start = load atomic i64, ptr %generation seq_cst, align 8
+  br label %idle
+idle:
+  %seen = phi i64 [ %start, %entry ], [ %current, %joined ]
+  br label %spin
+spin:
+  %polls = phi i64 [ 0, %idle ], [ %polls.next, %spin.again ]
+  %now = load atomic i64, ptr %generation seq_cst, align 8
+  %new = icmp ne i64 %now, %seen
+  br i1 %new, label %lock, label %spin.again
+spin.again:
+  {pause}
+  %polls.next = add i64 %polls, 1
+  %keep = icmp slt i64 %polls.next, {SPINS}
+  br i1 %keep, label %spin, label %lock
+lock:
+  %l = call i32 @pthread_mutex_lock(ptr %mutex)
+  br label %check
+check:
+  %stopping = load atomic i64, ptr %stop seq_cst, align 8
+  %quit = icmp ne i64 %stopping, 0
+  br i1 %quit, label %leave, label %check.job
+check.job:
+  %current = load atomic i64, ptr %generation seq_cst, align 8
+  %same = icmp eq i64 %current, %seen
+  br i1 %same, label %sleep, label %join
+sleep:
+  %w = call i32 @pthread_cond_wait(ptr %cond, ptr %mutex)
+  br label %check
+join:
+  %entry.word = load i64, ptr %entry.at
+  %calls.word = load i64, ptr %calls.at
+  %count = load i64, ptr %count.at
+  %joining = atomicrmw add ptr %active, i64 1 seq_cst
+  %u = call i32 @pthread_mutex_unlock(ptr %mutex)
+  %entry.fn = inttoptr i64 %entry.word to ptr
+  %calls = inttoptr i64 %calls.word to ptr
+  call void @take_chunks(ptr %pool, ptr %entry.fn, ptr %calls, i64 %count)
+  %leaving = atomicrmw sub ptr %active, i64 1 seq_cst
+  br label %joined
+joined:
+  br label %idle
+leave:
+  %u2 = call i32 @pthread_mutex_unlock(ptr %mutex)
+  ret void
+}}
+
+define void @hpvm_pool_run(ptr %pool, ptr %entry.fn, ptr %calls, i64 %count) {{
+entry:
+  %generation = getelementptr i64, ptr %pool, i64 0
+  %next = getelementptr i64, ptr %pool, i64 1
+  %done = getelementptr i64, ptr %pool, i64 2
+  %active = getelementptr i64, ptr %pool, i64 3
+  %entry.at = getelementptr i64, ptr %pool, i64 5
+  %calls.at = getelementptr i64, ptr %pool, i64 6
+  %count.at = getelementptr i64, ptr %pool, i64 7
+  %mutex = getelementptr i8, ptr %pool, i64 {MUTEX}
+  %cond = getelementptr i8, ptr %pool, i64 {CONDITION}
+  br label %lock
+lock:
+  %l = call i32 @pthread_mutex_lock(ptr %mutex)
+  %busy = load atomic i64, ptr %active seq_cst, align 8
+  %stragglers = icmp ne i64 %busy, 0
+  br i1 %stragglers, label %yield, label %publish
+yield:
+  %u = call i32 @pthread_mutex_unlock(ptr %mutex)
+  %y = call i32 @sched_yield()
+  br label %lock
+publish:
+  %entry.word = ptrtoint ptr %entry.fn to i64
+  store i64 %entry.word, ptr %entry.at
+  %calls.word = ptrtoint ptr %calls to i64
+  store i64 %calls.word, ptr %calls.at
+  store i64 %count, ptr %count.at
+  store atomic i64 0, ptr %done seq_cst, align 8
+  store atomic i64 0, ptr %next seq_cst, align 8
+  %bumped = atomicrmw add ptr %generation, i64 1 seq_cst
+  %b = call i32 @pthread_cond_broadcast(ptr %cond)
+  %u2 = call i32 @pthread_mutex_unlock(ptr %mutex)
+  call void @take_chunks(ptr %pool, ptr %entry.fn, ptr %calls, i64 %count)
+  br label %wait
+wait:
+  %polls = phi i64 [ 0, %publish ], [ %polls.next, %wait.again ], [ %polls.next, %wait.yield ]
+  %finished = load atomic i64, ptr %done seq_cst, align 8
+  %all = icmp sge i64 %finished, %count
+  br i1 %all, label %exit, label %wait.again
+wait.again:
+  {pause}
+  %polls.next = add i64 %polls, 1
+  %long = icmp sgt i64 %polls.next, {SPINS}
+  br i1 %long, label %wait.yield, label %wait
+wait.yield:
+  %y2 = call i32 @sched_yield()
+  br label %wait
+exit:
+  ret void
+}}
+
+define void @hpvm_pool_stop(ptr %pool) {{
+entry:
+  %stop = getelementptr i64, ptr %pool, i64 4
+  %mutex = getelementptr i8, ptr %pool, i64 {MUTEX}
+  %cond = getelementptr i8, ptr %pool, i64 {CONDITION}
+  %l = call i32 @pthread_mutex_lock(ptr %mutex)
+  store atomic i64 1, ptr %stop seq_cst, align 8
+  %b = call i32 @pthread_cond_broadcast(ptr %cond)
+  %u = call i32 @pthread_mutex_unlock(ptr %mutex)
+  ret void
+}}
+"""
+
+
+_ADDRESS = ctypes.c_void_p
+_WORKER = ctypes.CFUNCTYPE(None, _ADDRESS)
+_RUN = ctypes.CFUNCTYPE(None, _ADDRESS, _ADDRESS, _ADDRESS, ctypes.c_int64)
+
+
+class ThreadPool:
+    """``workers`` native worker threads; :meth:`run` runs a launch's
+    chunks on them and the calling thread."""
+
+    def __init__(self, workers: int):
+        from .compiler import load_optimised_ir
+        initialize()
+        code = load_optimised_ir("hpvm_pool", pool_ir(platform.machine()), "thread_pool.ll")
+        self._engine = llvm.create_mcjit_compiler(parse(""), MachineSpec.host().create(jit=True))
+        self._engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_code))
+        self._engine.finalize_object()
+        address = self._engine.get_function_address
+        self._run = _RUN(address("hpvm_pool_run"))
+        self._stop = _WORKER(address("hpvm_pool_stop"))
+        worker = _WORKER(address("hpvm_pool_worker"))
+        self._record = np.zeros(POOL_BYTES, np.uint8)
+        self.address = self._record.ctypes.data
+        _WORKER(address("hpvm_pool_init"))(self.address)
+        self._busy = threading.Lock()
+        self.workers = [threading.Thread(target=worker, args=(self.address,), daemon=True,
+                                         name=f"hpvm-cpu-{index}") for index in range(workers)]
+        for thread in self.workers:
+            thread.start()
+
+    def run(self, entry: int, calls: np.ndarray) -> None:
+        """Run every (slots, first, end) row of ``calls`` through ``entry``
+        (a function address).  Launches from other threads wait their turn:
+        each uses every core."""
+        with self._busy:
+            self._run(self.address, entry, calls.ctypes.data, len(calls))
+
+    def stop(self) -> None:
+        """End the workers (the pool cannot run jobs afterwards)."""
+        self._stop(self.address)
+        for thread in self.workers:
+            thread.join()
+
+
+@functools.cache
+def thread_pool() -> ThreadPool:
+    """The process's pool: one worker per available core beside the
+    launching thread."""
+    return ThreadPool(available_cores() - 1)
+
+
+def _forget_pool_in_child() -> None:
+    """A forked child has none of the parent's threads: it makes its own
+    pool when it first needs one."""
+    thread_pool.cache_clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)

@@ -1,0 +1,88 @@
+"""The native fork-join pool (codegen/thread_pool.py): every chunk of every
+launch runs exactly once, also with launches back to back, from several
+threads at once, and in a forked child."""
+import multiprocessing
+import threading
+
+import numpy as np
+import pytest
+
+from hpvm.ir.kernel import InstanceId, KernelFunction, Load, Store, Var
+from hpvm.ir.parameter import Parameter
+from hpvm.ir.types import F64, I64, BufferType
+from hpvm_cpu.codegen.compiler import compile_kernel_node
+from hpvm_cpu.codegen.testing import module_of
+from hpvm_cpu.codegen.thread_pool import ThreadPool, thread_pool
+
+N = 5000
+REPLICATION = (Var("N", I64),)
+
+
+@pytest.fixture(scope="module")
+def bump():
+    """x[i] += 1, compiled to split into 16 chunks whatever the cores."""
+    i = InstanceId(0)
+    function = KernelFunction("bump", (Parameter("x", BufferType(F64, ("N",)), "inout"),),
+                              (Store("x", (i,), Load("x", (i,), F64) + 1.0),))
+    kernel = compile_kernel_node(module_of(function), "bump", 1, {"threads": 16})
+    kernel._per_chunk = 1  # chunk even this small kernel
+    return kernel
+
+
+def test_back_to_back_launches_run_each_chunk_once(bump):
+    x = np.zeros(N)
+    launch = bump.bind({"x": x}, REPLICATION)
+    for _ in range(500):
+        launch({})
+    np.testing.assert_array_equal(x, 500.0)
+
+
+def test_launches_from_several_threads_each_complete(bump):
+    arrays = [np.zeros(N) for _ in range(4)]
+
+    def work(x):
+        launch = bump.bind({"x": x}, REPLICATION)
+        for _ in range(200):
+            launch({})
+    threads = [threading.Thread(target=work, args=(x,)) for x in arrays]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    for x in arrays:
+        np.testing.assert_array_equal(x, 200.0)
+
+
+def _bump_in_child(kernel_args, queue):
+    x = np.zeros(N)
+    kernel_args.bind({"x": x}, REPLICATION)({})
+    queue.put(float(x.sum()))
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
+def test_a_forked_child_makes_its_own_pool(bump):
+    bump.bind({"x": np.zeros(N)}, REPLICATION)({})  # the parent's pool exists
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_bump_in_child, args=(bump, queue))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert queue.get(timeout=5) == N
+
+
+def test_a_pool_without_workers_runs_everything_in_the_caller(bump):
+    pool = ThreadPool(0)
+    x = np.zeros(N)
+    chunks = bump._calls(bump._packer.pack({"x": x}, (N,)), (N,), 16)
+    pool.run(bump._address, chunks.table)
+    np.testing.assert_array_equal(x, 1.0)
+    pool.stop()
+
+
+def test_a_stopped_pool_lets_its_workers_end():
+    pool = ThreadPool(3)
+    pool.stop()
+    assert not any(t.is_alive() for t in pool.workers)
+    assert thread_pool() is not pool

@@ -10,6 +10,7 @@ import pytest
 from hpvm.errors import ExecutionError
 from hpvm.ir.text import parse_module
 from hpvm.runtime import compile
+from hpvm.runtime import static_run
 from hpvm.runtime.static_run import StaticProgram
 
 PROGRAM = """hpvm 1.0
@@ -78,9 +79,12 @@ def module():
     return parse_module(PROGRAM)
 
 
+@pytest.mark.parametrize("per_run_bytes", [static_run.PER_RUN_BYTES, 0])
 @pytest.mark.parametrize("target,options", [("cpu", {}),
                                             ("interp", {"task_parallelism": False})])
-def test_runs_repeat_exactly_with_new_inputs_scalars_and_shapes(module, target, options):
+def test_runs_repeat_exactly_with_new_inputs_scalars_and_shapes(module, target, options,
+                                                                per_run_bytes, monkeypatch):
+    monkeypatch.setattr(static_run, "PER_RUN_BYTES", per_run_bytes)  # 0: no arena at all
     exe = compile(module, targets=[target], options=options)
     assert isinstance(exe._static_program(), StaticProgram)
     rng = np.random.default_rng(0)

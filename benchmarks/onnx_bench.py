@@ -4,7 +4,7 @@ PyTorch and OpenVINO, in the same run: a LeNet-5 (1x28x28) and a ResNet basic bl
 
     .venv/bin/python benchmarks/onnx_bench.py [--models lenet,resnet] [--repeat 20]
         [--batch 64] [--threads N] [--targets cpu,aten,movidius] [--fp16] [--device cpu|cuda]
-        [--json out.json]
+        [--torch-compile MODE] [--json out.json]
 
 The models are made here (hpvm.frontend.onnx.testing, random weights with
 a fixed seed) and exported with torch.onnx.export; hpvm imports them with
@@ -16,7 +16,9 @@ row's time / onnxruntime's (below 1: faster than onnxruntime).  The error
 is max |out - torch| / max |torch|.  Every implementation gets ``--threads``
 threads (default: all cores).  ``--device cuda`` runs aten and the torch
 peer on the GPU; both are timed from host input to host output, as
-``exe(x=batch)`` is.  With target movidius, OpenVINO used directly on the
+``exe(x=batch)`` is; there aten also runs without CUDA graphs (option
+``cuda_graphs=False``: one launch per node), and ``--torch-compile MODE``
+adds torch.compile as the stronger peer.  With target movidius, OpenVINO used directly on the
 same ONNX file (CPU device, latency hint, FP32, ``--threads``) is a peer too, and
 the movidius row's note gives its ratio to it: the cost of going through
 hpvm.
@@ -73,10 +75,14 @@ def make_model(name: str, batch: int, seed: int = 0):
     return model, shape, x
 
 
-def torch_runner(model, x: np.ndarray, device: str = "cpu"):
-    """Host input to host output (a copy each way on a GPU)."""
+def torch_runner(model, x: np.ndarray, device: str = "cpu", mode: str | None = None):
+    """Host input to host output (a copy each way on a GPU); with ``mode``
+    the model goes through ``torch.compile(mode=...)`` first (compiled by
+    the first call, which median_ms does not time)."""
     import torch
     model = model.to(device)
+    if mode is not None:
+        model = torch.compile(model, mode=mode)
     tensor = torch.from_numpy(x)
 
     def run():
@@ -135,6 +141,8 @@ def bench_model(name: str, args) -> list[Row]:
     for target in args.targets:
         variants = [("fp32", {})] + ([("fp16", {"precision": "fp16"})]
                                      if args.fp16 and target == "aten" else [])
+        if target == "aten" and args.device.startswith("cuda"):
+            variants.append(("launches, no CUDA graph", {"cuda_graphs": False}))
         for label, extra in variants:
             options = {**extra,
                        **({"threads": args.threads} if target in ("cpu", "movidius") else {}),
@@ -148,6 +156,9 @@ def bench_model(name: str, args) -> list[Row]:
         runners.append((OPENVINO, openvino_runner(proto, x, args.threads), ""))
     where = "" if args.device == "cpu" else f", {args.device}"
     runners.append((f"torch (eager, no_grad{where})", torch_runner(model, x, args.device), ""))
+    if args.torch_compile:
+        runners.append((f"torch.compile ({args.torch_compile}{where})",
+                        torch_runner(model, x, args.device, args.torch_compile), ""))
     rows = []
     for label, run, note in runners:
         error = relative_error(np.asarray(run()), reference)
@@ -190,6 +201,9 @@ def parse_args(argv=None):
     parser.add_argument("--targets", default="cpu,aten", help="hpvm targets, comma-separated")
     parser.add_argument("--fp16", action="store_true", help="also aten with precision=fp16")
     parser.add_argument("--device", default="cpu", help="aten's and torch's device (cpu, cuda)")
+    parser.add_argument("--torch-compile", metavar="MODE", default=None,
+                        help="also torch.compile(model, mode=MODE): default, reduce-overhead "
+                             "(CUDA graphs), max-autotune")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     args = parser.parse_args(argv)
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]

@@ -148,6 +148,11 @@ class Device:
     kernel split across threads): running independent nodes of this
     device side by side then gains nothing, and the runtime may run them in
     a static schedule, one after another (runtime/static_run.py)."""
+    graph_capture: bool = False
+    """True when :meth:`capture` records launches (a CUDA graph), and every
+    launch writes the whole of each output (a buffer reused from run to run
+    needs no zero fill): a program placed wholly on this device then runs
+    as one replay per run (runtime/static_run.py)."""
     timing_label: str = ""
     """Said beside the target in run reports when the times are not the
     real device's: ``"emulated"`` for a target emulating its hardware."""
@@ -185,6 +190,13 @@ class Device:
         def launcher(changed: dict[str, Any]) -> Any:
             return self.launch(node, {**args, **changed})
         return launcher
+
+    def capture(self, run: Callable[[], None]) -> Callable[[], None]:
+        """For a device with ``graph_capture``: a replayer of the launches
+        ``run()`` makes (same buffers, same arguments; ``run`` may be called
+        first to warm up).  ``copy_in`` must then write into a buffer's own
+        memory, where the replay reads it.  The default returns ``run``."""
+        return run
 
     def wait(self, event) -> None:
         """Block until ``event`` is complete; the default: launches are

@@ -17,8 +17,11 @@ per-node planning.  Constant nodes run once, when the schedule is made.
 
 Nodes run one after another, so the schedule is used where that loses
 nothing: task parallelism is off, or every device's launch already uses
-every core (``Device.multicore_launch``).  Streaming, staged inputs and
-placements with a device of its own memory run on the dynamic scheduler
+every core (``Device.multicore_launch``).  A program placed wholly on one
+device of its own memory that can capture launches (``graph_capture``:
+aten on CUDA records a CUDA graph) keeps every buffer on the device and
+runs as: inputs copied in, one replay, outputs copied out.  Streaming,
+staged inputs and other placements run on the dynamic scheduler
 (execution.py).
 """
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import HpvmError
+from ..errors import Diagnostic, ExecutionError, HpvmError, Location
 from ..ir.shapes import bind_symbols, check_allocation
 from ..target import Device
 from .execution import NodeRecord, Report, launch_failure, output_shape_of, target_label
@@ -53,11 +56,24 @@ used dropped first)."""
 def static_schedule_fits(plan: ProgramPlan, devices: dict[str, Device], serial: bool) -> bool:
     """Whether runs of ``plan`` may use a :class:`StaticProgram`."""
     used = [devices[task.target] for task in plan.tasks]
-    if not used or not all(d.host_memory for d in used):
+    if not used or any(not o.param.is_buffer for task in plan.tasks for o in task.outputs):
         return False
-    if any(not o.param.is_buffer for task in plan.tasks for o in task.outputs):
-        return False
-    return serial or all(d.multicore_launch for d in used)
+    if all(d.host_memory for d in used):
+        return serial or all(d.multicore_launch for d in used)
+    return captured_device(plan, devices) is not None
+
+
+def captured_device(plan: ProgramPlan, devices: dict[str, Device]) -> Device | None:
+    """The device whose captured launches run the whole of ``plan``: every
+    node on one ``graph_capture`` device of its own memory, reading arrays
+    only (a captured launch keeps its scalars) and updating nothing in
+    place; None otherwise."""
+    targets = {task.target for task in plan.tasks}
+    device = devices[next(iter(targets))] if len(targets) == 1 else None
+    if device is None or device.host_memory or not device.graph_capture:
+        return None
+    roles = {role for task in plan.tasks for _, _, role in task.arguments}
+    return device if not roles & {SCALAR, UPDATE} else None
 
 
 class StaticProgram:
@@ -137,6 +153,9 @@ class _Schedule:
     def __init__(self, plan: ProgramPlan, devices: dict[str, Device]):
         self.plan = plan
         self.devices = devices
+        self.captured = captured_device(plan, devices)
+        """The device running the whole plan as one captured replay, or None."""
+        self.replay: Callable[[], None] | None = None
         self.kept: list[Any] = []
         """Each slot's value kept between runs (arena buffers, constants);
         None for the slots filled per run."""
@@ -156,6 +175,8 @@ class _Schedule:
         return schedule
 
     def run(self, inputs: dict[str, Any], report: Report) -> dict[str, np.ndarray]:
+        if self.replay is not None:
+            return self._replay(inputs, report)
         values = list(self.kept)
         for name, slot in self.inputs:
             values[slot] = inputs[name]
@@ -189,18 +210,66 @@ class _Schedule:
 
     def _bind(self, inputs: dict[str, Any]) -> None:
         """Bind every launch to its buffers, and run the constant nodes
-        (their values are kept for every run)."""
+        (their values are kept for every run).  A captured schedule keeps
+        every buffer, the inputs' too, and records its launches."""
         values = list(self.kept)
+        device = self.captured
         for name, slot in self.inputs:
-            values[slot] = inputs[name]
-        for slot, shape, dtype, device in self.fresh:
-            values[slot] = device.allocate(shape, dtype)
+            if device is None:
+                values[slot] = inputs[name]
+            else:
+                values[slot] = self.kept[slot] = device.allocate(inputs[name].shape,
+                                                                inputs[name].dtype)
+                device.copy_in(values[slot], inputs[name])
+        for slot, shape, dtype, owner in self.fresh:
+            values[slot] = owner.allocate(shape, dtype)
+            if device is not None:
+                self.kept[slot] = values[slot]
         for step in self.steps:
             launch = step.device.bind(step.plan.task.ref, {p: values[s] for p, s in step.ports})
             if step.plan.constant:
                 step.device.wait(launch({}))
             else:
                 step.launch = launch
+        if device is not None:
+            self.replay = device.capture(self._launch_all)
+
+    def _launch_all(self) -> None:
+        for step in self.steps:
+            if step.launch is not None:
+                step.device.wait(step.launch({}))
+
+    def _replay(self, inputs: dict[str, Any], report: Report) -> dict[str, np.ndarray]:
+        """A captured run: inputs copied into the kept buffers, one replay,
+        outputs copied out; one record for the whole graph."""
+        device = self.captured
+        stats = CopyStats()
+        began = time.perf_counter()
+        try:
+            for name, slot in self.inputs:
+                device.copy_in(self.kept[slot], inputs[name])
+                stats.to_device += inputs[name].nbytes
+            self.replay()
+            outputs = {}
+            for name, slot, handed in self.outputs:
+                array = np.asarray(device.copy_out(self.kept[slot]))
+                outputs[name] = array if handed else np.array(array, copy=True)
+                stats.to_host += array.nbytes
+        except HpvmError:
+            raise
+        except Exception as error:  # a device or driver failing mid-run
+            raise ExecutionError(Diagnostic(
+                Location(graph=self.plan.tasks[0].task.graph),
+                f"target '{self.plan.tasks[0].target}' failed while replaying the program's "
+                f"captured launches: {type(error).__name__}: {error}",
+                "turn capture off in the target's options, or report it to the plugin's "
+                "authors")) from error
+        target = self.plan.tasks[0].target
+        report.records.append(NodeRecord(
+            "<captured graph>", f"{target_label(target, device)}: {len(self.steps)} nodes, "
+            "one replay", time.perf_counter() - began, stats))
+        report.bytes_copied = stats.total
+        return outputs
 
 
 class _Planner:
@@ -265,8 +334,9 @@ class _Planner:
             slot = self._output_slot(task, output.source, shape, output.dtype, step)
             self.slot_of[output.source] = slot
             step.ports.append((output.param.name, slot))
-        step.changing = [(port, slot) for port, slot in step.ports
-                         if self.kinds[slot] in (self.INPUT, self.FRESH)]
+        if self.schedule.captured is None:
+            step.changing = [(port, slot) for port, slot in step.ports
+                             if self.kinds[slot] in (self.INPUT, self.FRESH)]
         self._release_dead(index, task)
         return step
 
@@ -291,7 +361,7 @@ class _Planner:
             self.schedule.kept[slot] = step.device.allocate(shape, dtype)
             return slot
         slot = self._buffer(source, shape, dtype, step.device)
-        if self.kinds[slot] == self.ARENA:
+        if self.kinds[slot] == self.ARENA and self.schedule.captured is None:
             step.zero.append(slot)
         return slot
 

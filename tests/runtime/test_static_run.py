@@ -1,17 +1,26 @@
 """The static schedule (runtime/static_run.py): the same results as the
 dynamic scheduler (an in-place update of a value read later, and of a
 program output, works on a copy), outputs that start zeroed in every run, arena buffers
-reused, bound launches that follow each run's arrays and scalars."""
+reused, bound launches that follow each run's arrays and scalars; a
+program wholly on a device that captures launches runs as one replay."""
+import importlib.util
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hpvm.errors import ExecutionError
 from hpvm.ir.text import parse_module
+from hpvm.registry import Registry
 from hpvm.runtime import compile
+from hpvm.runtime.loopback import LoopbackDevice, LoopbackPlugin, LoopbackTarget
 from hpvm.runtime import static_run
 from hpvm.runtime.static_run import StaticProgram
+
+_spec = importlib.util.spec_from_file_location("runtime_programs", Path(__file__).with_name("programs.py"))
+programs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(programs)
 
 PROGRAM = """hpvm 1.0
 module static_run
@@ -177,3 +186,63 @@ def test_a_failing_launch_names_the_node(module, monkeypatch):
 
 def test_interp_with_task_parallelism_keeps_the_dynamic_scheduler(module):
     assert compile(module, targets=["interp"])._static_program() is None
+
+
+class CapturingDevice(LoopbackDevice):
+    """A device of its own memory whose launches can be captured: a
+    replay here runs the recorded launches again."""
+
+    graph_capture = True
+
+    def __init__(self, inner, name):
+        super().__init__(inner, name)
+        self.captures = self.replays = 0
+
+    def capture(self, run):
+        self.captures += 1
+
+        def replay():
+            self.replays += 1
+            run()
+        return replay
+
+
+class CapturingTarget(LoopbackTarget):
+    def load(self, artifact, options):
+        return CapturingDevice(super().load(artifact, options).inner, self.name)
+
+
+@pytest.fixture
+def capturing():
+    registry = Registry(entry_points=[])
+    registry.register(LoopbackPlugin(CapturingTarget("capture", claim_all=True)), name="capture")
+    return registry
+
+
+def test_a_program_on_one_capturing_device_runs_as_one_replay(capturing):
+    exe = compile(programs.chain(), targets=["capture"], registry=capturing)
+    device = exe._get_devices()["capture"]
+    rng = np.random.default_rng(1)
+    previous = None
+    for n in (16, 16, 5, 16):
+        a = rng.standard_normal(n).astype(np.float32)
+        before = a.copy()
+        out = exe(a=a)
+        np.testing.assert_allclose(out["b"], (a * 2 + 1) * 3, rtol=1e-6)
+        np.testing.assert_array_equal(a, before)
+        assert previous is None or not np.shares_memory(out["b"], previous)
+        previous = out["b"]
+    assert device.captures == 2 and device.replays == 4  # one capture per shape
+    records = exe.report().records
+    assert [r.node for r in records] == ["<captured graph>"]
+    assert records[0].copies.to_device == 16 * 4 and records[0].copies.to_host == 16 * 4
+
+
+def test_capture_needs_the_whole_program_on_the_device(capturing):
+    capturing.register(LoopbackPlugin(LoopbackTarget("loopback")), name="loopback-plugin")
+    exe = compile(programs.chain(hints=(None, "loopback", None)), targets=["capture", "loopback"],
+                  registry=capturing)
+    out = exe(a=np.ones(8, np.float32))
+    np.testing.assert_allclose(out["b"], 9.0)
+    assert exe._static_program() is None
+    assert exe._get_devices()["capture"].captures == 0

@@ -50,13 +50,18 @@ class Slot:
 class AtenDevice(Device):
     """Runs the tensor-op and constant nodes of ``module`` placed on aten."""
 
-    def __init__(self, module: Module, device: str, compute_dtype: torch.dtype | None):
+    def __init__(self, module: Module, device: str, compute_dtype: torch.dtype | None,
+                 cuda_graphs: bool = True):
         self.module = module
         self.device = torch.device(device)
         self.compute_dtype = compute_dtype
         self.host_memory = self.device.type == "cpu"
         self.async_launch = self.device.type == "cuda"  # launches queue on the stream
         self.multicore_launch = self.host_memory  # ATen's CPU kernels use every core
+        self.graph_capture = cuda_graphs and self.device.type == "cuda"
+        """Every launch replaces its output's tensor whole (Slot.fill)."""
+        self.capture_failure: str | None = None
+        """Why the last capture fell back to plain launches, if it did."""
         self.name = f"aten:{self.device}"
         self._constants: dict = {}
         self._plans: dict[NodeRef, _Plan] = {}
@@ -70,10 +75,35 @@ class AtenDevice(Device):
     def copy_in(self, handle, array) -> None:
         if self.host_memory:
             handle[...] = array
+            return
+        dense = array.flags.c_contiguous and array.flags.writeable
+        source = torch.from_numpy(array if dense else np.array(array, order="C"))
+        kept = handle.tensor
+        if kept is not None and kept.shape == source.shape and kept.dtype == handle.dtype:
+            kept.copy_(source)  # into the tensor's own memory, where a captured graph reads
         else:
-            dense = array.flags.c_contiguous and array.flags.writeable
-            handle.fill(torch.from_numpy(array if dense else np.array(array, order="C"))
-                        .to(self.device))
+            handle.fill(source.to(self.device))
+
+    def capture(self, run):
+        """``run``'s launches recorded in a CUDA graph (warmed up first on a
+        side stream, as CUDA graphs need); ``run`` itself when capture
+        fails (an op that synchronises with the host), with the reason in
+        ``capture_failure``."""
+        graph = torch.cuda.CUDAGraph()
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        try:
+            with torch.no_grad():
+                with torch.cuda.stream(side):
+                    run()
+                torch.cuda.current_stream(self.device).wait_stream(side)
+                with torch.cuda.graph(graph):
+                    run()
+        except (RuntimeError, ExecutionError) as error:
+            self.capture_failure = str(error).splitlines()[0]
+            torch.cuda.synchronize(self.device)
+            return run
+        return graph.replay
 
     def copy_out(self, handle):
         return handle.copy() if self.host_memory else self._tensor(handle).cpu().numpy()

@@ -30,6 +30,8 @@ OPTIONS = [
            "PyTorch sees a GPU, else cpu"),
     Option("precision", str, "fp32", "precision float ops compute in", choices=tuple(PRECISIONS)),
     Option("dtype", str, None, "older name of precision", choices=tuple(PRECISIONS)),
+    Option("cuda_graphs", bool, True, "on CUDA, run a program placed wholly on aten as one "
+           "captured CUDA graph per input shape (launch cost paid once)"),
 ]
 
 
@@ -85,7 +87,8 @@ class AtenTarget(Target):
             raise TargetError(f"aten: device '{device}' requested but PyTorch sees no CUDA GPU; "
                               "use device='cpu'")
         dtype = _compute_dtype(options)
-        return AtenDevice(module, device, getattr(torch, dtype) if dtype != "float32" else None)
+        return AtenDevice(module, device, getattr(torch, dtype) if dtype != "float32" else None,
+                          cuda_graphs=bool(options.get("cuda_graphs", True)))
 
 
 def _compute_dtype(options: dict) -> str:

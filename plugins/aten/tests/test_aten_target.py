@@ -110,6 +110,21 @@ def test_op_on_cuda_matches_the_reference(op, precision):
     np.testing.assert_allclose(exe(**inputs)["y"], expected, rtol=tolerance, atol=tolerance)
 
 
+@CUDA
+def test_a_model_on_cuda_runs_as_one_cuda_graph_that_follows_new_inputs():
+    from hpvm.frontend.onnx import load, testing
+    module = load(testing.export(testing.lenet(), (1, 28, 28)))
+    graphs = compile(module, ["aten"], {"device": "cuda"})
+    launches = compile(module, ["aten"], {"device": "cuda", "cuda_graphs": False})
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal((4, 1, 28, 28)).astype(np.float32)
+        expected = launches(x=x)["y"]
+        np.testing.assert_allclose(graphs(x=x)["y"], expected, rtol=1e-5, atol=1e-5)
+    assert [r.node for r in graphs.report().records] == ["<captured graph>"]
+    assert graphs._get_devices()["aten"].capture_failure is None
+    assert len(launches.report().records) > 1
+
+
 def test_constant_weights_are_claimed_with_their_reader():
     inputs, attrs = case_inputs("conv2d")
     module = single_op_module("conv2d", inputs, attrs, constants=("w", "b"))

@@ -103,31 +103,33 @@ def _evaluate_avg_pool(ctx: OpContext, x: dict) -> dict:
 
 
 def _lower_pool(b: KernelBuilder, start, visit, result) -> tuple[Expr, ...]:
-    """One instance per output element looping over its window.
-    ``start(n, c, ih0, iw0)`` declares the accumulators (ih0, iw0: the
-    window's top-left corner, maybe in the padding) and returns them;
-    ``visit(acc, n, c, ih, iw)`` folds in one in-range cell; ``result(acc)``
-    is the value stored."""
+    """One instance per output row (n, c, oh), looping over its columns and
+    each one's window (the row's indices are worked out once, not per
+    element).  ``start(n, c, ih0, iw0)`` declares the accumulators (ih0,
+    iw0: the window's top-left corner, maybe in the padding) and returns
+    them; ``visit(acc, n, c, ih, iw)`` folds in one in-range cell;
+    ``result(acc)`` is the value stored."""
     (kh, kw), (sh, sw), (top, left, bottom, right) = _pool_attrs(b.ctx)
     _, _, height, width = b.dims("x")
     out_dims = b.dims("y")
-    i, (n, c, oh, ow) = b.instance_indices(out_dims, ["n", "c", "oh", "ow"])
+    _, (n, c, oh) = b.instance_indices(out_dims[:3], ["n", "c", "oh"])
     ih0 = b.let("ih0", add(mul(oh, Const(sh, I64)), Const(-top, I64)))
-    iw0 = b.let("iw0", add(mul(ow, Const(sw, I64)), Const(-left, I64)))
-    acc = start(n, c, ih0, iw0)
     sampling = pool_sampling(b.ctx)
-    with b.loop("r", Const(kh, I64)) as r:
-        ih = b.let("ih", add(ih0, r))
-        with b.guard(top + bottom > 0, in_range(ih, height)):
-            with b.loop("s", Const(kw, I64)) as s:
-                iw = b.let("iw", add(iw0, s))
-                with b.guard(left + right > 0, in_range(iw, width)):
-                    tap = add(mul(r, Const(kw, I64)), s)
-                    with b.guard(sampling is not None, sampling and (
-                            tap % Const(sampling[0], I64)).ne(Const(sampling[1], I64))):
-                        visit(acc, n, c, ih, iw)
-    b.store("y", i, result(acc))
-    return replication_over(out_dims)
+    with b.loop("ow", out_dims[3]) as ow:
+        iw0 = b.let("iw0", add(mul(ow, Const(sw, I64)), Const(-left, I64)))
+        acc = start(n, c, ih0, iw0)
+        with b.loop("r", Const(kh, I64)) as r:
+            ih = b.let("ih", add(ih0, r))
+            with b.guard(top + bottom > 0, in_range(ih, height)):
+                with b.loop("s", Const(kw, I64)) as s:
+                    iw = b.let("iw", add(iw0, s))
+                    with b.guard(left + right > 0, in_range(iw, width)):
+                        tap = add(mul(r, Const(kw, I64)), s)
+                        with b.guard(sampling is not None, sampling and (
+                                tap % Const(sampling[0], I64)).ne(Const(sampling[1], I64))):
+                            visit(acc, n, c, ih, iw)
+        b.store("y", (n, c, oh, ow), result(acc))
+    return replication_over(out_dims[:3])
 
 
 def _lower_max_pool(b: KernelBuilder) -> tuple[Expr, ...]:

@@ -25,6 +25,7 @@ each, more than any libc needs), initialised by ``pthread_*_init``.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import os
@@ -268,6 +269,13 @@ def thread_pool() -> ThreadPool:
     """The process's pool: one worker per available core beside the
     launching thread."""
     return ThreadPool(available_cores() - 1)
+
+
+@atexit.register
+def _stop_pool() -> None:
+    """Workers leave the machine code before the interpreter frees it."""
+    if thread_pool.cache_info().currsize:
+        thread_pool().stop()
 
 
 def _forget_pool_in_child() -> None:

@@ -52,12 +52,20 @@ def launches(hpvm_target, monkeypatch):
 
     def counting_load(artifact, options):
         device = load(artifact, options)
-        launch = device.launch
+        launch, bind = device.launch, device.bind
 
         def counting_launch(node, args):
             launched.append(node)
             return launch(node, args)
-        device.launch = counting_launch
+
+        def counting_bind(node, args):  # launches the runtime prepared once
+            launcher = bind(node, args)
+
+            def counting_launcher(changed):
+                launched.append(node)
+                return launcher(changed)
+            return counting_launcher
+        device.launch, device.bind = counting_launch, counting_bind
         return device
     monkeypatch.setattr(hpvm_target.target, "load", counting_load)
     return launched

@@ -1,0 +1,141 @@
+"""PyTorch models without an ONNX file: hpvm.frontend.torch.load (through
+torch.export) and torch.compile(backend="hpvm") give eager's outputs, on the
+reference interpreter and the cpu target; operators hpvm lacks are refused
+by name (load) or left to PyTorch (torch.compile)."""
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hpvm.errors import ParseError  # noqa: E402
+from hpvm.frontend.onnx import testing  # noqa: E402
+from hpvm.frontend.torch import dynamo, load  # noqa: E402
+from hpvm.runtime import compile  # noqa: E402
+
+
+class MobileBlock(torch.nn.Module):
+    """A MobileNet-style block: depthwise 3x3, pointwise 1x1, batchnorm,
+    ReLU6, global average pooling and a classifier."""
+
+    def __init__(self, channels=8, classes=5):
+        super().__init__()
+        self.depthwise = torch.nn.Conv2d(channels, channels, 3, padding=1, groups=channels)
+        self.bn1 = torch.nn.BatchNorm2d(channels)
+        self.pointwise = torch.nn.Conv2d(channels, 2 * channels, 1)
+        self.bn2 = torch.nn.BatchNorm2d(2 * channels)
+        self.classifier = torch.nn.Linear(2 * channels, classes)
+
+    def forward(self, x):
+        x = torch.nn.functional.relu6(self.bn1(self.depthwise(x)))
+        x = torch.nn.functional.relu6(self.bn2(self.pointwise(x)))
+        x = torch.nn.functional.adaptive_avg_pool2d(x, 1).flatten(1)
+        return self.classifier(x)
+
+
+class WithSine(torch.nn.Module):
+    """conv, an operator hpvm lacks (sin), conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Conv2d(3, 4, 3)
+        self.second = torch.nn.Conv2d(4, 2, 3)
+
+    def forward(self, x):
+        return torch.relu(self.second(torch.sin(self.first(x))))
+
+
+def model(name):
+    torch.manual_seed(0)
+    if name == "lenet":
+        return testing.lenet().eval(), (3, 1, 28, 28)
+    if name == "resnet":
+        return testing.resnet_block(8).eval(), (3, 8, 12, 12)
+    block = MobileBlock().eval()
+    for bn in (block.bn1, block.bn2):  # statistics that are not the identity
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2.0)
+    return block, (3, 8, 10, 10)
+
+
+def eager(net, x):
+    with torch.no_grad():
+        return net(x).numpy()
+
+
+@pytest.fixture(autouse=True)
+def quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+@pytest.mark.parametrize("name", ["lenet", "resnet", "mobile"])
+def test_load_gives_eagers_outputs(name, target):
+    net, shape = model(name)
+    x = torch.randn(shape)
+    module = load(net, (x,))
+    inputs = [p.name for p in module.root_graph.params if p.direction == "in"]
+    assert len(inputs) == 1  # weights are constants, not inputs
+    exe = compile(module, [target])
+    for seed in range(2):
+        x = torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+        np.testing.assert_allclose(exe(**{inputs[0]: x.numpy()})["y"], eager(net, x),
+                                   rtol=1e-4, atol=1e-5)
+
+
+def test_load_names_every_operator_it_lacks():
+    net = WithSine().eval()
+    with pytest.raises(ParseError, match=r"aten\.sin: operator not supported by hpvm"):
+        load(net, (torch.randn(1, 3, 8, 8),))
+
+
+@pytest.fixture
+def compiled_graphs(monkeypatch):
+    """The GraphModules the backend returned."""
+    made = []
+    original = dynamo.compile_graph
+
+    def recording(graph_module, example_inputs, **kwargs):
+        result = original(graph_module, example_inputs, **kwargs)
+        made.append(result)
+        return result
+    monkeypatch.setattr(dynamo, "compile_graph", recording)
+    torch._dynamo.reset()
+    yield made
+    torch._dynamo.reset()
+
+
+def pieces(graph_module):
+    return [m for m in graph_module.modules() if isinstance(m, dynamo.HpvmPiece)]
+
+
+@pytest.mark.parametrize("name", ["lenet", "resnet", "mobile"])
+def test_torch_compile_runs_the_model_on_hpvm_and_compiles_once(name, compiled_graphs):
+    from hpvm.frontend.torch import backend
+    net, shape = model(name)
+    fast = torch.compile(net, backend=backend, options={"targets": ["cpu"]})
+    for seed in range(3):
+        x = torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+        with torch.no_grad():
+            out = fast(x)
+        assert isinstance(out, torch.Tensor)
+        np.testing.assert_allclose(out.numpy(), eager(net, x), rtol=1e-4, atol=1e-5)
+    assert len(compiled_graphs) == 1  # the later calls reuse the compiled graph
+    assert len(pieces(compiled_graphs[0])) == 1  # the whole model is one hpvm program
+
+
+def test_torch_compile_leaves_missing_operators_to_pytorch(compiled_graphs):
+    from hpvm.frontend.torch import backend
+    net = WithSine().eval()
+    fast = torch.compile(net, backend=backend, options={"targets": ["cpu"]})
+    x = torch.randn(2, 3, 9, 9)
+    with torch.no_grad():
+        np.testing.assert_allclose(fast(x).numpy(), eager(net, x), rtol=1e-4, atol=1e-5)
+    assert len(pieces(compiled_graphs[0])) == 2  # the convolutions; sin stays in torch
+
+
+def test_the_backend_is_registered_by_name():
+    assert "hpvm" in torch._dynamo.list_backends()

@@ -56,7 +56,7 @@ def import_model(model, source: str | None = None) -> Module:
             failed.update(node.outputs)
             continue
         try:
-            outputs = _convert(state, node, opset)
+            outputs = convert_node(state, node, opset)
         except Unsupported as error:
             failed.update(node.outputs)
             problems.append(_diagnostic(source, proto.name or name, proto.op_type, error))
@@ -85,7 +85,9 @@ def _qualified(proto) -> str:
     return proto.op_type if proto.domain in ("", "ai.onnx") else f"{proto.domain}.{proto.op_type}"
 
 
-def _convert(state: GraphState, node: OnnxNode, opset: int):
+def convert_node(state: GraphState, node: OnnxNode, opset: int):
+    """The Values of ``node``'s outputs: folded at import time, or built as
+    tensor-op nodes by its converter; Unsupported when it cannot be."""
     folded = fold(state, node, opset)
     if folded is not None:
         return folded

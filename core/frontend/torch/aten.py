@@ -21,7 +21,7 @@ from ...errors import Diagnostic, Location, ParseError
 from ...ir.graph import Module
 from ...ir.types import BufferType, scalar_type_of_dtype
 from ..onnx.converters import OnnxNode
-from ..onnx.importer import _convert
+from ..onnx.importer import convert_node
 from ..onnx.names import UniqueNames, identifier
 from ..onnx.values import ConstValue, GraphState, Unsupported, Value
 
@@ -172,7 +172,7 @@ class _Converter:
         names = [self._tensor(v) if v is not None else "" for v in inputs]
         node = OnnxNode(self.nodes.make(name, op_type.lower()), op_type, names,
                         [f"{name}_{i}" for i in range(outputs)], dict(attrs or {}))
-        return _convert(self.state, node, OPSET)
+        return convert_node(self.state, node, OPSET)
 
     def _tensor(self, value) -> str:
         """A fresh tensor name standing for ``value``."""

@@ -10,6 +10,7 @@ kernel rounding its loads and stores.
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 from ..errors import Diagnostic, Location
 from ..ir.graph import Graph, KernelBody, Module, Node, TensorBody
@@ -23,18 +24,26 @@ from .registry import Option, register_pass
     Option("keep", list, (), "tensor ops to keep as tensor nodes (e.g. conv2d,relu)")])
 def legalize_tensor_ops(module: Module, keep: tuple[str, ...]) -> Module:
     """Lower tensor-op nodes to kernel nodes with the ops' reference kernels."""
-    from ..ir.tensor_ops import TENSOR_OPS, get_op  # its own package, loaded on use
-    from ..ir.tensor_ops.precision import PRECISION_ATTRIBUTE, is_reduced, round_kernel
+    from ..ir.tensor_ops import TENSOR_OPS
 
     unknown = [op for op in keep if op not in TENSOR_OPS]
     if unknown:
         raise PassError(Diagnostic(
             Location(), f"legalize-tensor-ops: unknown tensor op(s) in 'keep': "
             f"{', '.join(unknown)}", f"known ops: {', '.join(sorted(TENSOR_OPS))}"))
+    return lower_tensor_nodes(module, lambda node: node.body.op not in keep)
+
+
+def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool]) -> Module:
+    """``module`` with the tensor-op nodes ``chosen`` picks lowered to
+    kernel nodes (a target that runs some nodes of an op itself)."""
+    from ..ir.tensor_ops import get_op  # its own package, loaded on use
+    from ..ir.tensor_ops.precision import PRECISION_ATTRIBUTE, is_reduced, round_kernel
+
     functions = dict(module.functions)
 
     def lower(graph: Graph, node: Node) -> Node:
-        if not isinstance(node.body, TensorBody) or node.body.op in keep:
+        if not isinstance(node.body, TensorBody) or not chosen(node):
             return node
         function, replication = get_op(node.body.op).lower(node.name, node.body)
         if is_reduced(node):

@@ -47,3 +47,21 @@ def test_cross_compiled_artifacts_hold_object_code_and_refuse_to_run_here(tmp_pa
     assert exe.artifacts["cpu"].files["kernels.o"][:4] == b"\x7fELF"
     with pytest.raises(Exception, match="aarch64"):
         exe(**random_inputs(module.root_graph, SIZES))
+
+
+def test_large_products_run_through_blas_and_small_ones_as_kernels():
+    import numpy as np
+    from hpvm.ir.tensor_ops import TENSOR_OPS
+    from hpvm.ir.tensor_ops.testing import single_op_module
+    rng = np.random.default_rng(0)
+    for size, blas in ((8, False), (256, True)):
+        inputs = {"a": rng.standard_normal((size, size), dtype=np.float32),
+                  "b": rng.standard_normal((size, size), dtype=np.float32)}
+        module = single_op_module("matmul", inputs, {})
+        for option in (True, False):
+            exe = rt.compile(module, ["cpu"], {"cpu": {"blas": option}})
+            kernels = exe.artifacts["cpu"].metadata["kernels"]
+            assert bool(kernels) == (not (blas and option)), (size, option)
+            np.testing.assert_allclose(exe(**inputs)["y"],
+                                       TENSOR_OPS["matmul"].evaluate(inputs, {})["y"],
+                                       rtol=1e-4, atol=1e-3)

@@ -174,6 +174,10 @@ class HyperMapperSearch:
             "feasible_output": {"enable_feasible_predictor": True, "name": self.FEASIBLE,
                                 "true_value": "True", "false_value": "False"},
             "models": {"model": "random_forest"},
+            # Local search in this process: forking a process that runs
+            # threads (hpvm's pools, numba's, torch's) is unsafe, and a
+            # forked search gave worse optimums inside the full test run.
+            "number_of_cpus": 1,
             "output_data_file": str(folder / "samples.csv"),
             "log_file": str(folder / "hypermapper.log"),
             "print_best": False,

@@ -88,7 +88,7 @@ class ApproximationsMixin:
 
     def _adapting_call(self, inputs: dict) -> dict:
         started = self._clock()
-        outputs = self._runner._start_run(inputs, run_here=True).result()
+        outputs = self._runner._run(inputs)
         switch = self._goal.observe(self._clock() - started)
         if switch is not None:
             self.use(switch)

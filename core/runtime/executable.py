@@ -24,7 +24,7 @@ from ..target import Artifact, Device
 from .approximations import ApproximationsMixin, runs_active
 from .execution import Frame, Report
 from .flatten import flatten
-from .inputs import validate_inputs
+from .inputs import InputChecker, validate_inputs
 from .memory import CopyStats, MemoryTracker, Value
 from .placement import Placement
 from .scheduler import DagScheduler
@@ -70,14 +70,14 @@ class Executable(ApproximationsMixin):
         self._frame_ids = itertools.count()
         self._static: StaticProgram | None | bool = None
         """The static schedule (static_run.py); False where it does not fit."""
+        self._inputs = InputChecker(module.root_graph)
         self._init_approximations()
 
     # -- running -----------------------------------------------------------
     def __call__(self, **inputs) -> dict:
         if self._goal is not None:
             return self._adapting_call(inputs)
-        # The calling thread works on the run too instead of only waiting.
-        return self._runner._start_run(inputs, run_here=True).result()
+        return self._runner._run(inputs)
 
     @runs_active
     def launch(self, **inputs) -> Launch:
@@ -213,23 +213,40 @@ class Executable(ApproximationsMixin):
         return exe
 
     # -- internals -----------------------------------------------------------
+    def _run(self, inputs: dict) -> dict:
+        """One run, the calling thread working on it (not only waiting)."""
+        checked, static = self._checked(inputs)
+        if static is not None:
+            report = self._last_report = Report()
+            return static.run(checked, report)
+        frame = self._new_frame(Report())
+        return frame.start(self._get_scheduler(), checked, pinned=set(checked),
+                           run_here=True).result()
+
     def _start_run(self, inputs: dict, run_here: bool):
         """Check ``inputs`` (nothing runs if they are wrong) and start a
-        frame; returns the future of its outputs."""
+        run; returns the future of its outputs."""
+        if run_here:
+            return _finished(lambda: self._run(inputs))
+        checked, static = self._checked(inputs)
+        if static is not None:
+            report = self._last_report = Report()
+            return self._get_scheduler().add(("static", next(self._frame_ids)), (),
+                                             lambda: static.run(checked, report))
+        frame = self._new_frame(Report())
+        return frame.start(self._get_scheduler(), checked, pinned=set(checked), run_here=False)
+
+    def _checked(self, inputs: dict) -> tuple[dict, StaticProgram | None]:
+        """``inputs`` checked, and the static schedule that runs them, if any."""
         graph = self.module.root_graph
         if graph.is_streaming:
             raise HpvmError(f"graph '@{graph.name}' is a streaming pipeline: use "
                             "start(...), push(...) and pop() instead of calling it")
-        checked = validate_inputs(graph, inputs)
+        checked = self._inputs.check(inputs)
         static = self._static_program()
-        if static is not None and not any(isinstance(v, Value) for v in checked.values()):
-            report = self._last_report = Report()
-            if run_here:
-                return _finished(lambda: static.run(checked, report))
-            return self._get_scheduler().add(("static", next(self._frame_ids)), (),
-                                             lambda: static.run(checked, report))
-        frame = self._new_frame(Report())
-        return frame.start(self._get_scheduler(), checked, pinned=set(checked), run_here=run_here)
+        if static is not None and any(isinstance(v, Value) for v in checked.values()):
+            static = None  # staged inputs live in the memory tracker
+        return checked, static
 
     def _static_program(self) -> StaticProgram | None:
         """The static schedule of runs, where the placement allows one."""

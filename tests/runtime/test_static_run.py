@@ -246,3 +246,21 @@ def test_capture_needs_the_whole_program_on_the_device(capturing):
     np.testing.assert_allclose(out["b"], 9.0)
     assert exe._static_program() is None
     assert exe._get_devices()["capture"].captures == 0
+
+
+def test_inputs_are_checked_in_full_after_a_good_call(module):
+    exe = compile(module, targets=["cpu"])
+    good = np.ones(6, np.float32)
+    check(exe(a=good, s=1.0), good, 1.0)
+    with pytest.raises(ExecutionError, match="expects dtype float32"):
+        exe(a=good.astype(np.float64), s=1.0)
+    with pytest.raises(ExecutionError, match="unknown input"):
+        exe(a=good, s=1.0, b=good)
+    strided = np.ones(12, np.float32)[::2]  # not dense: copied, then run
+    check(exe(a=strided, s=2.0), strided, 2.0)
+    from hpvm.runtime.inputs import InputChecker
+    checker = InputChecker(module.root_graph)
+    with pytest.raises(ExecutionError, match="missing input"):
+        checker.check({"a": good})
+    checker.check({"a": good, "s": np.float32(1)})  # a scalar: checked in full every time
+    assert not checker._passed

@@ -150,11 +150,10 @@ class CompiledKernel:
         return Chunks([packed.with_scratch() if private else packed for _ in ranges], ranges)
 
     def _launch(self, chunks: "Chunks") -> None:
-        table = chunks.table
-        if len(table) == 1:
-            self.entry(*(int(word) for word in table[0]))
-        elif len(table):
-            thread_pool().run(self._address, table)
+        if chunks.single is not None:
+            self.entry(*chunks.single)
+        elif len(chunks.table):
+            thread_pool().run(self._address, chunks.table)
 
     def _replication(self, sizes) -> tuple[int, ...]:
         sizes = tuple(int(s) for s in sizes) or (1,)
@@ -175,6 +174,8 @@ class Chunks:
         self.arguments = arguments
         self.table = np.array([(a.address, b, e) for a, (b, e) in zip(arguments, ranges)],
                               dtype=np.uint64).reshape(len(ranges), 3)
+        self.single = tuple(int(word) for word in self.table[0]) if len(ranges) == 1 else None
+        """The one call's arguments, when there is one chunk (run here)."""
 
 
 class BoundKernel:

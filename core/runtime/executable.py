@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import deque
-from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +81,7 @@ class Executable(ApproximationsMixin):
     @runs_active
     def launch(self, **inputs) -> Launch:
         """Start a run and return at once."""
-        return Launch(self._start_run(inputs, run_here=False))
+        return Launch(self._start_run(inputs))
 
     @runs_active
     def stage(self, **inputs) -> dict:
@@ -223,11 +222,9 @@ class Executable(ApproximationsMixin):
         return frame.start(self._get_scheduler(), checked, pinned=set(checked),
                            run_here=True).result()
 
-    def _start_run(self, inputs: dict, run_here: bool):
+    def _start_run(self, inputs: dict):
         """Check ``inputs`` (nothing runs if they are wrong) and start a
-        run; returns the future of its outputs."""
-        if run_here:
-            return _finished(lambda: self._run(inputs))
+        run on the worker threads; returns the future of its outputs."""
         checked, static = self._checked(inputs)
         if static is not None:
             report = self._last_report = Report()
@@ -295,16 +292,6 @@ class Executable(ApproximationsMixin):
         # the pool is starting.  Idle workers exit once the pool is shut.
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
-
-
-def _finished(work) -> Future:
-    """A future already holding ``work()``'s result or error."""
-    future: Future = Future()
-    try:
-        future.set_result(work())
-    except BaseException as error:  # reported through the future, as a frame's
-        future.set_exception(error)
-    return future
 
 
 def _default_registry():

@@ -82,6 +82,8 @@ class StaticProgram:
     def __init__(self, plan: ProgramPlan, devices: dict[str, Device]):
         self.plan = plan
         self.devices = devices
+        self.captured = captured_device(plan, devices)
+        """The device running the whole plan as one captured replay, or None."""
         self._lock = threading.Lock()
         self._idle: OrderedDict[tuple, list[_Schedule]] = OrderedDict()
 
@@ -89,7 +91,8 @@ class StaticProgram:
         """Outputs of one run on checked ``inputs`` (numpy arrays and
         scalars); the per-node records go to ``report``."""
         key = _signature(inputs)
-        schedule = self._take(key) or _Schedule.make(self.plan, self.devices, inputs)
+        schedule = self._take(key) or _Schedule.make(self.plan, self.devices, self.captured,
+                                                     inputs)
         try:
             return schedule.run(inputs, report)
         finally:
@@ -150,10 +153,10 @@ class _Schedule:
     arena buffers (kept between runs), constants (made once) and fresh
     outputs (made per run, handed to the caller)."""
 
-    def __init__(self, plan: ProgramPlan, devices: dict[str, Device]):
+    def __init__(self, plan: ProgramPlan, devices: dict[str, Device], captured: Device | None):
         self.plan = plan
         self.devices = devices
-        self.captured = captured_device(plan, devices)
+        self.captured = captured
         """The device running the whole plan as one captured replay, or None."""
         self.replay: Callable[[], None] | None = None
         self.kept: list[Any] = []
@@ -167,9 +170,9 @@ class _Schedule:
         first name the array itself; every other output is a copy."""
 
     @classmethod
-    def make(cls, plan: ProgramPlan, devices: dict[str, Device],
+    def make(cls, plan: ProgramPlan, devices: dict[str, Device], captured: Device | None,
              inputs: dict[str, Any]) -> "_Schedule":
-        schedule = cls(plan, devices)
+        schedule = cls(plan, devices, captured)
         _Planner(schedule, inputs).plan()
         schedule._bind(inputs)
         return schedule
@@ -177,11 +180,7 @@ class _Schedule:
     def run(self, inputs: dict[str, Any], report: Report) -> dict[str, np.ndarray]:
         if self.replay is not None:
             return self._replay(inputs, report)
-        values = list(self.kept)
-        for name, slot in self.inputs:
-            values[slot] = inputs[name]
-        for slot, shape, dtype, device in self.fresh:
-            values[slot] = device.allocate(shape, dtype)
+        values = self._values(inputs)
         records = report.records
         clock = time.perf_counter
         for step in self.steps:
@@ -212,19 +211,16 @@ class _Schedule:
         """Bind every launch to its buffers, and run the constant nodes
         (their values are kept for every run).  A captured schedule keeps
         every buffer, the inputs' too, and records its launches."""
-        values = list(self.kept)
         device = self.captured
-        for name, slot in self.inputs:
-            if device is None:
-                values[slot] = inputs[name]
-            else:
-                values[slot] = self.kept[slot] = device.allocate(inputs[name].shape,
-                                                                inputs[name].dtype)
-                device.copy_in(values[slot], inputs[name])
-        for slot, shape, dtype, owner in self.fresh:
-            values[slot] = owner.allocate(shape, dtype)
-            if device is not None:
-                self.kept[slot] = values[slot]
+        if device is None:
+            values = self._values(inputs)
+        else:
+            for name, slot in self.inputs:
+                self.kept[slot] = device.allocate(inputs[name].shape, inputs[name].dtype)
+                device.copy_in(self.kept[slot], inputs[name])
+            for slot, shape, dtype, owner in self.fresh:
+                self.kept[slot] = owner.allocate(shape, dtype)
+            values = list(self.kept)
         for step in self.steps:
             launch = step.device.bind(step.plan.task.ref, {p: values[s] for p, s in step.ports})
             if step.plan.constant:
@@ -233,6 +229,16 @@ class _Schedule:
                 step.launch = launch
         if device is not None:
             self.replay = device.capture(self._launch_all)
+
+    def _values(self, inputs: dict[str, Any]) -> list[Any]:
+        """Every slot's value for one run: the kept ones, this run's inputs,
+        and the arrays made for it."""
+        values = list(self.kept)
+        for name, slot in self.inputs:
+            values[slot] = inputs[name]
+        for slot, shape, dtype, device in self.fresh:
+            values[slot] = device.allocate(shape, dtype)
+        return values
 
     def _launch_all(self) -> None:
         for step in self.steps:

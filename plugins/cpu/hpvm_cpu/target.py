@@ -166,21 +166,17 @@ class CpuDevice(HostMemoryDevice):
     """A node's instances are split across the cores (codegen/jit.py)."""
 
     def __init__(self, module: Module, kernels: dict):
+        from hpvm.interp.target import InterpDevice
         self.module = module
         self.kernels = kernels
+        self._numpy = InterpDevice(module)
+        """Runs the tensor nodes kept for BLAS (their numpy evaluation)."""
         self._nodes: dict[NodeRef, tuple] = {}
 
     def launch(self, node: NodeRef, args: dict[str, Any]) -> None:
         body, kernel, replication = self._node(node)
         if isinstance(body, TensorBody):  # matmul, gemm: numpy's BLAS
-            from hpvm.interp.graph_exec import run_node
-            graph = self.module.graph(node.graph)
-            results = run_node(self.module, graph, graph.node(node.node),
-                               {p.name: args[p.name] for p in body.params
-                                if p.direction != "out"})
-            for port, value in results.items():
-                args[port][...] = value
-            return None
+            return self._numpy.launch(node, args)
         if kernel is None:
             args["value"][...] = body.data
             return None

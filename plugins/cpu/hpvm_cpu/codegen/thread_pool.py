@@ -17,10 +17,11 @@ in the previous one (``active``), so a worker never takes a chunk of a job
 it did not read.  One job runs at a time: launches from other threads wait
 for the pool (a kernel never launches another, so none waits on itself).
 
-The pool record (``POOL_BYTES`` bytes, zeroed, owned by Python): i64 words
-``generation, next, done, active, stop, entry, calls, count`` then the
-pthread mutex at byte 128 and condition variable at byte 256 (128 bytes
-each, more than any libc needs), initialised by ``pthread_*_init``.
+The pool record (``POOL_BYTES`` bytes, zeroed, owned by Python): the i64
+words of ``WORDS`` (generation, next, done, active, stop, entry, calls,
+count), then the pthread mutex at byte 128 and condition variable at byte
+256 (128 bytes each, more than any libc needs), initialised by
+``pthread_*_init``.
 ``calls`` is a ``[count, 3]`` uint64 array of (argument slots, first, end).
 """
 from __future__ import annotations
@@ -45,10 +46,20 @@ SPINS = 4000
 """Polls of a worker for the next job before it sleeps (a pause each:
 about 0.1-0.5 ms), so back-to-back launches find it awake."""
 
+WORDS = ("generation", "next", "done", "active", "stop", "entry.at", "calls.at", "count.at")
+"""The pool record's i64 words, in order."""
+
 _PAUSE = {"x86_64": "call void @llvm.x86.sse2.pause()",
           "aarch64": "call void @llvm.aarch64.hint(i32 1)"}
 _PAUSE_DECLARATION = {"x86_64": "declare void @llvm.x86.sse2.pause()",
                       "aarch64": "declare void @llvm.aarch64.hint(i32)"}
+
+
+def _fields(*names: str) -> str:
+    """IR lines pointing ``%name`` at each named field of the record."""
+    places = {**{word: f"i64, ptr %pool, i64 {index}" for index, word in enumerate(WORDS)},
+              "mutex": f"i8, ptr %pool, i64 {MUTEX}", "cond": f"i8, ptr %pool, i64 {CONDITION}"}
+    return "\n".join(f"  %{name} = getelementptr {places[name]}" for name in names)
 
 
 def pool_ir(machine: str) -> str:
@@ -68,8 +79,7 @@ declare i32 @sched_yield()
 
 define void @hpvm_pool_init(ptr %pool) {{
 entry:
-  %mutex = getelementptr i8, ptr %pool, i64 {MUTEX}
-  %cond = getelementptr i8, ptr %pool, i64 {CONDITION}
+{_fields('mutex', 'cond')}
   %a = call i32 @pthread_mutex_init(ptr %mutex, ptr null)
   %b = call i32 @pthread_cond_init(ptr %cond, ptr null)
   ret void
@@ -77,8 +87,7 @@ entry:
 
 define private void @take_chunks(ptr %pool, ptr %kernel, ptr %calls, i64 %count) {{
 entry:
-  %next = getelementptr i64, ptr %pool, i64 1
-  %done = getelementptr i64, ptr %pool, i64 2
+{_fields('next', 'done')}
   br label %loop
 loop:
   %i = atomicrmw add ptr %next, i64 1 seq_cst
@@ -101,14 +110,7 @@ exit:
 
 define void @hpvm_pool_worker(ptr %pool) {{
 entry:
-  %generation = getelementptr i64, ptr %pool, i64 0
-  %active = getelementptr i64, ptr %pool, i64 3
-  %stop = getelementptr i64, ptr %pool, i64 4
-  %entry.at = getelementptr i64, ptr %pool, i64 5
-  %calls.at = getelementptr i64, ptr %pool, i64 6
-  %count.at = getelementptr i64, ptr %pool, i64 7
-  %mutex = getelementptr i8, ptr %pool, i64 {MUTEX}
-  %cond = getelementptr i8, ptr %pool, i64 {CONDITION}
+{_fields('generation', 'active', 'stop', 'entry.at', 'calls.at', 'count.at', 'mutex', 'cond')}
   %start = load atomic i64, ptr %generation seq_cst, align 8
   br label %idle
 idle:
@@ -158,15 +160,7 @@ leave:
 
 define void @hpvm_pool_run(ptr %pool, ptr %entry.fn, ptr %calls, i64 %count) {{
 entry:
-  %generation = getelementptr i64, ptr %pool, i64 0
-  %next = getelementptr i64, ptr %pool, i64 1
-  %done = getelementptr i64, ptr %pool, i64 2
-  %active = getelementptr i64, ptr %pool, i64 3
-  %entry.at = getelementptr i64, ptr %pool, i64 5
-  %calls.at = getelementptr i64, ptr %pool, i64 6
-  %count.at = getelementptr i64, ptr %pool, i64 7
-  %mutex = getelementptr i8, ptr %pool, i64 {MUTEX}
-  %cond = getelementptr i8, ptr %pool, i64 {CONDITION}
+{_fields('generation', 'next', 'done', 'active', 'entry.at', 'calls.at', 'count.at', 'mutex', 'cond')}
   br label %lock
 lock:
   %l = call i32 @pthread_mutex_lock(ptr %mutex)
@@ -209,9 +203,7 @@ exit:
 
 define void @hpvm_pool_stop(ptr %pool) {{
 entry:
-  %stop = getelementptr i64, ptr %pool, i64 4
-  %mutex = getelementptr i8, ptr %pool, i64 {MUTEX}
-  %cond = getelementptr i8, ptr %pool, i64 {CONDITION}
+{_fields('stop', 'mutex', 'cond')}
   %l = call i32 @pthread_mutex_lock(ptr %mutex)
   store atomic i64 1, ptr %stop seq_cst, align 8
   %b = call i32 @pthread_cond_broadcast(ptr %cond)

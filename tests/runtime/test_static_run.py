@@ -123,7 +123,7 @@ def test_the_report_lists_every_node_in_order(module):
 
 
 def test_a_dead_intermediate_buffer_is_reused():
-    text = PROGRAM.split("graph @main")[0] + """graph @main(in a: f32[N], out b: f32[N]) {
+    chain = PROGRAM.split("graph @main")[0] + """graph @main(in a: f32[N], in s: f32, out b: f32[N]) {
   node n1 = @scale [N]
   node n2 = @accumulate [N]
   node n3 = @accumulate [N]
@@ -132,19 +132,15 @@ def test_a_dead_intermediate_buffer_is_reused():
   edge n2.y -> n3.x all-to-all
   edge n3.y -> n4.x all-to-all
   in a -> n1.x
-  in a -> n1.s
+  in s -> n1.s
   out n4.y -> b
 }
 
 root @main
-""".replace("in a -> n1.s", "")
-    text = text.replace("func @scale(in x: f32[N], in s: f32, out y: f32[N]) {\n"
-                        "  let i: i64 = instance_id(0)\n  y[i] = x[i] * s",
-                        "func @scale(in x: f32[N], out y: f32[N]) {\n"
-                        "  let i: i64 = instance_id(0)\n  y[i] = x[i] * f32(2.0)")
-    exe = compile(parse_module(text), targets=["cpu"])
+"""
+    exe = compile(parse_module(chain), targets=["cpu"])
     a = np.arange(5, dtype=np.float32)
-    np.testing.assert_array_equal(exe(a=a)["b"], a * 2)
+    np.testing.assert_array_equal(exe(a=a, s=2.0)["b"], a * 2)
     schedule = next(iter(exe._static_program()._idle.values()))[0]
     arena = [v for v in schedule.kept if v is not None]
     assert len(arena) == 2  # n1.y and n2.y; n3.y takes n1.y's buffer

@@ -14,9 +14,10 @@ device is offered by targets that can use a GPU (aten, when PyTorch sees
 one).
 
 Inputs that the tensor ops take as attributes (Reshape's shape, Clip's
-bounds, Slice's ranges, Split's sizes) cannot stay run-time inputs: a model that has them as graph inputs
-is compiled when it runs, with their values made initializers, once per
-distinct value (shape specialisation, as compiling backends do).
+bounds, Slice's ranges, Split's sizes, Pad's pads) cannot stay run-time
+inputs: a model that has them as graph inputs is compiled when it runs,
+with their values made initializers, once per distinct value (shape
+specialisation, as compiling backends do).
 """
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ from onnx import ModelProto, NodeProto, helper
 from onnx.backend.base import Backend, BackendRep
 
 GPU_TARGETS = ("aten",)
-STATIC_INPUTS = {"Reshape": (1,), "Clip": (1, 2), "Slice": (1, 2, 3, 4), "Split": (1,)}
+STATIC_INPUTS = {"Reshape": (1,), "Clip": (1, 2), "Slice": (1, 2, 3, 4), "Split": (1,),
+                 "Pad": (1, 2, 3)}
 """ONNX op -> positions of inputs that must be known when compiling."""
 
 

@@ -19,7 +19,8 @@ IN_SCOPE_OPS = {
     "GlobalAveragePool": "globalaveragepool", "GlobalMaxPool": "globalmaxpool",
     "Softmax": "softmax", "BatchNormalization": "batchnorm", "Reshape": "reshape",
     "Flatten": "flatten", "Concat": "concat", "PRelu": "prelu", "LRN": "lrn",
-    "Slice": "slice", "Split": "split",
+    "Slice": "slice", "Split": "split", "Transpose": "transpose",
+    "Pad": r"(constant|edge|reflect|wrap)_pad",
 }
 OUT_OF_SCOPE = {
     r".*_expanded(_ver\d+)?": "the op's function body (other ONNX ops), not the op",
@@ -30,6 +31,7 @@ OUT_OF_SCOPE = {
     r"batchnorm_.*_training_mode": "batchnorm is inference only",
     r"reshape_allowzero_.*": "reshape has no allowzero",
     r"clip_default_int8_.*": "clipped_relu is defined on floats",
+    r"wrap_pad": "pad has the modes constant, edge and reflect (not wrap)",
     r"split_to_sequence_.*": "SplitToSequence makes a sequence; hpvm has no sequence type",
     r"(split_zero_size_splits_.*|slice_start_out_of_bounds)": "an empty result: tensors "
                                                               "have no zero-size dimensions",

@@ -5,7 +5,7 @@
     hpvm passes                        the passes ``opt`` accepts, with options
     hpvm opt FILE.hpvm -p PIPELINE     run passes, print or save the result
     hpvm compile SOURCE [--emit ir|exe] --targets A,B [--config BEST.json] -o OUT
-                                       SOURCE: prog.py:NAME, FILE.hpvm or MODEL.onnx
+                                       SOURCE: prog.py:NAME, FILE.hpvm, MODEL.onnx or MODEL.keras
     hpvm plan SOURCE --targets A,B     which target runs each node, and why
     hpvm viz SOURCE -o dfg.svg         draw the dataflow graph
     hpvm run FILE.hpvm|EXE.hpvmx --inputs in.npz --outputs out.npz [--target NAME]

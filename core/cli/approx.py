@@ -28,7 +28,8 @@ def add_parsers(subparsers) -> None:
         description="Find the configurations of approximation knobs (FP16, perforated and "
                     "sampled convolution, reduction sampling) of SOURCE's tensor ops that keep "
                     "the QoS goal on --data, fastest first, as a Pareto curve.")
-    parser.add_argument("source", metavar="SOURCE", help="MODEL.onnx, FILE.hpvm or prog.py:NAME")
+    parser.add_argument("source", metavar="SOURCE",
+                        help="MODEL.onnx, MODEL.keras, FILE.hpvm or prog.py:NAME")
     parser.add_argument("--qos", choices=QOS_NAMES, default="accuracy")
     goal = parser.add_mutually_exclusive_group(required=True)
     goal.add_argument("--loss", type=float, help="QoS loss allowed below the exact program "

@@ -2,7 +2,8 @@
 portable module, a saved executable, a placement, or a picture.
 
 SOURCE is ``prog.py:NAME`` (an @hpvm.program, a builder Graph, a Module or
-a function making one), a ``.hpvm`` file, or an ``.onnx`` model."""
+a function making one), a ``.hpvm`` file, an ``.onnx`` model or a Keras
+model file (``.keras``, ``.h5``; batch size 1)."""
 from __future__ import annotations
 
 import shutil
@@ -17,7 +18,7 @@ from .output import check_writable, write_text_atomically
 def add_parsers(subparsers) -> None:
     compile_ = subparsers.add_parser(
         "compile", help="compile a program to a .hpvm module or a saved executable",
-        description="Compile SOURCE (prog.py:NAME, FILE.hpvm or MODEL.onnx). "
+        description="Compile SOURCE (prog.py:NAME, FILE.hpvm, MODEL.onnx or MODEL.keras). "
                     "--emit ir writes the portable module; --emit exe (the default) "
                     "compiles it for --targets and saves the executable folder, which "
                     "`hpvm run` runs.")
@@ -89,14 +90,19 @@ def load_program(source: str):
     from ..ir.verify import verify
     if source.endswith(".hpvm"):
         return load_verified(source)
+    from ..frontend.keras import MODEL_SUFFIXES as KERAS_SUFFIXES
     if source.endswith(".onnx"):
         from ..frontend.onnx import load as load_onnx
         module = load_onnx(source)
+    elif source.endswith(KERAS_SUFFIXES):
+        from ..frontend.keras import load as load_keras
+        module = load_keras(source)    # batch size 1
     elif ":" in source:
         from ..frontend import compile_program
         module = compile_program(source)
     else:
-        raise HpvmError(f"'{source}' is not a program: give prog.py:NAME, FILE.hpvm or MODEL.onnx")
+        raise HpvmError(f"'{source}' is not a program: give prog.py:NAME, FILE.hpvm, MODEL.onnx "
+                        "or MODEL.keras")
     verify(module)
     return module
 

@@ -28,7 +28,7 @@ def add_parsers(subparsers) -> None:
                     "which target runs each node, the targets' knobs) by running samples "
                     "on --inputs or estimating them, and report the best configuration.")
     parser.add_argument("source", metavar="SOURCE", nargs="?",
-                        help="prog.py:NAME, FILE.hpvm or MODEL.onnx")
+                        help="prog.py:NAME, FILE.hpvm, MODEL.onnx or MODEL.keras")
     parser.add_argument("--refine", metavar="EXE.hpvmx",
                         help="measure every configuration of the executable's approximation "
                              "curve on this machine, keep the Pareto-optimal ones, save it")

@@ -234,6 +234,40 @@ def slice_(state: GraphState, node: OnnxNode) -> list[Value]:
     return [state.add_op(node.name, "slice", {"x": x}, attrs)]
 
 
+def transpose(state: GraphState, node: OnnxNode) -> list[Value]:
+    return [state.add_op(node.name, "transpose", {"x": node.input(state, 0)},
+                         {"perm": tuple(node.attr("perm", ()))})]
+
+
+def pad(state: GraphState, node: OnnxNode) -> list[Value]:
+    """ONNX Pad: pads, constant_value and axes as constant inputs (opset
+    11+) or attributes (before); modes constant, edge and reflect."""
+    x = node.input(state, 0)
+    rank = len(x.type.shape)
+    if node.attr("pads", None) is not None:
+        pads, value, axes = tuple(node.attr("pads")), node.attr("value", 0.0), None
+    else:
+        pads = _ints(state, node, 1, "Pad's pads")
+        given = len(node.inputs) > 2 and node.inputs[2]
+        value = np.asarray(state.constant(node.inputs[2], "Pad's constant_value")).reshape(-1)[0] \
+            if given else 0.0
+        axes = _ints(state, node, 3, "Pad's axes")
+    axes = [a % rank for a in axes] if axes else list(range(rank))
+    if len(pads) != 2 * len(axes):
+        raise Unsupported(f"Pad with {len(pads)} pads for {len(axes)} axes",
+                          "give a leading and a trailing pad per axis")
+    if any(p < 0 for p in pads):
+        raise Unsupported(f"Pad with negative pads {list(pads)} (cropping)",
+                          "crop with Slice instead")
+    full = [0] * (2 * rank)
+    for position, axis in enumerate(axes):
+        full[axis], full[rank + axis] = pads[position], pads[len(axes) + position]
+    mode = node.attr("mode", "constant")
+    attrs = {"pads": tuple(full), "mode": mode.decode() if isinstance(mode, bytes) else mode,
+             "value": float(value)}
+    return [state.add_op(node.name, "pad", {"x": x}, attrs)]
+
+
 def split(state: GraphState, node: OnnxNode) -> list[Value]:
     """ONNX Split: one slice per output along ``axis``; the sizes from the
     ``split`` input (opset 13+) or attribute, else equal parts (the last
@@ -288,6 +322,7 @@ TENSOR_CONVERTERS: dict[str, Converter] = {
     "MaxPool": max_pool, "AveragePool": avg_pool,
     "GlobalAveragePool": global_pool("avg_pool"), "GlobalMaxPool": global_pool("max_pool"),
     "BatchNormalization": batchnorm, "Flatten": flatten, "Concat": concat, "Reshape": reshape,
-    "PRelu": prelu, "LRN": lrn, "Slice": slice_, "Split": split,
+    "PRelu": prelu, "LRN": lrn, "Slice": slice_, "Split": split, "Transpose": transpose,
+    "Pad": pad,
 }
 """ONNX op type -> converter (Softmax takes the opset too; see importer)."""

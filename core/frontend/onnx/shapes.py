@@ -144,6 +144,7 @@ def _slice(node, arrays, opset):
 _ARRAY_OPS = {
     "Gather": _gather, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Cast": _cast,
     "Slice": _slice,
+    "Transpose": lambda node, arrays, opset: np.transpose(arrays[0], node.attr("perm", None)),
     "Concat": lambda node, arrays, opset: np.concatenate(arrays, axis=node.attr("axis")),
 }
 

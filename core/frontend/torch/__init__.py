@@ -24,16 +24,21 @@ from ...errors import HpvmError
 from ...ir.graph import Module
 
 
-def load(model, example_inputs: tuple, optimize: bool = True) -> Module:
+def load(model, example_inputs: tuple, optimize: bool = True,
+         input_names: tuple[str, ...] | None = None) -> Module:
     """The Module of ``model`` (in eval mode) traced on ``example_inputs``
-    (a tuple of tensors); ``optimize``: run hpvm.passes.TENSOR_PIPELINE."""
+    (a tuple of tensors); ``optimize``: run hpvm.passes.TENSOR_PIPELINE;
+    ``input_names``: the graph's inputs, in order (default: as torch.export
+    names them)."""
     import torch
     from torch.export.graph_signature import InputKind
     from .aten import convert_graph
     if not isinstance(example_inputs, tuple):
         example_inputs = (example_inputs,)
     try:
-        program = torch.export.export(model, example_inputs)
+        # run_decompositions({}): functional ATen (in-place ops such as
+        # mul_ rewritten), no operator decomposed further.
+        program = torch.export.export(model, example_inputs).run_decompositions({})
     except Exception as error:  # torch.export's own refusal, with its reason
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise HpvmError(f"torch.export could not trace {type(model).__name__}: {first} (fix: "
@@ -50,7 +55,9 @@ def load(model, example_inputs: tuple, optimize: bool = True) -> Module:
                 program.constants[spec.target]
         elif spec.kind == InputKind.CONSTANT_TENSOR:
             constants[name] = program.constants[spec.target]
-    module, _ = convert_graph(program.graph, inputs, constants, type(model).__name__)
+    renamed = dict(zip(inputs, input_names or ()))
+    module, _ = convert_graph(program.graph, inputs, constants, type(model).__name__,
+                              renamed=renamed)
     if not optimize:
         return module
     from ...passes import TENSOR_PIPELINE, run_pipeline

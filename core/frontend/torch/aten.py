@@ -46,13 +46,15 @@ def supports(node: torch.fx.Node) -> bool:
 
 def convert_graph(graph: torch.fx.Graph, inputs: dict[str, torch.Tensor],
                   constants: dict[str, torch.Tensor], name: str,
-                  source: str | None = None) -> tuple[Module, list[str]]:
+                  source: str | None = None,
+                  renamed: dict[str, str] | None = None) -> tuple[Module, list[str]]:
     """The Module of ``graph``: placeholders named in ``inputs`` (example
-    tensors: their shapes and dtypes) become the root graph's inputs, those
-    in ``constants`` are weights; ``get_attr`` nodes name entries of
+    tensors: their shapes and dtypes) become the root graph's inputs (named
+    as ``renamed`` maps them, else as the placeholders), those in
+    ``constants`` are weights; ``get_attr`` nodes name entries of
     ``constants`` too.  Returns the module and its output names, in the
     graph's output order."""
-    converter = _Converter(source)
+    converter = _Converter(source, renamed or {})
     for node in graph.nodes:
         converter.visit(node, inputs, constants)
     if converter.problems:
@@ -62,8 +64,9 @@ def convert_graph(graph: torch.fx.Graph, inputs: dict[str, torch.Tensor],
 
 
 class _Converter:
-    def __init__(self, source: str | None):
+    def __init__(self, source: str | None, renamed: dict[str, str]):
         self.source = source
+        self.renamed = renamed
         self.state = GraphState(UniqueNames())
         self.nodes = UniqueNames()
         self.values: dict[str, Any] = {}
@@ -97,8 +100,9 @@ class _Converter:
             return
         example = inputs[node.name]
         element = scalar_type_of_dtype(_numpy_dtype(example.dtype))
-        self.state.add_input(node.name, BufferType(element, tuple(example.shape)))
-        self.values[node.name] = self.state.values[node.name]
+        name = self.renamed.get(node.name, node.name)
+        self.state.add_input(name, BufferType(element, tuple(example.shape)))
+        self.values[node.name] = self.state.values[name]
 
     def _call(self, node: torch.fx.Node):
         key = op_name(node.target)
@@ -110,11 +114,11 @@ class _Converter:
                                   "use only the first result (the values, not the indices)")
             return chosen
         arguments = self._arguments(node)
+        if _all_constant(arguments):  # any operator: PyTorch computes it now
+            return self._fold(node)
         if key is None or key not in TRANSLATIONS:
             raise Unsupported("operator not supported by hpvm", "run it in PyTorch (torch.compile "
                               "leaves it to eager), or rewrite it with supported operators")
-        if _all_constant(arguments):
-            return self._fold(node)
         return TRANSLATIONS[key](self, node.name, arguments)
 
     def _arguments(self, node: torch.fx.Node) -> dict[str, Any]:
@@ -147,6 +151,8 @@ class _Converter:
         with torch.no_grad():
             result = node.target(*tensors(tuple(node.args)),
                                  **{k: tensors(v) for k, v in node.kwargs.items()})
+        if result is None:  # a check such as aten._assert_tensor_metadata
+            return None
         if isinstance(result, (tuple, list)):
             return tuple(ConstValue(_array(r)) if isinstance(r, torch.Tensor) else None
                          for r in result)
@@ -270,15 +276,24 @@ def _global_avg(c: _Converter, name: str, a: dict):
 
 
 def _mean(c: _Converter, name: str, a: dict):
+    """A mean over two axes of a rank-4 tensor: global average pooling
+    (those axes moved last first: NHWC's spatial axes are 1 and 2)."""
     x, dims = a["input"], a.get("dim")
-    rank = len(x.type.shape)
-    if rank != 4 or sorted(d % rank for d in (dims or ())) != [2, 3]:
-        raise Unsupported("mean is supported over the two spatial axes of NCHW only",
+    shape = x.type.shape
+    rank = len(shape)
+    axes = sorted({d % rank for d in (dims or ())})
+    if rank != 4 or len(axes) != 2 or len(dims) != 2:
+        raise Unsupported("mean is supported over two axes of a rank-4 tensor only",
                           "use adaptive_avg_pool2d(x, 1)")
+    kept = [d for d in range(rank) if d not in axes]
+    if axes != [2, 3]:
+        x = c.onnx(f"{name}_move", "Transpose", [x], {"perm": kept + axes})[0]
     pooled = c.onnx(name, "GlobalAveragePool", [x])[0]
-    if a.get("keepdim"):
+    result = [1 if d in axes else shape[d] for d in range(rank)] if a.get("keepdim") \
+        else [shape[d] for d in kept]
+    if a.get("keepdim") and axes == [2, 3]:
         return pooled
-    return c.onnx(f"{name}_squeeze", "Reshape", [pooled, np.array(x.type.shape[:2], np.int64)])[0]
+    return c.onnx(f"{name}_shape", "Reshape", [pooled, np.array(result, np.int64)])[0]
 
 
 def _reshape(c: _Converter, name: str, a: dict):
@@ -353,9 +368,69 @@ def _same(c: _Converter, name: str, a: dict):
     return a["input"]
 
 
-def _transpose(c: _Converter, name: str, a: dict):
-    raise Unsupported("transposing a computed tensor is not supported",
-                      "transpose constants only (weights), or keep the layout")
+def _permute(c: _Converter, name: str, a: dict):
+    return c.onnx(name, "Transpose", [a["input"]], {"perm": [int(d) for d in a["dims"]]})[0]
+
+
+def _swap(c: _Converter, name: str, a: dict):
+    """aten.transpose (two dims swapped) and aten.t (a matrix's transpose)."""
+    x = a["input"]
+    rank = len(x.type.shape)
+    perm = list(range(rank))
+    first, second = (a["dim0"] % rank, a["dim1"] % rank) if "dim0" in a else (0, rank - 1)
+    perm[first], perm[second] = perm[second], perm[first]
+    return c.onnx(name, "Transpose", [x], {"perm": perm})[0] if rank > 1 else x
+
+
+def _pad(c: _Converter, name: str, a: dict):
+    """aten.pad / constant_pad_nd: torch lists (leading, trailing) pairs
+    from the last axis backwards; ONNX every leading amount, then every
+    trailing one."""
+    x = a["input"]
+    rank = len(x.type.shape)
+    pairs = list(a["pad"])
+    leading, trailing = [0] * rank, [0] * rank
+    for position in range(len(pairs) // 2):
+        axis = rank - 1 - position
+        leading[axis], trailing[axis] = pairs[2 * position], pairs[2 * position + 1]
+    mode = {"constant": "constant", "replicate": "edge", "reflect": "reflect"}.get(
+        a.get("mode", "constant"))
+    if mode is None:
+        raise Unsupported(f"padding mode '{a['mode']}' is not supported",
+                          "use constant, replicate or reflect padding")
+    value = a.get("value") or 0.0
+    return c.onnx(name, "Pad", [x, np.array(leading + trailing, np.int64),
+                                np.array(value, np.float32)], {"mode": mode})[0]
+
+
+def _matmul(c: _Converter, name: str, a: dict):
+    """aten.matmul / mm; a rank > 3 left operand times a matrix (a Dense
+    layer on feature maps) as a matrix product of its rows."""
+    left, right = a["input"], a.get("other", a.get("mat2"))
+    shape = left.type.shape
+    right_rank = len(right.array.shape) if isinstance(right, ConstValue) else len(right.type.shape)
+    if len(shape) <= 3 or right_rank != 2:
+        return c.onnx(name, "MatMul", [left, right])[0]
+    rows = c.onnx(f"{name}_rows", "Reshape", [left, np.array([-1, shape[-1]], np.int64)])[0]
+    product = c.onnx(name, "MatMul", [rows, right])[0]
+    return c.onnx(f"{name}_shape", "Reshape",
+                  [product, np.array([*shape[:-1], -1], np.int64)])[0]
+
+
+def _to(c: _Converter, name: str, a: dict):
+    """aten.to / aten._to_copy: a copy in the same dtype (device and memory
+    format do not change values); a conversion to another dtype is refused."""
+    x = a["input"]
+    dtype = a.get("dtype")
+    if dtype is not None and scalar_type_of_dtype(_numpy_dtype(dtype)) != x.type.element:
+        raise Unsupported(f"conversion of a {x.type.element} tensor to {dtype} is not supported",
+                          "keep one dtype through the model")
+    return x
+
+
+def _checked(c: _Converter, name: str, a: dict):
+    """aten._assert_tensor_metadata: a trace-time check with no result."""
+    return None
 
 
 TRANSLATIONS: dict[str, Translation] = {
@@ -369,6 +444,7 @@ TRANSLATIONS: dict[str, Translation] = {
     "aten.view": _reshape, "aten.reshape": _reshape, "aten._unsafe_view": _reshape,
     "aten.flatten": _flatten,
     "aten.add": _binary("Add"), "aten.mul": _binary("Mul"), "aten.sub": _binary("Sub"),
+    "aten.subtract": _binary("Sub"),
     "aten.relu": _unary("Relu"), "aten.sigmoid": _unary("Sigmoid"), "aten.tanh": _unary("Tanh"),
     "aten.hardtanh": _hardtanh, "aten.relu6": _hardtanh,
     "aten.batch_norm": _batch_norm(False),
@@ -376,7 +452,10 @@ TRANSLATIONS: dict[str, Translation] = {
     "aten.cat": _cat, "aten.softmax": _softmax, "aten._softmax": _softmax,
     "aten.dropout": _same, "aten.clone": _same, "aten.contiguous": _same,
     "aten.detach": _same, "aten.alias": _same,
-    "aten.t": _transpose, "aten.permute": _transpose, "aten.transpose": _transpose,
+    "aten.t": _swap, "aten.permute": _permute, "aten.transpose": _swap,
+    "aten.matmul": _matmul, "aten.mm": _matmul,
+    "aten.to": _to, "aten._to_copy": _to,
+    "aten.pad": _pad, "aten.constant_pad_nd": _pad,
+    "aten._assert_tensor_metadata": _checked,
 }
-"""Translations by op; every op also folds when its inputs are constants
-(aten.t and aten.permute only fold)."""
+"""Translations by op; every op also folds when its inputs are constants."""

@@ -1,7 +1,8 @@
 """Tensor ops (the ApproxHPVM half of the IR): conv2d, matmul, gemm, add,
 mul, bias_add, relu, clipped_relu, tanh, sigmoid, prelu, max_pool, avg_pool,
-softmax, batchnorm, lrn, reshape, flatten, concat, slice, elementwise (a fused
-chain of elementwise ops, chain.py) and perforation_fill (perforation.py).
+softmax, batchnorm, lrn, reshape, flatten, concat, slice, transpose, pad,
+elementwise (a fused chain of elementwise ops, chain.py) and
+perforation_fill (perforation.py).
 
 ``TENSOR_OPS`` maps op names to their :class:`TensorOpSpec` (ports,
 attribute defaults, ``infer`` / ``evaluate`` / ``lower``).  ``tensor_node``
@@ -20,12 +21,12 @@ from ...errors import Diagnostic, Location, VerificationError
 from ..graph import Node, TensorBody
 from ..parameter import Parameter
 from ..types import BufferType
-from . import chain, conv, elementwise, linear, norm, perforation, pool, shape_ops, softmax
+from . import chain, conv, elementwise, linear, norm, pad, perforation, pool, shape_ops, softmax
 from .spec import REQUIRED, OpContext, TensorOpSpec, normalize_attr
 
 TENSOR_OPS: dict[str, TensorOpSpec] = {
     spec.name: spec
-    for family in (conv, linear, elementwise, pool, softmax, norm, shape_ops, chain,
+    for family in (conv, linear, elementwise, pool, softmax, norm, shape_ops, pad, chain,
                    perforation)
     for spec in family.OPS
 }

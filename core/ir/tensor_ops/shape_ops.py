@@ -1,14 +1,16 @@
-"""Ops that move data without computing: reshape, flatten, concat and
-slice (ONNX semantics).
+"""Ops that move data without computing: reshape, flatten, concat, slice
+and transpose (ONNX semantics).
 
 reshape: attribute shape (ints; 0 copies the input's dim at that position,
 one -1 is inferred).  flatten: y is 2-D, [prod(x.shape[:axis]),
 prod(x.shape[axis:])].  concat: variadic inputs x0, x1, ... joined along
 axis.  slice: attributes starts, ends, axes (default: the first
 len(starts) axes) and steps (default 1s), clamped as ONNX Slice clamps
-them; an ONNX Split is one slice per output.  Reshape and flatten lower to
-a flat copy, one instance per element; slice to one instance per result
-element reading its source element.
+them; an ONNX Split is one slice per output.  transpose: attribute perm
+(a permutation of the axes; default: reversed), y.shape[i] =
+x.shape[perm[i]].  Reshape and flatten lower to a flat copy, one instance
+per element; slice and transpose to one instance per result element
+reading its source element.
 """
 from __future__ import annotations
 
@@ -242,4 +244,41 @@ SLICE = TensorOpSpec(
     attrs={"starts": REQUIRED, "ends": REQUIRED, "axes": (), "steps": ()},
     summary="elements start:end:step along axes (ONNX Slice; ONNX Split as one per output)")
 
-OPS = (RESHAPE, FLATTEN, CONCAT, SLICE)
+
+# transpose ----------------------------------------------------------------
+def transpose_perm(ctx: OpContext) -> tuple[int, ...]:
+    """The checked permutation: attribute 'perm', or the axes reversed."""
+    rank = ctx.rank("x")
+    perm = ctx.ints_attr("perm") or tuple(reversed(range(rank)))
+    if sorted(perm) != list(range(rank)):
+        ctx._bad_attr("perm", f"a permutation of 0..{rank - 1} (one entry per axis of 'x')")
+    return tuple(perm)
+
+
+def _infer_transpose(ctx: OpContext) -> dict[str, BufferType]:
+    element = ctx.same_element()
+    shape = ctx.shape("x")
+    return {"y": BufferType(element, tuple(shape[a] for a in transpose_perm(ctx)))}
+
+
+def _evaluate_transpose(ctx: OpContext, x: dict) -> dict:
+    return {"y": np.ascontiguousarray(np.transpose(x["x"], transpose_perm(ctx)))}
+
+
+def _lower_transpose(b: KernelBuilder) -> tuple[Expr, ...]:
+    out_dims = b.dims("y")
+    i, indices = b.instance_indices(out_dims)
+    perm = transpose_perm(b.ctx)
+    source = [None] * len(perm)
+    for position, axis in enumerate(perm):
+        source[axis] = indices[position]
+    b.store("y", i, b.load("x", *source))
+    return replication_over(out_dims)
+
+
+TRANSPOSE = TensorOpSpec(
+    "transpose", ("x",), ("y",), _infer_transpose, _evaluate_transpose, _lower_transpose,
+    attrs={"perm": ()},
+    summary="axes reordered: y.shape[i] = x.shape[perm[i]] (ONNX Transpose)")
+
+OPS = (RESHAPE, FLATTEN, CONCAT, SLICE, TRANSPOSE)

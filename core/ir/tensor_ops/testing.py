@@ -169,6 +169,8 @@ def example_nodes(seed: int = 0) -> dict[str, tuple[Node, dict[str, np.ndarray]]
         "flatten": node("flatten", x4, symbolic=("x",)),
         "slice": node("slice", x4, {"starts": (1, -1), "ends": (3, 0), "axes": (1, 3),
                                     "steps": (1, -2)}, ("x",)),
+        "transpose": node("transpose", x4, {"perm": (0, 2, 3, 1)}, ("x",)),
+        "pad": node("pad", x4, {"pads": (0, 1, 2, 0, 0, 0, 1, 3), "value": 1.5}, ("x",)),
         "concat": node("concat", arrays(x0=(2, 1, 3), x1=(2, 2, 3)), symbolic=("x0", "x1")),
         "perforation_fill": node("perforation_fill", arrays(x=(2, 4, 4, 5)),
                                  {"axis": 2, "every": 2, "offset": 0, "size": 9}, ("x",)),

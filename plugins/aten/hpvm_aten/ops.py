@@ -244,6 +244,38 @@ def slice_(x: dict, attrs: dict, out_shape) -> torch.Tensor:
     return data
 
 
+def transpose(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    data = x["x"]
+    perm = attrs["perm"] or tuple(reversed(range(data.dim())))
+    return data.permute(*perm).contiguous()
+
+
+def pad(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    """torch's pad lists (leading, trailing) from the last axis backwards."""
+    data = x["x"]
+    rank = data.dim()
+    pads = attrs["pads"]
+    widths = [w for axis in reversed(range(rank)) for w in (pads[axis], pads[rank + axis])]
+    mode = {"constant": "constant", "edge": "replicate", "reflect": "reflect"}[attrs["mode"]]
+    if mode == "constant":
+        return torch.nn.functional.pad(data, widths, value=attrs["value"])
+    return _padded_spatially(data, widths, mode)
+
+
+def _padded_spatially(data: torch.Tensor, widths: list, mode: str) -> torch.Tensor:
+    """replicate and reflect pad only the trailing axes of a batched
+    tensor: every padded axis is moved last, padded, and moved back."""
+    rank = data.dim()
+    for axis in range(rank):
+        lead, trail = widths[2 * (rank - 1 - axis)], widths[2 * (rank - 1 - axis) + 1]
+        if lead or trail:
+            moved = data.movedim(axis, -1).unsqueeze(0)
+            flat = moved.reshape(1, -1, moved.shape[-1])
+            padded = torch.nn.functional.pad(flat, [lead, trail], mode=mode)
+            data = padded.reshape(*moved.shape[1:-1], -1).movedim(-1, axis)
+    return data.contiguous()
+
+
 def _reshape(x: dict, attrs: dict, out_shape) -> torch.Tensor:
     return x["x"].reshape(tuple(out_shape))
 
@@ -269,6 +301,8 @@ OPS: dict[str, OpFunction] = {
     "flatten": _reshape,
     "concat": concat,
     "slice": slice_,
+    "transpose": transpose,
+    "pad": pad,
     "elementwise": elementwise,
     "perforation_fill": perforation_fill,
 }

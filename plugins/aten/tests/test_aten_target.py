@@ -46,6 +46,8 @@ CASES = {
     "prelu": ({"x": (2, 3, 4), "slope": (4,)}, {}),
     "slice": ({"x": (2, 5, 4)}, {"starts": (4, 1), "ends": (0, 9), "axes": (1, -1),
                                  "steps": (-2, 1)}),
+    "transpose": ({"x": (2, 5, 4, 3)}, {"perm": (0, 2, 3, 1)}),
+    "pad": ({"x": (2, 5, 4, 3)}, {"pads": (0, 1, 2, 0, 1, 0, 1, 2), "value": 0.5}),
     "lrn": ({"x": (2, 5, 3, 3)}, {"size": 4, "alpha": 0.3, "beta": 0.6, "bias": 1.5}),
     "perforation_fill": ({"x": (2, 3, 4, 5)}, {"axis": 2, "every": 3, "offset": 1, "size": 6}),
 }
@@ -77,6 +79,15 @@ def test_op_matches_the_reference(op):
     exe = compile(module, ["aten"])
     assert set(exe.placement.targets.values()) == {"aten"}
     np.testing.assert_allclose(exe(**inputs)["y"], expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["edge", "reflect"])
+def test_pad_modes_match_the_reference(mode):
+    inputs, attrs = case_inputs("pad")
+    attrs = {**attrs, "mode": mode}
+    exe = compile(single_op_module("pad", inputs, attrs), ["aten"])
+    expected = TENSOR_OPS["pad"].evaluate(inputs, attrs)["y"]
+    np.testing.assert_array_equal(exe(**inputs)["y"], expected)
 
 
 @pytest.mark.parametrize("op", ["conv2d", "gemm", "softmax", "avg_pool", "elementwise"])

@@ -218,6 +218,21 @@ def _slice(n: _Node):
                      name=n.label())
 
 
+def _transpose(n: _Node):
+    rank = len(n.x["x"].get_partial_shape())
+    perm = n.attrs["perm"] or tuple(reversed(range(rank)))
+    return ops.transpose(n.x["x"], n.const(list(perm)), name=n.label())
+
+
+def _pad(n: _Node):
+    pads = n.attrs["pads"]
+    rank = len(pads) // 2
+    mode = {"constant": "constant", "edge": "edge", "reflect": "reflect"}[n.attrs["mode"]]
+    value = n.const(n.attrs["value"], np.float32) if mode == "constant" else None
+    return ops.pad(n.x["x"], n.const(list(pads[:rank])), n.const(list(pads[rank:])), mode,
+                   value, name=n.label())
+
+
 def _reshape(n: _Node):
     return ops.reshape(n.x["x"], n.const(list(n.attrs["shape"])), True, name=n.label("reshape"))
 
@@ -267,6 +282,8 @@ _OPS: dict[str, Callable[[_Node], object]] = {
         name=n.label()),
     "prelu": _prelu,
     "slice": _slice,
+    "transpose": _transpose,
+    "pad": _pad,
     "lrn": _lrn,
     "reshape": _reshape,
     "flatten": _flatten,

@@ -86,6 +86,34 @@ def test_load_gives_eagers_outputs(name, target):
                                    rtol=1e-4, atol=1e-5)
 
 
+class ChannelsLast(torch.nn.Module):
+    """Channels-last input moved to NCHW and back, reflect and zero
+    padding, in-place arithmetic and a matmul: what Keras's torch backend
+    and hand-written models emit around convolutions."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.weight = torch.nn.Parameter(torch.randn(4, 2))
+
+    def forward(self, x):
+        y = torch.nn.functional.pad(x.permute(0, 3, 1, 2), (1, 1, 2, 0), mode="reflect")
+        y = self.conv(torch.nn.functional.pad(y, (0, 1, 1, 0)))
+        y = y.transpose(1, 3).contiguous()
+        y.mul_(2.0)
+        return torch.matmul(y, self.weight).mean(dim=(1, 2))
+
+
+def test_layout_changes_padding_and_in_place_ops_translate():
+    torch.manual_seed(0)
+    net = ChannelsLast().eval()
+    x = torch.randn(2, 7, 6, 3)
+    module = load(net, (x,))
+    exe = compile(module, ["cpu"])
+    name = next(p.name for p in module.root_graph.params if p.direction == "in")
+    np.testing.assert_allclose(exe(**{name: x.numpy()})["y"], eager(net, x), rtol=1e-4, atol=1e-5)
+
+
 def test_load_names_every_operator_it_lacks():
     net = WithSine().eval()
     with pytest.raises(ParseError, match=r"aten\.sin: operator not supported by hpvm"):

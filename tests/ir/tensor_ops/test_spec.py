@@ -12,7 +12,8 @@ from hpvm.ir.visit import walk
 EXPECTED_OPS = {
     "conv2d", "matmul", "gemm", "add", "mul", "bias_add", "relu", "clipped_relu",
     "tanh", "sigmoid", "max_pool", "avg_pool", "softmax", "batchnorm", "reshape",
-    "flatten", "concat", "elementwise", "prelu", "lrn", "slice", "perforation_fill",
+    "flatten", "concat", "elementwise", "prelu", "lrn", "slice", "transpose", "pad",
+    "perforation_fill",
 }
 
 

@@ -15,7 +15,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 
-packages=(-e ".[test,bench]")   # bench: the suite's peers (numba, Halide)
+packages=(-e ".[test,bench,docs]")   # bench: the suite's peers (numba, Halide); docs: mkdocs
 # Extras the test environment needs beyond a plugin's own requirements.
 declare -A EXTRAS=([gpu_opencl]="[pocl]")   # OpenCL on the CPU
 for plugin in plugins/*/; do

@@ -160,6 +160,11 @@ def relative_error(got, want) -> float:
     return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
 
 
+TILED_DEFAULT = ("node-fusion,parallel-reduce{form=chunks lanes=65536 layout=strided grain=256},"
+                 "parallel-reduce,tile,dce")
+"""gpu_opencl's default pipeline on a GPU with the tile pass added."""
+
+
 # ------------------------------------------------------------------ workloads
 def sgemm(size, hand, torch, registry, options, repeat):
     from hpvm.ir.text import load_module
@@ -171,11 +176,13 @@ def sgemm(size, hand, torch, registry, options, repeat):
     work = 2.0 * m * n * k
     rows = []
     module = load_module(ROOT / "examples" / "ir" / "matmul.hpvm")
-    for group in (None, (16, 16)):
-        run = HpvmRun(module, {"a": a, "b": b}, {**options, "work_group": group}, registry)
+    for variant in ({"work_group": None}, {"work_group": (16, 16)}, {"pipeline": "tile"},
+                    {"pipeline": "tile{size=32}"}):
+        run = HpvmRun(module, {"a": a, "b": b}, {**options, **variant}, registry)
         t = median_seconds(run.run, run.finish, repeat)
         error = relative_error(run.result("c"), reference)
-        rows.append((f"hpvm gpu_opencl (work_group={group})", t, work / t / 1e9, "GFLOP/s", error))
+        rows.append((f"hpvm gpu_opencl {variant}", t, work / t / 1e9, "GFLOP/s", error))
+    run = HpvmRun(module, {"a": a, "b": b}, options, registry)
     ends = median_seconds(run.end_to_end, lambda: None, max(3, repeat // 4))
     rows.append(("hpvm gpu_opencl end to end (copies in/out)", ends, work / ends / 1e9, "GFLOP/s", None))
     da, db, dc = hand.buffer(a), hand.buffer(b), hand.buffer(nbytes=m * n * 4)
@@ -205,7 +212,8 @@ def blur(size, hand, torch, registry, options, repeat):
     t = median_seconds(run.run, run.finish, repeat)
     reference = run.result("blurred")
     rows = [("hpvm gpu_opencl (2 nodes)", t, traffic / t / 1e9, "GB/s", 0.0)]
-    for variant in ({"work_group": (8, 32)}, {"fast_math": True}):
+    for variant in ({"work_group": (8, 32)}, {"fast_math": True}, {"pipeline": "tile"},
+                    {"pipeline": "tile{size=32}"}):
         other = HpvmRun(module, {"image": img}, {**options, **variant}, registry)
         t = median_seconds(other.run, other.finish, repeat)
         rows.append((f"hpvm gpu_opencl {variant}", t, traffic / t / 1e9, "GB/s",
@@ -254,7 +262,7 @@ def edges(size, hand, torch, registry, options, repeat):
     t = median_seconds(run.run, run.finish, repeat)
     reference = run.result("edges")
     rows = [("hpvm gpu_opencl (7 nodes as written)", t, traffic / t / 1e9, "GB/s", 0.0)]
-    for pipeline in ("parallel-reduce", "node-fusion,dce", "default"):
+    for pipeline in ("parallel-reduce", "node-fusion,dce", "default", "tile", TILED_DEFAULT):
         other = HpvmRun(edge_detect, inputs, {**options, "pipeline": pipeline}, registry)
         t = median_seconds(other.run, other.finish, repeat)
         rows.append((f"hpvm gpu_opencl, pipeline={pipeline}", t, traffic / t / 1e9, "GB/s",

@@ -164,7 +164,7 @@ def _run_kernel_node(module: Module, graph: Graph, node: Node, ports: Mapping[st
         else:
             args[param.name] = ports[param.name]
     group = node.attributes.get("group")
-    launch_kernel(module, function, args, replication, group, where)
+    launch_kernel(module, function, args, replication, group, where, node.padded_groups)
     return {p.name: args[p.name] for p in function.params if p.writes}
 
 

@@ -25,22 +25,28 @@ from .simt_state import Scope
 
 def launch_kernel(module: Module, function: KernelFunction, args: Mapping[str, Any],
                   replication: tuple[int, ...], group: tuple[int, ...] | None = None,
-                  where: Location | None = None) -> None:
+                  where: Location | None = None, padded: bool = False) -> None:
     """Run ``function`` for every instance of ``replication`` (1 to 3 sizes,
     dim 0 outermost).  ``args`` maps every parameter name to a numpy array
     (buffers; updated in place) or a scalar; ``group`` gives the work-group
-    size per dimension for local arrays (default: the whole replication)."""
+    size per dimension for local arrays (default: the whole replication);
+    ``padded``: run whole groups, instances past the replication included
+    (the node attribute ``padded_groups``)."""
     where = where or Location(function=function.name)
     where = Location(graph=where.graph, node=where.node, function=function.name)
     replication = _check_replication(replication, where)
-    count = math.prod(replication)
+    running = replication
+    if padded and group is not None and len(group) == len(replication):
+        running = tuple(-(-r // max(int(g), 1)) * max(int(g), 1)
+                        for r, g in zip(replication, group))
+    count = math.prod(running)
     # The interpreter holds every instance's ids, and values, as arrays.
     check_allocation((count, len(replication) + 1), 8, where,
-                     f"interpreting {count} instances of replication {list(replication)}")
+                     f"interpreting {count} instances of replication {list(running)}")
     ids = tuple(np.asarray(i, dtype=np.int64)
-                for i in np.unravel_index(np.arange(count, dtype=np.int64), replication))
+                for i in np.unravel_index(np.arange(count, dtype=np.int64), running))
     lanes = Lanes(count, ids, function.name, where.node, where.graph)
-    groups = work_groups(ids, replication, group, where)
+    groups = work_groups(ids, running, group, where)
     scope = Scope(None, bind_kernel_args(function, args, count, where))
     if count == 0:
         return

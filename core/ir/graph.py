@@ -91,6 +91,10 @@ class GraphBody:
 NodeBody = Union[KernelBody, TensorBody, ConstantBody, GraphBody]
 
 
+PADDED_GROUPS = "padded_groups"
+"""Node attribute: run in whole work groups (see Node.padded_groups)."""
+
+
 @dataclass(frozen=True)
 class Node:
     """A node of a graph.
@@ -108,6 +112,12 @@ class Node:
     @property
     def is_leaf(self) -> bool:
         return not isinstance(self.body, GraphBody)
+
+    @property
+    def padded_groups(self) -> bool:
+        """Whether the node runs in whole work groups, extra instances
+        included (attribute ``padded_groups``; docs/text-format.md)."""
+        return self.attributes.get(PADDED_GROUPS) is True
 
 
 @dataclass(frozen=True)

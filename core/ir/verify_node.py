@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .graph import (
-    MAX_REPLICATION_DIMS, ConstantBody, Graph, GraphBody, KernelBody, Node,
+    MAX_REPLICATION_DIMS, PADDED_GROUPS, ConstantBody, Graph, GraphBody, KernelBody, Node,
     TensorBody,
 )
 from .kernel import KernelFunction
@@ -175,7 +175,11 @@ def _check_attributes(attributes, report: Report, what: str) -> None:
 
 
 def _check_group(node: Node, report: Report) -> None:
-    group = node.attributes.get("group") if isinstance(node.attributes, dict) else None
+    attributes = node.attributes if isinstance(node.attributes, dict) else {}
+    group, padded = attributes.get("group"), attributes.get(PADDED_GROUPS)
+    if padded is not None and (not isinstance(padded, bool) or group is None):
+        report.error(f"attribute '{PADDED_GROUPS}' {padded!r} must be true or false, on a "
+                     "node with a 'group'", f"give the node a 'group', or drop '{PADDED_GROUPS}'")
     if group is None:
         return
     dims = max(1, len(node.replication))

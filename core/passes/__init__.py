@@ -5,7 +5,8 @@
 
 Built-in passes (one per file): dce, const-fold, inline, sequentialize,
 loop-unroll, loop-fusion, node-fusion, argument-privatisation,
-input-buffering, parallel-reduce, legalize-tensor-ops, and on tensor-op graphs fold-tensor-constants,
+input-buffering, parallel-reduce, tile, legalize-tensor-ops, and on tensor-op graphs
+fold-tensor-constants,
 fuse-ops and fuse-elementwise (TENSOR_PIPELINE runs the three, as the ONNX
 front end does by default).  Plugins add theirs with ``register_pass``.
 """
@@ -32,5 +33,5 @@ from . import (  # noqa: E402,F401
     approximate, argument_privatisation, const_fold, dce, fold_tensor_constants, fuse_elementwise,
     fuse_ops, inline,
     input_buffering, legalize_tensor_ops, loop_fusion, loop_unroll, node_fusion, parallel_reduce,
-    sequentialize,
+    sequentialize, tile,
 )

@@ -10,7 +10,7 @@ from ..ir.graph import Module
 from .parameter import Parameter
 
 PASS_PARAMETERS = ("argument-privatisation", "loop-fusion", "node-fusion", "parallel-reduce",
-                   "loop-unroll")
+                   "tile", "loop-unroll")
 """The passes whose parameters a space includes by default, in the order
 they run."""
 UNROLL_FACTORS = (1, 2, 4, 8)
@@ -25,8 +25,15 @@ over a whole GPU, then a tree of the partials); chunks and spread only
 for nodes without replication."""
 
 
-def parameters_of_pass(name: str, module: Module) -> list[Parameter]:
-    """The parameters pass ``name`` (one of PASS_PARAMETERS) offers on ``module``."""
+TILE_FORMS = (("matmul", 16), ("matmul", 32), ("stencil", 16))
+"""The (form, size) offered per node the tile pass can transform."""
+
+
+def parameters_of_pass(name: str, module: Module, targets=()) -> list[Parameter]:
+    """The parameters pass ``name`` (one of PASS_PARAMETERS) offers on
+    ``module`` for the usable ``targets`` (Target objects)."""
+    if name == "tile":
+        return _tile(module, targets)
     return _GATHERERS[name](module)
 
 
@@ -53,6 +60,31 @@ def _parallel_reduce(module: Module) -> list[Parameter]:
                                     "instances: a work-group tree, chunks, or chunks spread "
                                     "over a GPU then a tree (parallel-reduce)",
                                     "parallel-reduce", node))
+    return parameters
+
+
+def _tile(module: Module, targets) -> list[Parameter]:
+    """A form per node that some listed target still claims once tiled
+    (targets without work groups decline barriers)."""
+    from ..passes import run_pipeline
+    from ..passes.tile import eligible_nodes
+    parameters = []
+    for ref in eligible_nodes(module):
+        graph_name, node = ref.split(".", 1)
+        values = []
+        for form, size in TILE_FORMS:
+            if ref not in eligible_nodes(module, form, size):
+                continue
+            tiled = run_pipeline(module, [("tile", {"form": form, "size": size, "nodes": (ref,)})])
+            graph = tiled.graph(graph_name)
+            if any(t.claims(tiled, graph, graph.node(node)) for t in targets):
+                values.append(f"{form} {size}")
+        if values:
+            parameters.append(Parameter(
+                f"tile {ref}", ("as written", *values), "as written",
+                f"share the work group's reads of node '{node}' through local memory: a k loop "
+                "in blocks (matmul) or a neighbourhood tile (stencil), with size x size groups "
+                "(tile)", "tile", node))
     return parameters
 
 

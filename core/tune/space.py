@@ -12,16 +12,18 @@ on:
 - **placement** (when more than one target is listed): one per leaf node
   without a hint that more than one listed target claims: which of them
   runs it.  Hints stay hard constraints.  Realised as the node's hint.
-- **passes** (``passes=``, by default all five): a boolean per fusible
+- **passes** (``passes=``, by default all six): a boolean per fusible
   producer/consumer pair (node-fusion), per function with fusible loops
   (loop-fusion) and per eligible ``private`` parameter
   (argument-privatisation); a form per node with reduction loops
   (parallel-reduce: as written, a work-group tree or chunks, with a lane
-  count); an unroll factor per kernel loop (loop-unroll; 0 keeps the loop
+  count); a tile form per two-dimensional node a listed target still claims
+  once tiled (tile: matmul or stencil, group side); an unroll factor per
+  kernel loop (loop-unroll; 0 keeps the loop
   as written, a constant trip count unrolls fully; functions that are
   copies of one another share their loops' factors).  Found by
   pass_parameters.py; realised as one pass pipeline, in the order
-  argument-privatisation, loop-fusion, node-fusion, parallel-reduce,
+  argument-privatisation, loop-fusion, node-fusion, parallel-reduce, tile,
   loop-unroll, dce; unroll factors travel as the loops' ``unroll`` hints,
   so they survive the passes before them.
 - **targets**: each listed target's ``Target.knobs`` for the nodes it
@@ -199,6 +201,13 @@ class Space:
         for form_lanes, nodes in forms.items():
             form, lanes = form_lanes.split()
             steps += reduce_steps(form, int(lanes), tuple(nodes))
+        tiles: dict[str, list[str]] = {}
+        for p in by_role.get("tile", ()):
+            if values[p.name] != "as written":
+                tiles.setdefault(values[p.name], []).append(p.subject)
+        for form_size, nodes in tiles.items():
+            form, size = form_size.split()
+            steps.append(("tile", {"form": form, "size": int(size), "nodes": tuple(nodes)}))
         return steps
 
     def _same_place(self, pair: str, placed: dict, notes: list[str]) -> bool:
@@ -254,7 +263,7 @@ def space(module: Module, targets, passes=PASS_PARAMETERS, registry=None) -> Spa
     parameters = _placement_parameters(module, claimed)
     for name in PASS_PARAMETERS:
         if name in passes:
-            parameters += parameters_of_pass(name, module)
+            parameters += parameters_of_pass(name, module, usable)
     parameters += _knob_parameters(module, usable, claimed)
     leaves = sum(1 for graph in module.graphs.values() for node in graph.nodes if node.is_leaf)
     if leaves > 1:

@@ -1,6 +1,8 @@
 """The HPVM optimisations composed: random legal combinations of
-node-fusion, loop-fusion, loop-unroll (factors), argument-privatisation, inline, sequentialize,
-parallel-reduce (both forms), const-fold and dce on every corpus program and every benchmark program; each result must
+node-fusion, loop-fusion, loop-unroll (factors), argument-privatisation,
+inline, sequentialize, parallel-reduce (both forms), tile (both forms),
+const-fold and dce on every corpus program and every benchmark program;
+each result must
 equal the reference (the interpreter on the original module, or the
 benchmark's numpy reference) on every usable scalar target (interp, cpu, gpu_opencl)."""
 import random
@@ -20,8 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = load_python_file(ROOT / "tests" / "corpus" / "programs.py").CORPUS
 STEPS = ["node-fusion", "loop-fusion", "loop-unroll{factor=2}", "loop-unroll{factor=3}",
          "argument-privatisation", "inline", "sequentialize", "const-fold", "dce",
-         "parallel-reduce{lanes=4}", "parallel-reduce{form=chunks lanes=3}"]
-LAST = ("sequentialize", "parallel-reduce")
+         "parallel-reduce{lanes=4}", "parallel-reduce{form=chunks lanes=3}",
+         "tile{size=4}", "tile{form=stencil size=3 halo=2}"]
+LAST = ("sequentialize", "parallel-reduce", "tile")
 
 
 def random_pipeline(seed: str) -> str:
@@ -29,7 +32,8 @@ def random_pipeline(seed: str) -> str:
     steps = chooser.sample(STEPS, chooser.randint(2, 5))
     # sequentialize leaves one instance per node; run it late so that
     # fusion still sees replicated nodes when it is chosen; parallel-reduce
-    # after it (sequentialize refuses the barriers of its tree form).
+    # after it (sequentialize refuses the barriers of its tree form), tile
+    # last (it takes nodes no other pass gave a work group).
     steps.sort(key=lambda step: next((i + 1 for i, name in enumerate(LAST)
                                       if step.startswith(name)), 0))
     return ",".join(steps)

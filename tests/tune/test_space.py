@@ -56,6 +56,18 @@ def test_a_configuration_becomes_passes_hints_and_options():
     assert realised.options == {"task_parallelism": False, "cpu": {"lanes": 4, "rows": 1}}
 
 
+@pytest.mark.skipif("gpu_opencl" not in usable_targets(), reason="no usable OpenCL device")
+def test_tiles_are_offered_only_where_a_listed_target_runs_work_groups():
+    module = parse_module((ROOT / "examples" / "ir" / "matmul.hpvm").read_text())
+    assert not [p for p in space(module, ["cpu"]) if p.role == "tile"]
+    design = space(module, ["gpu_opencl", "cpu"])
+    tile = design.parameter("tile main.mm")
+    assert tile.values == ("as written", "matmul 16", "matmul 32")
+    realised = design.realise({"tile main.mm": "matmul 16"})
+    assert realised.pipeline == "tile{form=matmul nodes=mm},dce"   # size 16: the default
+    assert "a_tile[lane_row, k_step]" in print_module(realised.module)
+
+
 def test_placement_is_a_parameter_per_node_when_several_targets_claim_it():
     module = parse_module(CHAIN)
     design = space(module, ["cpu", "interp"])

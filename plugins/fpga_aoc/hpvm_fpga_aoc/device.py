@@ -38,7 +38,7 @@ class SingleWorkItemDevice(OpenCLDevice):
         self.timing_label = "emulated" if emulated else ""
 
     def enqueue(self, plan: NodePlan, args: dict[str, Any], sizes: tuple[int, ...],
-                group: tuple[int, ...] | None, where: Location):
+                group: tuple[int, ...] | None, where: Location, padded: bool = False):
         return self.enqueue_kernel(plan, args, sizes, (1,), (1,))
 
 

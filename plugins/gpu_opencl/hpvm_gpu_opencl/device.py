@@ -174,15 +174,17 @@ class OpenCLDevice(Device):
                                   where)
         group = chosen_group(node.node, len(sizes), graph_node.attributes.get("group"),
                              self.work_group)
-        return self.enqueue(plan, args, sizes, group, where)
+        return self.enqueue(plan, args, sizes, group, where, graph_node.padded_groups)
 
     def enqueue(self, plan: NodePlan, args: dict[str, Any], sizes: tuple[int, ...],
-                group: tuple[int, ...] | None, where: Location):
+                group: tuple[int, ...] | None, where: Location, padded: bool = False):
         """Launch ``plan``'s entry over replication ``sizes`` with work-group
-        size ``group`` (None: the driver's choice); returns its event."""
+        size ``group`` (None: the driver's choice); returns its event.
+        ``padded``: the node runs whole groups (attribute padded_groups), so
+        even a synchronising kernel's global size is padded up."""
         if math.prod(sizes) == 0:
             return None
-        global_size, local_size = geometry(sizes, group, plan.synchronous,
+        global_size, local_size = geometry(sizes, group, plan.synchronous and not padded,
                                            self.runtime.info.max_work_group_size, where)
         return self.enqueue_kernel(plan, args, sizes, global_size, local_size)
 

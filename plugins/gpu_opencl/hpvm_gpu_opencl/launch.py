@@ -6,9 +6,10 @@ group), else from the option ``work_group`` (a tuning knob: a tuple for
 every node of that rank, or a dict from node name to tuple), else the
 driver chooses.  A global size that is not a multiple of the group is
 padded up, the padded instances return at once.  Kernels that synchronise
-their work group (barriers, local arrays) are never padded: their
-replication must be a multiple of the group, and without a ``group`` the
-whole replication is one work group, as in the interpreter.
+their work group (barriers, local arrays) are padded only on nodes with the
+attribute ``padded_groups`` (their padded instances run, as in the
+interpreter); otherwise their replication must be a multiple of the group,
+and without a ``group`` the whole replication is one work group.
 """
 from __future__ import annotations
 

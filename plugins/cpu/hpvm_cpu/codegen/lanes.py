@@ -34,9 +34,10 @@ from hpvm.ir.kernel import (
     InstanceCount, InstanceId, KernelFunction, Let, Load, Stmt, Store, Unary, Var, While,
 )
 from hpvm.ir.types import I64
+from hpvm.ir.uniformity import Uniformity
 from hpvm.ir.visit import rewrite, walk
 
-from .uniformity import Uniformity, Unsupported, check_supported
+from .uniformity import Unsupported, check_supported
 
 
 def strip_body(kernel: KernelFunction, block: dict[int, int]) -> tuple[Stmt, ...] | None:

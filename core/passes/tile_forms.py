@@ -1,0 +1,211 @@
+"""The kernel bodies the tile pass makes (see tile.py).
+
+Both run in whole work groups of ``size`` x ``size`` instances (padded
+groups): every instance, the padded ones too, takes part in the copies
+into local tiles and in the barriers; only the instances inside the
+replication (``active``) run the kernel's own statements.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..ir.kernel import (
+    ArrayDecl, Assign, AtomicUpdate, Barrier, Binary, Const, Expr, ExprStmt, For, If,
+    InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Load, Stmt, Store, Var, While,
+)
+from ..ir.types import I64
+from ..ir.uniformity import Uniformity
+from ..ir.visit import rewrite, walk
+from .names import NameGenerator
+
+
+def both(a: Expr, b: Expr) -> Expr:
+    return Binary("land", a, b)
+
+
+def in_range(index: Expr, stop: Expr) -> Expr:
+    return both(index.ge(Const(0, I64)), index.lt(stop))
+
+
+def active(dims: tuple[int, ...] = (0, 1)) -> Expr:
+    """Whether this instance lies inside the replication along ``dims``."""
+    checks = [InstanceId(d).lt(InstanceCount(d)) for d in dims]
+    result = checks[0]
+    for check in checks[1:]:
+        result = both(result, check)
+    return result
+
+
+def lane_lets(size: int, names: NameGenerator) -> tuple[Var, Var, tuple[Stmt, ...]]:
+    """(row lane, column lane, their declarations) within the group."""
+    row, column = Var(names.fresh("lane_row"), I64), Var(names.fresh("lane_col"), I64)
+    return row, column, (Let(row.name, I64, InstanceId(0) % size),
+                         Let(column.name, I64, InstanceId(1) % size))
+
+
+# -- matmul: a loop over k in blocks, its row and column reads from tiles ----
+
+@dataclasses.dataclass(frozen=True)
+class BlockedRead:
+    """Reads ``buffer[...]`` with the loop variable at index ``k_position``
+    and ``other`` (varying only along replication dimension ``dim``) at
+    the other index: one tile for all of them."""
+
+    buffer: str
+    k_position: int
+    other: Expr
+    dim: int
+
+
+def blocked_reads(function: KernelFunction, loop: For, tileable: set[str]
+                  ) -> list[tuple[Load, BlockedRead]]:
+    """The loads of ``loop``'s body a tile can serve, with their tile."""
+    changing = {loop.var} | {n.var for n in walk(loop.body) if isinstance(n, For)} | {
+        n.name for n in walk(loop.body) if isinstance(n, (Let, Assign))}
+    along_rows, along_columns = Uniformity(function, (0,)), Uniformity(function, (1,))
+    found = []
+    for load in (n for n in walk(loop.body) if isinstance(n, Load)):
+        if load.buffer not in tileable or len(load.indices) != 2:
+            continue
+        for position in (0, 1):
+            index, other = load.indices[position], load.indices[1 - position]
+            if not (isinstance(index, Var) and index.name == loop.var):
+                continue
+            if any(isinstance(n, Load) or (isinstance(n, Var) and n.name in changing)
+                   for n in walk(other)):
+                continue
+            rows, columns = along_rows.is_varying(other), along_columns.is_varying(other)
+            if rows != columns:  # varies along exactly one dimension
+                found.append((load, BlockedRead(load.buffer, position, other, 0 if rows else 1)))
+    return found
+
+
+def matmul_body(function: KernelFunction, index: int, size: int,
+                reads: list[tuple[Load, BlockedRead]], names: NameGenerator) -> tuple[Stmt, ...]:
+    """``function``'s body with its loop at ``index`` run in blocks of
+    ``size`` iterations from local tiles."""
+    body = function.body
+    loop: For = body[index]
+    row, column, lanes = lane_lets(size, names)
+    tiles: dict[BlockedRead, str] = {}
+    for _, read in reads:
+        tiles.setdefault(read, names.fresh(f"{read.buffer}_tile"))
+    element = {load.buffer: load.type for load, _ in reads}
+    block = Var(names.fresh(f"{loop.var}_block"), I64)
+    fills: list[Stmt] = []
+    for read, tile in tiles.items():
+        lane = column if read.dim == 0 else row      # which k this instance copies
+        k = block + lane
+        source = (k, read.other) if read.k_position == 0 else (read.other, k)
+        fills.append(If(both(k.lt(loop.stop), active((read.dim,))),
+                        (Store(tile, (row, column), Load(read.buffer, source,
+                                                         element[read.buffer])),)))
+    step = Var(names.fresh(f"{loop.var}_step"), I64)
+    by_load = {load: read for load, read in reads}
+
+    def from_tile(node):
+        read = by_load.get(node) if isinstance(node, Load) else None
+        if read is None:
+            return None
+        cell = (row, step) if read.dim == 0 else (step, column)
+        return Load(tiles[read], cell, node.type)
+
+    inner_body = (Let(loop.var, I64, block + step), *rewrite(loop.body, from_tile))
+    count = Intrinsic("min", (Const(size, I64), loop.stop - block))
+    inner = For(step.name, Const(0, I64), count, 1, inner_body, unroll=loop.unroll,
+                ivdep=loop.ivdep)
+    blocks = For(block.name, loop.start, loop.stop, size,
+                 (*fills, Barrier(), If(active(), (inner,)), Barrier()))
+    declarations = tuple(ArrayDecl(tile, element[read.buffer], (size, size), "local")
+                         for read, tile in tiles.items())
+    tail = body[index + 1:]
+    return (*lanes, *declarations, *body[:index], blocks,
+            *((If(active(), tail),) if tail else ()))
+
+
+# -- stencil: a group's neighbourhood of a buffer, read from a tile ---------
+
+def stencil_body(function: KernelFunction, buffers: list[str], size: int, halo: int,
+                 names: NameGenerator) -> tuple[Stmt, ...]:
+    """``function``'s body with every read of ``buffers`` served by a local
+    tile of the group's region widened by ``halo``, falling back to
+    global memory outside it."""
+    row, column, lanes = lane_lets(size, names)
+    extent = size + 2 * halo
+    params = {p.name: p for p in function.params}
+    prelude: list[Stmt] = [*lanes]
+    origin = {}
+    for buffer in buffers:
+        element = params[buffer].type.element
+        rows, columns = (_size(d) for d in params[buffer].type.shape)
+        tile = names.fresh(f"{buffer}_tile")
+        top, left = Var(names.fresh(f"{buffer}_top"), I64), Var(names.fresh(f"{buffer}_left"), I64)
+        r, c = Var(names.fresh("tile_row"), I64), Var(names.fresh("tile_col"), I64)
+        copy = If(both(in_range(top + r, rows), in_range(left + c, columns)),
+                  (Store(tile, (r, c), Load(buffer, (top + r, left + c), element)),))
+        whole = Const(extent, I64)
+        prelude += [ArrayDecl(tile, element, (extent, extent), "local"),
+                    Let(top.name, I64, InstanceId(0) - row - halo),
+                    Let(left.name, I64, InstanceId(1) - column - halo),
+                    For(r.name, row, whole, size, (For(c.name, column, whole, size, (copy,)),))]
+        origin[buffer] = (tile, top, left, rows, columns, element)
+    prelude.append(Barrier())
+    rewritten = _hoisted_reads(function.body, origin, extent, names)
+    return (*prelude, If(active(), rewritten))
+
+
+def _size(dim) -> Expr:
+    return Const(dim, I64) if isinstance(dim, int) else Var(dim, I64)
+
+
+EXPRESSIONS = {Let: ("value",), Assign: ("value",), Store: ("indices", "value"),
+               AtomicUpdate: ("indices", "value"), ExprStmt: ("expr",), If: ("cond",),
+               For: ("start", "stop")}
+"""Per statement type, the fields whose reads run once, before the statement."""
+BODIES = {If: ("then_body", "else_body"), For: ("body",), While: ("body",)}
+
+
+def _hoisted_reads(body: tuple[Stmt, ...], origin: dict, extent: int,
+                   names: NameGenerator) -> tuple[Stmt, ...]:
+    """``body`` with each read of a tiled buffer evaluated just before its
+    statement: from the tile when it lies inside it, else from the buffer.
+    Reads under ``&&`` / ``||`` (maybe never evaluated) and in while
+    conditions (evaluated again and again) stay as they are."""
+    out: list[Stmt] = []
+    for stmt in body:
+        before: list[Stmt] = []
+        changes = {}
+        for field in EXPRESSIONS.get(type(stmt), ()):
+            value = getattr(stmt, field)
+            if isinstance(value, tuple):
+                changes[field] = tuple(_hoist_expr(e, origin, extent, names, before)
+                                       for e in value)
+            elif value is not None:
+                changes[field] = _hoist_expr(value, origin, extent, names, before)
+        for field in BODIES.get(type(stmt), ()):
+            changes[field] = _hoisted_reads(getattr(stmt, field), origin, extent, names)
+        out += [*before, dataclasses.replace(stmt, **changes) if changes else stmt]
+    return tuple(out)
+
+
+def _hoist_expr(expr: Expr, origin: dict, extent: int, names: NameGenerator,
+                before: list[Stmt]) -> Expr:
+    if any(isinstance(n, Binary) and n.op in ("land", "lor") for n in walk(expr)):
+        return expr  # a read after && or || may never be evaluated: keep it there
+
+    def visit(node):
+        if not (isinstance(node, Load) and node.buffer in origin):
+            return None
+        tile, top, left, rows, columns, element = origin[node.buffer]
+        r, c = (Var(names.fresh(f"{node.buffer}_{axis}"), I64) for axis in ("row", "col"))
+        value = Var(names.fresh(f"{node.buffer}_value"), element)
+        inside = both(both(in_range(r - top, Const(extent, I64)),
+                           in_range(c - left, Const(extent, I64))),
+                      both(in_range(r, rows), in_range(c, columns)))
+        before.extend([Let(r.name, I64, node.indices[0]), Let(c.name, I64, node.indices[1]),
+                       Let(value.name, element, None),
+                       If(inside, (Assign(value.name, Load(tile, (r - top, c - left), element)),),
+                          (Assign(value.name, Load(node.buffer, (r, c), element)),))])
+        return value
+
+    return rewrite(expr, visit)

@@ -1,8 +1,9 @@
 """input-buffering: a fixed-size read-only input of a single-work-item
 kernel, read inside a loop, is copied once into a private array that the
-reads use; results stay the same on every usable scalar target and on
-every corpus program; parameters that are not eligible are refused with
-the reason."""
+reads use (form=single), or once per work group of a replicated node into
+local memory (form=group); results stay the same on every usable scalar
+target and on every corpus program; parameters that are not eligible are
+refused with the reason."""
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +78,51 @@ def test_a_replicated_node_is_refused_until_sequentialized():
     with pytest.raises(PassError, match="every instance would copy it; sequentialize"):
         run_pipeline(module, "input-buffering{params=stencil2d.filter}")
     assert "stencil2d.filter" in eligible_params(run_pipeline(module, "sequentialize"))
+
+
+REPLICATED = PROGRAM.replace(
+    "out b: f32[N]) {\n  for i in 0 .. N - 2 step 1 {",
+    "out b: f32[N]) {\n  let i: i64 = instance_id(0)\n  if i < N - 2 {").replace(
+    "  node k = @k\n", "  node k = @k [N]\n")
+"""PROGRAM with one instance per element instead of a loop."""
+
+
+@pytest.mark.parametrize("pipeline", ["input-buffering{form=group}",
+                                      "input-buffering{form=group params=k.taps}"])
+def test_a_replicated_node_shares_one_local_copy_per_work_group(pipeline):
+    module = parse_module(REPLICATED)
+    assert eligible_params(module, form="group") == ["k.taps"]   # once: read once, not in a loop
+    result = run_pipeline(module, pipeline, verify_each=True)
+    text = print_module(result)
+    assert "node k = @k [N] {group = [256], padded_groups = true}" in text
+    assert "local taps_local: f32[3]" in text and "for copy_index in lane .. 3 step 256" in text
+    rng = np.random.default_rng(0)
+    inputs = {"taps": rng.random(3, dtype=np.float32), "a": rng.random(1000, dtype=np.float32),
+              "once": rng.random(2, dtype=np.float32)}   # 1000: the last group is padded
+    expected = hpvm.compile(module, ["interp"])(**inputs)
+    for target in usable_targets(("interp", "gpu_opencl")):
+        assert_outputs_close(hpvm.compile(result, [target])(**inputs), expected, 1e-6, 1e-6,
+                             target)
+
+
+def test_group_copies_compose_with_tiles():
+    """A tiled node runs whole groups already: the copy goes before its
+    own, and its guards stay."""
+    from benchmarks.programs.ms_stencil2d import make_inputs, ms_stencil2d
+    module = ms_stencil2d.build()
+    result = run_pipeline(module, "tile{size=8},input-buffering{form=group "
+                                  "params=stencil2d_tiled.filter}", verify_each=True)
+    assert "filter_local" in print_module(result)
+    inputs = make_inputs("small", np.random.default_rng(0))
+    expected = hpvm.compile(module, ["interp"])(**inputs)
+    for target in usable_targets(("interp", "gpu_opencl")):
+        assert_outputs_close(hpvm.compile(result, [target])(**inputs), expected, 1e-5, 1e-5,
+                             target)
+
+
+def test_a_single_work_item_is_refused_by_the_group_form():
+    with pytest.raises(PassError, match=r"a single work item runs \(use form=single\)"):
+        run_pipeline(parse_module(PROGRAM), "input-buffering{form=group params=k.taps}")
 
 
 @pytest.mark.parametrize("program", CORPUS, ids=lambda p: p.name)

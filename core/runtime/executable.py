@@ -251,7 +251,8 @@ class Executable(ApproximationsMixin):
         with self._lock:
             if self._static is None:
                 fits = static_schedule_fits(self._plan, devices, self._serial)
-                self._static = StaticProgram(self._plan, devices) if fits else False
+                self._static = StaticProgram(self._plan, devices, self.module) if fits \
+                    else False
             return self._static or None
 
     def _new_frame(self, report: Report) -> Frame:

@@ -36,18 +36,22 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import Diagnostic, ExecutionError, HpvmError, Location
-from ..ir.shapes import bind_symbols, check_allocation
+from ..ir.graph import Module
+from ..ir.shapes import bind_symbols, check_allocation, replication_sizes
 from ..target import Device
 from .execution import NodeRecord, Report, launch_failure, output_shape_of, target_label
 from .flatten import Source
 from .memory import CopyStats
 from .task_plan import SCALAR, UPDATE, ProgramPlan, TaskPlan
+from .whole_writes import whole_outputs
 
 PER_RUN_BYTES = 4 << 20
-"""Intermediates this large are made in every run instead of kept in the
-arena: the OS hands out zeroed pages, first touched by the cores that run
-the producing kernel, where an arena buffer is zero-filled by one thread
-(camera at 1536x2048 on 16 cores: 26.7 ms with the arena, 17.6 before)."""
+"""Intermediates this large that their node does not write whole are made
+in every run instead of kept in the arena: the OS hands out zeroed pages,
+first touched by the cores that run the producing kernel, where an arena
+buffer is zero-filled by one thread (camera at 1536x2048 on 16 cores: 26.7
+ms with the arena, 17.6 before).  Those written whole stay in the arena:
+no clearing, and no page faults in every run (whole_writes.py)."""
 SIGNATURES_KEPT = 4
 """Schedules kept per executable (one per input signature, least recently
 used dropped first)."""
@@ -79,9 +83,10 @@ def captured_device(plan: ProgramPlan, devices: dict[str, Device]) -> Device | N
 class StaticProgram:
     """Runs of one executable's plan through static schedules."""
 
-    def __init__(self, plan: ProgramPlan, devices: dict[str, Device]):
+    def __init__(self, plan: ProgramPlan, devices: dict[str, Device], module: Module):
         self.plan = plan
         self.devices = devices
+        self.module = module
         self.captured = captured_device(plan, devices)
         """The device running the whole plan as one captured replay, or None."""
         self._lock = threading.Lock()
@@ -91,7 +96,8 @@ class StaticProgram:
         """Outputs of one run on checked ``inputs`` (numpy arrays and
         scalars); the per-node records go to ``report``."""
         key = _signature(inputs)
-        schedule = self._take(key) or _Schedule.make(self.plan, self.devices, self.captured,
+        schedule = self._take(key) or _Schedule.make(self.plan, self.devices, self.module,
+                                                     self.captured,
                                                      inputs)
         try:
             return schedule.run(inputs, report)
@@ -153,9 +159,11 @@ class _Schedule:
     arena buffers (kept between runs), constants (made once) and fresh
     outputs (made per run, handed to the caller)."""
 
-    def __init__(self, plan: ProgramPlan, devices: dict[str, Device], captured: Device | None):
+    def __init__(self, plan: ProgramPlan, devices: dict[str, Device], module: Module,
+                 captured: Device | None):
         self.plan = plan
         self.devices = devices
+        self.module = module
         self.captured = captured
         """The device running the whole plan as one captured replay, or None."""
         self.replay: Callable[[], None] | None = None
@@ -163,16 +171,18 @@ class _Schedule:
         """Each slot's value kept between runs (arena buffers, constants);
         None for the slots filled per run."""
         self.inputs: list[tuple[str, int]] = []
-        self.fresh: list[tuple[int, tuple[int, ...], np.dtype, Device]] = []
+        self.fresh: list[tuple[int, tuple[int, ...], np.dtype, Device | None]] = []
+        """(slot, shape, dtype, device) of the arrays made in each run;
+        device None: written whole by its node, so made uncleared."""
         self.steps: list[_Step] = []
         self.outputs: list[tuple[str, int, bool]] = []
         """(name, slot, handed over): an output made in the run gives its
         first name the array itself; every other output is a copy."""
 
     @classmethod
-    def make(cls, plan: ProgramPlan, devices: dict[str, Device], captured: Device | None,
-             inputs: dict[str, Any]) -> "_Schedule":
-        schedule = cls(plan, devices, captured)
+    def make(cls, plan: ProgramPlan, devices: dict[str, Device], module: Module,
+             captured: Device | None, inputs: dict[str, Any]) -> "_Schedule":
+        schedule = cls(plan, devices, module, captured)
         _Planner(schedule, inputs).plan()
         schedule._bind(inputs)
         return schedule
@@ -218,8 +228,8 @@ class _Schedule:
             for name, slot in self.inputs:
                 self.kept[slot] = device.allocate(inputs[name].shape, inputs[name].dtype)
                 device.copy_in(self.kept[slot], inputs[name])
-            for slot, shape, dtype, owner in self.fresh:
-                self.kept[slot] = owner.allocate(shape, dtype)
+            for slot, shape, dtype, _ in self.fresh:
+                self.kept[slot] = device.allocate(shape, dtype)
             values = list(self.kept)
         for step in self.steps:
             launch = step.device.bind(step.plan.task.ref, {p: values[s] for p, s in step.ports})
@@ -237,7 +247,8 @@ class _Schedule:
         for name, slot in self.inputs:
             values[slot] = inputs[name]
         for slot, shape, dtype, device in self.fresh:
-            values[slot] = device.allocate(shape, dtype)
+            values[slot] = np.empty(shape, dtype) if device is None else \
+                device.allocate(shape, dtype)
         return values
 
     def _launch_all(self) -> None:
@@ -323,6 +334,7 @@ class _Planner:
             values[port] = self.inputs[source.port] if source.task is None and role == SCALAR \
                 else _Shaped(shapes[source])
         symbols = bind_symbols(task.bound_params, values, task.where)
+        whole = self._written_whole(task, symbols)
         for port, source, role in task.arguments:
             slot = self.slot_of[source]
             if role == UPDATE:
@@ -337,7 +349,8 @@ class _Planner:
             check_allocation(shape, output.dtype.itemsize, task.where,
                              f"output '{output.param.name}'")
             shapes[output.source] = shape
-            slot = self._output_slot(task, output.source, shape, output.dtype, step)
+            slot = self._output_slot(task, output.source, shape, output.dtype, step,
+                                     output.param.name in whole)
             self.slot_of[output.source] = slot
             step.ports.append((output.param.name, slot))
         if self.schedule.captured is None:
@@ -361,24 +374,37 @@ class _Planner:
         step.copies.append((copy, slot))
         return copy
 
-    def _output_slot(self, task: TaskPlan, source: Source, shape, dtype, step: _Step) -> int:
+    def _written_whole(self, task: TaskPlan, symbols: dict) -> frozenset[str]:
+        """The node's outputs it writes whole in this signature's runs."""
+        node = task.task.node
+        shapes = {o.param.name: output_shape_of(o.param, symbols, task.where)
+                  for o in task.outputs if o.allocated}
+        sizes = replication_sizes(node.replication, symbols, task.where)
+        return whole_outputs(self.schedule.module, node, sizes, shapes)
+
+    def _output_slot(self, task: TaskPlan, source: Source, shape, dtype, step: _Step,
+                     whole: bool) -> int:
         if task.constant:
             slot = self._new_slot(self.CONSTANT, (shape, dtype))
             self.schedule.kept[slot] = step.device.allocate(shape, dtype)
             return slot
-        slot = self._buffer(source, shape, dtype, step.device)
-        if self.kinds[slot] == self.ARENA and self.schedule.captured is None:
+        slot = self._buffer(source, shape, dtype, step.device, whole)
+        if self.kinds[slot] == self.ARENA and self.schedule.captured is None and not whole:
             step.zero.append(slot)
         return slot
 
-    def _buffer(self, source: Source, shape, dtype, device: Device) -> int:
+    def _buffer(self, source: Source, shape, dtype, device: Device, whole: bool = False) -> int:
         """A slot for ``source``: made in each run for a program output or
-        a large value, else a free arena buffer of that layout, or a new
-        one."""
+        a large value its node does not write whole (the OS clears fresh
+        pages as the kernel touches them), else a free arena buffer of
+        that layout, or a new one."""
         layout = (tuple(shape), np.dtype(dtype))
-        if source in self.outputs or math.prod(layout[0]) * layout[1].itemsize >= PER_RUN_BYTES:
+        large = math.prod(layout[0]) * layout[1].itemsize >= PER_RUN_BYTES
+        if source in self.outputs or (large and not whole):
             slot = self._new_slot(self.FRESH, layout)
-            self.schedule.fresh.append((slot, layout[0], layout[1], device))
+            made_uncleared = whole and device.host_memory
+            self.schedule.fresh.append((slot, layout[0], layout[1],
+                                        None if made_uncleared else device))
             return slot
         free = self.free.get(layout)
         if free:

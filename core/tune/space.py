@@ -194,20 +194,12 @@ class Space:
                 chosen = [pair for pair in chosen if self._same_place(pair, placed, notes)]
             if chosen:
                 steps.append((role, {option: tuple(chosen)}))
-        forms: dict[str, list[str]] = {}
-        for p in by_role.get("parallel-reduce", ()):
-            if values[p.name] != "as written":
-                forms.setdefault(values[p.name], []).append(p.subject)
-        for form_lanes, nodes in forms.items():
+        for form_lanes, nodes in _nodes_by_value(values, by_role.get("parallel-reduce", ())):
             form, lanes = form_lanes.split()
-            steps += reduce_steps(form, int(lanes), tuple(nodes))
-        tiles: dict[str, list[str]] = {}
-        for p in by_role.get("tile", ()):
-            if values[p.name] != "as written":
-                tiles.setdefault(values[p.name], []).append(p.subject)
-        for form_size, nodes in tiles.items():
+            steps += reduce_steps(form, int(lanes), nodes)
+        for form_size, nodes in _nodes_by_value(values, by_role.get("tile", ())):
             form, size = form_size.split()
-            steps.append(("tile", {"form": form, "size": int(size), "nodes": tuple(nodes)}))
+            steps.append(("tile", {"form": form, "size": int(size), "nodes": nodes}))
         return steps
 
     def _same_place(self, pair: str, placed: dict, notes: list[str]) -> bool:
@@ -278,6 +270,16 @@ def space(module: Module, targets, passes=PASS_PARAMETERS, registry=None) -> Spa
             if hinted:
                 placed[ref] = hinted[0]
     return Space(module, targets, parameters, placed)
+
+
+def _nodes_by_value(values: dict, parameters) -> list[tuple[str, tuple[str, ...]]]:
+    """(value, the nodes given it) of per-node form parameters, "as
+    written" left out: one pass step per form."""
+    chosen: dict[str, list[str]] = {}
+    for p in parameters:
+        if values[p.name] != "as written":
+            chosen.setdefault(values[p.name], []).append(p.subject)
+    return [(value, tuple(nodes)) for value, nodes in chosen.items()]
 
 
 def module_digest(module: Module) -> str:

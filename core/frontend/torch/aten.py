@@ -5,8 +5,9 @@ meaning and built by the ONNX front end's converters (hpvm.frontend.onnx),
 so the two front ends make the same tensor-op nodes and share their
 checks; no ONNX model is made.  A node whose tensor inputs are all
 constants (weights, their transposes, shapes) is computed by PyTorch itself
-at import time.  Every node that cannot be translated is collected, and
-one ParseError names them all.
+at import time, whatever the operator, unless it draws random numbers.
+Every node that cannot be translated is collected, and one ParseError
+names them all.
 """
 from __future__ import annotations
 
@@ -114,7 +115,7 @@ class _Converter:
                                   "use only the first result (the values, not the indices)")
             return chosen
         arguments = self._arguments(node)
-        if _all_constant(arguments):  # any operator: PyTorch computes it now
+        if _all_constant(arguments) and not _random(node):  # PyTorch computes it now
             return self._fold(node)
         if key is None or key not in TRANSLATIONS:
             raise Unsupported("operator not supported by hpvm", "run it in PyTorch (torch.compile "
@@ -188,6 +189,11 @@ class _Converter:
         name = f"%t{self._tensors}"
         self.state.values[name] = value
         return name
+
+
+def _random(node: torch.fx.Node) -> bool:
+    """Whether the op draws random numbers (folding would freeze them)."""
+    return torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ())
 
 
 def _all_constant(arguments: dict) -> bool:

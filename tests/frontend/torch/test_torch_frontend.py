@@ -167,3 +167,13 @@ def test_torch_compile_leaves_missing_operators_to_pytorch(compiled_graphs):
 
 def test_the_backend_is_registered_by_name():
     assert "hpvm" in torch._dynamo.list_backends()
+
+
+class Noisy(torch.nn.Module):
+    def forward(self, x):
+        return x + torch.randn(x.shape)
+
+
+def test_random_operators_are_not_frozen_into_constants():
+    with pytest.raises(ParseError, match=r"aten\.randn: operator not supported by hpvm"):
+        load(Noisy().eval(), (torch.randn(2, 3),))

@@ -29,13 +29,19 @@ class SingleWorkItemDevice(OpenCLDevice):
     With task parallelism every thread the runtime launches from gets its
     own in-order command queue (gpu_opencl's device), so kernels with no
     path between them run at once (on the FPGA: side by side); without it
-    every kernel goes to the one queue."""
+    every kernel goes to the one queue.  With ``asynchronous`` (the
+    default) launches return at once and carry the DFG's dependencies as
+    OpenCL events: a kernel waits on the device for its inputs' writers,
+    the host only where it reads a result."""
 
     name = "fpga_aoc"
 
     def __init__(self, *args, emulated: bool, **kwargs):
         super().__init__(*args, **kwargs)
-        self.timing_label = "emulated" if emulated else ""
+        labels = ["emulated"] if emulated else []
+        if self.asynchronous:
+            labels.append("asynchronous: launch times")
+        self.timing_label = "; ".join(labels)
 
     def enqueue(self, plan: NodePlan, args: dict[str, Any], sizes: tuple[int, ...],
                 group: tuple[int, ...] | None, where: Location, padded: bool = False):

@@ -63,6 +63,8 @@ OPTIONS = [
            "the clock, after a full compile) from aoc -rtl's report (minutes per design)"),
     Option("task_parallelism", bool, True, "a command queue per concurrently runnable kernel, "
            "and the model's DFG time as its critical path (on); one queue, the sum (off)"),
+    Option("asynchronous", bool, True, "launches return at once, the DFG's dependencies as "
+           "OpenCL events between the kernels (on); the host waits for each kernel (off)"),
 ]
 
 
@@ -183,6 +185,7 @@ class FpgaAocTarget(Target):
                 continue
             plans[key] = NodePlan("kernel", entry["function"], entry["entry"], 0)
             arguments[entry["entry"]] = entry_arguments(module.function(entry["function"]), 0)
+        options = {**options, "asynchronous": options.get("asynchronous", True)}
         return SingleWorkItemDevice(runtime, program, module, plans, arguments, options,
                                     emulated=mode != "hardware")
 

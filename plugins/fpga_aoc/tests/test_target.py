@@ -77,6 +77,25 @@ def test_emulated_timings_and_placement_say_emulation(emulator, tmp_path):
     np.testing.assert_array_equal(loaded(**inputs)["sol"], exe(**inputs)["sol"])
 
 
+@pytest.mark.skipif("opencl" not in EMULATORS, reason="no OpenCL device for the emulation")
+@pytest.mark.parametrize("asynchronous", [True, False])
+def test_dfg_dependencies_travel_as_opencl_events_by_default(asynchronous):
+    """A chain of kernels: by default each waits for its producer on the
+    device (events), not on the host; either way the result is exact."""
+    from hpvm.ir.text import parse_module
+    module = parse_module(TUNE_CHAIN.read_text())
+    options = {"emulator": "opencl"} if asynchronous else {"emulator": "opencl",
+                                                           "asynchronous": False}
+    exe = hpvm.compile(module, targets=["fpga_aoc"], options=options)
+    inputs = {"a": np.arange(64, dtype=np.float32), "bias": np.ones(3, np.float32)}
+    expected = hpvm.compile(module, targets=["interp"])(**inputs)
+    for _ in range(3):
+        np.testing.assert_array_equal(exe(**inputs)["c"], expected["c"])
+    label = "fpga_aoc (emulated; asynchronous: launch times)" if asynchronous \
+        else "fpga_aoc (emulated)"
+    assert label in exe.report().format()
+
+
 def _fake_aoc(folder: Path, exit_code: int = 0) -> None:
     """An ``aoc`` that writes what the real one writes (reports; with -o a
     bitstream) or fails like it."""

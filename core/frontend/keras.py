@@ -9,9 +9,10 @@ PyTorch backend and torch.export (hpvm.frontend.torch).
     exe(image=batch)                        # inputs named as the model's Inputs
 
 With the torch backend a Keras model is a ``torch.nn.Module``; its layers
-run as ATen operators, which the PyTorch front end translates (Keras's
-channels-last layout shows up as transpose nodes around convolutions and
-pooling).  Models in another backend's process (TensorFlow, JAX) cannot
+run as ATen operators, which the PyTorch front end translates.  Keras's
+channels-last layout shows up as transposes around every convolution and
+pooling; the fold-transposes pass of the tensor pipeline cancels them, so
+a CNN keeps one at its input (and one before a Flatten).  Models in another backend's process (TensorFlow, JAX) cannot
 switch backend: export them with ``model.export(path, format="onnx")`` and
 load the file with hpvm.frontend.onnx.
 """

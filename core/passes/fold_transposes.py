@@ -1,0 +1,167 @@
+"""``fold-transposes``: layout changes moved out of the way and cancelled.
+
+Channels-last models (Keras, TensorFlow exports) reach the NCHW tensor ops
+through a transpose before and after every convolution and pooling.  This
+pass moves each transpose downstream past elementwise ops (relu, tanh,
+sigmoid, clipped_relu, and add, mul or elementwise whose other operands
+are constants, whose constants it permutes, or values transposed the same
+way) and merges two transposes in a row into one, or into none when they
+undo each other.  ``conv -> transpose -> add bias -> relu -> transpose ->
+max_pool`` becomes ``conv -> add bias -> relu -> max_pool``, which fuse-ops
+then fuses.  A transpose moves only where its result has one reader and
+is no graph output; the results are exactly the same.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..ir.graph import ConstantBody, Edge, Graph, Module, Node, TensorBody
+from ..ir.types import BufferType
+from .names import unique_name
+from .registry import register_pass
+from .tensor_graph import (
+    add_edge, constant_input, consumers, drop_edges_into, is_bound_out, producer, remove_nodes,
+    replace_node, reroute, rewrite_until_done, sole_consumer, unused_constants,
+)
+
+ELEMENTWISE = ("relu", "tanh", "sigmoid", "clipped_relu", "add", "mul", "elementwise")
+
+
+@register_pass("fold-transposes")
+def fold_transposes(module: Module) -> Module:
+    """Sink transposes past elementwise ops and cancel inverse pairs."""
+    graphs = {}
+    for name, graph in module.graphs.items():
+        unread_before = unused_constants(graph)
+        graph = rewrite_until_done(graph, _rewrite)
+        graphs[name] = remove_nodes(graph, unused_constants(graph) - unread_before)
+    return dataclasses.replace(module, graphs=graphs)
+
+
+def _perm(node: Node) -> tuple[int, ...] | None:
+    """The permutation of a transpose node, else None."""
+    body = node.body
+    if not isinstance(body, TensorBody) or body.op != "transpose":
+        return None
+    rank = len(next(p.type for p in body.params if p.name == "x").shape)
+    return tuple(body.attrs.get("perm") or reversed(range(rank)))
+
+
+def _rewrite(graph: Graph, node: Node) -> Graph | None:
+    perm = _perm(node)
+    if perm is None:
+        return None
+    readers = [graph.node(e.dst_node) for e in consumers(graph, node.name, "y")]
+    second = next((r for r in readers if _perm(r) is not None), None)
+    if second is not None:   # any reader that transposes again (others keep this one)
+        return _merged(graph, node, perm, second)
+    edge = sole_consumer(graph, node.name, "y")
+    if edge is None:
+        return None
+    reader = graph.node(edge.dst_node)
+    if isinstance(reader.body, TensorBody) and reader.body.op in ELEMENTWISE \
+            and reader.hint == node.hint:
+        return _sunk(graph, node, perm, reader, edge.dst_port)
+    return None
+
+
+def _merged(graph: Graph, first: Node, perm: tuple[int, ...], second: Node) -> Graph:
+    """``second(first(x))`` as one transpose of ``x``, or as ``x`` itself;
+    ``first`` goes once nothing else reads it."""
+    composed = tuple(perm[i] for i in _perm(second))
+    source = _feed(graph, first.name)
+    if composed == tuple(range(len(composed))) and isinstance(source, Edge):
+        graph = reroute(graph, (second.name, "y"), (source.src_node, source.src_port))
+        return _without_unread(remove_nodes(graph, {second.name}), first.name)
+    x_type = next(p.type for p in first.body.params if p.name == "x")
+    merged = _transpose_node(second.name, x_type, composed, second.hint)
+    graph = drop_edges_into(replace_node(graph, merged), second.name)
+    return _without_unread(_connect(graph, source, merged.name, "x"), first.name)
+
+
+def _without_unread(graph: Graph, name: str) -> Graph:
+    """``graph`` without node ``name`` if nothing reads it any more."""
+    if consumers(graph, name, "y") or is_bound_out(graph, name, "y"):
+        return graph
+    return remove_nodes(graph, {name})
+
+
+def _sunk(graph: Graph, transpose: Node, perm: tuple[int, ...], op: Node,
+          port: str) -> Graph | None:
+    """``op(transpose(x), ...)`` as ``transpose(op(x, ...))``, its other
+    operands permuted back (constants) or untransposed (values transposed
+    the same way); None when an operand is neither."""
+    from ..ir.tensor_ops import tensor_node
+    inverse = tuple(int(i) for i in np.argsort(perm))
+    rank = len(perm)
+    y_type = next(p.type for p in op.body.params if p.name == "y")
+    if len(y_type.shape) != rank:
+        return None
+    feeds: dict[str, object] = {}   # port -> what feeds it in op' (see _connect)
+    taken = {n.name for n in graph.nodes}
+    new_constants: list[Node] = []
+    removed = [transpose.name]
+    types = {}
+    for param in op.body.params:
+        if param.direction != "in":
+            continue
+        if param.name == port:
+            feeds[param.name] = _feed(graph, transpose.name)
+            types[param.name] = next(p.type for p in transpose.body.params if p.name == "x")
+            continue
+        constant = constant_input(graph, op.name, param.name)
+        if constant is not None:
+            full = constant.reshape((1,) * (rank - constant.ndim) + constant.shape)
+            data = np.ascontiguousarray(np.transpose(full, inverse))
+            name = unique_name(f"{op.name}_{param.name}", taken)
+            taken.add(name)
+            new_constants.append(Node(name, ConstantBody(BufferType(param.type.element,
+                                                                    data.shape), data)))
+            feeds[param.name] = (name, "value")
+            types[param.name] = BufferType(param.type.element, data.shape)
+            continue
+        other = producer(graph, op.name, param.name)
+        twin = graph.node(other.src_node) if other is not None else None
+        if twin is None or _perm(twin) != perm or \
+                sole_consumer(graph, twin.name, "y") is None or twin.hint != transpose.hint:
+            return None
+        feeds[param.name] = _feed(graph, twin.name)
+        types[param.name] = next(p.type for p in twin.body.params if p.name == "x")
+        removed.append(twin.name)
+    moved = dataclasses.replace(tensor_node(op.name, op.body.op, types, op.body.attrs, op.hint),
+                                attributes=op.attributes)
+    moved_y = next(p.type for p in moved.body.params if p.name == "y")
+    after = _transpose_node(unique_name(f"{op.name}_transposed", taken), moved_y, perm,
+                            transpose.hint)
+    graph = dataclasses.replace(graph, nodes=graph.nodes + tuple(new_constants))
+    graph = reroute(graph, (op.name, "y"), (after.name, "y"))
+    graph = drop_edges_into(replace_node(graph, moved), op.name)
+    graph = dataclasses.replace(graph, nodes=graph.nodes + (after,))
+    for port_name, feed in feeds.items():
+        graph = _connect(graph, feed, op.name, port_name)
+    graph = add_edge(graph, Edge(op.name, "y", after.name, "x"))
+    return remove_nodes(graph, set(removed))
+
+
+def _feed(graph: Graph, node: str):
+    """What feeds ``node.x``: an edge or a graph input's binding."""
+    return producer(graph, node, "x") or next(
+        b for b in graph.bind_ins if (b.dst_node, b.dst_port) == (node, "x"))
+
+
+def _connect(graph: Graph, feed, node: str, port: str) -> Graph:
+    """``graph`` with ``feed`` (an edge, a binding, or a constant's
+    (node, port)) also feeding ``node.port``."""
+    if isinstance(feed, tuple):
+        return add_edge(graph, Edge(feed[0], feed[1], node, port))
+    moved = dataclasses.replace(feed, dst_node=node, dst_port=port)
+    if isinstance(feed, Edge):
+        return add_edge(graph, moved)
+    return dataclasses.replace(graph, bind_ins=graph.bind_ins + (moved,))
+
+
+def _transpose_node(name: str, x_type: BufferType, perm: tuple[int, ...], hint) -> Node:
+    from ..ir.tensor_ops import tensor_node
+    return tensor_node(name, "transpose", {"x": x_type}, {"perm": perm}, hint)

@@ -101,7 +101,8 @@ def lower_conv2d(b: KernelBuilder, stride, padding, dilation, groups,
     sampling = skip_pattern(b.ctx, "sample_filter")
     channels, height, width, kernels, _, rows, cols, _, out_h, out_w = sizes
     padded_width = (out_w - 1) * sw + (cols - 1) * dw + 1
-    copy_rows = left + right > 0
+    strided = sw > 1 and channels * rows * cols * out_w <= MAX_PADDED_ROWS
+    copy_rows = left + right > 0 and not strided
     if copy_rows and channels * rows * padded_width > MAX_PADDED_ROWS:
         return None
     block = next(r for r in CONV_TILE_ROWS if kernels % r == 0)
@@ -110,14 +111,21 @@ def lower_conv2d(b: KernelBuilder, stride, padding, dilation, groups,
     oh = b.let("oh", instance % _i64(out_h)) if out_h > 1 else _i64(0)
     real_oh = oh if row_pattern is None else b.let("real_oh", real_position(oh, *row_pattern))
     ih0 = b.let("ih0", add(mul(real_oh, _i64(sh)), _i64(-top)))
-    if copy_rows:
+    if strided:
+        tap = _copy_strided_taps(b, n, ih0, (channels, rows, cols, out_w), (sw, dh, dw), left,
+                                 width, height)
+    elif copy_rows:
         source = _copy_padded_rows(b, n, ih0, (channels, rows, padded_width), dh, left,
                                    width, height)
     else:
         def source(c, r, col):
             return b.load("x", n, c, add(ih0, mul(r, _i64(dh))), col)
-    # Rows in the padding are skipped (the copy holds zeros for them).
-    row_guard = top + bottom > 0 and not copy_rows
+    if not strided:
+        def tap(c, r, s, ow0, j):
+            col0 = b.let("col0", add(mul(ow0, _i64(sw)), mul(s, _i64(dw))))
+            return source(c, r, add(col0, mul(j, _i64(sw))))
+    # Rows in the padding are skipped (the copies hold zeros for them).
+    row_guard = top + bottom > 0 and not (copy_rows or strided)
     with b.loop("kb", _i64(kernels // block)) as kb:
         k0 = b.let("k0", mul(kb, _i64(block)))
         ks = [add(k0, _i64(kk)) for kk in range(block)]
@@ -131,8 +139,7 @@ def lower_conv2d(b: KernelBuilder, stride, padding, dilation, groups,
                         with b.loop("s", _i64(cols)) as s, \
                                 sampled_tap(b, sampling, (c, r, s), (_i64(rows), _i64(cols))):
                             weights = [b.let("wk", b.load("w", k, c, r, s)) for k in ks]
-                            col0 = b.let("col0", add(mul(ow0, _i64(sw)), mul(s, _i64(dw))))
-                            acc.accumulate(weights, lambda j: source(c, r, add(col0, mul(j, _i64(sw)))))
+                            acc.accumulate(weights, lambda j: tap(c, r, s, ow0, j))
             for row, k in enumerate(ks):
                 bias = b.let("bias", b.load("b", k)) if "b" in b.types else None
 
@@ -143,6 +150,33 @@ def lower_conv2d(b: KernelBuilder, stride, padding, dilation, groups,
 
         _column_tiles(b, out_w, tile)
     return (mul(b.dim("x", 0), _i64(out_h)),)
+
+
+def _copy_strided_taps(b, n, ih0, shape, steps, left, width, height):
+    """For a strided convolution: copy, per channel, kernel row and kernel
+    column, the input values the output row's columns read into a private
+    array ``[channels, rows, cols, out_w]`` (zero in the padding), so that
+    the tiles read consecutive values instead of every sw-th one; returns
+    ``tap(c, r, s, ow0, j)`` reading it."""
+    channels, rows, cols, out_w = shape
+    sw, dh, dw = steps
+    name = b.fresh("taps")
+    element = b.element("x")
+    b.emit(ArrayDecl(name, element, shape, "private"))
+    with b.loop("c", _i64(channels)) as c:
+        with b.loop("r", _i64(rows)) as r:
+            ih = b.let("ih", add(ih0, mul(r, _i64(dh))))
+            with b.when(in_range(ih, _i64(height))):
+                with b.loop("s", _i64(cols)) as s:
+                    with b.loop("j", _i64(out_w)) as j:
+                        iw = b.let("iw", add(add(mul(j, _i64(sw)), mul(s, _i64(dw))),
+                                             _i64(-left)))
+                        with b.when(in_range(iw, _i64(width))):
+                            b.store(name, (c, r, s, j), b.load("x", n, c, ih, iw))
+
+    def tap(c, r, s, ow0, j):
+        return Load(name, (c, r, s, add(ow0, j)), element)
+    return tap
 
 
 def _copy_padded_rows(b, n, ih0, shape, dh, left, width, height):

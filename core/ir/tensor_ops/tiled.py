@@ -158,21 +158,17 @@ def _copy_strided_taps(b, n, ih0, shape, steps, left, width, height):
     array ``[channels, rows, cols, out_w]`` (zero in the padding), so that
     the tiles read consecutive values instead of every sw-th one; returns
     ``tap(c, r, s, ow0, j)`` reading it."""
-    channels, rows, cols, out_w = shape
+    _, _, cols, out_w = shape
     sw, dh, dw = steps
-    name = b.fresh("taps")
-    element = b.element("x")
-    b.emit(ArrayDecl(name, element, shape, "private"))
-    with b.loop("c", _i64(channels)) as c:
-        with b.loop("r", _i64(rows)) as r:
-            ih = b.let("ih", add(ih0, mul(r, _i64(dh))))
-            with b.when(in_range(ih, _i64(height))):
-                with b.loop("s", _i64(cols)) as s:
-                    with b.loop("j", _i64(out_w)) as j:
-                        iw = b.let("iw", add(add(mul(j, _i64(sw)), mul(s, _i64(dw))),
-                                             _i64(-left)))
-                        with b.when(in_range(iw, _i64(width))):
-                            b.store(name, (c, r, s, j), b.load("x", n, c, ih, iw))
+
+    def fill(name, c, r, ih):
+        with b.loop("s", _i64(cols)) as s:
+            with b.loop("j", _i64(out_w)) as j:
+                iw = b.let("iw", add(add(mul(j, _i64(sw)), mul(s, _i64(dw))), _i64(-left)))
+                with b.when(in_range(iw, _i64(width))):
+                    b.store(name, (c, r, s, j), b.load("x", n, c, ih, iw))
+
+    name, element = _input_rows_copy(b, "taps", shape, ih0, dh, height, fill)
 
     def tap(c, r, s, ow0, j):
         return Load(name, (c, r, s, add(ow0, j)), element)
@@ -183,21 +179,33 @@ def _copy_padded_rows(b, n, ih0, shape, dh, left, width, height):
     """Copy the input rows one output row reads into a private array
     ``[channels, rows, padded_width]``, zero at the sides and for rows in the
     padding; returns ``source(c, r, col)`` reading it."""
-    channels, rows, padded_width = shape
-    name = b.fresh("rows")
-    element = b.element("x")
-    b.emit(ArrayDecl(name, element, shape, "private"))
-    with b.loop("c", _i64(channels)) as c:
-        with b.loop("r", _i64(rows)) as r:
-            ih = b.let("ih", add(ih0, mul(r, _i64(dh))))
-            with b.when(in_range(ih, _i64(height))):
-                last = min(padded_width, width + left)
-                with b.loop("j", _i64(last), start=_i64(left)) as j:
-                    b.store(name, (c, r, j), b.load("x", n, c, ih, add(j, _i64(-left))))
+    padded_width = shape[2]
+
+    def fill(name, c, r, ih):
+        last = min(padded_width, width + left)
+        with b.loop("j", _i64(last), start=_i64(left)) as j:
+            b.store(name, (c, r, j), b.load("x", n, c, ih, add(j, _i64(-left))))
+
+    name, element = _input_rows_copy(b, "rows", shape, ih0, dh, height, fill)
 
     def source(c, r, col):
         return Load(name, (c, r, col), element)
     return source
+
+
+def _input_rows_copy(b, hint: str, shape, ih0, dh, height, fill) -> tuple[str, object]:
+    """Declare a zeroed private array of ``shape`` (channels and kernel rows
+    first) and call ``fill(name, c, r, ih)`` for every channel and kernel
+    row whose input row ``ih`` lies inside the image; (name, element)."""
+    name = b.fresh(hint)
+    element = b.element("x")
+    b.emit(ArrayDecl(name, element, shape, "private"))
+    with b.loop("c", _i64(shape[0])) as c:
+        with b.loop("r", _i64(shape[1])) as r:
+            ih = b.let("ih", add(ih0, mul(r, _i64(dh))))
+            with b.when(in_range(ih, _i64(height))):
+                fill(name, c, r, ih)
+    return name, element
 
 
 # gemm / matmul --------------------------------------------------------------

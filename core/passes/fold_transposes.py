@@ -53,6 +53,8 @@ def _rewrite(graph: Graph, node: Node) -> Graph | None:
     perm = _perm(node)
     if perm is None:
         return None
+    if perm == tuple(range(len(perm))):
+        return _bypassed(graph, node)
     readers = [graph.node(e.dst_node) for e in consumers(graph, node.name, "y")]
     second = next((r for r in readers if _perm(r) is not None), None)
     if second is not None:   # any reader that transposes again (others keep this one)
@@ -79,6 +81,21 @@ def _merged(graph: Graph, first: Node, perm: tuple[int, ...], second: Node) -> G
     merged = _transpose_node(second.name, x_type, composed, second.hint)
     graph = drop_edges_into(replace_node(graph, merged), second.name)
     return _without_unread(_connect(graph, source, merged.name, "x"), first.name)
+
+
+def _bypassed(graph: Graph, node: Node) -> Graph | None:
+    """``graph`` with an identity transpose's readers reading its input
+    (None where its result is a graph output fed by a graph input)."""
+    source = _feed(graph, node.name)
+    if isinstance(source, Edge):
+        graph = reroute(graph, (node.name, "y"), (source.src_node, source.src_port))
+        return remove_nodes(graph, {node.name})
+    if is_bound_out(graph, node.name, "y"):
+        return None
+    bindings = tuple(dataclasses.replace(source, dst_node=e.dst_node, dst_port=e.dst_port)
+                     for e in consumers(graph, node.name, "y"))
+    graph = dataclasses.replace(graph, bind_ins=graph.bind_ins + bindings)
+    return remove_nodes(graph, {node.name})
 
 
 def _without_unread(graph: Graph, name: str) -> Graph:

@@ -125,3 +125,25 @@ root @main
     x = np.random.default_rng(2).standard_normal((2, 3, 4, 5)).astype(np.float32)
     np.testing.assert_array_equal(Interpreter(folded).run(x=x)["y"],
                                   x.transpose(0, 2, 3, 1).transpose(0, 2, 3, 1))
+
+
+def test_identity_transposes_disappear_even_after_a_graph_input():
+    text = """hpvm 1.1
+module pair
+
+graph @main(in x: f32[2, 3], out y: f32[2, 3]) {
+  node first = transpose(in x: f32[2, 3], out y: f32[3, 2]) {perm = [1, 0]}
+  node second = transpose(in x: f32[3, 2], out y: f32[2, 3]) {perm = [1, 0]}
+  node relu = relu(in x: f32[2, 3], out y: f32[2, 3])
+  edge first.y -> second.x all-to-all
+  edge second.y -> relu.x all-to-all
+  in x -> first.x
+  out relu.y -> y
+}
+
+root @main
+"""
+    folded = run_pipeline(parse_module(text), "fold-transposes", verify_each=True)
+    assert "transpose" not in print_module(folded) and "in x -> relu.x" in print_module(folded)
+    x = np.random.default_rng(3).standard_normal((2, 3)).astype(np.float32)
+    np.testing.assert_array_equal(Interpreter(folded).run(x=x)["y"], np.maximum(x, 0))

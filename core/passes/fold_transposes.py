@@ -8,7 +8,9 @@ are constants, whose constants it permutes, or values transposed the same
 way) and merges two transposes in a row into one, or into none when they
 undo each other.  ``conv -> transpose -> add bias -> relu -> transpose ->
 max_pool`` becomes ``conv -> add bias -> relu -> max_pool``, which fuse-ops
-then fuses.  A transpose moves only where its result has one reader and
+then fuses.  A transpose before a flatten into a matrix product by
+constant weights (a channels-last Flatten before a Dense layer) goes too:
+the weights' rows are reordered instead.  A transpose moves only where its result has one reader and
 is no graph output; the results are exactly the same.
 """
 from __future__ import annotations
@@ -66,6 +68,8 @@ def _rewrite(graph: Graph, node: Node) -> Graph | None:
     if isinstance(reader.body, TensorBody) and reader.body.op in ELEMENTWISE \
             and reader.hint == node.hint:
         return _sunk(graph, node, perm, reader, edge.dst_port)
+    if isinstance(reader.body, TensorBody) and reader.body.op in ("flatten", "reshape"):
+        return _flattened_into_weights(graph, node, perm, reader)
     return None
 
 
@@ -81,6 +85,47 @@ def _merged(graph: Graph, first: Node, perm: tuple[int, ...], second: Node) -> G
     merged = _transpose_node(second.name, x_type, composed, second.hint)
     graph = drop_edges_into(replace_node(graph, merged), second.name)
     return _without_unread(_connect(graph, source, merged.name, "x"), first.name)
+
+
+def _flattened_into_weights(graph: Graph, transpose: Node, perm: tuple[int, ...],
+                            flatten: Node) -> Graph | None:
+    """``product(flatten(transpose(x)), W)`` as ``product(flatten(x), W')``
+    with the rows of the constant W reordered to match (a channels-last
+    Flatten before a Dense layer); None unless that is the pattern."""
+    from ..ir.tensor_ops import tensor_node
+    x_type = next(p.type for p in transpose.body.params if p.name == "x")
+    flat = next(p.type for p in flatten.body.params if p.name == "y").shape
+    if perm[0] != 0 or not all(isinstance(d, int) for d in x_type.shape[1:]) or \
+            len(flat) != 2 or flat[1] != int(np.prod(x_type.shape[1:])):
+        return None
+    edge = sole_consumer(graph, flatten.name, "y")
+    product = graph.node(edge.dst_node) if edge is not None and edge.dst_port == "a" else None
+    weights = constant_input(graph, product.name, "b") if product is not None else None
+    body = product.body if product is not None else None
+    if weights is None or weights.ndim != 2 or body.op not in ("matmul", "gemm") or \
+            body.attrs.get("trans_a"):
+        return None
+    # transposed element p of a flattened row is element order[p] of x's
+    order = np.transpose(np.arange(flat[1]).reshape(x_type.shape[1:]),
+                         [axis - 1 for axis in perm[1:]]).reshape(-1)
+    reordered = np.empty_like(weights)
+    if body.attrs.get("trans_b"):
+        reordered[:, order] = weights
+    else:
+        reordered[order] = weights
+    taken = {n.name for n in graph.nodes}
+    name = unique_name(f"{product.name}_b", taken)
+    graph = dataclasses.replace(graph, nodes=graph.nodes + (
+        Node(name, ConstantBody(BufferType(x_type.element, reordered.shape), reordered)),))
+    graph = dataclasses.replace(graph, edges=tuple(
+        e for e in graph.edges if (e.dst_node, e.dst_port) != (product.name, "b")))
+    graph = add_edge(graph, Edge(name, "value", product.name, "b"))
+    moved = dataclasses.replace(tensor_node(flatten.name, flatten.body.op, {"x": x_type},
+                                            flatten.body.attrs, flatten.hint),
+                                attributes=flatten.attributes)
+    graph = drop_edges_into(replace_node(graph, moved), flatten.name)
+    graph = _connect(graph, _feed(graph, transpose.name), flatten.name, "x")
+    return remove_nodes(graph, {transpose.name})
 
 
 def _bypassed(graph: Graph, node: Node) -> Graph | None:

@@ -147,3 +147,34 @@ root @main
     assert "transpose" not in print_module(folded) and "in x -> relu.x" in print_module(folded)
     x = np.random.default_rng(3).standard_normal((2, 3)).astype(np.float32)
     np.testing.assert_array_equal(Interpreter(folded).run(x=x)["y"], np.maximum(x, 0))
+
+
+@pytest.mark.parametrize("product", ["matmul", "gemm_trans_b"])
+def test_a_transpose_before_a_flatten_into_weights_goes_into_the_weights(product):
+    """A channels-last Flatten before a Dense layer: the weights' rows are
+    reordered instead of the feature map being transposed."""
+    from hpvm.ir.graph import BindIn, BindOut, ConstantBody, Edge, Graph, Module, Node
+    from hpvm.ir.parameter import Parameter
+    from hpvm.ir.tensor_ops import tensor_node
+    from hpvm.ir.types import F32, BufferType
+    rng = np.random.default_rng(4)
+    weights = rng.standard_normal((30, 5) if product == "matmul" else (5, 30)).astype(np.float32)
+    x_type = BufferType(F32, (2, 3, 5, 2))
+    t = tensor_node("t", "transpose", {"x": x_type}, {"perm": (0, 2, 3, 1)})
+    flat = tensor_node("flat", "flatten", {"x": BufferType(F32, (2, 5, 2, 3))}, {"axis": 1})
+    w = Node("w", ConstantBody(BufferType(F32, weights.shape), weights))
+    types = {"a": BufferType(F32, (2, 30)), "b": BufferType(F32, weights.shape)}
+    dense = tensor_node("dense", "matmul", types) if product == "matmul" else \
+        tensor_node("dense", "gemm", types, {"trans_b": True})
+    graph = Graph("main", (Parameter("x", x_type, "in"), Parameter("y", BufferType(F32, (2, 5)),
+                                                                   "out")),
+                  (t, flat, w, dense),
+                  (Edge("t", "y", "flat", "x"), Edge("flat", "y", "dense", "a"),
+                   Edge("w", "value", "dense", "b")),
+                  (BindIn("x", "t", "x"),), (BindOut("dense", "y", "y"),))
+    module = Module("m", {}, {"main": graph}, "main")
+    folded = run_pipeline(module, "fold-transposes", verify_each=True)
+    assert "transpose" not in print_module(folded)
+    x = rng.standard_normal((2, 3, 5, 2)).astype(np.float32)
+    np.testing.assert_allclose(Interpreter(folded).run(x=x)["y"], Interpreter(module).run(x=x)["y"],
+                               rtol=1e-5, atol=1e-5)

@@ -55,7 +55,7 @@ def group_copies(module: Module, function: KernelFunction, wanted: set[str],
     runners = [node for _, node in iter_nodes(module)
                if isinstance(node.body, KernelBody) and node.body.function == function.name]
     params = [p for p in function.params if p.name in wanted]
-    total = sum(math.prod(p.type.shape) * max(p.type.element.bits // 8, 1) for p in params)
+    total = sum(math.prod(p.type.shape) * p.type.element.numpy_dtype.itemsize for p in params)
     if total > max_local_bytes:
         raise PassError(Diagnostic(
             Location(function=function.name),

@@ -41,6 +41,7 @@ from .errors import PassError
 from .module_tools import iter_nodes, named_kernel_nodes
 from .names import NameGenerator, function_names, unique_name
 from .registry import Option, register_pass
+from .tensor_graph import replace_node
 from .tile_forms import blocked_reads, matmul_body, stencil_body
 
 FORMS = ("auto", "matmul", "stencil")
@@ -60,22 +61,22 @@ MAX_LOCAL_BYTES = 32768
            "eligible one)")])
 def tile(module: Module, form: str, size: int, halo: int, nodes: tuple[str, ...]) -> Module:
     """Share a work group's reads through local memory."""
-    if nodes:
-        selected = named_kernel_nodes(module, nodes, "tile")
-        for graph, node in selected:
-            plan = node_plan(module, node, form, size, halo)
-            if isinstance(plan, str):
-                raise PassError(Diagnostic(
-                    Location(graph=graph.name, node=node.name, function=node.body.function),
-                    f"tile: node '{node.name}' {plan}",
-                    f"the eligible nodes are: "
-                    f"{', '.join(eligible_nodes(module, form, size, halo)) or 'none'}"))
-    else:
-        selected = [(g, n) for g, n in iter_nodes(module) if isinstance(n.body, KernelBody)
-                    and not isinstance(node_plan(module, n, form, size, halo), str)]
-    for graph_name, node_name in [(g.name, n.name) for g, n in selected]:
+    chosen = named_kernel_nodes(module, nodes, "tile") if nodes else [
+        (g, n) for g, n in iter_nodes(module) if isinstance(n.body, KernelBody)]
+    plans = []
+    for graph, node in chosen:
+        plan = node_plan(module, node, form, size, halo)
+        if isinstance(plan, str) and nodes:
+            raise PassError(Diagnostic(
+                Location(graph=graph.name, node=node.name, function=node.body.function),
+                f"tile: node '{node.name}' {plan}",
+                f"the eligible nodes are: "
+                f"{', '.join(eligible_nodes(module, form, size, halo)) or 'none'}"))
+        if not isinstance(plan, str):
+            plans.append((graph.name, node.name, plan))
+    for graph_name, node_name, plan in plans:
         graph = module.graph(graph_name)
-        module = _tiled(module, graph, graph.node(node_name), form, size, halo)
+        module = _tiled(module, graph, graph.node(node_name), plan, size, halo)
     return module
 
 
@@ -120,7 +121,6 @@ def node_plan(module: Module, node: Node, form: str, size: int, halo: int):
 def _matmul_plan(function: KernelFunction, size: int):
     tileable = _read_only_matrices(function)
     uniform = Uniformity(function, (0, 1))
-    seen_loop = False
     for index, stmt in enumerate(function.body):
         if not isinstance(stmt, For):
             if isinstance(stmt, (Let, Assign)) and stmt.value is not None and any(
@@ -131,7 +131,6 @@ def _matmul_plan(function: KernelFunction, size: int):
                 return (f"matmul: a {type(stmt).__name__.lower()} statement before its loop "
                         "(only variables may be set there)")
             continue
-        seen_loop = True
         if stmt.step != 1:
             return f"matmul: loop '{stmt.var}' steps by {stmt.step}, not 1"
         if any(uniform.is_varying(bound) or any(isinstance(n, Load) for n in walk(bound))
@@ -144,12 +143,12 @@ def _matmul_plan(function: KernelFunction, size: int):
         if not reads:
             return (f"matmul: loop '{stmt.var}' reads no matrix as X[f, {stmt.var}] or "
                     f"X[{stmt.var}, g] with f, g varying along one replication dimension")
-        element_bytes = {max(load.type.bits, 8) // 8 for load, _ in reads}
+        element_bytes = max(load.type.numpy_dtype.itemsize for load, _ in reads)
         tiles = len({read for _, read in reads})
-        if tiles * size * size * max(element_bytes) > MAX_LOCAL_BYTES:
+        if tiles * size * size * element_bytes > MAX_LOCAL_BYTES:
             return f"matmul: {tiles} tiles of {size}x{size} exceed {MAX_LOCAL_BYTES} bytes"
         return "matmul", index, reads
-    return "matmul: has no loop at the top of its body" if not seen_loop else "matmul: no loop"
+    return "matmul: has no loop at the top of its body"
 
 
 def _stencil_plan(function: KernelFunction, size: int, halo: int):
@@ -174,7 +173,7 @@ def _stencil_plan(function: KernelFunction, size: int, halo: int):
                 "following replication dimension 0 and c dimension 1, twice or in a loop)")
     params = {p.name: p for p in function.params}
     extent = size + 2 * halo
-    total = sum(extent * extent * max(params[b].type.element.bits, 8) // 8 for b in buffers)
+    total = sum(extent * extent * params[b].type.element.numpy_dtype.itemsize for b in buffers)
     if total > MAX_LOCAL_BYTES:
         return (f"stencil: tiles of {extent}x{extent} for {', '.join(buffers)} take {total} "
                 f"bytes, over {MAX_LOCAL_BYTES} (give a smaller size or halo)")
@@ -187,10 +186,9 @@ def _read_only_matrices(function: KernelFunction) -> set[str]:
             and len(p.type.shape) == 2 and p.name not in written}
 
 
-def _tiled(module: Module, graph: Graph, node: Node, form: str, size: int,
+def _tiled(module: Module, graph: Graph, node: Node, plan: tuple, size: int,
            halo: int) -> Module:
     function = module.function(node.body.function)
-    plan = node_plan(module, node, form, size, halo)
     names = NameGenerator(function_names(function))
     if plan[0] == "matmul":
         body = matmul_body(function, plan[1], size, plan[2], names)
@@ -200,7 +198,6 @@ def _tiled(module: Module, graph: Graph, node: Node, form: str, size: int,
                                                          module.functions), body=body)
     rewritten = dataclasses.replace(node, body=KernelBody(new.name), attributes={
         **node.attributes, "group": (size, size), PADDED_GROUPS: True})
-    new_graph = dataclasses.replace(graph, nodes=tuple(
-        rewritten if n.name == node.name else n for n in graph.nodes))
+    new_graph = replace_node(graph, rewritten)
     return dataclasses.replace(module, functions={**module.functions, new.name: new},
                                graphs={**module.graphs, graph.name: new_graph})

@@ -13,6 +13,7 @@ from ..ir.kernel import (
     ArrayDecl, Assign, AtomicUpdate, Barrier, Binary, Const, Expr, ExprStmt, For, If,
     InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Load, Stmt, Store, Var, While,
 )
+from ..ir.tensor_ops.lowering import in_range, size as size_of
 from ..ir.types import I64
 from ..ir.uniformity import Uniformity
 from ..ir.visit import rewrite, walk
@@ -21,10 +22,6 @@ from .names import NameGenerator
 
 def both(a: Expr, b: Expr) -> Expr:
     return Binary("land", a, b)
-
-
-def in_range(index: Expr, stop: Expr) -> Expr:
-    return both(index.ge(Const(0, I64)), index.lt(stop))
 
 
 def active(dims: tuple[int, ...] = (0, 1)) -> Expr:
@@ -137,7 +134,7 @@ def stencil_body(function: KernelFunction, buffers: list[str], size: int, halo: 
     origin = {}
     for buffer in buffers:
         element = params[buffer].type.element
-        rows, columns = (_size(d) for d in params[buffer].type.shape)
+        rows, columns = (size_of(d) for d in params[buffer].type.shape)
         tile = names.fresh(f"{buffer}_tile")
         top, left = Var(names.fresh(f"{buffer}_top"), I64), Var(names.fresh(f"{buffer}_left"), I64)
         r, c = Var(names.fresh("tile_row"), I64), Var(names.fresh("tile_col"), I64)
@@ -152,10 +149,6 @@ def stencil_body(function: KernelFunction, buffers: list[str], size: int, halo: 
     prelude.append(Barrier())
     rewritten = _hoisted_reads(function.body, origin, extent, names)
     return (*prelude, If(active(), rewritten))
-
-
-def _size(dim) -> Expr:
-    return Const(dim, I64) if isinstance(dim, int) else Var(dim, I64)
 
 
 EXPRESSIONS = {Let: ("value",), Assign: ("value",), Store: ("indices", "value"),

@@ -334,7 +334,10 @@ class _Planner:
             values[port] = self.inputs[source.port] if source.task is None and role == SCALAR \
                 else _Shaped(shapes[source])
         symbols = bind_symbols(task.bound_params, values, task.where)
-        whole = self._written_whole(task, symbols)
+        outputs = [o for o in task.outputs if o.allocated]
+        out_shapes = {o.param.name: output_shape_of(o.param, symbols, task.where)
+                      for o in outputs}
+        whole = self._written_whole(task, symbols, out_shapes)
         for port, source, role in task.arguments:
             slot = self.slot_of[source]
             if role == UPDATE:
@@ -342,10 +345,8 @@ class _Planner:
                 self.slot_of[Source(task.task.index, port)] = slot
                 shapes[Source(task.task.index, port)] = shapes[source]
             step.ports.append((port, slot))
-        for output in task.outputs:
-            if not output.allocated:
-                continue
-            shape = output_shape_of(output.param, symbols, task.where)
+        for output in outputs:
+            shape = out_shapes[output.param.name]
             check_allocation(shape, output.dtype.itemsize, task.where,
                              f"output '{output.param.name}'")
             shapes[output.source] = shape
@@ -374,11 +375,10 @@ class _Planner:
         step.copies.append((copy, slot))
         return copy
 
-    def _written_whole(self, task: TaskPlan, symbols: dict) -> frozenset[str]:
-        """The node's outputs it writes whole in this signature's runs."""
+    def _written_whole(self, task: TaskPlan, symbols: dict, shapes: dict) -> frozenset[str]:
+        """The node's outputs (``shapes``: port -> this signature's shape)
+        it writes whole in every run."""
         node = task.task.node
-        shapes = {o.param.name: output_shape_of(o.param, symbols, task.where)
-                  for o in task.outputs if o.allocated}
         sizes = replication_sizes(node.replication, symbols, task.where)
         return whole_outputs(self.schedule.module, node, sizes, shapes)
 

@@ -10,8 +10,9 @@ undo each other.  ``conv -> transpose -> add bias -> relu -> transpose ->
 max_pool`` becomes ``conv -> add bias -> relu -> max_pool``, which fuse-ops
 then fuses.  A transpose before a flatten into a matrix product by
 constant weights (a channels-last Flatten before a Dense layer) goes too:
-the weights' rows are reordered instead.  A transpose moves only where its result has one reader and
-is no graph output; the results are exactly the same.
+the weights' rows are reordered instead.  A transpose moves only where
+its result has one reader and is no graph output; the results are
+exactly the same.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import dataclasses
 import numpy as np
 
 from ..ir.graph import ConstantBody, Edge, Graph, Module, Node, TensorBody
-from ..ir.types import BufferType
+from ..ir.types import BufferType, scalar_type_of_dtype
 from .names import unique_name
 from .registry import register_pass
 from .tensor_graph import (
@@ -47,8 +48,25 @@ def _perm(node: Node) -> tuple[int, ...] | None:
     body = node.body
     if not isinstance(body, TensorBody) or body.op != "transpose":
         return None
-    rank = len(next(p.type for p in body.params if p.name == "x").shape)
+    rank = len(_type(node, "x").shape)
     return tuple(body.attrs.get("perm") or reversed(range(rank)))
+
+
+def _type(node: Node, port: str) -> BufferType:
+    return next(p.type for p in node.body.params if p.name == port)
+
+
+def _rebuilt(node: Node, op: str, types: dict, attrs: dict) -> Node:
+    """A tensor node named like ``node``, with its hint and attributes,
+    running ``op`` on inputs of ``types``."""
+    from ..ir.tensor_ops import tensor_node
+    return dataclasses.replace(tensor_node(node.name, op, types, attrs, node.hint),
+                               attributes=node.attributes)
+
+
+def _constant(name: str, data: np.ndarray) -> Node:
+    return Node(name, ConstantBody(BufferType(scalar_type_of_dtype(data.dtype), data.shape),
+                                   data))
 
 
 def _rewrite(graph: Graph, node: Node) -> Graph | None:
@@ -81,8 +99,7 @@ def _merged(graph: Graph, first: Node, perm: tuple[int, ...], second: Node) -> G
     if composed == tuple(range(len(composed))) and isinstance(source, Edge):
         graph = reroute(graph, (second.name, "y"), (source.src_node, source.src_port))
         return _without_unread(remove_nodes(graph, {second.name}), first.name)
-    x_type = next(p.type for p in first.body.params if p.name == "x")
-    merged = _transpose_node(second.name, x_type, composed, second.hint)
+    merged = _rebuilt(second, "transpose", {"x": _type(first, "x")}, {"perm": composed})
     graph = drop_edges_into(replace_node(graph, merged), second.name)
     return _without_unread(_connect(graph, source, merged.name, "x"), first.name)
 
@@ -92,9 +109,8 @@ def _flattened_into_weights(graph: Graph, transpose: Node, perm: tuple[int, ...]
     """``product(flatten(transpose(x)), W)`` as ``product(flatten(x), W')``
     with the rows of the constant W reordered to match (a channels-last
     Flatten before a Dense layer); None unless that is the pattern."""
-    from ..ir.tensor_ops import tensor_node
-    x_type = next(p.type for p in transpose.body.params if p.name == "x")
-    flat = next(p.type for p in flatten.body.params if p.name == "y").shape
+    x_type = _type(transpose, "x")
+    flat = _type(flatten, "y").shape
     if perm[0] != 0 or not all(isinstance(d, int) for d in x_type.shape[1:]) or \
             len(flat) != 2 or flat[1] != int(np.prod(x_type.shape[1:])):
         return None
@@ -113,16 +129,12 @@ def _flattened_into_weights(graph: Graph, transpose: Node, perm: tuple[int, ...]
         reordered[:, order] = weights
     else:
         reordered[order] = weights
-    taken = {n.name for n in graph.nodes}
-    name = unique_name(f"{product.name}_b", taken)
-    graph = dataclasses.replace(graph, nodes=graph.nodes + (
-        Node(name, ConstantBody(BufferType(x_type.element, reordered.shape), reordered)),))
-    graph = dataclasses.replace(graph, edges=tuple(
+    constant = _constant(unique_name(f"{product.name}_b", {n.name for n in graph.nodes}),
+                         reordered)
+    graph = dataclasses.replace(graph, nodes=graph.nodes + (constant,), edges=tuple(
         e for e in graph.edges if (e.dst_node, e.dst_port) != (product.name, "b")))
-    graph = add_edge(graph, Edge(name, "value", product.name, "b"))
-    moved = dataclasses.replace(tensor_node(flatten.name, flatten.body.op, {"x": x_type},
-                                            flatten.body.attrs, flatten.hint),
-                                attributes=flatten.attributes)
+    graph = _connect(graph, (constant.name, "value"), product.name, "b")
+    moved = _rebuilt(flatten, flatten.body.op, {"x": x_type}, flatten.body.attrs)
     graph = drop_edges_into(replace_node(graph, moved), flatten.name)
     graph = _connect(graph, _feed(graph, transpose.name), flatten.name, "x")
     return remove_nodes(graph, {transpose.name})
@@ -155,11 +167,9 @@ def _sunk(graph: Graph, transpose: Node, perm: tuple[int, ...], op: Node,
     """``op(transpose(x), ...)`` as ``transpose(op(x, ...))``, its other
     operands permuted back (constants) or untransposed (values transposed
     the same way); None when an operand is neither."""
-    from ..ir.tensor_ops import tensor_node
     inverse = tuple(int(i) for i in np.argsort(perm))
     rank = len(perm)
-    y_type = next(p.type for p in op.body.params if p.name == "y")
-    if len(y_type.shape) != rank:
+    if len(_type(op, "y").shape) != rank:
         return None
     feeds: dict[str, object] = {}   # port -> what feeds it in op' (see _connect)
     taken = {n.name for n in graph.nodes}
@@ -171,18 +181,17 @@ def _sunk(graph: Graph, transpose: Node, perm: tuple[int, ...], op: Node,
             continue
         if param.name == port:
             feeds[param.name] = _feed(graph, transpose.name)
-            types[param.name] = next(p.type for p in transpose.body.params if p.name == "x")
+            types[param.name] = _type(transpose, "x")
             continue
         constant = constant_input(graph, op.name, param.name)
         if constant is not None:
             full = constant.reshape((1,) * (rank - constant.ndim) + constant.shape)
-            data = np.ascontiguousarray(np.transpose(full, inverse))
-            name = unique_name(f"{op.name}_{param.name}", taken)
-            taken.add(name)
-            new_constants.append(Node(name, ConstantBody(BufferType(param.type.element,
-                                                                    data.shape), data)))
-            feeds[param.name] = (name, "value")
-            types[param.name] = BufferType(param.type.element, data.shape)
+            node = _constant(unique_name(f"{op.name}_{param.name}", taken),
+                             np.ascontiguousarray(np.transpose(full, inverse)))
+            taken.add(node.name)
+            new_constants.append(node)
+            feeds[param.name] = (node.name, "value")
+            types[param.name] = node.body.type
             continue
         other = producer(graph, op.name, param.name)
         twin = graph.node(other.src_node) if other is not None else None
@@ -190,13 +199,11 @@ def _sunk(graph: Graph, transpose: Node, perm: tuple[int, ...], op: Node,
                 sole_consumer(graph, twin.name, "y") is None or twin.hint != transpose.hint:
             return None
         feeds[param.name] = _feed(graph, twin.name)
-        types[param.name] = next(p.type for p in twin.body.params if p.name == "x")
+        types[param.name] = _type(twin, "x")
         removed.append(twin.name)
-    moved = dataclasses.replace(tensor_node(op.name, op.body.op, types, op.body.attrs, op.hint),
-                                attributes=op.attributes)
-    moved_y = next(p.type for p in moved.body.params if p.name == "y")
-    after = _transpose_node(unique_name(f"{op.name}_transposed", taken), moved_y, perm,
-                            transpose.hint)
+    moved = _rebuilt(op, op.body.op, types, op.body.attrs)
+    after = _transpose_node(unique_name(f"{op.name}_transposed", taken), _type(moved, "y"),
+                            perm, transpose.hint)
     graph = dataclasses.replace(graph, nodes=graph.nodes + tuple(new_constants))
     graph = reroute(graph, (op.name, "y"), (after.name, "y"))
     graph = drop_edges_into(replace_node(graph, moved), op.name)

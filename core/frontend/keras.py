@@ -11,10 +11,11 @@ PyTorch backend and torch.export (hpvm.frontend.torch).
 With the torch backend a Keras model is a ``torch.nn.Module``; its layers
 run as ATen operators, which the PyTorch front end translates.  Keras's
 channels-last layout shows up as transposes around every convolution and
-pooling; the fold-transposes pass of the tensor pipeline cancels them, so
-a CNN keeps one at its input (and one before a Flatten).  Models in another backend's process (TensorFlow, JAX) cannot
-switch backend: export them with ``model.export(path, format="onnx")`` and
-load the file with hpvm.frontend.onnx.
+pooling; the fold-transposes pass of the tensor pipeline cancels them (a
+Flatten before a Dense layer reorders the weights instead), so a CNN keeps
+one, at its input.  Models in another backend's process (TensorFlow, JAX)
+cannot switch backend: export them with ``model.export(path,
+format="onnx")`` and load the file with hpvm.frontend.onnx.
 """
 from __future__ import annotations
 

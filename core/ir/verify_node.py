@@ -201,6 +201,11 @@ def _check_precision(node: Node, report: Report) -> None:
     elif not isinstance(node.body, TensorBody) and value != "fp32":
         report.error(f"attribute precision={value!r} is only for tensor-op nodes",
                      "remove it, or lower precision inside the kernel itself")
+    elif value == "int8":
+        from .tensor_ops.int8 import int8_problem
+        problem = int8_problem(node)
+        if problem:
+            report.error(f"attribute precision='int8' does not fit: {problem[0]}", problem[1])
 
 
 # -- constants --------------------------------------------

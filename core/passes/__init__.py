@@ -31,7 +31,7 @@ __all__ = [
 
 # The built-in passes register themselves on import.
 from . import (  # noqa: E402,F401
-    approximate, argument_privatisation, const_fold, dce, fold_tensor_constants, fold_transposes,
+    approximate, argument_privatisation, calibrate, const_fold, dce, fold_tensor_constants, fold_transposes,
     fuse_elementwise,
     fuse_ops, inline,
     input_buffering, legalize_tensor_ops, loop_fusion, loop_unroll, node_fusion, parallel_reduce,

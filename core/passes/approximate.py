@@ -5,6 +5,9 @@ A knob is a ``+``-joined list of techniques (``exact`` for none):
 
 - ``fp16``: the node computes in half precision (node attribute
   ``precision``, tensor_ops/precision.py); any float tensor op;
+- ``int8``: a conv2d, gemm or matmul quantises its operands to 8-bit
+  integers (tensor_ops/int8.py); the node must be calibrated first (the
+  ``calibrate`` pass records its scales);
 - ``perf-rows-K-O`` / ``perf-cols-K-O``: conv2d output rows / columns
   ``i`` with ``i % K == O`` are not computed but interpolated; the node
   computes the kept ones and ``perforation_fill`` nodes (named
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 
 from ..errors import Diagnostic, Location, VerificationError
 from ..ir.graph import BindOut, Edge, Graph, KernelBody, Module, Node, TensorBody
+from ..ir.tensor_ops.int8 import INT8_OPS, int8_problem
 from .errors import PassError
 from .instance_perforation import AXES, perforate, perforation_refusal
 from .names import unique_name
@@ -43,7 +47,7 @@ TECHNIQUES = {
 }
 """Technique prefix -> (the op attribute it sets, the ops that have it)."""
 EXACT = "exact"
-KNOB_FIX = ("write a knob as exact, fp16, perf-rows-K-O, perf-cols-K-O, samp-K-O or "
+KNOB_FIX = ("write a knob as exact, fp16, int8, perf-rows-K-O, perf-cols-K-O, samp-K-O or "
             "redsamp-K-O (K in 2..16, 0 <= O < K), joined with '+'")
 
 
@@ -57,7 +61,7 @@ class Knob:
 
     def ops(self) -> set[str] | None:
         """The ops this knob applies to (None: any float tensor op)."""
-        allowed = None
+        allowed = set(INT8_OPS) if self.precision == "int8" else None
         for attr in self.attrs:
             ops = {op for prefix, (name, ops) in TECHNIQUES.items() if name == attr
                    for op in ops}
@@ -71,8 +75,10 @@ def parse_knob(text: str) -> Knob:
     for part in text.strip().split("+"):
         if part in (EXACT, "fp32"):
             continue
-        if part == "fp16":
-            precision = "fp16"
+        if part in ("fp16", "int8"):
+            if precision != "fp32":
+                raise ValueError(f"knob '{text}' sets the precision twice")
+            precision = part
             continue
         prefix, _, numbers = part.rpartition("-")
         prefix, _, every = prefix.rpartition("-")
@@ -186,6 +192,9 @@ def _apply(graph: Graph, node: Node, knob: Knob) -> Graph:
     if knob.precision != "fp32":
         attributes["precision"] = knob.precision
     approximated = dataclasses.replace(node, body=approximated.body, attributes=attributes)
+    problem = int8_problem(approximated) if knob.precision == "int8" else None
+    if problem:
+        raise _error(graph, node.name, f"knob '{knob.name}': {problem[0]}", problem[1])
     nodes = [approximated if n.name == node.name else n for n in graph.nodes]
     graph = dataclasses.replace(graph, nodes=tuple(nodes))
     return _add_fills(graph, node, approximated)

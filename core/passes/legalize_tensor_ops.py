@@ -38,7 +38,8 @@ def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool]) -> Module
     """``module`` with the tensor-op nodes ``chosen`` picks lowered to
     kernel nodes (a target that runs some nodes of an op itself)."""
     from ..ir.tensor_ops import get_op  # its own package, loaded on use
-    from ..ir.tensor_ops.precision import PRECISION_ATTRIBUTE, is_reduced, round_kernel
+    from ..ir.tensor_ops.int8 import SCALES_ATTRIBUTE, node_scales, quantize_kernel
+    from ..ir.tensor_ops.precision import PRECISION_ATTRIBUTE, node_precision, round_kernel
 
     functions = dict(module.functions)
 
@@ -46,11 +47,15 @@ def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool]) -> Module
         if not isinstance(node.body, TensorBody) or not chosen(node):
             return node
         function, replication = get_op(node.body.op).lower(node.name, node.body)
-        if is_reduced(node):
+        precision = node_precision(node)
+        if precision == "fp16":
             function = round_kernel(function)
+        elif precision == "int8":
+            function = quantize_kernel(function, node_scales(node))
         name = unique_name(function.name, functions)
         functions[name] = dataclasses.replace(function, name=name)
-        attributes = {k: v for k, v in node.attributes.items() if k != PRECISION_ATTRIBUTE}
+        attributes = {k: v for k, v in node.attributes.items()
+                      if k not in (PRECISION_ATTRIBUTE, SCALES_ATTRIBUTE)}
         return dataclasses.replace(node, body=KernelBody(name), replication=tuple(replication),
                                    attributes=attributes)
 

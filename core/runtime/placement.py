@@ -114,18 +114,36 @@ def _installed(registry, names):
             continue
 
 
+def takes(target: Target, module: Module, graph, node) -> bool:
+    """Whether ``target`` claims ``node`` and honours its precision."""
+    return target.claims(module, graph, node) and not precision_refusal(target, node)
+
+
+def precision_refusal(target: Target, node) -> str:
+    """Why ``target`` cannot honour ``node``'s precision ('' if it can): it
+    would run the node's op natively, and not in that precision."""
+    from ..ir.graph import TensorBody
+    from ..ir.tensor_ops.precision import node_precision
+    if (not isinstance(node.body, TensorBody) or node.body.op not in target.native_tensor_ops
+            or node_precision(node) in target.native_precisions):
+        return ""
+    return (f"its {node.body.op} does not compute in precision {node_precision(node)} "
+            f"(it does {', '.join(sorted(target.native_precisions))})")
+
+
 def _choose(module, graph, node, chosen, fallbacks) -> tuple[Target, str]:
     if node.hint:
         for target in chosen:
-            if hint_matches(node.hint, target.name) and target.claims(module, graph, node):
+            if hint_matches(node.hint, target.name) and takes(target, module, graph, node):
                 return target, f"hint '{node.hint}'"
     for target in chosen:
-        if target.claims(module, graph, node):
+        if takes(target, module, graph, node):
             return target, "first listed target that claims it"
     declined = "; ".join(f"{t.name}: {why}" for t in chosen
-                         for why in [t.declines(module, graph, node)] if why)
+                         for why in [precision_refusal(t, node)
+                                     or t.declines(module, graph, node)] if why)
     for target in fallbacks:
-        if target.claims(module, graph, node):
+        if takes(target, module, graph, node):
             return target, ("fallback: no listed target claims it"
                             + (f" ({declined})" if declined else ""))
     raise TargetError(f"node '{node.name}' of graph '@{graph.name}': no target can run it; "

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ..ir.graph import Module
+from ..runtime.placement import takes
 from ..target import NodeRef
 from .parameter import Parameter, TuneError
 from .pass_parameters import PASS_PARAMETERS, parameters_of_pass, reduce_steps
@@ -297,7 +298,7 @@ def _claims(module: Module, targets) -> dict[str, list]:
         for node in graph.nodes:
             if node.is_leaf:
                 claimed[str(NodeRef(graph.name, node.name))] = [
-                    t for t in targets if t.claims(module, graph, node)]
+                    t for t in targets if takes(t, module, graph, node)]
     return claimed
 
 

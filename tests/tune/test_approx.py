@@ -130,7 +130,7 @@ def test_convs_get_perforation_and_sampling_knobs_pools_reduction_sampling(lenet
 
 def test_the_cost_model_counts_the_work_each_knob_skips(lenet):
     module = lenet[0]
-    model = CostModel(module, ["t0_Conv", "t3_Conv"], seconds=1.0, fp16_factor=0.5)
+    model = CostModel(module, ["t0_Conv", "t3_Conv"], seconds=1.0, precision_factors={"fp16": 0.5})
     share = model.costs["t0_Conv"] / model.total
     assert model.predict({}) == 1.0
     assert model.predict({"t0_Conv": "perf-rows-2-0"}) == pytest.approx(1 - share / 2)
@@ -186,3 +186,42 @@ def test_when_predictions_were_too_hopeful_a_second_round_validates_inside_the_g
     assert result.agreement["validated"] > 6
     assert sum("validated more" in note for note in result.curve.notes) == 1
     assert all(p.qos >= result.curve.baseline_qos - 0.5 for p in result.curve.points)
+
+
+def test_int8_knobs_come_from_calibrating_on_the_tuning_data(lenet):
+    module, images, labels = lenet
+    assert knob_choices(module, "t0_Conv", ("int8",)) == ["exact"]  # not calibrated yet
+    result = approx_tune(module, ["aten"], {"x": images}, accuracy(labels), loss=3.0,
+                         techniques=("int8", "perforation"), every=(2,), repeat=1)
+    tuned = result.module
+    calibrated = {n.name for n in tuned.root_graph.nodes if "int8_scales" in n.attributes}
+    assert {"t0_Conv", "t3_Conv", "t7_Gemm"} <= calibrated
+    assert knob_choices(tuned, "t7_Gemm", ("int8",)) == ["exact", "int8"]
+    assert "perf-rows-2-0+int8" in knob_choices(tuned, "t0_Conv", ("int8", "perforation"),
+                                                 every=(2,))
+    all_int8 = {name: "int8" for name in calibrated}
+    assert measured_accuracy(tuned, all_int8, images, labels) >= result.curve.baseline_qos - 3
+    for point in result.curve.points:
+        assert point.qos == measured_accuracy(tuned, point.knobs, images, labels)
+
+
+def test_profiled_configurations_that_meet_the_goal_reach_the_curve(lenet, monkeypatch):
+    """With no validation runs at all, the curve still holds what the
+    profile measured (timings made deterministic: every approximated
+    node saves a tenth)."""
+    from hpvm.interp import run_module
+    from hpvm.tune.approx import measure
+    module, images, labels = lenet
+
+    def run(self, variant):
+        changed = sum(a != b for a, b in zip(variant.root_graph.nodes, module.root_graph.nodes))
+        outputs = run_module(variant, self.inputs)["y"]
+        return measure.Measurement(outputs, 1.0 - 0.1 * changed)
+    monkeypatch.setattr(measure.Runner, "_run", run)
+    result = approx_tune(module, ["aten"], {"x": images}, accuracy(labels), loss=3.0,
+                         validate=0, **SMALL)
+    assert result.agreement["validated"] == 0
+    assert len(result.curve.points) > 1
+    for point in result.curve.points[1:]:
+        assert len(point.knobs) == 1 or set(point.knobs.values()) == {"fp16"}
+        assert point.qos >= result.curve.baseline_qos - 3.0

@@ -4,7 +4,9 @@ A node attribute ``precision = "fp16"`` says: the op's inputs and results
 are rounded to IEEE half precision, the arithmetic in between stays in the
 declared (f32) type -- what a GPU's FP16 tensor-core kernels do (half
 operands, wider accumulation).  The buffers keep their declared types, so
-neighbouring nodes are unaffected.  ``"fp32"`` (or no attribute) is exact.
+neighbouring nodes are unaffected.  ``"fp32"`` (or no attribute) is exact;
+``"int8"`` quantises the operands of a matrix or convolution product
+(int8.py).
 
 Each place that runs a tensor node honours it: the interpreter rounds the
 arrays (:func:`round_arrays`), lowered kernels round their loads and stores
@@ -23,7 +25,7 @@ from ..types import F16, F32
 from ..visit import rewrite
 
 PRECISION_ATTRIBUTE = "precision"
-PRECISIONS = ("fp32", "fp16")
+PRECISIONS = ("fp32", "fp16", "int8")
 
 
 def node_precision(node: Node) -> str:
@@ -37,14 +39,14 @@ def node_precision(node: Node) -> str:
     return value
 
 
-def is_reduced(node: Node) -> bool:
-    return node_precision(node) != "fp32"
+def is_half(node: Node) -> bool:
+    return node_precision(node) == "fp16"
 
 
 def round_arrays(arrays: dict, precision: str) -> dict:
     """Float arrays of ``arrays`` rounded through ``precision`` (kept in
-    their own dtype)."""
-    if precision == "fp32":
+    their own dtype); only fp16 rounds results."""
+    if precision != "fp16":
         return arrays
     return {name: a.astype(np.float16).astype(a.dtype)
             if isinstance(a, np.ndarray) and a.dtype == np.float32 else a

@@ -126,6 +126,35 @@ def approximation_case(name: str, seed: int = 0) -> tuple[Module, dict[str, np.n
     return single_op_module(op, inputs, attrs), inputs, op
 
 
+INT8_CASES = {
+    "conv-int8": ("conv2d", {"x": (2, 3, 9, 8), "w": (4, 3, 3, 3), "b": (4,)},
+                  {"padding": (1, 1, 1, 1), "activation": "relu"}, (0.02, 0.015)),
+    "gemm-int8": ("gemm", {"a": (20, 24), "b": (10, 24), "c": (10,)},
+                  {"trans_b": True, "alpha": 0.5, "beta": 2.0}, (0.02, 0.03)),
+    "gemm-int8-trans-a": ("gemm", {"a": (13, 20), "b": (13, 9)}, {"trans_a": True},
+                          (0.03, 0.02)),
+    "matmul-int8": ("matmul", {"a": (33, 12), "b": (12, 5)}, {}, (0.025, 0.02)),
+    "matmul-int8-few-rows": ("matmul", {"a": (3, 12), "b": (12, 5)}, {}, (0.025, 0.02)),
+}
+"""INT8 nodes every target running tensor ops is tested on: name -> (op,
+input shapes, attributes, int8_scales).  The scales are small enough that
+some of the standard-normal operands saturate."""
+
+
+def int8_case(name: str, seed: int = 0) -> tuple[Module, dict[str, np.ndarray]]:
+    """(one-op module with precision int8, its graph inputs) of
+    INT8_CASES[name]; every input but the first is a constant node (the
+    weights, as in a model)."""
+    op, shapes, attrs, scales = INT8_CASES[name]
+    rng = np.random.default_rng(seed)
+    arrays = {port: rng.standard_normal(shape).astype(np.float32)
+              for port, shape in shapes.items()}
+    first = next(iter(arrays))
+    module = single_op_module(op, arrays, attrs, constants=tuple(arrays)[1:],
+                              attributes={"precision": "int8", "int8_scales": scales})
+    return module, {first: arrays[first]}
+
+
 def example_nodes(seed: int = 0) -> dict[str, tuple[Node, dict[str, np.ndarray]]]:
     """One small example use of every op: name -> (tensor node, f32 inputs).
     Batch dims are the symbol "N" where the op allows it; for targets and

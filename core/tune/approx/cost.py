@@ -2,9 +2,9 @@
 a node costs its multiply-adds (conv2d, gemm, matmul), window reads
 (pools) or elements (the rest), and a knob scales that by the work it
 skips -- perforation by the share of rows / columns kept, sampling by the
-share of taps kept.  FP16's effect depends on the target, so it is
-measured once (all nodes in FP16 against all exact) and applied as a
-factor.  A configuration's predicted time is the baseline's, scaled by the
+share of taps kept.  A reduced precision's effect (FP16, INT8) depends
+on the target, so it is measured once (all nodes that take it in that
+precision against all exact) and applied as a factor.  A configuration's predicted time is the baseline's, scaled by the
 predicted share of the work left.  Kernel nodes' knobs (perforated
 instances) are costed by what they saved when profiled alone.
 """
@@ -41,10 +41,11 @@ def node_cost(node: Node) -> float:
     return float(out)
 
 
-def knob_factor(node: Node, knob: str, fp16_factor: float) -> float:
-    """The share of ``node``'s cost left under ``knob``."""
+def knob_factor(node: Node, knob: str, precision_factors: dict[str, float]) -> float:
+    """The share of ``node``'s cost left under ``knob`` (``precision_factors``:
+    precision -> measured factor)."""
     parsed = parse_knob(knob)
-    factor = fp16_factor if parsed.precision == "fp16" else 1.0
+    factor = precision_factors.get(parsed.precision, 1.0)
     shape = next(p.type.shape for p in node.body.params if p.name == "y")
     for attr, (every, offset) in parsed.attrs.items():
         if attr in ("perforate_rows", "perforate_cols"):
@@ -69,14 +70,14 @@ class CostModel:
     (``measured``, filled in by profiling); savings add up."""
 
     def __init__(self, module: Module, nodes: list[str], seconds: float,
-                 fp16_factor: float = 1.0):
+                 precision_factors: dict[str, float] | None = None):
         graph = module.root_graph
         self.nodes = {name: graph.node(name) for name in nodes
                       if isinstance(graph.node(name).body, TensorBody)}
         self.costs = {name: node_cost(node) for name, node in self.nodes.items()}
         self.total = sum(self.costs.values()) or 1.0
         self.seconds = seconds
-        self.fp16_factor = fp16_factor
+        self.precision_factors = dict(precision_factors or {})
         self.measured: dict[tuple[str, str], float] = {}
         """(node, knob) -> share of the baseline's time saved alone."""
 
@@ -87,7 +88,7 @@ class CostModel:
             self.measured[(node, knob)] = 1 - seconds / self.seconds
 
     def predict(self, config: dict[str, str]) -> float:
-        saved = sum(self.costs[n] * (1 - knob_factor(self.nodes[n], k, self.fp16_factor))
+        saved = sum(self.costs[n] * (1 - knob_factor(self.nodes[n], k, self.precision_factors))
                     for n, k in config.items() if n in self.nodes) / self.total
         saved += sum(self.measured.get((n, k), 0.0) for n, k in config.items())
         return self.seconds * max(1 - saved, 0.02)

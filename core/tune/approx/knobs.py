@@ -1,10 +1,11 @@
 """Which approximation knobs each tensor-op node of a module may take (the
 search space of approximation tuning).
 
-Every float tensor op may compute in FP16; conv2d may also be perforated
-(rows or columns, every K-th skipped) or have its filter sampled; pools
-may sample their windows.  K ranges over EVERY (2, 3, 4) with every
-offset, each alone and with FP16, as in ApproxTuner.  Cheap ops (shape
+Every float tensor op may compute in FP16, and a calibrated conv2d, gemm
+or matmul in INT8; conv2d may also be perforated (rows or columns, every
+K-th skipped) or have its filter sampled; pools may sample their windows.
+K ranges over EVERY (2, 3, 4) with every offset, each alone and with each
+reduced precision, as in ApproxTuner.  Cheap ops (shape
 ops, activations, fills) are left exact: approximating them saves nothing.
 Kernel nodes (image pipelines written as kernels) take perforation of
 their instances, rows or columns of the replication, with the same K.
@@ -12,13 +13,16 @@ their instances, rows or columns of the replication, with the same K.
 from __future__ import annotations
 
 from ...ir.graph import KernelBody, Module, Node, TensorBody
+from ...ir.tensor_ops.int8 import INT8_OPS, node_scales
 from ...passes.approximate import EXACT
 from ...passes.instance_perforation import AXIS_WORDS, perforation_refusal
 
 EVERY = (2, 3, 4)
 TUNED_OPS = ("conv2d", "gemm", "matmul", "max_pool", "avg_pool", "batchnorm", "elementwise")
 """Ops whose nodes get knobs."""
-TECHNIQUES = ("fp16", "perforation", "sampling", "reduction-sampling")
+TECHNIQUES = ("fp16", "int8", "perforation", "sampling", "reduction-sampling")
+PRECISIONS = ("fp16", "int8")
+"""The reduced precisions among the techniques (knob words as well)."""
 
 
 def approximable_nodes(module: Module) -> list[str]:
@@ -38,9 +42,10 @@ def knob_choices(module: Module, node_name: str, techniques=TECHNIQUES,
         return [EXACT] + [f"perf-{name}-{k}-{o}" for dim, name in _perforable_dims(module, node)
                           for k in every for o in range(k)]
     out_shape = next(p.type.shape for p in node.body.params if p.direction == "out")
-    precisions = ["", "fp16"] if "fp16" in techniques else [""]
-    shapes = []
     op = node.body.op
+    precisions = [""] + [p for p in PRECISIONS if p in techniques
+                         and (p != "int8" or op in INT8_OPS and node_scales(node))]
+    shapes = []
     if op == "conv2d" and "perforation" in techniques:
         for axis, name in ((2, "rows"), (3, "cols")):
             if isinstance(out_shape[axis], int) and out_shape[axis] >= 2:
@@ -51,10 +56,16 @@ def knob_choices(module: Module, node_name: str, techniques=TECHNIQUES,
         kernel = node.body.attrs.get("kernel", (1, 1))
         if not any(node.body.attrs.get("padding", ())) and kernel[0] * kernel[1] >= 2:
             shapes += [f"redsamp-{k}-{o}" for k in every for o in range(k)]
-    choices = [EXACT] + (["fp16"] if "fp16" in precisions else [])
+    choices = [EXACT] + precisions[1:]
     for shape in shapes:
         choices += [shape + ("+" + precision if precision else "") for precision in precisions]
     return choices
+
+
+def precisions_offered(choices: dict[str, list[str]]) -> list[str]:
+    """The reduced precisions some node may take alone in ``choices``
+    (node -> knobs)."""
+    return [p for p in PRECISIONS if any(p in knobs for knobs in choices.values())]
 
 
 def _perforable_dims(module: Module, node: Node) -> list[tuple[int, str]]:

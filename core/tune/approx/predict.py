@@ -21,6 +21,8 @@ import numpy as np
 
 from ...passes.approximate import EXACT
 from .cost import CostModel
+from .explore import Point
+from .knobs import precisions_offered
 from .measure import Measurement, Runner
 from .qos import QoS
 
@@ -36,6 +38,9 @@ class Profile:
     cost: CostModel
     scores: dict[tuple[str, str], float] = field(default_factory=dict)
     deltas: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    runs: list[Point] = field(default_factory=list)
+    """Every configuration profiling ran, measured: each knob alone, and
+    all nodes in each reduced precision (candidates for the curve too)."""
 
     def predict(self, config: dict[str, str], qos: QoS, model: str) -> tuple[float, float]:
         """(predicted score, predicted seconds) of ``config``."""
@@ -53,15 +58,18 @@ class Profile:
 def profile(runner: Runner, choices: dict[str, list[str]], qos: QoS,
             progress: Callable[[str], None] | None = None) -> Profile:
     """Run every knob of every node alone (``choices``: node -> knobs,
-    ``exact`` included and skipped), the baseline, and all nodes in FP16."""
+    ``exact`` included and skipped), the baseline, and all nodes in each
+    reduced precision they take."""
     baseline = runner.measure({})
-    fp16_factor = 1.0
-    if any("fp16" in knobs for knobs in choices.values()):
-        all_half = runner.measure({node: "fp16" for node, knobs in choices.items()
-                                   if "fp16" in knobs})
-        fp16_factor = min(max(all_half.seconds / baseline.seconds, 0.25), 4.0)
-    cost = CostModel(runner.module, list(choices), baseline.seconds, fp16_factor)
-    result = Profile(baseline, qos.score(baseline.outputs, baseline.outputs), cost)
+    factors, runs = {}, []
+    for precision in precisions_offered(choices):
+        config = {node: precision for node, knobs in choices.items() if precision in knobs}
+        reduced = runner.measure(config)
+        factors[precision] = min(max(reduced.seconds / baseline.seconds, 0.25), 4.0)
+        runs.append(Point(config, qos.score(reduced.outputs, baseline.outputs),
+                          reduced.seconds))
+    cost = CostModel(runner.module, list(choices), baseline.seconds, factors)
+    result = Profile(baseline, qos.score(baseline.outputs, baseline.outputs), cost, runs=runs)
     for node, knobs in choices.items():
         for knob in knobs:
             if knob == EXACT:
@@ -71,6 +79,7 @@ def profile(runner: Runner, choices: dict[str, list[str]], qos: QoS,
             cost.record(node, knob, measured.seconds)
             result.scores[key] = qos.score(measured.outputs, baseline.outputs)
             result.deltas[key] = measured.outputs - baseline.outputs
+            result.runs.append(Point({node: knob}, result.scores[key], measured.seconds))
             if progress is not None:
                 progress(f"profiled {node}:{knob}")
     return result

@@ -10,7 +10,8 @@ node (the profile), searches thousands of configurations on the
 predictions of an error-composition model, then runs the predicted front
 for real and keeps the configurations that truly meet the goal; when most
 of them miss it, it runs half as many more, chosen that much further
-inside the goal.
+inside the goal.  The profile's own runs that meet the goal are
+candidates for the curve as well.
 Empirical tuning runs every configuration the search visits.  Either way
 the curve holds measured QoS and speedups only.
 """
@@ -27,7 +28,7 @@ import numpy as np
 from ...errors import HpvmError
 from .curve import ApproxCurve, ApproxPoint
 from .explore import Point, explore, pareto
-from .knobs import EVERY, TECHNIQUES, approximable_nodes, knob_choices
+from .knobs import EVERY, TECHNIQUES, approximable_nodes, knob_choices, precisions_offered
 from .measure import Runner, canonical
 from .predict import MODELS, profile
 from .qos import ApproxError, Goal, QoS
@@ -98,6 +99,9 @@ def approx_tune(program, targets, inputs: dict, qos: QoS, *, loss: float | None 
         validate_inputs(module.root_graph, inputs)
     except HpvmError as error:
         raise ApproxError(f"the tuning data does not fit the program: {error}") from None
+    if "int8" in techniques:  # INT8 scales from the tuning data (the calibrate pass)
+        from ...passes.calibrate import calibrate
+        module = calibrate(module, inputs)
     choices = {node: knob_choices(module, node, techniques, every)
                for node in approximable_nodes(module)}
     if not any(len(knobs) > 1 for knobs in choices.values()):
@@ -107,8 +111,7 @@ def approx_tune(program, targets, inputs: dict, qos: QoS, *, loss: float | None 
                           "tune a tensor program (an ONNX model or graph-builder ops) or a "
                           "kernel program whose nodes write their outputs at their own ids")
     budget = budget or DEFAULT_BUDGET[mode]
-    half = any("fp16" in knobs for knobs in choices.values())
-    runs = (1 + half + sum(len(k) - 1 for k in choices.values()) + validate + validate // 2
+    runs = (1 + len(precisions_offered(choices)) + sum(len(k) - 1 for k in choices.values()) + validate + validate // 2
             if mode == "predictive" else budget)
     steps = _Steps(progress, runs)
     runner = Runner(module, targets, inputs, options, output, repeat)
@@ -167,7 +170,12 @@ def _predictive(result, runner, choices, qos, threshold, model, budget, validate
                                   f"validated more with that margin")
     kept = [(m, c) for m, c in measured if m.score >= threshold]
     result.agreement = _agreement(errors, len(kept))
-    _fill_curve(result.curve, [m for m, _ in kept], {id(m): c for m, c in kept})
+    # What profiling measured is as real as what was validated: a
+    # configuration it ran that meets the goal (all nodes in FP16, say)
+    # is never lost to a wrong prediction.
+    profiled = [p for p in known.runs if p.score >= threshold
+                and canonical(p.config) not in done]
+    _fill_curve(result.curve, [m for m, _ in kept] + profiled, {id(m): c for m, c in kept})
 
 
 def _empirical(result, runner, choices, qos, threshold, budget, seed, progress) -> None:

@@ -8,7 +8,8 @@ made beforehand), and the memory tracker copies through ``copy_in`` /
 ``copy_out``.  Nothing placed on aten updates a buffer in place, so a
 result may share memory with an input (a reshape's does).  With
 ``precision=fp16`` float ops compute in half precision: inputs are cast
-down, results cast back to the buffer's type.
+down, results cast back to the buffer's type.  A node with the INT8 knob
+quantises its operands (int8.py).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from hpvm.errors import Diagnostic, ExecutionError, Location
 from hpvm.ir.graph import ConstantBody, Module, TensorBody
 from hpvm.target import Device, NodeRef
 
+from . import int8
 from .ops import OPS
 
 
@@ -123,14 +125,17 @@ class AtenDevice(Device):
         if plan.constant is not None:
             self._store(args["value"], self._constant(str(node), plan.constant))
             return None
-        dtype = torch.float16 if plan.half else self.compute_dtype
+        dtype = torch.float32 if plan.int8 else torch.float16 if plan.half else self.compute_dtype
         inputs = {port: self._weight(plan.weights[port], dtype) if port in plan.weights
                   else self._compute(self._tensor(args[port], dtype), dtype)
                   for port in plan.inputs}
         target = args[plan.output]
         try:
             with torch.no_grad():
-                result = plan.run(inputs, plan.attrs, tuple(target.shape))
+                result = self._integer_product(plan, inputs, tuple(target.shape))
+                if result is None:
+                    run_inputs = int8.dequantized(inputs, plan.int8) if plan.int8 else inputs
+                    result = plan.run(run_inputs, plan.attrs, tuple(target.shape))
         except RuntimeError as error:
             raise ExecutionError(Diagnostic(
                 Location(graph=node.graph, node=node.node),
@@ -144,6 +149,28 @@ class AtenDevice(Device):
     # synchronises, so no launch needs waiting for on the host.
 
     # helpers -----------------------------------------------------------------
+    def _integer_product(self, plan: "_Plan", inputs: dict, out_shape) -> torch.Tensor | None:
+        """An INT8 gemm or matmul by a constant matrix through the integer
+        GEMM on CUDA; None where that does not apply."""
+        if (not plan.int8 or plan.op not in int8.MATRIX_OPS or self.device.type != "cuda"
+                or "b" not in plan.weights or inputs["b"].dim() != 2):
+            return None
+        transposed = plan.op == "gemm" and plan.attrs["trans_b"]
+        key = plan.weights["b"][0]
+        if (key, "int8") not in self._constants:
+            self._constants[(key, "int8")] = int8.integer_rhs(inputs["b"], plan.int8["b"],
+                                                              transposed)
+        scales = (plan.int8["a"], plan.int8["b"])
+        factors_key = (key, "int8 factors", scales, plan.attrs.get("alpha"),
+                       plan.attrs.get("beta"))
+        if factors_key not in self._constants:
+            self._constants[factors_key] = int8.integer_factors(scales, plan.attrs, plan.op,
+                                                                self.device)
+        columns = inputs["b"].shape[0 if transposed else 1]
+        return int8.integer_product(plan.op, inputs["a"], self._constants[(key, "int8")],
+                                    columns, self._constants[factors_key], plan.attrs,
+                                    inputs.get("c"), out_shape)
+
     def _plan(self, node: NodeRef) -> "_Plan":
         """What launching ``node`` needs, worked out on its first launch."""
         plan = self._plans.get(node)
@@ -193,7 +220,8 @@ class _Plan:
     """A node's launch, prepared once: the op function and its resolved
     attributes, its ports, and the constant nodes feeding its inputs
     (port -> (constant's key, data)); ``constant`` for a ConstantBody node;
-    ``half``: the node computes in FP16 (its precision attribute)."""
+    ``half``: the node computes in FP16 (its precision attribute);
+    ``int8``: operand -> scale of a node that computes in INT8."""
 
     op: str = ""
     run: Any = None
@@ -203,6 +231,7 @@ class _Plan:
     weights: dict = field(default_factory=dict)
     constant: np.ndarray | None = None
     half: bool = False
+    int8: dict = field(default_factory=dict)
 
     @staticmethod
     def of(module: Module, node: NodeRef) -> "_Plan":
@@ -212,7 +241,8 @@ class _Plan:
             return _Plan(constant=body.data)
         assert isinstance(body, TensorBody)
         from hpvm.ir.tensor_ops import get_op
-        from hpvm.ir.tensor_ops.precision import is_reduced
+        from hpvm.ir.tensor_ops.int8 import node_scales
+        from hpvm.ir.tensor_ops.precision import node_precision
         attrs = get_op(body.op, node.node).resolve_attrs(body.attrs)
         inputs = tuple(p.name for p in body.params if p.direction == "in")
         weights = {}
@@ -221,8 +251,10 @@ class _Plan:
             if edge.dst_node == node.node and isinstance(source.body, ConstantBody):
                 weights[edge.dst_port] = (str(NodeRef(node.graph, source.name)), source.body.data)
         output = next(p.name for p in body.params if p.direction == "out")
-        half = is_reduced(graph.node(node.node))
-        return _Plan(body.op, OPS[body.op], attrs, inputs, output, weights, half=half)
+        precision = node_precision(graph.node(node.node))
+        scales = node_scales(graph.node(node.node)) if precision == "int8" else {}
+        return _Plan(body.op, OPS[body.op], attrs, inputs, output, weights,
+                     half=precision == "fp16", int8=scales)
 
 
 def _torch_dtype(dtype) -> torch.dtype:

@@ -39,6 +39,8 @@ class AtenTarget(Target):
     name = "aten"
     description = "tensor ops on ATen (PyTorch) kernels: CPU, or CUDA when a GPU is visible"
 
+    native_precisions = frozenset(("fp32", "fp16", "int8"))
+
     @property
     def native_tensor_ops(self) -> frozenset[str]:
         try:

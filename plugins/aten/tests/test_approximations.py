@@ -1,13 +1,15 @@
 """Approximation knobs on aten: the perforation, sampling and fill ops
 compute what the reference does (CPU, and CUDA where PyTorch sees a GPU),
-and a node of precision fp16 computes in half precision."""
+a node of precision fp16 computes in half precision, and an int8 node
+quantises its operands as the reference does (through cuBLAS's integer
+GEMM for a matrix product by constant weights on CUDA)."""
 import numpy as np
 import pytest
 
 from hpvm.interp import run_module
 from hpvm.ir.tensor_ops import TENSOR_OPS
 from hpvm.ir.tensor_ops.testing import (
-    APPROXIMATION_CASES, approximation_case, single_op_module,
+    APPROXIMATION_CASES, INT8_CASES, approximation_case, int8_case, single_op_module,
 )
 from hpvm.runtime import compile
 
@@ -38,6 +40,16 @@ def test_an_fp16_node_computes_in_half_precision(device):
     assert not np.array_equal(emulated, exact)
     np.testing.assert_allclose(out, emulated, rtol=FP16_TOLERANCE, atol=FP16_TOLERANCE)
     np.testing.assert_allclose(out, exact, rtol=FP16_TOLERANCE, atol=FP16_TOLERANCE)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", sorted(INT8_CASES))
+def test_an_int8_node_quantises_like_the_reference(name, device):
+    module, inputs = int8_case(name)
+    exe = compile(module, ["aten"], {"device": device})
+    out = exe(**inputs)["y"]
+    np.testing.assert_allclose(out, run_module(module, inputs)["y"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(exe(**inputs)["y"], out)  # the cached weights agree
 
 
 @pytest.mark.parametrize("device", DEVICES)

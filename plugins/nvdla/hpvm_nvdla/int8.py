@@ -123,34 +123,13 @@ def _read_npz(path: Path) -> dict:
 
 
 def calibrate(module: Module, batches, method: str, percentile: float) -> Scales:
-    from hpvm.interp import run_module
-    batches = [batches] if isinstance(batches, dict) else list(batches)
-    magnitudes: dict[str, list[np.ndarray]] = {}
-
-    def record(key: str, value) -> None:
-        array = np.asarray(value)
-        if array.dtype.kind == "f":
-            magnitudes.setdefault(key, []).append(np.abs(array).reshape(-1))
-
-    root = module.root
-    for index, batch in enumerate(batches):
-        if not isinstance(batch, dict):
-            raise TargetError(f"nvdla: calibration batch {index} is a {type(batch).__name__}; "
-                              "give a dict of arrays by input name")
-        try:
-            run_module(module, batch, observe=lambda g, n, p, v: record(f"{g}/{n}.{p}", v))
-        except Exception as error:
-            raise TargetError(f"nvdla: calibration batch {index} does not run: "
-                              f"{str(error).splitlines()[0]}; give arrays of the program's "
-                              "input shapes") from None
-        for name, value in batch.items():
-            record(f"{root}/{name}", value)
-    values = {}
-    for key, parts in magnitudes.items():
-        data = np.concatenate(parts)
-        amax = float(data.max()) if method == "max" or data.size == 0 else float(
-            np.percentile(data, percentile))
-        values[key] = (amax if amax > 0 else 1.0) / QMAX
+    from hpvm.errors import HpvmError
+    from hpvm.interp.calibration import value_magnitudes
+    try:
+        magnitudes = value_magnitudes(module, batches, method, percentile)
+    except HpvmError as error:
+        raise TargetError(f"nvdla: {error}") from None
+    values = {key: (amax if amax > 0 else 1.0) / QMAX for key, amax in magnitudes.items()}
     return Scales(values, method if method == "max" else f"percentile {percentile}")
 
 

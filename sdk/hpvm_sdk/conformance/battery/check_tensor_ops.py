@@ -6,6 +6,7 @@ from functools import lru_cache
 import pytest
 
 from hpvm.ir.tensor_ops import TENSOR_OPS
+from hpvm.ir.tensor_ops.testing import INT8_CASES, int8_case
 from hpvm_sdk.conformance.graphs import one_node_module
 from hpvm_sdk.conformance.summary import SUPPORT_PROPERTY
 
@@ -33,3 +34,23 @@ def test_claimed_tensor_op_matches_the_interpreter(hpvm_target, op, record_prope
         f"{exe.placement.format()}")
     from hpvm.interp import run_module
     hpvm_target.assert_close(exe(**inputs), run_module(module, inputs), label=op)
+
+
+
+@pytest.mark.parametrize("case", sorted(INT8_CASES))
+def test_taken_int8_node_matches_the_interpreter(hpvm_target, case, record_property):
+    """A node computing in INT8 (operands quantised, tensor_ops/int8.py)
+    that placement gives the target computes what the interpreter does;
+    a target whose native op cannot is passed over, which placement
+    does by itself from ``Target.native_precisions``."""
+    from hpvm.interp import run_module
+    from hpvm.runtime.placement import takes
+    module, inputs = int8_case(case)
+    node = module.root_graph.node("op")
+    if not takes(hpvm_target.target, module, module.root_graph, node):
+        record_property(SUPPORT_PROPERTY, f"{case}: not taken")
+        pytest.skip("the target does not take this INT8 node")
+    record_property(SUPPORT_PROPERTY, f"{case}: taken")
+    exe = hpvm_target.compile(module)
+    assert hpvm_target.nodes_on_target(exe), exe.placement.format()
+    hpvm_target.assert_close(exe(**inputs), run_module(module, inputs), label=case)

@@ -108,7 +108,9 @@ class AtenDevice(Device):
         return graph.replay
 
     def copy_out(self, handle):
-        return handle.copy() if self.host_memory else self._tensor(handle).cpu().numpy()
+        if self.host_memory:
+            return handle.copy()
+        return self._tensor(handle).contiguous().cpu().numpy()  # channels-last comes back NCHW
 
     def duplicate(self, handle, shape, dtype):
         if self.host_memory:
@@ -211,7 +213,10 @@ class AtenDevice(Device):
         compute precision (cast once, not at every launch)."""
         key, data = source
         if (key, dtype) not in self._constants:
-            self._constants[(key, dtype)] = self._compute(self._constant(key, data), dtype)
+            weight = self._compute(self._constant(key, data), dtype)
+            if weight.dim() == 4 and weight.is_cuda:  # a filter: cuDNN reads NHWC
+                weight = weight.contiguous(memory_format=torch.channels_last)
+            self._constants[(key, dtype)] = weight
         return self._constants[(key, dtype)]
 
 

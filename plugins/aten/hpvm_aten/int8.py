@@ -16,6 +16,8 @@ import torch.nn.functional as F
 
 from hpvm.ir.tensor_ops.int8 import QMAX
 
+from .fusion import fused
+
 MATRIX_OPS = ("gemm", "matmul")
 LANE = 8
 """cuBLAS's integer GEMM wants K and N multiples of 8, and more than 16 rows."""
@@ -70,11 +72,11 @@ def integer_product(plan_op: str, a: torch.Tensor, rhs: torch.Tensor, n: int,
         a = a.t()
     if a.dim() != 2 or a.shape[0] < MIN_ROWS:
         return None
-    sums = torch._int_mm(_fused(_quantized_lhs)(a, factors), rhs)
+    sums = torch._int_mm(fused(_quantized_lhs)(a, factors), rhs)
     if plan_op != "gemm" or bias is None:
         bias = factors.new_zeros(())
     activation = attrs.get("activation", "none") if plan_op == "gemm" else "none"
-    return _fused(_epilogue)(sums, n, factors, bias.expand(out_shape), activation)
+    return fused(_epilogue)(sums, n, factors, bias.expand(out_shape), activation)
 
 
 def _quantized_lhs(a: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:
@@ -87,36 +89,3 @@ def _epilogue(sums: torch.Tensor, n: int, factors: torch.Tensor, bias: torch.Ten
     from .ops import _activation
     y = sums[:, :n].to(torch.float32) * factors[1] + factors[2] * bias
     return _activation(y, activation)
-
-
-_FUSED: dict = {}
-
-
-def _fused(function):
-    """``function`` compiled by TorchInductor into one kernel where Triton
-    is installed (a quantisation or epilogue as separate ATen kernels
-    makes five passes over memory, which costs more than the integer
-    GEMM saves); ``function`` itself elsewhere, or if compiling fails.
-    Each node's shapes get kernels of their own (static shapes run
-    faster); past Dynamo's recompile limit (8 shapes) a node runs the
-    eager code, the same math."""
-    if function not in _FUSED:
-        _FUSED[function] = function
-        try:
-            import triton  # noqa: F401  (Inductor's GPU code generator)
-            _FUSED[function] = _falling_back(torch.compile(function, dynamic=False), function)
-        except ImportError:
-            pass
-    return _FUSED[function]
-
-
-def _falling_back(compiled, function):
-    def run(*args):
-        if _FUSED.get(function) is function:
-            return function(*args)
-        try:
-            return compiled(*args)
-        except Exception:  # Inductor fails in many ways; the eager code is the same math
-            _FUSED[function] = function
-            return function(*args)
-    return run

@@ -44,8 +44,16 @@ def conv2d(x: dict, attrs: dict, out_shape) -> torch.Tensor:
             data, padding = x["x"], (top, left)
         else:
             data, padding = _pad(x["x"], attrs["padding"]), (0, 0)
-        y = F.conv2d(data, weights, x.get("b"), tuple(attrs["stride"]), padding,
-                     tuple(attrs["dilation"]), attrs["groups"])
+        activation = attrs.get("activation", "none")
+        geometry = (tuple(attrs["stride"]), padding, tuple(attrs["dilation"]), attrs["groups"])
+        if data.is_cuda:
+            # cuDNN's fast kernels read NHWC: in channels-last memory the
+            # activations need no transposes, and bias + relu fuse in.
+            data = data.contiguous(memory_format=torch.channels_last)
+            weights = weights.contiguous(memory_format=torch.channels_last)
+            if activation == "relu":
+                return torch.cudnn_convolution_relu(data, weights, x.get("b"), *geometry)
+        y = F.conv2d(data, weights, x.get("b"), *geometry)
     return _activation(y, attrs.get("activation", "none"))
 
 
@@ -177,7 +185,21 @@ def max_pool(x: dict, attrs: dict, out_shape) -> torch.Tensor:
     if attrs["sample"]:
         return torch.stack(_sampled_windows(x["x"], attrs)).amax(0)
     data = _pad(x["x"], attrs["padding"], float("-inf"))
-    return F.max_pool2d(data, tuple(attrs["kernel"]), tuple(attrs["stride"]))
+    kernel, stride = tuple(attrs["kernel"]), tuple(attrs["stride"])
+    if data.is_cuda and kernel == stride and all(
+            size % k == 0 for size, k in zip(data.shape[2:], kernel)):
+        return _tiled_max(data, kernel)
+    return F.max_pool2d(data, kernel, stride)
+
+
+def _tiled_max(data: torch.Tensor, kernel) -> torch.Tensor:
+    """Max pooling of windows that tile the image, as a reduction over
+    the channels-last layout.  CUDA's max_pool2d also writes every
+    maximum's int64 index, which costs twice the pooling itself."""
+    n, c, h, w = data.shape
+    kh, kw = kernel
+    nhwc = data.permute(0, 2, 3, 1).reshape(n, h // kh, kh, w // kw, kw, c)
+    return nhwc.amax(dim=(2, 4)).permute(0, 3, 1, 2)
 
 
 def avg_pool(x: dict, attrs: dict, out_shape) -> torch.Tensor:
@@ -203,15 +225,23 @@ def concat(x: dict, attrs: dict, out_shape) -> torch.Tensor:
 
 
 def elementwise(x: dict, attrs: dict, out_shape) -> torch.Tensor:
-    """The steps of a fused chain (hpvm.ir.tensor_ops.chain), one ATen op
-    each."""
-    value = x["x0"]
-    for step in attrs["steps"]:
+    """The steps of a fused chain (hpvm.ir.tensor_ops.chain): one ATen op
+    each on the CPU, one kernel on a GPU (fusion.py)."""
+    inputs = tuple(x[f"x{i}"] for i in range(len(x)))
+    if inputs[0].is_cuda:
+        from .fusion import fused
+        return fused(_chain, dynamic=None)(tuple(attrs["steps"]), *inputs)
+    return _chain(tuple(attrs["steps"]), *inputs)
+
+
+def _chain(steps: tuple, *inputs: torch.Tensor) -> torch.Tensor:
+    value = inputs[0]
+    for step in steps:
         name = step[0]
         if name == "add":
-            value = value + x[f"x{step[1]}"]
+            value = value + inputs[step[1]]
         elif name == "mul":
-            value = value * x[f"x{step[1]}"]
+            value = value * inputs[step[1]]
         elif name == "clipped_relu":
             value = torch.clamp(value, step[1], step[2])
         else:

@@ -202,7 +202,8 @@ def _apply(graph: Graph, node: Node, knob: Knob) -> Graph:
 
 def _add_fills(graph: Graph, exact: Node, approximated: Node) -> Graph:
     """perforation_fill nodes after a perforated conv, the conv's readers
-    moved to the last of them."""
+    moved to the last of them; an FP16 conv's fills compute in FP16 too
+    (no widening of the half-precision result between the two)."""
     from ..ir.tensor_ops import tensor_node
     full = next(p.type for p in exact.body.params if p.direction == "out")
     source = (exact.name, "y")
@@ -216,6 +217,8 @@ def _add_fills(graph: Graph, exact: Node, approximated: Node) -> Graph:
         fill = tensor_node(name, "perforation_fill", {"x": result},
                            {"axis": axis, "every": pattern[0], "offset": pattern[1],
                             "size": full.shape[axis]}, exact.hint)
+        if approximated.attributes.get("precision") == "fp16":  # half stays half
+            fill = dataclasses.replace(fill, attributes={"precision": "fp16"})
         nodes.append(fill)
         edges.append(Edge(source[0], source[1], name, "x"))
         source = (name, "y")

@@ -55,6 +55,15 @@ def test_an_approximated_module_round_trips_as_text():
     assert print_module(parse_module(text)) == text
 
 
+def test_the_fills_of_an_fp16_conv_compute_in_fp16():
+    module = apply_knobs(conv_module(), {"op": "perf-rows-2-0+perf-cols-2-1+fp16"})
+    graph = module.root_graph
+    assert [graph.node(n).attributes for n in ("op_fill_rows", "op_fill_cols")] == [
+        {"precision": "fp16"}] * 2
+    assert apply_knobs(conv_module(), {"op": "perf-rows-2-0"}).root_graph.node(
+        "op_fill_rows").attributes == {}
+
+
 def test_fp16_applies_to_any_float_op():
     module = apply_knobs(single_op_module("relu", {"x": CONV_INPUTS["x"]}), {"op": "fp16"})
     assert module.root_graph.node("op").attributes == {"precision": "fp16"}

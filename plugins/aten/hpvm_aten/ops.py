@@ -36,25 +36,31 @@ def conv2d(x: dict, attrs: dict, out_shape) -> torch.Tensor:
     weights = x["w"]
     if attrs["sample_filter"]:
         weights = _sampled_filter(weights, *attrs["sample_filter"])
+    activation = attrs.get("activation", "none")
     if attrs["perforate_rows"] or attrs["perforate_cols"]:
-        y = _perforated_conv2d(x["x"], weights, x.get("b"), attrs)
+        return _perforated_conv2d(x["x"], weights, x.get("b"), attrs, activation)
+    top, left, bottom, right = attrs["padding"]
+    if top == bottom and left == right:
+        data, padding = x["x"], (top, left)
     else:
-        top, left, bottom, right = attrs["padding"]
-        if top == bottom and left == right:
-            data, padding = x["x"], (top, left)
-        else:
-            data, padding = _pad(x["x"], attrs["padding"]), (0, 0)
-        activation = attrs.get("activation", "none")
-        geometry = (tuple(attrs["stride"]), padding, tuple(attrs["dilation"]), attrs["groups"])
-        if data.is_cuda:
-            # cuDNN's fast kernels read NHWC: in channels-last memory the
-            # activations need no transposes, and bias + relu fuse in.
-            data = data.contiguous(memory_format=torch.channels_last)
-            weights = weights.contiguous(memory_format=torch.channels_last)
-            if activation == "relu":
-                return torch.cudnn_convolution_relu(data, weights, x.get("b"), *geometry)
-        y = F.conv2d(data, weights, x.get("b"), *geometry)
-    return _activation(y, attrs.get("activation", "none"))
+        data, padding = _pad(x["x"], attrs["padding"]), (0, 0)
+    return _convolve(data, weights, x.get("b"), (tuple(attrs["stride"]), padding,
+                                                 tuple(attrs["dilation"]), attrs["groups"]),
+                     activation)
+
+
+def _convolve(data: torch.Tensor, w: torch.Tensor, b, geometry: tuple,
+              activation: str) -> torch.Tensor:
+    """activation(conv2d(data, w) + b); ``geometry``: stride, padding,
+    dilation, groups."""
+    if data.is_cuda:
+        # cuDNN's fast kernels read NHWC: in channels-last memory the
+        # activations need no transposes, and bias + relu fuse in.
+        data = data.contiguous(memory_format=torch.channels_last)
+        w = w.contiguous(memory_format=torch.channels_last)
+        if activation == "relu":
+            return torch.cudnn_convolution_relu(data, w, b, *geometry)
+    return _activation(F.conv2d(data, w, b, *geometry), activation)
 
 
 def _sampled_filter(w: torch.Tensor, every: int, offset: int) -> torch.Tensor:
@@ -63,14 +69,14 @@ def _sampled_filter(w: torch.Tensor, every: int, offset: int) -> torch.Tensor:
     return w * ((index % every != offset).to(w.dtype) * (every / (every - 1)))
 
 
-def _perforated_conv2d(data: torch.Tensor, w: torch.Tensor, b, attrs: dict) -> torch.Tensor:
+def _perforated_conv2d(data: torch.Tensor, w: torch.Tensor, b, attrs: dict,
+                       activation: str) -> torch.Tensor:
     """The kept rows / columns only (compact, in order), as one strided
     convolution per kept residue class: for rows perforated (every k), the
     rows q, q + k, q + 2k ... of a kept residue q are a convolution with a
     k times larger stride over the input cropped by q strides (the crop
     folded into the padding).  With every = 2 there is one class per axis,
     whose result is the compact output itself."""
-    from hpvm.ir.tensor_ops.perforation import compact_position
     top, left, bottom, right = attrs["padding"]
     (sh, sw), (dh, dw) = attrs["stride"], attrs["dilation"]
     rows, cols = w.shape[2:]
@@ -86,21 +92,39 @@ def _perforated_conv2d(data: torch.Tensor, w: torch.Tensor, b, attrs: dict) -> t
                 source, padding = data, (pads[2], pads[0])  # cuDNN pads, no copy
             else:
                 source, padding = F.pad(data, pads), (0, 0)
-            parts.append(((q_row, row_step), (q_col, col_step), F.conv2d(
-                source, w, b, (sh * row_step, sw * col_step), padding, (dh, dw),
-                attrs["groups"])))
+            geometry = ((sh * row_step, sw * col_step), padding, (dh, dw), attrs["groups"])
+            parts.append(((q_row, row_step), (q_col, col_step),
+                          _convolve(source, w, b, geometry, activation)))
     if len(parts) == 1:
         return parts[0][2]
     sizes = [len(_kept(size, pattern)) for size, pattern in zip(full, patterns)]
-    out = parts[0][2].new_empty(parts[0][2].shape[:2] + tuple(sizes))
-    for (q_row, row_step), (q_col, col_step), part in parts:
-        index = []
-        for q, step, size, pattern in ((q_row, row_step, part.shape[2], patterns[0]),
-                                       (q_col, col_step, part.shape[3], patterns[1])):
-            real = torch.arange(size, device=part.device) * step + q
-            index.append(real if pattern is None else compact_position(real, *pattern))
-        out[:, :, index[0][:, None], index[1][None, :]] = part
+    out = _empty_in_layout(parts[0][2], parts[0][2].shape[:2] + tuple(sizes))
+    for (q_row, _), (q_col, _), part in parts:
+        # The class's positions q, q + k, ... sit every k - 1 compact positions.
+        rows, cols = (_compact_slice(q, pattern, size) for q, pattern, size in (
+            (q_row, patterns[0], part.shape[2]), (q_col, patterns[1], part.shape[3])))
+        out[:, :, rows, cols] = part
     return out
+
+
+def _compact_slice(q: int, pattern, count: int) -> slice:
+    """Where the ``count`` positions q, q + every, ... of a kept class sit
+    in the compact axis (every position when the axis is not perforated)."""
+    from hpvm.ir.tensor_ops.perforation import compact_position
+    if pattern is None:
+        return slice(0, count)
+    first, step = int(compact_position(q, *pattern)), pattern[0] - 1
+    return slice(first, first + step * (count - 1) + 1, step)
+
+
+def _empty_in_layout(like: torch.Tensor, shape) -> torch.Tensor:
+    """An empty tensor of ``shape`` in ``like``'s memory layout (channels
+    last stays channels last: copies between layouts are slow)."""
+    channels_last = (like.dim() == 4 and not like.is_contiguous()
+                     and like.is_contiguous(memory_format=torch.channels_last))
+    return torch.empty(tuple(shape), dtype=like.dtype, device=like.device,
+                       memory_format=torch.channels_last if channels_last
+                       else torch.contiguous_format)
 
 
 def _kept(size: int, pattern) -> range | list:
@@ -124,10 +148,14 @@ def perforation_fill(x: dict, attrs: dict, out_shape) -> torch.Tensor:
     every-th real position; then each skipped position (every-th from the
     offset) is the mean of the positions beside it."""
     from hpvm.ir.tensor_ops.perforation import compact_position
+    from .fill_kernel import fill
     values = x["x"]
     axis = attrs["axis"] % values.dim()
     every, offset, size = attrs["every"], attrs["offset"], attrs["size"]
-    out = values.new_empty(tuple(out_shape))
+    filled = fill(values, axis, every, offset, size, out_shape)  # one pass, on a GPU
+    if filled is not None:
+        return filled
+    out = _empty_in_layout(values, out_shape)
     if size < 2:
         out.copy_(values)
         return out

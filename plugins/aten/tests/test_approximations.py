@@ -68,7 +68,26 @@ def test_perforation_fill_matches_the_reference_for_every_pattern_and_size(devic
                     expected = TENSOR_OPS["perforation_fill"].evaluate({"x": x}, attrs)["y"]
                     out_shape = list(shape)
                     out_shape[axis] = size
-                    got = perforation_fill({"x": torch.from_numpy(x).to(device)}, attrs,
-                                           tuple(out_shape))
-                    np.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-6,
-                                               err_msg=str(attrs))
+                    for layout in (torch.contiguous_format, torch.channels_last):
+                        data = torch.from_numpy(x).to(device).contiguous(memory_format=layout)
+                        got = perforation_fill({"x": data}, attrs, tuple(out_shape))
+                        np.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-6,
+                                                   err_msg=f"{attrs} {layout}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_perforated_fp16_conv_and_its_fills_match_the_reference(device):
+    """The conv's channels-last result goes straight into the fill nodes
+    (one kernel each on a GPU with Triton)."""
+    from hpvm.passes.approximate import apply_knobs
+    rng = np.random.default_rng(4)
+    inputs = {"x": rng.standard_normal((2, 3, 9, 10)).astype(np.float32),
+              "w": rng.standard_normal((8, 3, 3, 3)).astype(np.float32)}
+    exact = single_op_module("conv2d", inputs, {"padding": (1, 1, 1, 1), "activation": "relu"},
+                             constants=("w",))
+    for knob in ("perf-rows-2-0+perf-cols-3-1+fp16", "perf-rows-3-2", "perf-cols-2-1"):
+        module = apply_knobs(exact, {"op": knob})
+        out = compile(module, ["aten"], {"device": device})(x=inputs["x"])["y"]
+        tolerance = FP16_TOLERANCE if "fp16" in knob else 1e-5
+        np.testing.assert_allclose(out, run_module(module, {"x": inputs["x"]})["y"],
+                                   rtol=tolerance, atol=tolerance, err_msg=knob)

@@ -191,7 +191,7 @@ def _check_single_instance(module: Module, graph: Graph, node: Node, ports) -> N
 def _run_tensor_node(graph: Graph, node: Node, body: TensorBody, ports: Mapping[str, Any]):
     from hpvm.ir.tensor_ops import TENSOR_OPS  # written alongside; imported on use
     from hpvm.ir.tensor_ops.int8 import quantize_inputs
-    from hpvm.ir.tensor_ops.precision import node_precision, round_arrays
+    from hpvm.ir.tensor_ops.precision import node_precision, round_arrays, tf32_operands
 
     spec = TENSOR_OPS.get(body.op)
     if spec is None:
@@ -201,6 +201,8 @@ def _run_tensor_node(graph: Graph, node: Node, body: TensorBody, ports: Mapping[
     inputs = {p.name: ports[p.name] for p in body.params if p.direction != "out"}
     if precision == "int8":
         inputs = quantize_inputs(inputs, node)
+    elif precision == "tf32":
+        inputs = tf32_operands(inputs, body.op)
     results = round_arrays(spec.evaluate(round_arrays(inputs, precision), body.attrs,
                                          node=node.name), precision)
     outputs = {}

@@ -28,7 +28,7 @@ class InterpTarget(Target):
 
     name = "interp"
     description = "reference interpreter (numpy): runs every node, the golden model"
-    native_precisions = frozenset(("fp32", "fp16", "int8"))
+    native_precisions = frozenset(("fp32", "fp16", "int8", "tf32"))
 
     @property
     def native_tensor_ops(self) -> frozenset[str]:

@@ -191,7 +191,7 @@ def _check_group(node: Node, report: Report) -> None:
 
 
 def _check_precision(node: Node, report: Report) -> None:
-    from .tensor_ops.precision import PRECISION_ATTRIBUTE, PRECISIONS
+    from .tensor_ops.precision import PRECISION_ATTRIBUTE, PRECISIONS, PRODUCT_OPS
     value = node.attributes.get(PRECISION_ATTRIBUTE) if isinstance(node.attributes, dict) else None
     if value is None:
         return
@@ -201,6 +201,9 @@ def _check_precision(node: Node, report: Report) -> None:
     elif not isinstance(node.body, TensorBody) and value != "fp32":
         report.error(f"attribute precision={value!r} is only for tensor-op nodes",
                      "remove it, or lower precision inside the kernel itself")
+    elif value == "tf32" and node.body.op not in PRODUCT_OPS:
+        report.error(f"attribute precision='tf32' does not fit a {node.body.op}",
+                     f"use it on {', '.join(PRODUCT_OPS)} nodes, or use fp16 here")
     elif value == "int8":
         from .tensor_ops.int8 import int8_problem
         problem = int8_problem(node)

@@ -8,6 +8,8 @@ A knob is a ``+``-joined list of techniques (``exact`` for none):
 - ``int8``: a conv2d, gemm or matmul quantises its operands to 8-bit
   integers (tensor_ops/int8.py); the node must be calibrated first (the
   ``calibrate`` pass records its scales);
+- ``tf32``: a conv2d, gemm or matmul rounds its operands to TensorFloat-32
+  (tensor_ops/precision.py; GPUs' tensor cores);
 - ``perf-rows-K-O`` / ``perf-cols-K-O``: conv2d output rows / columns
   ``i`` with ``i % K == O`` are not computed but interpolated; the node
   computes the kept ones and ``perforation_fill`` nodes (named
@@ -33,7 +35,8 @@ from dataclasses import dataclass, field
 
 from ..errors import Diagnostic, Location, VerificationError
 from ..ir.graph import BindOut, Edge, Graph, KernelBody, Module, Node, TensorBody
-from ..ir.tensor_ops.int8 import INT8_OPS, int8_problem
+from ..ir.tensor_ops.int8 import int8_problem
+from ..ir.tensor_ops.precision import PRODUCT_OPS
 from .errors import PassError
 from .instance_perforation import AXES, perforate, perforation_refusal
 from .names import unique_name
@@ -47,7 +50,7 @@ TECHNIQUES = {
 }
 """Technique prefix -> (the op attribute it sets, the ops that have it)."""
 EXACT = "exact"
-KNOB_FIX = ("write a knob as exact, fp16, int8, perf-rows-K-O, perf-cols-K-O, samp-K-O or "
+KNOB_FIX = ("write a knob as exact, fp16, int8, tf32, perf-rows-K-O, perf-cols-K-O, samp-K-O or "
             "redsamp-K-O (K in 2..16, 0 <= O < K), joined with '+'")
 
 
@@ -61,7 +64,7 @@ class Knob:
 
     def ops(self) -> set[str] | None:
         """The ops this knob applies to (None: any float tensor op)."""
-        allowed = set(INT8_OPS) if self.precision == "int8" else None
+        allowed = set(PRODUCT_OPS) if self.precision in ("int8", "tf32") else None
         for attr in self.attrs:
             ops = {op for prefix, (name, ops) in TECHNIQUES.items() if name == attr
                    for op in ops}
@@ -75,7 +78,7 @@ def parse_knob(text: str) -> Knob:
     for part in text.strip().split("+"):
         if part in (EXACT, "fp32"):
             continue
-        if part in ("fp16", "int8"):
+        if part in ("fp16", "int8", "tf32"):
             if precision != "fp32":
                 raise ValueError(f"knob '{text}' sets the precision twice")
             precision = part

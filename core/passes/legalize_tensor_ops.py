@@ -36,15 +36,20 @@ def legalize_tensor_ops(module: Module, keep: tuple[str, ...]) -> Module:
 
 def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool]) -> Module:
     """``module`` with the tensor-op nodes ``chosen`` picks lowered to
-    kernel nodes (a target that runs some nodes of an op itself)."""
+    kernel nodes (a target that runs some nodes of an op itself).  A node
+    in a precision kernels lack (tf32) stays a tensor node: placement
+    gives it only to targets that run it natively."""
     from ..ir.tensor_ops import get_op  # its own package, loaded on use
     from ..ir.tensor_ops.int8 import SCALES_ATTRIBUTE, node_scales, quantize_kernel
-    from ..ir.tensor_ops.precision import PRECISION_ATTRIBUTE, node_precision, round_kernel
+    from ..ir.tensor_ops.precision import (
+        LOWERED_PRECISIONS, PRECISION_ATTRIBUTE, node_precision, round_kernel,
+    )
 
     functions = dict(module.functions)
 
     def lower(graph: Graph, node: Node) -> Node:
-        if not isinstance(node.body, TensorBody) or not chosen(node):
+        if (not isinstance(node.body, TensorBody) or not chosen(node)
+                or node_precision(node) not in LOWERED_PRECISIONS):
             return node
         function, replication = get_op(node.body.op).lower(node.name, node.body)
         precision = node_precision(node)

@@ -75,7 +75,7 @@ class LoopbackTarget(Target):
     def claims(self, module: Module, graph: Graph, node: Node) -> bool:
         return self.claim_all or node.hint == self.name
 
-    native_precisions = frozenset(("fp32", "fp16", "int8"))  # the interpreter's
+    native_precisions = frozenset(("fp32", "fp16", "int8", "tf32"))  # the interpreter's
 
     @property
     def native_tensor_ops(self) -> frozenset[str]:

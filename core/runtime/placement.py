@@ -120,15 +120,22 @@ def takes(target: Target, module: Module, graph, node) -> bool:
 
 
 def precision_refusal(target: Target, node) -> str:
-    """Why ``target`` cannot honour ``node``'s precision ('' if it can): it
-    would run the node's op natively, and not in that precision."""
+    """Why ``target`` cannot honour ``node``'s precision ('' if it can):
+    it would run the node's op natively, and not in that precision, or
+    lower it to kernels, which lack that precision (tf32)."""
     from ..ir.graph import TensorBody
-    from ..ir.tensor_ops.precision import node_precision
-    if (not isinstance(node.body, TensorBody) or node.body.op not in target.native_tensor_ops
-            or node_precision(node) in target.native_precisions):
+    from ..ir.tensor_ops.precision import LOWERED_PRECISIONS, node_precision
+    if not isinstance(node.body, TensorBody):
         return ""
-    return (f"its {node.body.op} does not compute in precision {node_precision(node)} "
-            f"(it does {', '.join(sorted(target.native_precisions))})")
+    precision = node_precision(node)
+    if node.body.op in target.native_tensor_ops:
+        if precision in target.native_precisions:
+            return ""
+        return (f"its {node.body.op} does not compute in precision {precision} "
+                f"(it does {', '.join(sorted(target.native_precisions))})")
+    if precision in LOWERED_PRECISIONS:
+        return ""
+    return f"it lowers {node.body.op} to kernels, which do not compute in precision {precision}"
 
 
 def _choose(module, graph, node, chosen, fallbacks) -> tuple[Target, str]:

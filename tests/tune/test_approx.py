@@ -125,7 +125,17 @@ def test_convs_get_perforation_and_sampling_knobs_pools_reduction_sampling(lenet
     assert {"perf-rows-2-1", "perf-cols-2-0+fp16", "samp-2-1"} <= set(conv)
     assert knob_choices(module, "t2_MaxPool", every=(2,)) == [
         "exact", "fp16", "redsamp-2-0", "redsamp-2-0+fp16", "redsamp-2-1", "redsamp-2-1+fp16"]
-    assert knob_choices(module, "t7_Gemm") == ["exact", "fp16"]
+    assert knob_choices(module, "t7_Gemm") == ["exact", "fp16", "tf32"]
+
+
+def test_a_precision_is_offered_only_where_a_tuning_target_computes_it(lenet):
+    from hpvm.registry import get_registry
+    module = lenet[0]
+    aten, cpu = (get_registry().target(name).target for name in ("aten", "cpu"))
+    assert knob_choices(module, "t0_Conv", ("tf32",), targets=[aten]) == ["exact", "tf32"]
+    assert knob_choices(module, "t0_Conv", ("tf32",), targets=[cpu]) == ["exact"]
+    assert knob_choices(module, "t0_Conv", ("tf32", "fp16"), targets=[cpu, aten]) == [
+        "exact", "fp16", "tf32"]
 
 
 def test_the_cost_model_counts_the_work_each_knob_skips(lenet):

@@ -30,8 +30,9 @@ from ..graph import Node, TensorBody
 from ..kernel import Binary, Const, Intrinsic, KernelFunction, Load
 from ..types import F32
 from ..visit import rewrite
+from .precision import PRODUCT_OPS
 
-INT8_OPS = ("conv2d", "gemm", "matmul")
+INT8_OPS = PRODUCT_OPS
 """Ops that take the INT8 knob: the matrix and convolution products."""
 SCALES_ATTRIBUTE = "int8_scales"
 QMAX = 127

@@ -4,13 +4,19 @@ A node attribute ``precision = "fp16"`` says: the op's inputs and results
 are rounded to IEEE half precision, the arithmetic in between stays in the
 declared (f32) type -- what a GPU's FP16 tensor-core kernels do (half
 operands, wider accumulation).  The buffers keep their declared types, so
-neighbouring nodes are unaffected.  ``"fp32"`` (or no attribute) is exact;
-``"int8"`` quantises the operands of a matrix or convolution product
-(int8.py).
+neighbouring nodes are unaffected.  ``"fp32"`` (or no attribute) is exact
+IEEE single precision.  Two more apply to the matrix and convolution
+products (conv2d, gemm, matmul), and to their operands (the required
+inputs), never a bias: ``"int8"`` quantises them (int8.py), and ``"tf32"``
+rounds them to TensorFloat-32 (10 mantissa bits, to nearest even) and
+sums in f32 -- what a GPU's TF32 tensor cores do.
 
 Each place that runs a tensor node honours it: the interpreter rounds the
-arrays (:func:`round_arrays`), lowered kernels round their loads and stores
-(:func:`round_kernel`), a native target computes in half.
+arrays (:func:`round_arrays`, :func:`round_tf32`), lowered kernels round
+their loads and stores (:func:`round_kernel`), a native target computes in
+that precision.  Lowered kernels have no TF32 (kernel IR cannot reach a
+float's bits): placement gives a TF32 node only to a target that runs it
+natively (``Target.native_precisions``).
 """
 from __future__ import annotations
 
@@ -25,7 +31,12 @@ from ..types import F16, F32
 from ..visit import rewrite
 
 PRECISION_ATTRIBUTE = "precision"
-PRECISIONS = ("fp32", "fp16", "int8")
+PRECISIONS = ("fp32", "fp16", "int8", "tf32")
+LOWERED_PRECISIONS = ("fp32", "fp16", "int8")
+"""The precisions a tensor node lowered to kernels honours."""
+PRODUCT_OPS = ("conv2d", "gemm", "matmul")
+"""The matrix and convolution products: the ops int8 and tf32 apply to."""
+TF32_DROPPED_BITS = 13
 
 
 def node_precision(node: Node) -> str:
@@ -39,8 +50,23 @@ def node_precision(node: Node) -> str:
     return value
 
 
-def is_half(node: Node) -> bool:
-    return node_precision(node) == "fp16"
+def round_tf32(array: np.ndarray) -> np.ndarray:
+    """An f32 array rounded to TF32 (to nearest, ties to even), still f32;
+    infinities and NaNs kept."""
+    bits = np.ascontiguousarray(array, np.float32).view(np.uint32)
+    half = np.uint32((1 << (TF32_DROPPED_BITS - 1)) - 1)
+    odd = (bits >> np.uint32(TF32_DROPPED_BITS)) & np.uint32(1)
+    rounded = (bits + half + odd) & np.uint32(~((1 << TF32_DROPPED_BITS) - 1) & 0xFFFFFFFF)
+    special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
+    return np.where(special, bits, rounded).view(np.float32).reshape(np.shape(array))
+
+
+def tf32_operands(inputs: dict, op: str) -> dict:
+    """``inputs`` (port -> array) with the operands of product ``op``
+    rounded to TF32."""
+    from . import get_op
+    operands = get_op(op).inputs
+    return {port: round_tf32(a) if port in operands else a for port, a in inputs.items()}
 
 
 def round_arrays(arrays: dict, precision: str) -> dict:

@@ -1,8 +1,9 @@
 """Which approximation knobs each tensor-op node of a module may take (the
 search space of approximation tuning).
 
-Every float tensor op may compute in FP16, and a calibrated conv2d, gemm
-or matmul in INT8; conv2d may also be perforated (rows or columns, every
+Every float tensor op may compute in FP16, a conv2d, gemm or matmul in
+TF32, and a calibrated one in INT8 -- each precision only where one of
+the tuning's targets computes it for that node (placement's rule); conv2d may also be perforated (rows or columns, every
 K-th skipped) or have its filter sampled; pools may sample their windows.
 K ranges over EVERY (2, 3, 4) with every offset, each alone and with each
 reduced precision, as in ApproxTuner.  Cheap ops (shape
@@ -12,16 +13,19 @@ their instances, rows or columns of the replication, with the same K.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ...ir.graph import KernelBody, Module, Node, TensorBody
-from ...ir.tensor_ops.int8 import INT8_OPS, node_scales
+from ...ir.tensor_ops.int8 import node_scales
+from ...ir.tensor_ops.precision import PRODUCT_OPS
 from ...passes.approximate import EXACT
 from ...passes.instance_perforation import AXIS_WORDS, perforation_refusal
 
 EVERY = (2, 3, 4)
 TUNED_OPS = ("conv2d", "gemm", "matmul", "max_pool", "avg_pool", "batchnorm", "elementwise")
 """Ops whose nodes get knobs."""
-TECHNIQUES = ("fp16", "int8", "perforation", "sampling", "reduction-sampling")
-PRECISIONS = ("fp16", "int8")
+TECHNIQUES = ("fp16", "tf32", "int8", "perforation", "sampling", "reduction-sampling")
+PRECISIONS = ("fp16", "tf32", "int8")
 """The reduced precisions among the techniques (knob words as well)."""
 
 
@@ -33,8 +37,9 @@ def approximable_nodes(module: Module) -> list[str]:
 
 
 def knob_choices(module: Module, node_name: str, techniques=TECHNIQUES,
-                 every=EVERY) -> list[str]:
-    """The knobs node ``node_name`` may take, ``exact`` first."""
+                 every=EVERY, targets=None) -> list[str]:
+    """The knobs node ``node_name`` may take, ``exact`` first; with
+    ``targets`` (Target objects), only precisions one of them takes."""
     node = module.root_graph.node(node_name)
     if isinstance(node.body, KernelBody):
         if "perforation" not in techniques:
@@ -44,7 +49,7 @@ def knob_choices(module: Module, node_name: str, techniques=TECHNIQUES,
     out_shape = next(p.type.shape for p in node.body.params if p.direction == "out")
     op = node.body.op
     precisions = [""] + [p for p in PRECISIONS if p in techniques
-                         and (p != "int8" or op in INT8_OPS and node_scales(node))]
+                         and _precision_fits(module, node, p, targets)]
     shapes = []
     if op == "conv2d" and "perforation" in techniques:
         for axis, name in ((2, "rows"), (3, "cols")):
@@ -60,6 +65,18 @@ def knob_choices(module: Module, node_name: str, techniques=TECHNIQUES,
     for shape in shapes:
         choices += [shape + ("+" + precision if precision else "") for precision in precisions]
     return choices
+
+
+def _precision_fits(module: Module, node: Node, precision: str, targets) -> bool:
+    if precision in ("int8", "tf32") and node.body.op not in PRODUCT_OPS:
+        return False
+    if precision == "int8" and not node_scales(node):
+        return False
+    if targets is None:
+        return True
+    from ...runtime.placement import takes
+    reduced = dataclasses.replace(node, attributes={**node.attributes, "precision": precision})
+    return any(takes(t, module, module.root_graph, reduced) for t in targets)
 
 
 def precisions_offered(choices: dict[str, list[str]]) -> list[str]:

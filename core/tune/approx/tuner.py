@@ -102,7 +102,7 @@ def approx_tune(program, targets, inputs: dict, qos: QoS, *, loss: float | None 
     if "int8" in techniques:  # INT8 scales from the tuning data (the calibrate pass)
         from ...passes.calibrate import calibrate
         module = calibrate(module, inputs)
-    choices = {node: knob_choices(module, node, techniques, every)
+    choices = {node: knob_choices(module, node, techniques, every, _targets(targets))
                for node in approximable_nodes(module)}
     if not any(len(knobs) > 1 for knobs in choices.values()):
         raise ApproxError("the program has no node the approximation knobs apply to: no "
@@ -255,6 +255,21 @@ def _agreement(pairs: list[tuple[float, float]], kept: int) -> dict:
     return {"mean_abs_error": float(np.mean(np.abs(predicted - measured))),
             "correlation": correlation if not math.isnan(correlation) else float("nan"),
             "kept": kept, "validated": len(pairs)}
+
+
+def _targets(names: list[str]) -> list:
+    """The Target objects of ``names`` that are usable here."""
+    from ...errors import TargetError
+    from ...registry import get_registry
+    found = []
+    for name in names:
+        try:
+            info = get_registry().target(name)
+        except TargetError:
+            continue  # compiling names it, with the installed ones
+        if info.availability.available:
+            found.append(info.target)
+    return found
 
 
 def _check_choice(what: str, value: str, allowed) -> None:

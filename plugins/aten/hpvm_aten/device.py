@@ -9,7 +9,8 @@ made beforehand), and the memory tracker copies through ``copy_in`` /
 result may share memory with an input (a reshape's does).  With
 ``precision=fp16`` float ops compute in half precision: inputs are cast
 down, results cast back to the buffer's type.  A node with the INT8 knob
-quantises its operands (int8.py).
+quantises its operands (int8.py); exact nodes compute in IEEE f32 and
+TF32 ones on tensor cores (tf32.py).
 """
 from __future__ import annotations
 
@@ -21,9 +22,11 @@ import torch
 
 from hpvm.errors import Diagnostic, ExecutionError, Location
 from hpvm.ir.graph import ConstantBody, Module, TensorBody
+from hpvm.ir.tensor_ops import get_op
+from hpvm.ir.tensor_ops.precision import PRODUCT_OPS
 from hpvm.target import Device, NodeRef
 
-from . import int8
+from . import int8, tf32
 from .ops import OPS
 
 
@@ -53,10 +56,12 @@ class AtenDevice(Device):
     """Runs the tensor-op and constant nodes of ``module`` placed on aten."""
 
     def __init__(self, module: Module, device: str, compute_dtype: torch.dtype | None,
-                 cuda_graphs: bool = True):
+                 cuda_graphs: bool = True, all_tf32: bool = False):
         self.module = module
         self.device = torch.device(device)
         self.compute_dtype = compute_dtype
+        self.all_tf32 = all_tf32
+        """Target option precision=tf32: every product node in TF32."""
         self.host_memory = self.device.type == "cpu"
         self.async_launch = self.device.type == "cuda"  # launches queue on the stream
         self.multicore_launch = self.host_memory  # ATen's CPU kernels use every core
@@ -132,8 +137,11 @@ class AtenDevice(Device):
                   else self._compute(self._tensor(args[port], dtype), dtype)
                   for port in plan.inputs}
         target = args[plan.output]
+        use_tf32 = plan.tf32 or (self.all_tf32 and plan.op in PRODUCT_OPS)
+        if use_tf32 and self.device.type != "cuda":
+            inputs = tf32.rounded_operands(inputs, get_op(plan.op).inputs)
         try:
-            with torch.no_grad():
+            with torch.no_grad(), tf32.tensor_cores(self.device, use_tf32):
                 result = self._integer_product(plan, inputs, tuple(target.shape))
                 if result is None:
                     run_inputs = int8.dequantized(inputs, plan.int8) if plan.int8 else inputs
@@ -226,7 +234,8 @@ class _Plan:
     attributes, its ports, and the constant nodes feeding its inputs
     (port -> (constant's key, data)); ``constant`` for a ConstantBody node;
     ``half``: the node computes in FP16 (its precision attribute);
-    ``int8``: operand -> scale of a node that computes in INT8."""
+    ``int8``: operand -> scale of a node that computes in INT8; ``tf32``:
+    the node computes in TF32."""
 
     op: str = ""
     run: Any = None
@@ -237,6 +246,7 @@ class _Plan:
     constant: np.ndarray | None = None
     half: bool = False
     int8: dict = field(default_factory=dict)
+    tf32: bool = False
 
     @staticmethod
     def of(module: Module, node: NodeRef) -> "_Plan":
@@ -245,7 +255,6 @@ class _Plan:
         if isinstance(body, ConstantBody):
             return _Plan(constant=body.data)
         assert isinstance(body, TensorBody)
-        from hpvm.ir.tensor_ops import get_op
         from hpvm.ir.tensor_ops.int8 import node_scales
         from hpvm.ir.tensor_ops.precision import node_precision
         attrs = get_op(body.op, node.node).resolve_attrs(body.attrs)
@@ -259,7 +268,7 @@ class _Plan:
         precision = node_precision(graph.node(node.node))
         scales = node_scales(graph.node(node.node)) if precision == "int8" else {}
         return _Plan(body.op, OPS[body.op], attrs, inputs, output, weights,
-                     half=precision == "fp16", int8=scales)
+                     half=precision == "fp16", int8=scales, tf32=precision == "tf32")
 
 
 def _torch_dtype(dtype) -> torch.dtype:

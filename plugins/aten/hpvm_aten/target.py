@@ -7,9 +7,10 @@ to generate; the artifact is the module's text.  Runtime shim:
 :class:`AtenDevice` on ``cuda`` when PyTorch sees a GPU, else ``cpu``.
 
 Options: ``device`` (``cpu``, ``cuda``, ``cuda:1`` ...; default ``cuda``
-when PyTorch sees a GPU) and ``precision`` (``fp32``, the default, or
-``fp16``: float ops compute in half precision; buffers stay as the module
-declares them).  ``dtype=float16`` is the older spelling of
+when PyTorch sees a GPU) and ``precision`` (``fp32``, the default: IEEE
+single precision, TF32 tensor cores off; ``tf32``: convolutions and
+matrix products on TF32 tensor cores; ``fp16``: float ops compute in half
+precision; buffers stay as the module declares them).  ``dtype=float16`` is the older spelling of
 ``precision=fp16``.
 """
 from __future__ import annotations
@@ -20,7 +21,8 @@ from hpvm.options import Option
 from hpvm.target import Artifact, Availability, Device, NodeRef, Target
 
 MODULE_FILE = "module.hpvm"
-PRECISIONS = {"fp32": "float32", "float32": "float32", "fp16": "float16", "float16": "float16"}
+PRECISIONS = {"fp32": "float32", "float32": "float32", "fp16": "float16", "float16": "float16",
+              "tf32": "tf32"}
 """Values of the ``precision`` option (and of its old name ``dtype``) ->
 the torch dtype float ops compute in."""
 
@@ -39,7 +41,7 @@ class AtenTarget(Target):
     name = "aten"
     description = "tensor ops on ATen (PyTorch) kernels: CPU, or CUDA when a GPU is visible"
 
-    native_precisions = frozenset(("fp32", "fp16", "int8"))
+    native_precisions = frozenset(("fp32", "fp16", "int8", "tf32"))
 
     @property
     def native_tensor_ops(self) -> frozenset[str]:
@@ -89,8 +91,10 @@ class AtenTarget(Target):
             raise TargetError(f"aten: device '{device}' requested but PyTorch sees no CUDA GPU; "
                               "use device='cpu'")
         dtype = _compute_dtype(options)
-        return AtenDevice(module, device, getattr(torch, dtype) if dtype != "float32" else None,
-                          cuda_graphs=bool(options.get("cuda_graphs", True)))
+        return AtenDevice(module, device,
+                          getattr(torch, dtype) if dtype not in ("float32", "tf32") else None,
+                          cuda_graphs=bool(options.get("cuda_graphs", True)),
+                          all_tf32=dtype == "tf32")
 
 
 def _compute_dtype(options: dict) -> str:
@@ -100,5 +104,5 @@ def _compute_dtype(options: dict) -> str:
     value = str(options.get(key, "fp32")).lower()
     if value not in PRECISIONS:
         raise TargetError(f"aten: option {key}={options[key]!r} is not supported; use "
-                          "precision='fp32' or precision='fp16'")
+                          "precision='fp32', 'tf32' or 'fp16'")
     return PRECISIONS[value]

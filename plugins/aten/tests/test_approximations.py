@@ -3,6 +3,8 @@ compute what the reference does (CPU, and CUDA where PyTorch sees a GPU),
 a node of precision fp16 computes in half precision, and an int8 node
 quantises its operands as the reference does (through cuBLAS's integer
 GEMM for a matrix product by constant weights on CUDA)."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,7 @@ from hpvm.ir.tensor_ops import TENSOR_OPS
 from hpvm.ir.tensor_ops.testing import (
     APPROXIMATION_CASES, INT8_CASES, approximation_case, int8_case, single_op_module,
 )
+from hpvm.passes.approximate import apply_knobs
 from hpvm.runtime import compile
 
 torch = pytest.importorskip("torch")
@@ -79,7 +82,6 @@ def test_perforation_fill_matches_the_reference_for_every_pattern_and_size(devic
 def test_a_perforated_fp16_conv_and_its_fills_match_the_reference(device):
     """The conv's channels-last result goes straight into the fill nodes
     (one kernel each on a GPU with Triton)."""
-    from hpvm.passes.approximate import apply_knobs
     rng = np.random.default_rng(4)
     inputs = {"x": rng.standard_normal((2, 3, 9, 10)).astype(np.float32),
               "w": rng.standard_normal((8, 3, 3, 3)).astype(np.float32)}
@@ -91,3 +93,44 @@ def test_a_perforated_fp16_conv_and_its_fills_match_the_reference(device):
         tolerance = FP16_TOLERANCE if "fp16" in knob else 1e-5
         np.testing.assert_allclose(out, run_module(module, {"x": inputs["x"]})["y"],
                                    rtol=tolerance, atol=tolerance, err_msg=knob)
+
+
+TF32_TOLERANCE = {"cpu": 1e-5, "cuda": 2e-2}
+"""The CPU rounds operands as the reference does; on CUDA cuDNN and cuBLAS
+convert them themselves, or pick an FP32 kernel for a small problem: the
+result may differ from the reference by TF32's own rounding error (2**-11
+per operand, as FP16's tolerance allows)."""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["conv-int8", "gemm-int8", "matmul-int8"])
+def test_a_tf32_node_matches_the_reference(name, device):
+    module, inputs = int8_case(name)  # the same products, in TF32 instead
+    node = module.root_graph.node("op")
+    module = _with_node(module, dataclasses.replace(node, attributes={"precision": "tf32"}))
+    out = compile(module, ["aten"], {"device": device})(**inputs)["y"]
+    tolerance = TF32_TOLERANCE[device]
+    np.testing.assert_allclose(out, run_module(module, inputs)["y"], rtol=tolerance,
+                               atol=tolerance)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_exact_products_are_ieee_single_precision_and_precision_tf32_rounds_them(device):
+    """A 576-term convolution: TF32 tensor cores would be ~1e-3 off."""
+    rng = np.random.default_rng(6)
+    inputs = {"x": rng.standard_normal((4, 64, 8, 8)).astype(np.float32),
+              "w": rng.standard_normal((64, 64, 3, 3)).astype(np.float32)}
+    exact = single_op_module("conv2d", inputs, {"padding": (1, 1, 1, 1)}, constants=("w",))
+    reference = run_module(exact, {"x": inputs["x"]})["y"]
+    out = compile(exact, ["aten"], {"device": device})(x=inputs["x"])["y"]
+    np.testing.assert_allclose(out, reference, rtol=1e-4, atol=1e-4)
+    rounded = compile(exact, ["aten"], {"device": device, "precision": "tf32"})(x=inputs["x"])["y"]
+    tf32 = run_module(apply_knobs(exact, {"op": "tf32"}), {"x": inputs["x"]})["y"]
+    np.testing.assert_allclose(rounded, tf32, rtol=TF32_TOLERANCE[device],
+                               atol=TF32_TOLERANCE[device] * 5)
+
+
+def _with_node(module, node):
+    graph = module.root_graph
+    nodes = tuple(node if n.name == node.name else n for n in graph.nodes)
+    return dataclasses.replace(module, graphs={graph.name: dataclasses.replace(graph, nodes=nodes)})

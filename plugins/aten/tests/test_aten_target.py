@@ -158,7 +158,7 @@ def test_kernel_nodes_and_integer_tensor_ops_are_not_claimed():
 def test_an_unknown_precision_is_rejected_naming_the_accepted_ones():
     inputs, attrs = case_inputs("relu")
     with pytest.raises(OptionError, match="option 'precision' of target 'aten' expects one of "
-                                          "'fp32', 'float32', 'fp16', 'float16', got 'int8'"):
+                                          "'fp32', 'float32', 'fp16', 'float16', 'tf32', got 'int8'"):
         compile(single_op_module("relu", inputs, attrs), ["aten"], {"precision": "int8"})
 
 

@@ -69,7 +69,7 @@ class CpuTarget(Target):
         return OPTIONS
 
     native_tensor_ops = BLAS_OPS
-    native_precisions = frozenset(("fp32", "fp16", "int8"))  # BLAS ops run as interp's
+    native_precisions = frozenset(("fp32", "fp16", "int8", "tf32"))  # BLAS ops run as interp's
 
     def knobs(self, module: Module, nodes: list[NodeRef]) -> list[Knob]:
         """Vector lanes and rows of lane strips, for the whole program."""

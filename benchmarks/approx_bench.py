@@ -78,7 +78,7 @@ def bench(name: str, target: str, args) -> Row:
                       steps=args.steps, device=train_device)
     x, y = images[args.train:], labels[args.train:]
     module = load(testing.export(model, (3, 32, 32)))
-    options = {"device": args.device} if target == "aten" else {}
+    options = {"device": args.device, "precision": args.precision} if target == "aten" else {}
     tuned = tune(module, target, {"x": x}, accuracy(y), f"{name}/{target}", args.svg_dir,
                  loss=max(args.losses), budget=args.budget, validate=args.validate,
                  techniques=tuple(args.techniques), every=tuple(args.every),
@@ -115,6 +115,9 @@ def parse_args(argv=None):
     parser.add_argument("--models", type=parse_list, default=list(MODELS))
     parser.add_argument("--targets", type=parse_list, default=["aten"])
     parser.add_argument("--device", default="cpu", help="aten's device (cpu, cuda)")
+    parser.add_argument("--precision", default="fp32", choices=("fp32", "tf32"),
+                        help="aten's precision of the exact program (tf32: products on "
+                        "TF32 tensor cores, PyTorch's default for convolutions)")
     parser.add_argument("--losses", type=lambda t: parse_list(t, float), default=[1.0, 2.0, 3.0])
     parser.add_argument("--images", type=int, default=1000, help="tuning images (1000)")
     parser.add_argument("--train", type=int, default=4000, help="training images (4000)")

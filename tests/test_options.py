@@ -27,7 +27,7 @@ def test_bad_compile_options_are_refused_before_anything_compiles(options, messa
 
 def test_a_value_outside_the_choices_names_them():
     pytest.importorskip("torch")
-    with pytest.raises(OptionError, match="expects one of 'fp32', 'float32', 'fp16', 'float16', "
+    with pytest.raises(OptionError, match="expects one of 'fp32', 'float32', 'fp16', 'float16', 'tf32', "
                                           "got 'fp99'"):
         hpvm.compile(MATMUL, targets=["aten", "cpu"], options={"precision": "fp99"})
 

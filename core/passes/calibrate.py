@@ -15,7 +15,8 @@ import dataclasses
 from ..errors import Diagnostic, HpvmError, Location
 from ..interp.calibration import METHODS, value_magnitudes, value_source
 from ..ir.graph import Module, TensorBody
-from ..ir.tensor_ops.int8 import INT8_OPS, QMAX, SCALES_ATTRIBUTE, operands
+from ..ir.tensor_ops.int8 import QMAX, SCALES_ATTRIBUTE, operands
+from ..ir.tensor_ops.precision import PRODUCT_OPS
 from .errors import PassError
 from .module_tools import map_nodes
 from .registry import Option, register_pass
@@ -50,7 +51,7 @@ def calibrate(module: Module, batches, method: str = "max",
 
     def annotate(graph, node):
         body = node.body
-        if (not isinstance(body, TensorBody) or body.op not in INT8_OPS
+        if (not isinstance(body, TensorBody) or body.op not in PRODUCT_OPS
                 or not all(p.type.element.is_float for p in body.params)):
             return node
         sources = [value_source(module, graph.name, node.name, port)

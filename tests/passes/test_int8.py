@@ -8,23 +8,16 @@ from hpvm.cli import main
 from hpvm.interp import run_module
 from hpvm.ir.tensor_ops import TENSOR_OPS
 from hpvm.ir.tensor_ops.int8 import QMAX, quantize
-from hpvm.ir.tensor_ops.testing import int8_case, single_op_module
+from hpvm.ir.tensor_ops.testing import CONV_LAYER_ATTRS, conv_layer, int8_case, single_op_module
 from hpvm.ir.text import parse_module, print_module
 from hpvm.ir.verify import verify
-from hpvm.passes import PassError, run_pipeline
+from hpvm.passes import PassError
 from hpvm.passes.approximate import apply_knobs
 from hpvm.passes.calibrate import calibrate
 
-RNG = np.random.default_rng(5)
-X = RNG.standard_normal((2, 3, 8, 8)).astype(np.float32)
-W = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
-B = RNG.standard_normal(4).astype(np.float32)
-ATTRS = {"padding": (1, 1, 1, 1)}
-
-
-def conv_module():
-    """x is a graph input, w and b constants (a model's layer)."""
-    return single_op_module("conv2d", {"x": X, "w": W, "b": B}, ATTRS, constants=("w", "b"))
+LAYER, ARRAYS = conv_layer(5)
+X, W, B = ARRAYS["x"], ARRAYS["w"], ARRAYS["b"]
+ATTRS = CONV_LAYER_ATTRS
 
 
 def test_quantize_rounds_half_up_and_saturates_at_127_steps():
@@ -35,13 +28,13 @@ def test_quantize_rounds_half_up_and_saturates_at_127_steps():
 
 
 def test_calibrate_records_each_operands_largest_magnitude_over_127():
-    module = calibrate(conv_module(), {"x": X})
+    module = calibrate(LAYER, {"x": X})
     scales = module.root_graph.node("op").attributes["int8_scales"]
     np.testing.assert_allclose(scales, [np.abs(X).max() / 127, np.abs(W).max() / 127],
                                rtol=1e-6)
     assert run_module(module, {"x": X})["y"].tobytes() == run_module(
-        conv_module(), {"x": X})["y"].tobytes()  # calibrating changes nothing by itself
-    wide = calibrate(conv_module(), [{"x": X}, {"x": 3 * X}], method="percentile",
+        LAYER, {"x": X})["y"].tobytes()  # calibrating changes nothing by itself
+    wide = calibrate(LAYER, [{"x": X}, {"x": 3 * X}], method="percentile",
                      percentile=50)
     median = np.percentile(np.abs(np.concatenate([X, 3 * X])), 50)
     np.testing.assert_allclose(wide.root_graph.node("op").attributes["int8_scales"][0],
@@ -49,7 +42,7 @@ def test_calibrate_records_each_operands_largest_magnitude_over_127():
 
 
 def test_int8_quantises_only_the_operands_and_stays_close_to_exact():
-    module = apply_knobs(calibrate(conv_module(), {"x": X}), {"op": "int8"})
+    module = apply_knobs(calibrate(LAYER, {"x": X}), {"op": "int8"})
     node = module.root_graph.node("op")
     assert node.attributes["precision"] == "int8"
     verify(module)
@@ -58,13 +51,13 @@ def test_int8_quantises_only_the_operands_and_stays_close_to_exact():
         {"x": quantize(X, sx), "w": quantize(W, sw), "b": B}, ATTRS)["y"]
     out = run_module(module, {"x": X})["y"]
     np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-6)
-    exact = run_module(conv_module(), {"x": X})["y"]
+    exact = run_module(LAYER, {"x": X})["y"]
     assert not np.array_equal(out, exact)
     assert np.abs(out - exact).max() < 0.03 * np.abs(exact).max()
 
 
 def test_an_int8_module_round_trips_as_text():
-    module = apply_knobs(calibrate(conv_module(), {"x": X}), {"op": "perf-rows-2-0+int8"})
+    module = apply_knobs(calibrate(LAYER, {"x": X}), {"op": "perf-rows-2-0+int8"})
     text = print_module(module)
     assert 'precision = "int8"' in text and "int8_scales = [" in text
     assert print_module(parse_module(text)) == text
@@ -73,9 +66,9 @@ def test_an_int8_module_round_trips_as_text():
 
 
 @pytest.mark.parametrize("module, knob, words", [
-    (conv_module(), "int8", "node 'op'.*no int8_scales.*calibrate first"),
+    (LAYER, "int8", "node 'op'.*no int8_scales.*calibrate first"),
     (single_op_module("relu", {"x": X}), "int8", "does not apply to a relu.*conv2d, gemm, matmul"),
-    (conv_module(), "fp16+int8", "sets the precision twice"),
+    (LAYER, "fp16+int8", "sets the precision twice"),
 ])
 def test_bad_int8_knobs_name_the_node_and_the_fix(module, knob, words):
     with pytest.raises(PassError, match=words):
@@ -96,7 +89,7 @@ def test_the_verifier_refuses_an_int8_node_without_usable_scales(attributes, wor
 
 def test_hpvm_opt_calibrates_from_an_npz_then_applies_the_knob(tmp_path, capsys):
     program, data = tmp_path / "conv.hpvm", tmp_path / "calib.npz"
-    program.write_text(print_module(conv_module()))
+    program.write_text(print_module(LAYER))
     np.savez(data, x=X)
     out = tmp_path / "int8.hpvm"
     assert main(["opt", str(program), "-p",

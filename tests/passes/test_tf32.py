@@ -9,20 +9,14 @@ from hpvm.interp import run_module
 from hpvm.ir.graph import TensorBody
 from hpvm.ir.tensor_ops import TENSOR_OPS
 from hpvm.ir.tensor_ops.precision import round_tf32
-from hpvm.ir.tensor_ops.testing import single_op_module
+from hpvm.ir.tensor_ops.testing import CONV_LAYER_ATTRS, conv_layer, single_op_module
 from hpvm.ir.verify import verify
 from hpvm.passes import PassError, run_pipeline
 from hpvm.passes.approximate import apply_knobs
 
-RNG = np.random.default_rng(7)
-X = RNG.standard_normal((2, 3, 8, 8)).astype(np.float32)
-W = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
-B = RNG.standard_normal(4).astype(np.float32)
-ATTRS = {"padding": (1, 1, 1, 1)}
-
-
-def conv_module():
-    return single_op_module("conv2d", {"x": X, "w": W, "b": B}, ATTRS, constants=("w", "b"))
+LAYER, ARRAYS = conv_layer(7)
+X, W, B = ARRAYS["x"], ARRAYS["w"], ARRAYS["b"]
+ATTRS = CONV_LAYER_ATTRS
 
 
 def test_round_tf32_keeps_ten_mantissa_bits_to_nearest_even():
@@ -38,14 +32,14 @@ def test_round_tf32_keeps_ten_mantissa_bits_to_nearest_even():
 
 
 def test_a_tf32_node_rounds_its_operands_and_not_its_bias():
-    module = apply_knobs(conv_module(), {"op": "tf32"})
+    module = apply_knobs(LAYER, {"op": "tf32"})
     assert module.root_graph.node("op").attributes == {"precision": "tf32"}
     verify(module)
     expected = TENSOR_OPS["conv2d"].evaluate(
         {"x": round_tf32(X), "w": round_tf32(W), "b": B}, ATTRS)["y"]
     out = run_module(module, {"x": X})["y"]
     np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-6)
-    assert not np.array_equal(out, run_module(conv_module(), {"x": X})["y"])
+    assert not np.array_equal(out, run_module(LAYER, {"x": X})["y"])
 
 
 def test_tf32_fits_only_the_products():
@@ -58,13 +52,13 @@ def test_tf32_fits_only_the_products():
 
 
 def test_lowering_keeps_a_tf32_node_as_a_tensor_node():
-    lowered = run_pipeline(apply_knobs(conv_module(), {"op": "tf32"}), "legalize-tensor-ops")
+    lowered = run_pipeline(apply_knobs(LAYER, {"op": "tf32"}), "legalize-tensor-ops")
     assert isinstance(lowered.root_graph.node("op").body, TensorBody)
 
 
 def test_placement_keeps_a_tf32_conv_off_a_target_that_lowers_it():
     from hpvm.runtime import compile
-    module = apply_knobs(conv_module(), {"op": "tf32"})
+    module = apply_knobs(LAYER, {"op": "tf32"})
     exe = compile(module, ["cpu"])
     assert exe.placement.targets["@main.op"] == "interp"
     assert "lowers conv2d to kernels" in exe.placement.reasons["@main.op"]

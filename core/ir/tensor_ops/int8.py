@@ -32,8 +32,6 @@ from ..types import F32
 from ..visit import rewrite
 from .precision import PRODUCT_OPS
 
-INT8_OPS = PRODUCT_OPS
-"""Ops that take the INT8 knob: the matrix and convolution products."""
 SCALES_ATTRIBUTE = "int8_scales"
 QMAX = 127
 
@@ -55,8 +53,8 @@ def node_scales(node: Node) -> dict[str, float]:
 def int8_problem(node: Node) -> tuple[str, str] | None:
     """Why ``node`` cannot compute in INT8, and the fix (None if it can)."""
     body = node.body
-    if not isinstance(body, TensorBody) or body.op not in INT8_OPS:
-        return (f"only {', '.join(INT8_OPS)} nodes compute in INT8", "use fp16 or fp32 here")
+    if not isinstance(body, TensorBody) or body.op not in PRODUCT_OPS:
+        return (f"only {', '.join(PRODUCT_OPS)} nodes compute in INT8", "use fp16 or fp32 here")
     if not all(p.type.element.is_float for p in body.params):
         return "INT8 quantises float operands; this node's are not all float", "use fp32"
     scales = node.attributes.get(SCALES_ATTRIBUTE)

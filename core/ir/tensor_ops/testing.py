@@ -126,6 +126,20 @@ def approximation_case(name: str, seed: int = 0) -> tuple[Module, dict[str, np.n
     return single_op_module(op, inputs, attrs), inputs, op
 
 
+CONV_LAYER_ATTRS = {"padding": (1, 1, 1, 1)}
+
+
+def conv_layer(seed: int = 0) -> tuple[Module, dict[str, np.ndarray]]:
+    """A 3x3 conv2d as a model has it: ``x`` (2x3x8x8) a graph input, the
+    weights ``w`` (4x3x3x3) and bias ``b`` constant nodes, padding 1
+    (CONV_LAYER_ATTRS); (module, the three arrays)."""
+    rng = np.random.default_rng(seed)
+    arrays = {"x": rng.standard_normal((2, 3, 8, 8)).astype(np.float32),
+              "w": rng.standard_normal((4, 3, 3, 3)).astype(np.float32),
+              "b": rng.standard_normal(4).astype(np.float32)}
+    return single_op_module("conv2d", arrays, CONV_LAYER_ATTRS, constants=("w", "b")), arrays
+
+
 INT8_CASES = {
     "conv-int8": ("conv2d", {"x": (2, 3, 9, 8), "w": (4, 3, 3, 3), "b": (4,)},
                   {"padding": (1, 1, 1, 1), "activation": "relu"}, (0.02, 0.015)),

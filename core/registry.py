@@ -160,6 +160,12 @@ class Registry:
                 raise TargetError(f"target '{name}' cannot be used: {failure.reason}")
         raise TargetError(_unknown_target_message(name, sorted(targets)))
 
+    def usable(self, names) -> list:
+        """The Target objects of ``names`` that are available here, in
+        order; TargetError (as :meth:`target`) for a name that is none."""
+        infos = [self.target(name) for name in names]
+        return [info.target for info in infos if info.availability.available]
+
     def _collect(self) -> dict[str, TargetInfo]:
         if self._targets is None:
             self._targets = {}

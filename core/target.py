@@ -240,8 +240,8 @@ class Target:
     """Tensor ops this target runs as such; others are lowered to kernel IR
     before :meth:`compile` if the target claims kernel nodes."""
     native_precisions: frozenset[str] = frozenset({"fp32"})
-    """Node precisions (the ``precision`` attribute: fp32, fp16, int8) its
-    native tensor ops honour.  Placement does not give the target a node of
+    """Node precisions (the ``precision`` attribute: fp32, fp16, int8,
+    tf32) its native tensor ops honour.  Placement does not give the target a node of
     a native op in another precision; lowered ops honour every one."""
 
     def availability(self) -> Availability:

@@ -13,6 +13,7 @@ import numpy as np
 
 from hpvm.errors import Diagnostic, ExecutionError, Location, TargetError
 from hpvm.ir.graph import Graph, Module, Node
+from hpvm.ir.tensor_ops.precision import PRECISIONS
 from hpvm.target import Artifact, Availability, HostMemoryDevice, NodeRef, Target
 
 from .graph_exec import run_node
@@ -28,7 +29,7 @@ class InterpTarget(Target):
 
     name = "interp"
     description = "reference interpreter (numpy): runs every node, the golden model"
-    native_precisions = frozenset(("fp32", "fp16", "int8", "tf32"))
+    native_precisions = frozenset(PRECISIONS)
 
     @property
     def native_tensor_ops(self) -> frozenset[str]:

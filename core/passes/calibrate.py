@@ -15,8 +15,8 @@ import dataclasses
 from ..errors import Diagnostic, HpvmError, Location
 from ..interp.calibration import METHODS, value_magnitudes, value_source
 from ..ir.graph import Module, TensorBody
-from ..ir.tensor_ops.int8 import QMAX, SCALES_ATTRIBUTE, operands
-from ..ir.tensor_ops.precision import PRODUCT_OPS
+from ..ir.tensor_ops.int8 import QMAX, SCALES_ATTRIBUTE
+from ..ir.tensor_ops.precision import PRODUCT_OPS, operands
 from .errors import PassError
 from .module_tools import map_nodes
 from .registry import Option, register_pass

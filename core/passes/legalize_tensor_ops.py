@@ -48,11 +48,12 @@ def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool]) -> Module
     functions = dict(module.functions)
 
     def lower(graph: Graph, node: Node) -> Node:
-        if (not isinstance(node.body, TensorBody) or not chosen(node)
-                or node_precision(node) not in LOWERED_PRECISIONS):
+        if not isinstance(node.body, TensorBody) or not chosen(node):
+            return node
+        precision = node_precision(node)
+        if precision not in LOWERED_PRECISIONS:
             return node
         function, replication = get_op(node.body.op).lower(node.name, node.body)
-        precision = node_precision(node)
         if precision == "fp16":
             function = round_kernel(function)
         elif precision == "int8":

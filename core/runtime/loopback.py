@@ -16,6 +16,7 @@ import numpy as np
 
 from ..hookspec import hookimpl
 from ..ir.graph import Graph, Module, Node
+from ..ir.tensor_ops.precision import PRECISIONS
 from ..target import Artifact, Device, NodeRef, Target
 
 
@@ -75,7 +76,7 @@ class LoopbackTarget(Target):
     def claims(self, module: Module, graph: Graph, node: Node) -> bool:
         return self.claim_all or node.hint == self.name
 
-    native_precisions = frozenset(("fp32", "fp16", "int8", "tf32"))  # the interpreter's
+    native_precisions = frozenset(PRECISIONS)  # the interpreter's
 
     @property
     def native_tensor_ops(self) -> frozenset[str]:

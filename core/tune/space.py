@@ -244,11 +244,7 @@ def space(module: Module, targets, passes=PASS_PARAMETERS, registry=None) -> Spa
     if unknown:
         raise TuneError(f"no tuning parameters for pass(es) {', '.join(unknown)} (fix: choose "
                         f"among {', '.join(PASS_PARAMETERS)})")
-    usable = []
-    for name in targets:
-        info = registry.target(name)  # an unknown name raises TargetError
-        if info.availability.available:
-            usable.append(info.target)
+    usable = registry.usable(targets)  # an unknown name raises TargetError
     if not usable:
         raise TuneError(f"none of the targets {', '.join(targets)} is usable here "
                         "(`hpvm targets` says why)")

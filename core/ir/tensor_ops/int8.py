@@ -30,16 +30,10 @@ from ..graph import Node, TensorBody
 from ..kernel import Binary, Const, Intrinsic, KernelFunction, Load
 from ..types import F32
 from ..visit import rewrite
-from .precision import PRODUCT_OPS
+from .precision import PRODUCT_OPS, operands
 
 SCALES_ATTRIBUTE = "int8_scales"
 QMAX = 127
-
-
-def operands(op: str) -> tuple[str, ...]:
-    """The ports an INT8 node of ``op`` quantises (its required inputs)."""
-    from . import get_op
-    return get_op(op).inputs
 
 
 def node_scales(node: Node) -> dict[str, float]:

@@ -61,12 +61,18 @@ def round_tf32(array: np.ndarray) -> np.ndarray:
     return np.where(special, bits, rounded).view(np.float32).reshape(np.shape(array))
 
 
+def operands(op: str) -> tuple[str, ...]:
+    """The operands of product ``op`` (its required inputs, not a bias):
+    what int8 quantises and tf32 rounds."""
+    from . import get_op
+    return get_op(op).inputs
+
+
 def tf32_operands(inputs: dict, op: str) -> dict:
     """``inputs`` (port -> array) with the operands of product ``op``
     rounded to TF32."""
-    from . import get_op
-    operands = get_op(op).inputs
-    return {port: round_tf32(a) if port in operands else a for port, a in inputs.items()}
+    rounded = operands(op)
+    return {port: round_tf32(a) if port in rounded else a for port, a in inputs.items()}
 
 
 def round_arrays(arrays: dict, precision: str) -> dict:

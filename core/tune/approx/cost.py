@@ -2,9 +2,10 @@
 a node costs its multiply-adds (conv2d, gemm, matmul), window reads
 (pools) or elements (the rest), and a knob scales that by the work it
 skips -- perforation by the share of rows / columns kept, sampling by the
-share of taps kept.  A reduced precision's effect (FP16, INT8) depends
-on the target, so it is measured once (all nodes that take it in that
-precision against all exact) and applied as a factor.  A configuration's predicted time is the baseline's, scaled by the
+share of taps kept.  A reduced precision's effect (FP16, TF32, INT8)
+depends on the target, so it is measured once (all nodes that take it in
+that precision against all exact) and applied as a factor.  A
+configuration's predicted time is the baseline's, scaled by the
 predicted share of the work left.  Kernel nodes' knobs (perforated
 instances) are costed by what they saved when profiled alone.
 """

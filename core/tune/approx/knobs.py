@@ -3,11 +3,12 @@ search space of approximation tuning).
 
 Every float tensor op may compute in FP16, a conv2d, gemm or matmul in
 TF32, and a calibrated one in INT8 -- each precision only where one of
-the tuning's targets computes it for that node (placement's rule); conv2d may also be perforated (rows or columns, every
-K-th skipped) or have its filter sampled; pools may sample their windows.
-K ranges over EVERY (2, 3, 4) with every offset, each alone and with each
-reduced precision, as in ApproxTuner.  Cheap ops (shape
-ops, activations, fills) are left exact: approximating them saves nothing.
+the tuning's targets computes it for that node (placement's rule).
+conv2d may also be perforated (rows or columns, every K-th skipped) or
+have its filter sampled; pools may sample their windows.  K ranges over
+EVERY (2, 3, 4) with every offset, each alone and with each reduced
+precision, as in ApproxTuner.  Cheap ops (shape ops, activations, fills)
+are left exact: approximating them saves nothing.
 Kernel nodes (image pipelines written as kernels) take perforation of
 their instances, rows or columns of the replication, with the same K.
 """

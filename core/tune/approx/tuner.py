@@ -87,6 +87,7 @@ def approx_tune(program, targets, inputs: dict, qos: QoS, *, loss: float | None 
     module docstring.  ``progress(label, done, total)`` hears of every run
     (``total`` is the number of runs planned)."""
     from ...ir.verify import verify
+    from ...registry import get_registry
     from ...runtime.compiler import as_module
     from ...runtime.inputs import validate_inputs
     targets = [targets] if isinstance(targets, str) else list(targets)
@@ -99,10 +100,11 @@ def approx_tune(program, targets, inputs: dict, qos: QoS, *, loss: float | None 
         validate_inputs(module.root_graph, inputs)
     except HpvmError as error:
         raise ApproxError(f"the tuning data does not fit the program: {error}") from None
+    usable = get_registry().usable(targets)  # an unknown name raises TargetError
     if "int8" in techniques:  # INT8 scales from the tuning data (the calibrate pass)
         from ...passes.calibrate import calibrate
         module = calibrate(module, inputs)
-    choices = {node: knob_choices(module, node, techniques, every, _targets(targets))
+    choices = {node: knob_choices(module, node, techniques, every, usable)
                for node in approximable_nodes(module)}
     if not any(len(knobs) > 1 for knobs in choices.values()):
         raise ApproxError("the program has no node the approximation knobs apply to: no "
@@ -111,8 +113,8 @@ def approx_tune(program, targets, inputs: dict, qos: QoS, *, loss: float | None 
                           "tune a tensor program (an ONNX model or graph-builder ops) or a "
                           "kernel program whose nodes write their outputs at their own ids")
     budget = budget or DEFAULT_BUDGET[mode]
-    runs = (1 + len(precisions_offered(choices)) + sum(len(k) - 1 for k in choices.values()) + validate + validate // 2
-            if mode == "predictive" else budget)
+    profiled = len(precisions_offered(choices)) + sum(len(k) - 1 for k in choices.values())
+    runs = 1 + profiled + validate + validate // 2 if mode == "predictive" else budget
     steps = _Steps(progress, runs)
     runner = Runner(module, targets, inputs, options, output, repeat)
     baseline = runner.measure({})
@@ -255,21 +257,6 @@ def _agreement(pairs: list[tuple[float, float]], kept: int) -> dict:
     return {"mean_abs_error": float(np.mean(np.abs(predicted - measured))),
             "correlation": correlation if not math.isnan(correlation) else float("nan"),
             "kept": kept, "validated": len(pairs)}
-
-
-def _targets(names: list[str]) -> list:
-    """The Target objects of ``names`` that are usable here."""
-    from ...errors import TargetError
-    from ...registry import get_registry
-    found = []
-    for name in names:
-        try:
-            info = get_registry().target(name)
-        except TargetError:
-            continue  # compiling names it, with the installed ones
-        if info.availability.available:
-            found.append(info.target)
-    return found
 
 
 def _check_choice(what: str, value: str, allowed) -> None:

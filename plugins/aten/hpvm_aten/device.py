@@ -23,7 +23,7 @@ import torch
 from hpvm.errors import Diagnostic, ExecutionError, Location
 from hpvm.ir.graph import ConstantBody, Module, TensorBody
 from hpvm.ir.tensor_ops import get_op
-from hpvm.ir.tensor_ops.precision import PRODUCT_OPS
+from hpvm.ir.tensor_ops.precision import PRODUCT_OPS, operands
 from hpvm.target import Device, NodeRef
 
 from . import int8, tf32
@@ -139,7 +139,7 @@ class AtenDevice(Device):
         target = args[plan.output]
         use_tf32 = plan.tf32 or (self.all_tf32 and plan.op in PRODUCT_OPS)
         if use_tf32 and self.device.type != "cuda":
-            inputs = tf32.rounded_operands(inputs, get_op(plan.op).inputs)
+            inputs = tf32.rounded_operands(inputs, operands(plan.op))
         try:
             with torch.no_grad(), tf32.tensor_cores(self.device, use_tf32):
                 result = self._integer_product(plan, inputs, tuple(target.shape))

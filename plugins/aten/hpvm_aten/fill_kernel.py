@@ -9,6 +9,8 @@ and both layouts keep what lies before and after it contiguous.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 BLOCK = 1024
@@ -22,20 +24,18 @@ def fill(values: torch.Tensor, axis: int, every: int, offset: int, size: int,
     Triton, not a 4-D tensor on a GPU, too large)."""
     if not values.is_cuda or values.dim() != 4 or axis not in (2, 3) or size < 2:
         return None
+    if not 0 < math.prod(out_shape) < MAX_ELEMENTS:
+        return None
     try:
         kernel = _kernel()
     except ImportError:
         return None
-    channels_last = (not values.is_contiguous()
-                     and values.is_contiguous(memory_format=torch.channels_last))
-    layout = torch.channels_last if channels_last else torch.contiguous_format
+    from .ops import empty_in_layout, memory_layout
+    layout = memory_layout(values)
     values = values.contiguous(memory_format=layout)
-    out = torch.empty(tuple(out_shape), dtype=values.dtype, device=values.device,
-                      memory_format=layout)
-    if out.numel() >= MAX_ELEMENTS or out.numel() == 0:
-        return None
+    out = empty_in_layout(values, out_shape)
     n, c, h, w = out.shape
-    if channels_last:
+    if layout == torch.channels_last:
         inner = w * c if axis == 2 else c
     else:
         inner = w if axis == 2 else 1

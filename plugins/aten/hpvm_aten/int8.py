@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from hpvm.ir.tensor_ops.int8 import QMAX
 
 from .fusion import fused
+from .ops import _activation
 
 MATRIX_OPS = ("gemm", "matmul")
 LANE = 8
@@ -24,7 +25,7 @@ LANE = 8
 MIN_ROWS = 17
 
 
-def steps(tensor: torch.Tensor, scale: float) -> torch.Tensor:
+def steps(tensor: torch.Tensor, scale: float | torch.Tensor) -> torch.Tensor:
     """``tensor``'s quantisation steps, as floats in [-127, 127] (one new
     tensor, updated in place: fewer passes over memory)."""
     return torch.div(tensor, scale).add_(0.5).floor_().clamp_(-QMAX, QMAX)
@@ -80,12 +81,10 @@ def integer_product(plan_op: str, a: torch.Tensor, rhs: torch.Tensor, n: int,
 
 
 def _quantized_lhs(a: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:
-    q = torch.clamp(torch.floor(a / factors[0] + 0.5), -QMAX, QMAX).to(torch.int8)
-    return _padded(q, a.shape[1]).contiguous()
+    return _padded(steps(a, factors[0]).to(torch.int8), a.shape[1]).contiguous()
 
 
 def _epilogue(sums: torch.Tensor, n: int, factors: torch.Tensor, bias: torch.Tensor,
               activation: str) -> torch.Tensor:
-    from .ops import _activation
     y = sums[:, :n].to(torch.float32) * factors[1] + factors[2] * bias
     return _activation(y, activation)

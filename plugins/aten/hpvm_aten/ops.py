@@ -98,7 +98,7 @@ def _perforated_conv2d(data: torch.Tensor, w: torch.Tensor, b, attrs: dict,
     if len(parts) == 1:
         return parts[0][2]
     sizes = [len(_kept(size, pattern)) for size, pattern in zip(full, patterns)]
-    out = _empty_in_layout(parts[0][2], parts[0][2].shape[:2] + tuple(sizes))
+    out = empty_in_layout(parts[0][2], parts[0][2].shape[:2] + tuple(sizes))
     for (q_row, _), (q_col, _), part in parts:
         # The class's positions q, q + k, ... sit every k - 1 compact positions.
         rows, cols = (_compact_slice(q, pattern, size) for q, pattern, size in (
@@ -117,14 +117,19 @@ def _compact_slice(q: int, pattern, count: int) -> slice:
     return slice(first, first + step * (count - 1) + 1, step)
 
 
-def _empty_in_layout(like: torch.Tensor, shape) -> torch.Tensor:
+def memory_layout(tensor: torch.Tensor) -> torch.memory_format:
+    """``channels_last`` for a 4-D tensor laid out so, else the plain
+    ``contiguous_format``."""
+    channels_last = (tensor.dim() == 4 and not tensor.is_contiguous()
+                     and tensor.is_contiguous(memory_format=torch.channels_last))
+    return torch.channels_last if channels_last else torch.contiguous_format
+
+
+def empty_in_layout(like: torch.Tensor, shape) -> torch.Tensor:
     """An empty tensor of ``shape`` in ``like``'s memory layout (channels
     last stays channels last: copies between layouts are slow)."""
-    channels_last = (like.dim() == 4 and not like.is_contiguous()
-                     and like.is_contiguous(memory_format=torch.channels_last))
     return torch.empty(tuple(shape), dtype=like.dtype, device=like.device,
-                       memory_format=torch.channels_last if channels_last
-                       else torch.contiguous_format)
+                       memory_format=memory_layout(like))
 
 
 def _kept(size: int, pattern) -> range | list:
@@ -155,7 +160,7 @@ def perforation_fill(x: dict, attrs: dict, out_shape) -> torch.Tensor:
     filled = fill(values, axis, every, offset, size, out_shape)  # one pass, on a GPU
     if filled is not None:
         return filled
-    out = _empty_in_layout(values, out_shape)
+    out = empty_in_layout(values, out_shape)
     if size < 2:
         out.copy_(values)
         return out

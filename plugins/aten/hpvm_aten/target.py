@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from hpvm.errors import TargetError
 from hpvm.ir.graph import ConstantBody, Graph, Module, Node, TensorBody
+from hpvm.ir.tensor_ops.precision import PRECISIONS as NODE_PRECISIONS
 from hpvm.options import Option
 from hpvm.target import Artifact, Availability, Device, NodeRef, Target
 
@@ -41,7 +42,7 @@ class AtenTarget(Target):
     name = "aten"
     description = "tensor ops on ATen (PyTorch) kernels: CPU, or CUDA when a GPU is visible"
 
-    native_precisions = frozenset(("fp32", "fp16", "int8", "tf32"))
+    native_precisions = frozenset(NODE_PRECISIONS)
 
     @property
     def native_tensor_ops(self) -> frozenset[str]:

@@ -20,6 +20,7 @@ from typing import Any
 from hpvm.errors import TargetError
 from hpvm.ir.graph import ConstantBody, Graph, KernelBody, Module, Node, TensorBody
 from hpvm.ir.analysis import uses_barrier
+from hpvm.ir.tensor_ops.precision import PRECISIONS
 from hpvm.options import Option
 from hpvm.target import Artifact, Availability, HostMemoryDevice, Knob, NodeRef, Target
 
@@ -69,7 +70,7 @@ class CpuTarget(Target):
         return OPTIONS
 
     native_tensor_ops = BLAS_OPS
-    native_precisions = frozenset(("fp32", "fp16", "int8", "tf32"))  # BLAS ops run as interp's
+    native_precisions = frozenset(PRECISIONS)  # BLAS ops run as interp's
 
     def knobs(self, module: Module, nodes: list[NodeRef]) -> list[Knob]:
         """Vector lanes and rows of lane strips, for the whole program."""

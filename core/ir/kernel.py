@@ -19,7 +19,11 @@ Semantics every back end must honour:
   many indices as its rank, element-wise;
 - a ``for`` loop runs ``var = start; var < stop; var += step`` (``>`` for a
   negative step); ``step`` is a non-zero integer constant;
-- out-of-range loads and stores are errors (the interpreter reports them).
+- out-of-range loads and stores are errors (the interpreter reports them);
+- a float multiply whose product is added or subtracted may be fused with
+  that add into one multiply-add, rounded once (OpenCL C's default
+  FP_CONTRACT; the cpu target does it too): results may differ from the
+  interpreter's, which rounds twice, in the last bits.
 """
 from __future__ import annotations
 

@@ -12,6 +12,8 @@ from hpvm.ir.types import F32, ScalarType
 from .llvm_types import FLOAT, HALF, register_type
 
 _FLOAT_BINARY = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "rem": "frem"}
+_CONTRACTIBLE = ("add", "sub", "mul")
+"""Float operations LLVM may fuse into one multiply-add (kernel.py allows it)."""
 _INT_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_", "xor": "xor"}
 _COMPARE_SYMBOLS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -52,7 +54,8 @@ def binary(builder: ir.IRBuilder, op: str, lhs, rhs, type: ScalarType):
             raise TargetError(f"cpu codegen: operator '{op}' is not defined on {type}")
         wide_lhs, _ = widen(builder, lhs, type)
         wide_rhs, _ = widen(builder, rhs, type)
-        result = getattr(builder, _FLOAT_BINARY[op])(wide_lhs, wide_rhs)
+        flags = ("contract",) if op in _CONTRACTIBLE else ()
+        result = getattr(builder, _FLOAT_BINARY[op])(wide_lhs, wide_rhs, flags=flags)
         return narrow(builder, result, type)
     if op in _INT_BINARY:
         return getattr(builder, _INT_BINARY[op])(lhs, rhs)

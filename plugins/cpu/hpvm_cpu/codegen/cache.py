@@ -24,7 +24,7 @@ from hpvm.ir.visit import walk
 
 from .pipeline import MachineCode
 
-CODEGEN_VERSION = 5
+CODEGEN_VERSION = 6
 """Bump when generated code changes, so stale cache entries are ignored."""
 
 

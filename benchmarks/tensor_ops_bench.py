@@ -5,7 +5,8 @@ run.  Shapes: the LeNet and ResNet-block layers at batch 64.
     .venv/bin/python benchmarks/tensor_ops_bench.py [--threads 1] [--repeat 9] [--only conv]
 
 hpvm rows time ``CompiledKernel.run`` (argument packing included, no graph
-runtime); onnxruntime rows time ``session.run`` with ``intra_op_num_threads``
+runtime) of the kernel the cpu target makes (its register tiles and vector
+width for this machine); onnxruntime rows time ``session.run`` with ``intra_op_num_threads``
 set to the same thread count.  Both results are checked against the op's
 numpy reference first.  Ratio = hpvm / onnxruntime (below 1: hpvm faster).
 """
@@ -24,6 +25,8 @@ from hpvm.ir.shapes import bind_symbols, replication_sizes
 from hpvm.ir.tensor_ops import tensor_node
 from hpvm.ir.tensor_ops.testing import evaluate_node, lowered_module, types_of
 from hpvm_cpu.codegen import compile_kernel_node
+from hpvm_cpu.codegen.machine import MachineSpec
+from hpvm_cpu.target import register_tiles
 
 BATCH = 64
 RNG = np.random.default_rng(0)
@@ -83,8 +86,10 @@ def bench_case(case, threads: int, repeat: int) -> tuple[float, float, float]:
     """(hpvm s, onnxruntime s, hpvm GFLOP/s) after checking both results."""
     _, op, inputs, attrs, onnx_node = case
     node = tensor_node("t", op, types_of(**inputs), attrs)
-    module, function, replication = lowered_module(node)
-    kernel = compile_kernel_node(module, function, len(replication), {"threads": threads})
+    bits = MachineSpec.host().vector_bits()  # as the cpu target lowers and compiles it
+    module, function, replication = lowered_module(node, register_tiles(bits))
+    kernel = compile_kernel_node(module, function, len(replication),
+                                 {"threads": threads, "vector_width": bits})
     sizes = replication_sizes(replication, bind_symbols(node.body.params, inputs, Location(node="t")))
     expected = evaluate_node(node, inputs)["y"]
     args = dict(inputs, y=np.zeros_like(expected))

@@ -34,11 +34,13 @@ def legalize_tensor_ops(module: Module, keep: tuple[str, ...]) -> Module:
     return lower_tensor_nodes(module, lambda node: node.body.op not in keep)
 
 
-def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool]) -> Module:
+def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool],
+                       tiles=None) -> Module:
     """``module`` with the tensor-op nodes ``chosen`` picks lowered to
-    kernel nodes (a target that runs some nodes of an op itself).  A node
-    in a precision kernels lack (tf32) stays a tensor node: placement
-    gives it only to targets that run it natively."""
+    kernel nodes (a target that runs some nodes of an op itself), their
+    register tiles shaped by ``tiles`` (tensor_ops.lowering.RegisterTiles;
+    None: the default).  A node in a precision kernels lack (tf32) stays a
+    tensor node: placement gives it only to targets that run it natively."""
     from ..ir.tensor_ops import get_op  # its own package, loaded on use
     from ..ir.tensor_ops.int8 import SCALES_ATTRIBUTE, node_scales, quantize_kernel
     from ..ir.tensor_ops.precision import (
@@ -53,7 +55,7 @@ def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool]) -> Module
         precision = node_precision(node)
         if precision not in LOWERED_PRECISIONS:
             return node
-        function, replication = get_op(node.body.op).lower(node.name, node.body)
+        function, replication = get_op(node.body.op).lower(node.name, node.body, tiles)
         if precision == "fp16":
             function = round_kernel(function)
         elif precision == "int8":

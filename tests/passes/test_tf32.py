@@ -56,10 +56,10 @@ def test_lowering_keeps_a_tf32_node_as_a_tensor_node():
     assert isinstance(lowered.root_graph.node("op").body, TensorBody)
 
 
-def test_placement_keeps_a_tf32_conv_off_a_target_that_lowers_it():
+def test_placement_keeps_a_tf32_conv_off_a_target_whose_kernels_lack_tf32():
     from hpvm.runtime import compile
     module = apply_knobs(LAYER, {"op": "tf32"})
     exe = compile(module, ["cpu"])
     assert exe.placement.targets["@main.op"] == "interp"
-    assert "lowers conv2d to kernels" in exe.placement.reasons["@main.op"]
+    assert "does not compute in precision tf32" in exe.placement.reasons["@main.op"]
     np.testing.assert_array_equal(exe(x=X)["y"], run_module(module, {"x": X})["y"])

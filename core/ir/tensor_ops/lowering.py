@@ -16,6 +16,7 @@ scope, so one expression serves both as an index bound and as replication.
 from __future__ import annotations
 
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Iterator
 
 from ..kernel import (
@@ -95,11 +96,29 @@ def minimum(a: Expr, b: Expr) -> Expr:
     return Intrinsic("min", (a, b))
 
 
-class KernelBuilder:
-    """Builds the body of a lowered op kernel over the node's ``params``."""
+@dataclass(frozen=True)
+class RegisterTiles:
+    """How the register-tiled lowerings (tiled.py) block their results,
+    chosen by the target for its registers.  A conv or gemm tile is
+    ``rows`` results deep (output channels, rows of ``y``) and ``cols``
+    wide; the default suits targets that run one instance per thread.
+    ``vectors``: widths are made for a vector unit: a row's remainder is
+    split into power-of-two tiles and the column loop unrolled, so that
+    each tile row is whole vectors held in registers."""
 
-    def __init__(self, ctx: OpContext, params: tuple[Parameter, ...]):
+    cols: int = 8
+    rows: int = 4
+    vectors: bool = False
+
+
+class KernelBuilder:
+    """Builds the body of a lowered op kernel over the node's ``params``,
+    register-tiled as ``tiles`` says."""
+
+    def __init__(self, ctx: OpContext, params: tuple[Parameter, ...],
+                 tiles: RegisterTiles = RegisterTiles()):
         self.ctx = ctx
+        self.tiles = tiles
         self.types: dict[str, BufferType] = {p.name: p.type for p in params}
         self._taken = {p.name for p in params}
         for t in self.types.values():

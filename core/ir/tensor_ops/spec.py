@@ -208,15 +208,17 @@ class TensorOpSpec:
         return {port: np.asarray(results[port], dtype=out_types[port].element.numpy_dtype)
                 for port in self.outputs}
 
-    def lower(self, node_name: str, body: TensorBody) -> tuple[KernelFunction, tuple[Expr, ...]]:
+    def lower(self, node_name: str, body: TensorBody,
+              tiles=None) -> tuple[KernelFunction, tuple[Expr, ...]]:
         """The reference lowering of node ``node_name``: a kernel named
         ``{node_name}_{op}`` whose params are exactly ``body.params``, and the
-        node's replication (expressions over its shape symbols)."""
-        from .lowering import KernelBuilder  # lowering builds on this module
+        node's replication (expressions over its shape symbols).  ``tiles``
+        (lowering.RegisterTiles) shapes the register-tiled lowerings."""
+        from .lowering import KernelBuilder, RegisterTiles  # lowering builds on this module
 
         ctx = self.context(self._body_inputs(node_name, body), body.attrs, node_name)
         self._check_outputs(ctx, body)
-        builder = KernelBuilder(ctx, body.params)
+        builder = KernelBuilder(ctx, body.params, tiles or RegisterTiles())
         replication = self.lower_fn(builder)
         function = KernelFunction(f"{node_name}_{self.name}", body.params, builder.finish())
         return function, replication

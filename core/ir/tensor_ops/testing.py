@@ -36,21 +36,23 @@ def evaluate_node(node: Node, inputs: Mapping[str, np.ndarray]) -> dict[str, np.
     return get_op(body.op).evaluate(inputs, body.attrs, node=node.name)
 
 
-def lowered_module(node: Node) -> tuple[Module, str, tuple]:
-    """A module holding the lowering of ``node``: (module, kernel name,
-    replication expressions)."""
+def lowered_module(node: Node, tiles=None) -> tuple[Module, str, tuple]:
+    """A module holding the lowering of ``node`` (register tiles
+    ``tiles``): (module, kernel name, replication expressions)."""
     body = node.body
     assert isinstance(body, TensorBody)
-    function, replication = get_op(body.op).lower(node.name, body)
+    function, replication = get_op(body.op).lower(node.name, body, tiles)
     return Module(node.name, {function.name: function}, {}, "main"), function.name, replication
 
 
-def run_lowered(node: Node, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Outputs of ``node``'s lowered kernel run on the interpreter, with the
-    replication evaluated in the node's scope bound from ``inputs``."""
+def run_lowered(node: Node, inputs: Mapping[str, np.ndarray],
+                tiles=None) -> dict[str, np.ndarray]:
+    """Outputs of ``node``'s lowered kernel (register tiles ``tiles``) run
+    on the interpreter, with the replication evaluated in the node's scope
+    bound from ``inputs``."""
     from hpvm.interp import run_kernel  # the interpreter depends on the IR, not back
 
-    module, name, replication = lowered_module(node)
+    module, name, replication = lowered_module(node, tiles)
     symbols = bind_symbols(node.body.params, inputs, Location(node=node.name))
     results = run_kernel(module, name, dict(inputs), replication_sizes(replication, symbols))
     outputs = get_op(node.body.op).outputs
@@ -58,11 +60,12 @@ def run_lowered(node: Node, inputs: Mapping[str, np.ndarray]) -> dict[str, np.nd
 
 
 def assert_lowering_matches(node: Node, inputs: Mapping[str, np.ndarray],
-                            rtol: float = 1e-5, atol: float = 1e-5) -> None:
-    """Assert that ``node``'s lowered kernel (interpreted) computes what
-    ``evaluate`` does, port by port, within float tolerance."""
+                            rtol: float = 1e-5, atol: float = 1e-5, tiles=None) -> None:
+    """Assert that ``node``'s lowered kernel (register tiles ``tiles``,
+    interpreted) computes what ``evaluate`` does, port by port, within
+    float tolerance."""
     expected = evaluate_node(node, inputs)
-    actual = run_lowered(node, inputs)
+    actual = run_lowered(node, inputs, tiles)
     for port, value in expected.items():
         assert actual[port].shape == value.shape, port
         assert actual[port].dtype == value.dtype, port

@@ -11,8 +11,9 @@ it into vector loads and multiply-adds on registers; the reference
 lowerings (one instance per output element, a scalar reduction loop) leave
 nothing to vectorise, as floating-point sums may not be reordered.
 
-Widths are fixed when lowering: full tiles of ``TILE_COLS`` and one tail
-tile of the remainder, so no tile needs bounds checks on its columns.
+Tile shapes come from the target (``b.tiles``, lowering.RegisterTiles).
+Widths are fixed when lowering: full tiles of ``cols`` and tail tiles of
+the remainder, so no tile needs bounds checks on its columns.
 When a shape this needs is symbolic (beyond the batch), the functions here
 return None and the caller uses the reference lowering.
 """
@@ -26,11 +27,6 @@ from .activation import apply_kernel
 from .lowering import KernelBuilder, add, const_value, div, in_range, mul
 from .perforation import real_position, sampled_sum, sampled_tap, skip_pattern
 
-TILE_COLS = 8
-"""Columns of a tile: one 256-bit vector of f32."""
-CONV_TILE_ROWS = (4, 3, 2, 1)
-"""Output channels per conv tile: the first that divides the channel count."""
-GEMM_TILE_ROWS = 4
 DOT_ROWS, DOT_COLS, DOT_LANES = 4, 2, 8
 """Block of results per step of a dot-product gemm (b transposed), and its
 partial sums per result: 8 vectors of 8 f32 in registers."""
@@ -53,6 +49,7 @@ class ArrayTile:
 
     def __init__(self, b: KernelBuilder, rows: int, cols: int):
         self.b, self.rows, self.cols = b, rows, cols
+        self.unroll = cols if b.tiles.vectors else None
         self.element = b.element("y")
         self.name = b.fresh("acc")
         b.emit(ArrayDecl(self.name, self.element, (rows, cols), "private"))
@@ -62,7 +59,7 @@ class ArrayTile:
 
     def accumulate(self, row_values: list[Expr], column: Callable[[Var], Expr]) -> None:
         """acc[i][j] += row_values[i] * column(j) for every cell."""
-        with self.b.loop("j", _i64(self.cols)) as j:
+        with self.b.loop("j", _i64(self.cols), unroll=self.unroll) as j:
             value = self.b.let("v", column(j))
             for row, factor in enumerate(row_values):
                 self.b.store(self.name, (_i64(row), j), self.cell(row, j) + factor * value)
@@ -74,17 +71,22 @@ class ArrayTile:
 
 
 def _column_tiles(b: KernelBuilder, count: int, emit: Callable[[Expr, int], None],
-                  width: int = TILE_COLS) -> None:
+                  width: int | None = None) -> None:
     """Call ``emit(start, width)`` for the full tiles covering ``count``
-    columns (in a loop), then for the remainder."""
+    columns (in a loop), then for the remainder: one tile, or for vector
+    tiles one per power of two it holds (13: 8, 4, 1)."""
+    width = width or b.tiles.cols
     full, rest = divmod(count, width)
     if full == 1:
         emit(_i64(0), width)
     elif full > 1:
         with b.loop("t", _i64(full)) as t:
             emit(b.let("col", mul(t, _i64(width))), width)
-    if rest:
-        emit(_i64(full * width), rest)
+    start = full * width
+    while rest:
+        piece = 1 << (rest.bit_length() - 1) if b.tiles.vectors else rest
+        emit(_i64(start), piece)
+        start, rest = start + piece, rest - piece
 
 
 # conv2d -------------------------------------------------------------------
@@ -105,7 +107,7 @@ def lower_conv2d(b: KernelBuilder, stride, padding, dilation, groups,
     copy_rows = left + right > 0 and not strided
     if copy_rows and channels * rows * padded_width > MAX_PADDED_ROWS:
         return None
-    block = next(r for r in CONV_TILE_ROWS if kernels % r == 0)
+    block = max(r for r in range(1, b.tiles.rows + 1) if kernels % r == 0)
     instance = b.let("i", InstanceId(0))
     n = b.let("n", div(instance, _i64(out_h)))
     oh = b.let("oh", instance % _i64(out_h)) if out_h > 1 else _i64(0)
@@ -247,14 +249,14 @@ def store_product(b: KernelBuilder, m: Expr, n: Expr, value: Expr, alpha: float,
 def lower_matrix_product(b: KernelBuilder, trans_a: bool, trans_b: bool, alpha: float,
                          beta: float, activation: str) -> tuple[Expr, ...] | None:
     """y[M, N] = act(alpha * a' @ b' + beta * c): one instance per block of
-    GEMM_TILE_ROWS rows, tiles across N; None unless N is fixed."""
+    ``b.tiles.rows`` rows, tiles across N; None unless N is fixed."""
     cols = const_value(b.dim("y", 1))
     if cols is None:
         return None
     if trans_b and not trans_a:
         return lower_dot_products(b, cols, alpha, beta, activation)
     inner = b.dim("a", 0 if trans_a else 1)
-    block = RowBlock(b, GEMM_TILE_ROWS)
+    block = RowBlock(b, b.tiles.rows)
 
     def tile(n0: Expr, width: int) -> None:
         acc = ArrayTile(b, block.rows, width)

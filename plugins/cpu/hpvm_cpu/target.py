@@ -1,8 +1,9 @@
 """The 'cpu' target: leaf nodes compiled to machine code through LLVM.
 
 Matcher: every kernel node without barriers, every constant node, and
-every tensor op: large matmuls and gemms run through numpy's BLAS (option
-``blas``), the others are lowered to kernels first.
+every tensor op, taken natively: large matmuls and gemms run through
+numpy's BLAS (option ``blas``), the others are lowered to kernels here,
+register-tiled for the widest vectors the machine has (``register_tiles``).
 Code generator: one optimised LLVM module per node kernel (codegen/); the
 artifact keeps the portable module and the optimised IR, so loading it in
 another process only re-runs machine-code generation.  Runtime shim: host
@@ -20,7 +21,7 @@ from typing import Any
 from hpvm.errors import TargetError
 from hpvm.ir.graph import ConstantBody, Graph, KernelBody, Module, Node, TensorBody
 from hpvm.ir.analysis import uses_barrier
-from hpvm.ir.tensor_ops.precision import PRECISIONS
+from hpvm.ir.tensor_ops.precision import LOWERED_PRECISIONS
 from hpvm.options import Option
 from hpvm.target import Artifact, Availability, HostMemoryDevice, Knob, NodeRef, Target
 
@@ -69,8 +70,15 @@ class CpuTarget(Target):
     def options(self) -> list[Option]:
         return OPTIONS
 
-    native_tensor_ops = BLAS_OPS
-    native_precisions = frozenset(PRECISIONS)  # BLAS ops run as interp's
+    native_precisions = frozenset(LOWERED_PRECISIONS)
+    """What its kernels compute (and BLAS products, run as the interpreter's);
+    TF32 has no kernel form, and rounding operands on a CPU saves nothing."""
+
+    @property
+    def native_tensor_ops(self) -> frozenset[str]:
+        """Every op: compile lowers them itself, with its own tiles."""
+        from hpvm.ir.tensor_ops import TENSOR_OPS
+        return frozenset(TENSOR_OPS)
 
     def knobs(self, module: Module, nodes: list[NodeRef]) -> list[Knob]:
         """Vector lanes and rows of lane strips, for the whole program."""
@@ -86,8 +94,13 @@ class CpuTarget(Target):
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
         from hpvm.ir.text import print_module
         from hpvm.passes.legalize_tensor_ops import lower_tensor_nodes
+        from .codegen.machine import MachineSpec
         blas = options.get("blas", True) and not options.get("triple")
-        module = lower_tensor_nodes(module, lambda node: not (blas and worth_blas(node)))
+        vector_bits = MachineSpec.from_options(options).vector_bits()
+        lowered = lower_tensor_nodes(module, lambda node: not (blas and worth_blas(node)),
+                                     register_tiles(vector_bits))
+        tensor_kernels = set(lowered.functions) - set(module.functions)
+        module = lowered
         ranks = _kernel_ranks(module, nodes)
         files = {MODULE_FILE: print_module(module).encode()}
         metadata: dict[str, Any] = {"nodes": [str(n) for n in nodes], "kernels": ranks}
@@ -101,7 +114,10 @@ class CpuTarget(Target):
         from .codegen import compile_kernel_node
         notes = []
         for function, rank in ranks.items():
-            compiled = compile_kernel_node(module, function, rank, _codegen_options(options))
+            # The register tiles are made for the widest vectors.
+            wide = {"vector_width": vector_bits} if function in tensor_kernels else {}
+            compiled = compile_kernel_node(module, function, rank,
+                                           {**_codegen_options(options), **wide})
             files[_ir_file(function)] = compiled.llvm_ir.encode()
             notes.extend(compiled.notes)
         if notes:
@@ -137,6 +153,16 @@ def worth_blas(node: Node) -> bool:
     sizes = [math.prod(d for d in p.type.shape if isinstance(d, int)) for p in node.body.params
              if p.is_buffer and p.name in ("a", "b", "y")]
     return math.isqrt(math.prod(sizes)) >= BLAS_MIN_PRODUCTS
+
+
+def register_tiles(vector_bits: int):
+    """Tiles of eight vector accumulators (each FMA's latency hidden by the
+    seven others) in vector registers of ``vector_bits``: 8 x 16 f32 in
+    AVX-512's zmm registers, 4 x 16 in AVX2's ymm, 4 x 8 in SSE's or
+    NEON's 128-bit ones (of which there are 16 or 32)."""
+    from hpvm.ir.tensor_ops.lowering import RegisterTiles
+    return RegisterTiles(cols=16 if vector_bits >= 256 else 8,
+                         rows=8 if vector_bits >= 512 else 4, vectors=True)
 
 
 def _codegen_options(options: dict) -> dict:

@@ -1,5 +1,6 @@
 """The tiled lowerings of gemm and conv2d compiled for the cpu equal the
-ops' reference semantics (evaluate) on ragged and single-element shapes."""
+ops' reference semantics (evaluate) on ragged and single-element shapes,
+with the register tiles the cpu picks for each kind of vector unit."""
 import numpy as np
 import pytest
 
@@ -8,11 +9,19 @@ from hpvm.ir.shapes import bind_symbols, replication_sizes
 from hpvm.ir.tensor_ops import tensor_node
 from hpvm.ir.tensor_ops.testing import evaluate_node, lowered_module, types_of
 from hpvm_cpu.codegen import compile_kernel_node
+from hpvm_cpu.codegen.machine import MachineSpec
+from hpvm_cpu.target import register_tiles
+
+MODELS = ["x86-64-v4", "x86-64-v3", "x86-64"]
+"""Code for this machine, lowered with the tiles the cpu picks for AVX-512,
+AVX2 and SSE2 machines."""
 
 
-def run_on_cpu(node, inputs, threads):
-    module, name, replication = lowered_module(node)
-    kernel = compile_kernel_node(module, name, len(replication), {"threads": threads})
+def run_on_cpu(node, inputs, threads, model="x86-64-v4"):
+    bits = MachineSpec.for_model(model).vector_bits()
+    module, name, replication = lowered_module(node, register_tiles(bits))
+    kernel = compile_kernel_node(module, name, len(replication),
+                                 {"threads": threads, "vector_width": bits})
     sizes = replication_sizes(replication, bind_symbols(node.body.params, inputs, Location()))
     return kernel.run(dict(inputs), sizes)
 
@@ -23,19 +32,33 @@ def arrays(seed, **shapes):
 
 
 @pytest.mark.parametrize("m, k, n, trans_b", [(64, 120, 84, True), (5, 13, 3, True),
-                                              (1, 1, 1, True), (7, 17, 19, False)])
+                                              (1, 1, 1, True), (7, 17, 19, False),
+                                              (13, 40, 61, False)])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_gemm_on_cpu_matches_evaluate(m, k, n, trans_b, threads):
+@pytest.mark.parametrize("model", MODELS)
+def test_gemm_on_cpu_matches_evaluate(m, k, n, trans_b, threads, model):
     inputs = arrays(m + k + n, a=(m, k), b=(n, k) if trans_b else (k, n), c=(n,))
     node = tensor_node("fc", "gemm", types_of(**inputs), {"trans_b": trans_b})
-    actual = run_on_cpu(node, inputs, threads)["y"]
+    actual = run_on_cpu(node, inputs, threads, model)["y"]
     np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("x, w, padding", [((3, 2, 9, 11), (5, 2, 3, 3), 1),
-                                           ((1, 1, 5, 5), (1, 1, 5, 5), 0)])
-def test_conv2d_on_cpu_matches_evaluate(x, w, padding):
+                                           ((1, 1, 5, 5), (1, 1, 5, 5), 0),
+                                           ((2, 6, 14, 14), (16, 6, 5, 5), 0),
+                                           ((2, 8, 7, 29), (24, 8, 3, 3), 1)])
+@pytest.mark.parametrize("model", MODELS)
+def test_conv2d_on_cpu_matches_evaluate(x, w, padding, model):
     inputs = arrays(7, x=x, w=w, b=(w[0],))
     node = tensor_node("conv", "conv2d", types_of(**inputs), {"padding": (padding,) * 4})
-    actual = run_on_cpu(node, inputs, 2)["y"]
+    actual = run_on_cpu(node, inputs, 2, model)["y"]
     np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("options, shape", [
+    ({"cpu_model": "x86-64-v4"}, (16, 8)), ({"cpu_model": "znver4"}, (16, 8)),
+    ({"cpu_model": "x86-64-v3"}, (16, 4)), ({"cpu_model": "x86-64"}, (8, 4)),
+    ({"cpu_model": "neoverse-v2"}, (8, 4)), ({"triple": "aarch64-linux-gnu"}, (8, 4))])
+def test_register_tiles_hold_eight_vector_accumulators(options, shape):
+    tiles = register_tiles(MachineSpec.from_options(options).vector_bits())
+    assert (tiles.cols, tiles.rows) == shape and tiles.vectors

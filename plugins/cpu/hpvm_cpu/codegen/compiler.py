@@ -21,12 +21,14 @@ are correct but LLVM does not yet keep their accumulators in registers
 (slower at 512^3 sgemm), so they are off by default."""
 
 DEFAULT_OPTIONS = {"opt_level": 3, "threads": None, "lanes": DEFAULT_LANES, "rows": DEFAULT_ROWS,
-                   "cpu_model": None}
+                   "cpu_model": None, "vector_width": None}
 """Options read here: ``opt_level`` (0-3, LLVM's pipeline level),
 ``threads`` (chunks per run; None: one per core), ``lanes`` (instances
 per lane strip; 0 or 1: none), ``rows`` (rows per block of strips; 1:
-none) and ``cpu_model`` (machine.py; None: ``$HPVM_CPU_MODEL`` or the
-host).  Others are ignored but still part of the cache key."""
+none), ``cpu_model`` (machine.py; None: ``$HPVM_CPU_MODEL`` or the
+host) and ``vector_width`` (bits of the vectors LLVM should prefer;
+None: the CPU model's choice).  Others are ignored but still part of the
+cache key."""
 
 _compiled: dict[str, CompiledKernel] = {}
 
@@ -72,7 +74,8 @@ def kernel_machine_code(module: Module, ranks: dict[str, int], options: dict,
     """Machine code for the node entries ``ranks`` names (function ->
     replication rank), made in the compile worker."""
     options = {**DEFAULT_OPTIONS, **options}
-    text, _ = build_module(module, ranks, module.name, options["lanes"], options["rows"])
+    text, _ = build_module(module, ranks, module.name, options["lanes"], options["rows"],
+                           options["vector_width"])
     what = ", ".join(f"kernel '@{name}'" for name in ranks)
     return compile_llvm_ir(text, machine, what, options["opt_level"], jit)
 

@@ -212,12 +212,18 @@ def _define_entry(llvm_module: ir.Module, symbol: str, layout: ArgumentLayout,
 
 
 def build_module(module: Module, ranks: dict[str, int], name: str, lanes: int = 0,
-                 rows: int = 1) -> tuple[str, dict[str, ArgumentLayout]]:
+                 rows: int = 1, vector_width: int | None = None
+                 ) -> tuple[str, dict[str, ArgumentLayout]]:
     """Unoptimised LLVM IR text with one node entry per ``ranks`` item
     (function name: replication rank >= 1), and their argument layouts.
     ``lanes`` > 1 runs kernels that profit in blocks of ``rows`` x ``lanes``
-    instances (lanes.py)."""
+    instances (lanes.py).  ``vector_width`` (bits) overrides the width of
+    the vectors LLVM prefers for the CPU (256 on Intel's AVX-512 CPUs)."""
     llvm_module = ir.Module(name=name)
     context = ModuleContext(module, llvm_module, lanes, rows)
     layouts = {function: context.add_node(function, rank) for function, rank in ranks.items()}
+    if vector_width:
+        for function in llvm_module.functions:
+            # A string attribute: llvmlite's add() knows only keyword ones.
+            set.add(function.attributes, f'"prefer-vector-width"="{vector_width}"')
     return str(llvm_module), layouts

@@ -114,8 +114,9 @@ class MachineSpec:
     @classmethod
     def from_options(cls, options: dict) -> "MachineSpec":
         """The model the option ``cpu_model`` names, else
-        ``$HPVM_CPU_MODEL``, else the host."""
-        return cls.for_model(options.get("cpu_model") or os.environ.get(CPU_MODEL_VARIABLE))
+        ``$HPVM_CPU_MODEL``, else the host; for the option ``triple``, if given."""
+        return cls.for_model(options.get("cpu_model") or os.environ.get(CPU_MODEL_VARIABLE),
+                             options.get("triple"))
 
     @property
     def is_host(self) -> bool:
@@ -138,6 +139,16 @@ class MachineSpec:
 
     def describe(self) -> str:
         return f"{self.cpu or 'generic'} ({self.triple})"
+
+    def vector_bits(self) -> int:
+        """The width of the vector registers code for this spec may use:
+        512 with AVX-512, 256 with AVX, else 128 (SSE2 and AArch64's NEON,
+        which every machine of those triples has)."""
+        if not (self.triple or host_cpu()[0]).startswith("x86_64"):
+            return 128
+        features = (host_features() if self.is_host
+                    else frozenset(X86_MODEL_FEATURES.get(self.cpu, ())))
+        return 512 if "avx512f" in features else 256 if "avx" in features else 128
 
     def generic(self) -> "MachineSpec":
         """The same triple with the most widely runnable CPU model."""

@@ -9,8 +9,9 @@ PyTorch and OpenVINO, in the same run: a LeNet-5 (1x28x28) and a ResNet basic bl
 The models are made here (hpvm.frontend.onnx.testing, random weights with
 a fixed seed) and exported with torch.onnx.export; hpvm imports them with
 its default fusion (hpvm.passes.TENSOR_PIPELINE).  Each implementation
-runs once to warm up (JIT compiles and session creation are not timed),
-then ``--repeat`` times on the same input; the table gives the median.
+warms up for half a second (JIT compiles and session creation are not
+timed), then runs ``--repeat`` times on the same input; the table gives
+the median.
 hpvm rows time ``exe(x=batch)``, the whole executable call.  Ratio = this
 row's time / onnxruntime's (below 1: faster than onnxruntime).  The error
 is max |out - torch| / max |torch|.  Every implementation gets ``--threads``
@@ -50,8 +51,16 @@ class Row:
     note: str = ""
 
 
+WARM_UP_S = 0.5
+"""Each implementation runs for this long before it is timed: on a 2-core
+machine the first tenth of a second after hpvm's compile ran 2x slower."""
+
+
 def median_ms(run: Callable[[], object], repeat: int) -> float:
+    began = time.perf_counter()
     run()
+    while time.perf_counter() - began < WARM_UP_S:
+        run()
     times = []
     for _ in range(repeat):
         began = time.perf_counter()

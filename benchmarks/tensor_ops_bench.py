@@ -75,7 +75,8 @@ def onnxruntime_session(node, inputs: dict, output_shape, threads: int):
         [node], "op",
         [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in inputs.items()],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, output_shape)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              ir_version=8)  # onnx's newest may be past onnxruntime's
     options = ort.SessionOptions()
     options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
     return ort.InferenceSession(model.SerializeToString(), options,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import time
 import timeit
 
 import numpy as np
@@ -32,7 +33,14 @@ BATCH = 64
 RNG = np.random.default_rng(0)
 
 
+PAUSE_S = 0.2
+"""Idle time before each implementation is timed, so that the other's
+threads have stopped spinning (onnxruntime's spin after each run, and
+took cores from hpvm's 16 threads right after it)."""
+
+
 def median_s(run, repeat: int) -> float:
+    time.sleep(PAUSE_S)
     run()  # warm-up
     return statistics.median(timeit.repeat(run, number=1, repeat=repeat))
 

@@ -62,3 +62,25 @@ def test_conv2d_on_cpu_matches_evaluate(x, w, padding, model):
 def test_register_tiles_hold_eight_vector_accumulators(options, shape):
     tiles = register_tiles(MachineSpec.from_options(options).vector_bits())
     assert (tiles.cols, tiles.rows) == shape and tiles.vectors
+
+
+def test_the_cpu_makes_its_tensor_kernels_for_the_widest_vectors_only():
+    """A lowered conv2d is made for the host's widest vectors (512 bits
+    with AVX-512, where LLVM would pick 256); a kernel program keeps
+    LLVM's choice for the CPU."""
+    from pathlib import Path
+
+    from hpvm.ir.tensor_ops.testing import single_op_module
+    from hpvm.ir.text import load_module
+    from hpvm.runtime import compile
+
+    def llvm_ir(module):
+        files = compile(module, ["cpu"]).artifacts["cpu"].files
+        return [v.decode() for k, v in files.items() if k.endswith(".ll")]
+
+    width = f'"prefer-vector-width"="{MachineSpec.host().vector_bits()}"'
+    conv = llvm_ir(single_op_module("conv2d", arrays(1, x=(1, 2, 6, 6), w=(4, 2, 3, 3))))
+    assert len(conv) == 1 and width in conv[0]
+    examples = Path(__file__).resolve().parents[3] / "examples" / "ir"
+    assert not any("prefer-vector-width" in text
+                   for text in llvm_ir(load_module(examples / "blur.hpvm")))

@@ -142,3 +142,18 @@ def test_constants_of_every_width():
     check_map({"a": a}, I64, lambda a: a + Const(-(2**63), I64), np.full(4, -(2**63)))
     check_map({"a": a.astype(np.uint64)}, U64, lambda a: a + Const(2**64 - 1, U64),
               np.full(4, 2**64 - 1, np.uint64))
+
+
+def test_a_multiply_add_may_fuse_and_round_once():
+    """kernel.py lets a product and the add using it round once (an FMA):
+    the IR says so to LLVM, and either rounding is a correct result."""
+    from hpvm.ir.types import F32 as f32
+    from hpvm_cpu.codegen import compile_kernel_node
+    from hpvm_cpu.codegen.testing import map_function, module_of
+    function = map_function({"a": f32, "b": f32, "c": f32}, f32, lambda a, b, c: a * b + c)
+    kernel = compile_kernel_node(module_of(function), function.name, 1)
+    assert "fmul contract" in kernel.llvm_ir and "fadd contract" in kernel.llvm_ir
+    a = np.full(4, 1 + 2.0 ** -12, np.float32)  # a * a = 1 + 2^-11 + 2^-24
+    c = np.full(4, -(1 + 2.0 ** -11), np.float32)
+    out = kernel.run({"a": a, "b": a, "c": c}, (4,))["out"]
+    assert set(out.tolist()) <= {0.0, 2.0 ** -24}

@@ -27,6 +27,10 @@ from .activation import apply_kernel
 from .lowering import KernelBuilder, add, const_value, div, in_range, mul
 from .perforation import real_position, sampled_sum, sampled_tap, skip_pattern
 
+VECTOR_K_STEPS = 8
+"""Reduction steps of a vector-tiled matrix product unrolled together: the
+SLP vectoriser then reads each row of ``a`` as vectors, not as a gather of
+one value per row (fc 400->120 with b as [K, N]: 0.14 -> 0.09 ms)."""
 DOT_ROWS, DOT_COLS, DOT_LANES = 4, 2, 8
 """Block of results per step of a dot-product gemm (b transposed), and its
 partial sums per result: 8 vectors of 8 f32 in registers."""
@@ -260,11 +264,13 @@ def lower_matrix_product(b: KernelBuilder, trans_a: bool, trans_b: bool, alpha: 
 
     def tile(n0: Expr, width: int) -> None:
         acc = ArrayTile(b, block.rows, width)
-        with b.loop("k", inner) as k:
+
+        def step(k: Expr) -> None:
             lhs = [b.let("av", b.load("a", k, m) if trans_a else b.load("a", m, k))
                    for m in block.reads]
             acc.accumulate(lhs, lambda j: b.load("b", add(n0, j), k) if trans_b
                            else b.load("b", k, add(n0, j)))
+        _reduction(b, inner, step, VECTOR_K_STEPS if b.tiles.vectors else 1)
         for row, m in enumerate(block.ms):
             with block.guard(b, row):
                 acc.store(row, lambda j, value, m=m: store_product(
@@ -272,6 +278,24 @@ def lower_matrix_product(b: KernelBuilder, trans_a: bool, trans_b: bool, alpha: 
 
     _column_tiles(b, cols, tile)
     return block.replication
+
+
+def _reduction(b: KernelBuilder, count: Expr, step: Callable[[Expr], None],
+               unrolled: int) -> None:
+    """``step(k)`` for k in [0, count): in blocks of ``unrolled`` steps, each
+    block unrolled, then the remainder."""
+    fixed = const_value(count)
+    blocks = div(count, _i64(unrolled)) if fixed is None else _i64(fixed // unrolled)
+    if unrolled > 1 and const_value(blocks) != 0:
+        with b.loop("kb", blocks) as kb:
+            with b.loop("kk", _i64(unrolled), unroll=unrolled) as kk:
+                step(add(mul(kb, _i64(unrolled)), kk))
+        start = mul(blocks, _i64(unrolled))
+    else:
+        start = _i64(0)
+    if fixed is None or fixed != const_value(start):
+        with b.loop("k", count, start=start) as k:
+            step(k)
 
 
 def lower_dot_products(b: KernelBuilder, cols: int, alpha: float, beta: float,

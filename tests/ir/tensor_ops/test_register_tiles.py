@@ -47,7 +47,8 @@ def test_vector_tiled_conv_matches_evaluate(tiles, x, w, attrs):
 
 @pytest.mark.parametrize("tiles", VECTOR_TILES, ids=str)
 @pytest.mark.parametrize("m, k, n, trans_b", [(13, 9, 29, False), (8, 5, 16, False),
-                                              (3, 17, 7, True), (1, 1, 1, False)])
+                                              (3, 17, 7, True), (1, 1, 1, False),
+                                              (9, 24, 17, False)])
 def test_vector_tiled_gemm_matches_evaluate(tiles, m, k, n, trans_b):
     inputs = arrays(m + k + n, a=(m, k), b=(n, k) if trans_b else (k, n), c=(n,))
     node = tensor_node("fc", "gemm", types_of(**inputs), {"trans_b": trans_b})
@@ -63,10 +64,19 @@ def test_a_row_remainder_becomes_power_of_two_tiles_of_the_deepest_dividing_bloc
     assert accumulators(node, RegisterTiles()) == [(4, 8), (4, 5)]
 
 
-def test_vector_tiles_unroll_their_column_loops():
-    inputs = arrays(0, a=(8, 4), b=(4, 16), c=(16,))
+@pytest.mark.parametrize("k, unrolled", [(4, [16]), (16, [8, 16]), (19, [8, 16, 16])])
+def test_vector_tiles_unroll_their_column_loops_and_blocks_of_reduction_steps(k, unrolled):
+    inputs = arrays(0, a=(8, k), b=(k, 16), c=(16,))
     node = tensor_node("fc", "gemm", types_of(**inputs))
     module, name, _ = lowered_module(node, RegisterTiles(16, 8, True))
-    unrolled = [s.unroll for s in walk(module.functions[name].body)
-                if isinstance(s, For) and s.unroll]
-    assert unrolled == [16]
+    assert [s.unroll for s in walk(module.functions[name].body)
+            if isinstance(s, For) and s.unroll] == unrolled
+
+
+def test_vector_tiled_gemm_with_a_symbolic_reduction_matches_evaluate():
+    from hpvm.ir import F32, BufferType
+    inputs = arrays(3, a=(5, 21), b=(21, 18), c=(18,))
+    types = types_of(**inputs)
+    types["a"], types["b"] = BufferType(F32, (5, "K")), BufferType(F32, ("K", 18))
+    node = tensor_node("fc", "gemm", types)
+    assert_lowering_matches(node, inputs, rtol=1e-4, atol=1e-4, tiles=RegisterTiles(16, 8, True))

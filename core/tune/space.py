@@ -25,7 +25,8 @@ on:
   pass_parameters.py; realised as one pass pipeline, in the order
   argument-privatisation, loop-fusion, node-fusion, parallel-reduce, tile,
   loop-unroll, dce; unroll factors travel as the loops' ``unroll`` hints,
-  so they survive the passes before them.
+  so they survive the passes before them, and the per-node forms follow
+  a node into a fusion (the fused node keeps the producer's).
 - **targets**: each listed target's ``Target.knobs`` for the nodes it
   claims (work-group shape, vector lanes ...), realised as its options.
 - **the runtime**: task parallelism on or off, for programs of more than
@@ -167,11 +168,15 @@ class Space:
         if hints:
             module = with_unroll_hints(module, hints)
         notes: list[str] = []
-        steps = self._pass_steps(values, by_role, placed, notes)
-        if hints:
-            steps.append(("loop-unroll", {}))
+        steps = self._graph_steps(values, by_role, placed, notes)
         if steps:
-            module = run_pipeline(module, steps + [("dce", {})])
+            module = run_pipeline(module, steps)
+        node_steps = self._node_steps(values, by_role, _origins(module), notes)
+        if hints:
+            node_steps.append(("loop-unroll", {}))
+        steps += node_steps
+        if steps:
+            module = run_pipeline(module, node_steps + [("dce", {})])
         origins = {}
 
         def unstamp(graph, node):
@@ -186,7 +191,9 @@ class Space:
         return Realisation(module, options, format_pipeline(steps + [("dce", {})]) if steps else "",
                            notes)
 
-    def _pass_steps(self, values, by_role, placed, notes) -> list:
+    def _graph_steps(self, values, by_role, placed, notes) -> list:
+        """The steps of the parameters that rewrite the graph (fusions,
+        privatisation), which run first."""
         steps = []
         for role, option in (("argument-privatisation", "params"), ("loop-fusion", "functions"),
                              ("node-fusion", "pairs")):
@@ -195,12 +202,32 @@ class Space:
                 chosen = [pair for pair in chosen if self._same_place(pair, placed, notes)]
             if chosen:
                 steps.append((role, {option: tuple(chosen)}))
+        return steps
+
+    def _node_steps(self, values, by_role, origins: dict[str, str], notes) -> list:
+        """The steps of the per-node forms (parallel-reduce, tile), on the
+        nodes the graph steps left: a node fused into its producer is
+        gone, and its form is not applied (a note says so)."""
+        def surviving(role: str, nodes: tuple[str, ...]) -> tuple[str, ...]:
+            now = []
+            for ref in nodes:
+                if ref in origins:
+                    now.append(origins[ref])
+                else:
+                    notes.append(f"{role} of node '{ref}' not applied: node-fusion fused the "
+                                 "node into its producer")
+            return tuple(now)
+
+        steps = []
         for form_lanes, nodes in _nodes_by_value(values, by_role.get("parallel-reduce", ())):
             form, lanes = form_lanes.split()
-            steps += reduce_steps(form, int(lanes), nodes)
+            nodes = surviving("parallel-reduce", nodes)
+            steps += reduce_steps(form, int(lanes), nodes) if nodes else []
         for form_size, nodes in _nodes_by_value(values, by_role.get("tile", ())):
             form, size = form_size.split()
-            steps.append(("tile", {"form": form, "size": int(size), "nodes": nodes}))
+            nodes = surviving("tile", nodes)
+            if nodes:
+                steps.append(("tile", {"form": form, "size": int(size), "nodes": nodes}))
         return steps
 
     def _same_place(self, pair: str, placed: dict, notes: list[str]) -> bool:
@@ -267,6 +294,18 @@ def space(module: Module, targets, passes=PASS_PARAMETERS, registry=None) -> Spa
             if hinted:
                 placed[ref] = hinted[0]
     return Space(module, targets, parameters, placed)
+
+
+def _origins(module: Module) -> dict[str, str]:
+    """A node as the configuration named it (the ORIGIN stamp; ``node`` or
+    ``graph.node``) -> its name now, in the same form."""
+    names = {}
+    for graph in module.graphs.values():
+        for node in graph.nodes:
+            if ORIGIN in node.attributes:
+                names[node.attributes[ORIGIN]] = node.name
+                names[f"{graph.name}.{node.attributes[ORIGIN]}"] = f"{graph.name}.{node.name}"
+    return names
 
 
 def _nodes_by_value(values: dict, parameters) -> list[tuple[str, tuple[str, ...]]]:

@@ -68,6 +68,23 @@ def test_tiles_are_offered_only_where_a_listed_target_runs_work_groups():
     assert "a_tile[lane_row, k_step]" in print_module(realised.module)
 
 
+@pytest.mark.skipif("gpu_opencl" not in usable_targets(), reason="no usable OpenCL device")
+def test_a_form_chosen_for_a_node_follows_it_into_a_fusion_or_is_dropped_with_a_note():
+    edge = next(b for b in benchmarks() if b.name == "edge").build()
+    design = space(edge, ["gpu_opencl", "cpu"])
+    # The producer's form goes to the fused node (it keeps the producer's place).
+    realised = design.realise({"fuse sobel_x:magnitude": True,
+                               "tile edge_detect.sobel_x": "stencil 16"})
+    assert realised.pipeline == ("node-fusion{pairs=sobel_x:magnitude},"
+                                 "tile{form=stencil nodes=sobel_x_magnitude},dce")
+    # The consumer is gone: its form is not applied, and the note says why.
+    realised = design.realise({"fuse sobel_x:magnitude": True,
+                               "tile edge_detect.magnitude": "stencil 16"})
+    assert realised.pipeline == "node-fusion{pairs=sobel_x:magnitude},dce"
+    assert realised.notes == ["tile of node 'magnitude' not applied: node-fusion fused the "
+                              "node into its producer"]
+
+
 def test_placement_is_a_parameter_per_node_when_several_targets_claim_it():
     module = parse_module(CHAIN)
     design = space(module, ["cpu", "interp"])

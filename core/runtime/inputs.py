@@ -64,37 +64,48 @@ def validate_inputs(graph: Graph, inputs: Mapping[str, Any],
 
 
 class InputChecker:
-    """validate_inputs for repeated calls: a set of arrays whose names,
-    shapes and dtypes passed before, each dense and writeable, is taken as
-    it is (the checks depend on nothing else)."""
+    """validate_inputs for repeated calls: inputs whose names, array shapes
+    and dtypes and scalar values passed before, each array dense and
+    writeable, are taken as they are and their scalars as normalised then
+    (the checks depend on nothing else)."""
 
     KEPT = 16
     """Signatures remembered (any more are checked in full)."""
 
     def __init__(self, graph: Graph):
         self.graph = graph
-        self._passed: set[tuple] = set()
+        self._passed: dict[tuple, dict[str, Any]] = {}
+        """signature -> the scalars as validate_inputs normalised them."""
 
     def check(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        key = _array_signature(inputs)
-        if key is not None and key in self._passed:
-            return dict(inputs)
+        key = _signature(inputs)
+        scalars = self._passed.get(key) if key is not None else None
+        if scalars is not None:
+            return {**inputs, **scalars}
         checked = validate_inputs(self.graph, inputs)
+        arrays = {name for name, value in inputs.items() if type(value) is np.ndarray}
         if key is not None and len(self._passed) < self.KEPT and \
-                all(checked[name] is value for name, value in inputs.items()):
-            self._passed.add(key)
+                all(checked[name] is inputs[name] for name in arrays):
+            self._passed[key] = {name: v for name, v in checked.items() if name not in arrays}
         return checked
 
 
-def _array_signature(inputs: Mapping[str, Any]) -> tuple | None:
-    """(name, shape, dtype) of every input when all are dense, writeable
-    arrays; None otherwise."""
+_SCALARS = (bool, int, float, np.bool_, np.number)
+
+
+def _signature(inputs: Mapping[str, Any]) -> tuple | None:
+    """(name, shape, dtype) of every array input and (name, type, value)
+    of every scalar one, when the arrays are dense and writeable and the
+    rest are numbers; None otherwise."""
     key = []
     for name, value in inputs.items():
-        if type(value) is not np.ndarray:
+        if type(value) is np.ndarray:
+            flags = value.flags
+            if not (flags.c_contiguous and flags.writeable):
+                return None
+            key.append((name, value.shape, value.dtype))
+        elif isinstance(value, _SCALARS):
+            key.append((name, type(value), value))
+        else:
             return None
-        flags = value.flags
-        if not (flags.c_contiguous and flags.writeable):
-            return None
-        key.append((name, value.shape, value.dtype))
     return tuple(key)

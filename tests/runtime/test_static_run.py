@@ -258,5 +258,14 @@ def test_inputs_are_checked_in_full_after_a_good_call(module):
     checker = InputChecker(module.root_graph)
     with pytest.raises(ExecutionError, match="missing input"):
         checker.check({"a": good})
-    checker.check({"a": good, "s": np.float32(1)})  # a scalar: checked in full every time
-    assert not checker._passed
+    # A scalar joins the signature by value, normalised once.
+    checked = checker.check({"a": good, "s": 1.0})
+    assert type(checked["s"]) is np.float32 and checked["a"] is good
+    again = checker.check({"a": good, "s": 1.0})
+    assert type(again["s"]) is np.float32 and again["a"] is good
+    assert len(checker._passed) == 1
+    checker.check({"a": good, "s": 2.0})   # another value: checked in full, then kept
+    assert len(checker._passed) == 2
+    with pytest.raises(ExecutionError, match="expects a scalar"):
+        checker.check({"a": good, "s": np.ones(2)})
+    assert len(checker._passed) == 2

@@ -224,6 +224,7 @@ def build_module(module: Module, ranks: dict[str, int], name: str, lanes: int = 
     layouts = {function: context.add_node(function, rank) for function, rank in ranks.items()}
     if vector_width:
         for function in llvm_module.functions:
-            # A string attribute: llvmlite's add() knows only keyword ones.
-            set.add(function.attributes, f'"prefer-vector-width"="{vector_width}"')
+            if not function.is_declaration:  # not libm's or LLVM's intrinsics
+                # A string attribute: llvmlite's add() knows only keyword ones.
+                set.add(function.attributes, f'"prefer-vector-width"="{vector_width}"')
     return str(llvm_module), layouts

@@ -52,8 +52,9 @@ class Row:
 
 
 WARM_UP_S = 0.5
-"""Each implementation runs for this long before it is timed: on a 2-core
-machine the first tenth of a second after hpvm's compile ran 2x slower."""
+"""Each implementation runs for this long before it is timed, not once:
+on the 2-core VM the first tenth of a second after hpvm's compile ran 2x
+slower in three runs of one afternoon (later runs did not show it)."""
 
 
 def median_ms(run: Callable[[], object], repeat: int) -> float:

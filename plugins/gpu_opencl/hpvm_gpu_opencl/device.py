@@ -36,7 +36,7 @@ from .launch import chosen_group, geometry
 from .layout import Argument
 from .transfers import Transfers
 
-DEFAULT_TRANSFER = "copy"
+DEFAULT_TRANSFER = "auto"
 
 
 @dataclass
@@ -89,8 +89,7 @@ class OpenCLDevice(Device):
         self.plans = plans
         self.arguments = arguments
         self.work_group = options.get("work_group")
-        self.transfers = Transfers(runtime.context, runtime.queue,
-                                   options.get("transfer", DEFAULT_TRANSFER))
+        self.transfers = Transfers(runtime, options.get("transfer", DEFAULT_TRANSFER))
         self.task_parallelism = options.get("task_parallelism", True)
         self.asynchronous = options.get("asynchronous", False)
         self.async_launch = self.asynchronous

@@ -44,8 +44,9 @@ OPTIONS = [
            "node -> tuple; None: chosen per node"),
     Option("fast_math", bool, False, "build with -cl-fast-relaxed-math"),
     Option("build_options", list, (), "more OpenCL C compiler flags"),
-    Option("transfer", str, DEFAULT_TRANSFER, "how buffers move between host and device",
-           choices=tuple(TRANSFER_MODES)),
+    Option("transfer", str, DEFAULT_TRANSFER, "how buffers move between host and device: "
+           "copy (pageable), map, pinned (page-locked staging, host side threaded), auto "
+           "(copy on CPU devices, else pinned)", choices=tuple(TRANSFER_MODES)),
     Option("task_parallelism", bool, True, "a command queue per launching thread: kernels "
            "with no path between them run at the same time"),
     Option("asynchronous", bool, False, "launches return at once and kernels wait for their "
@@ -106,8 +107,9 @@ class GpuOpenCLTarget(Target):
         return isinstance(node.body, (KernelBody, ConstantBody, TensorBody))
 
     def knobs(self, module: Module, nodes: list[NodeRef]) -> list[Knob]:
-        """A work-group size per replicated kernel node without a ``group``."""
-        knobs = []
+        """The transfer mode (whole program), and a work-group size per
+        replicated kernel node without a ``group``."""
+        knobs = [Knob("transfer", TRANSFER_MODES, DEFAULT_TRANSFER)]
         for ref in nodes:
             node = module.graph(ref.graph).node(ref.node)
             rank = len(node.replication)

@@ -55,11 +55,15 @@ def test_work_group_option_pads_the_global_size(work_group):
     assert_outputs_close(exe(**inputs), run_module(module, inputs), **TOLERANCE)
 
 
-def test_work_group_sizes_are_tuning_knobs():
+def test_transfer_mode_and_work_group_sizes_are_tuning_knobs():
     module = load_module(EXAMPLES / "matmul.hpvm")
     target = get_registry().target("gpu_opencl").target
-    [knob] = target.knobs(module, rt.compile(module, targets=["gpu_opencl"]).placement.nodes_of("gpu_opencl"))
-    assert knob.name == "work_group" and knob.default is None and (16, 16) in knob.values
+    nodes = rt.compile(module, targets=["gpu_opencl"]).placement.nodes_of("gpu_opencl")
+    transfer, work_group = target.knobs(module, nodes)
+    assert transfer.name == "transfer" and transfer.node is None and transfer.default == "auto"
+    assert set(transfer.values) == {"auto", "copy", "map", "pinned"}
+    assert work_group.name == "work_group" and work_group.default is None
+    assert (16, 16) in work_group.values
 
 
 def test_hpvm_targets_lists_the_opencl_devices():
@@ -74,10 +78,14 @@ def test_device_option_that_matches_nothing_is_a_clear_error():
         rt.compile(module, targets=["gpu_opencl"], options={"device": "no-such-device"})
 
 
-@pytest.mark.parametrize("transfer", ["copy", "map", "pinned"])
+@pytest.mark.parametrize("transfer", ["auto", "copy", "map", "pinned"])
 def test_every_transfer_mode_moves_data_correctly(transfer, monkeypatch):
     import hpvm_gpu_opencl.transfers as transfers
     monkeypatch.setattr(transfers, "PINNED_MINIMUM", 1)  # small arrays take the pinned path too
+    # pieces of the staging memory and of the threads' shares, at these sizes
+    monkeypatch.setattr(transfers, "STAGE_BYTES", 256)
+    monkeypatch.setattr(transfers, "PIECE_BYTES", 64)
+    monkeypatch.setattr(transfers, "_STAGINGS", {})
     module = load_module(EXAMPLES / "blur.hpvm")
     inputs = random_inputs(module.root_graph, SIZES)
     exe = rt.compile(module, targets=["gpu_opencl"], options={"transfer": transfer})
@@ -87,5 +95,5 @@ def test_every_transfer_mode_moves_data_correctly(transfer, monkeypatch):
 def test_unknown_transfer_mode_is_a_clear_error():
     module = load_module(EXAMPLES / "blur.hpvm")
     with pytest.raises(OptionError, match="option 'transfer' of target 'gpu_opencl' expects one "
-                                          "of 'copy', 'map', 'pinned', got 'teleport'"):
+                                          "of 'auto', 'copy', 'map', 'pinned', got 'teleport'"):
         rt.compile(module, targets=["gpu_opencl"], options={"transfer": "teleport"})

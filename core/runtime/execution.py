@@ -33,10 +33,20 @@ class NodeRecord:
     frame: int = 0
 
 
+COPY_RECORDS = frozenset({"<inputs>", "<outputs>"})
+"""Names of the records of a run's copies in and out (not nodes)."""
+
+
 @dataclass
 class Report:
     records: list[NodeRecord] = field(default_factory=list)
     bytes_copied: int = 0
+
+    @property
+    def node_records(self) -> list[NodeRecord]:
+        """The records of the program's nodes, without those of the copies
+        in and out."""
+        return [r for r in self.records if r.node not in COPY_RECORDS]
 
     def format(self) -> str:
         width = max([len(r.node) for r in self.records] + [4])

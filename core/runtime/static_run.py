@@ -1,5 +1,5 @@
 """The static schedule: a whole run planned once, for placements whose
-devices all work in host memory.
+devices all work in host memory, or that run wholly on one device.
 
 When every node runs on a host-memory device (cpu, interp, aten on the CPU
 ...), nothing is ever copied between devices and the order of the nodes can
@@ -18,10 +18,14 @@ per-node planning.  Constant nodes run once, when the schedule is made.
 Nodes run one after another, so the schedule is used where that loses
 nothing: task parallelism is off, or every device's launch already uses
 every core (``Device.multicore_launch``).  A program placed wholly on one
-device of its own memory that can capture launches (``graph_capture``:
-aten on CUDA records a CUDA graph) keeps every buffer on the device and
-runs as: inputs copied in, one replay, outputs copied out.  Streaming,
-staged inputs and other placements run on the dynamic scheduler
+device of its own memory (the *resident* device: gpu_opencl, aten on CUDA)
+keeps its values there: input buffers and the buffers of values their
+node writes whole are made once, other values are made (cleared) in each
+run; a run copies the inputs in, launches the nodes in order and copies
+the outputs out.  Where that device can capture launches
+(``graph_capture``: aten on CUDA records a CUDA graph), every buffer is
+kept and the launches run as one replay.  Streaming, staged inputs, values
+updated in place and other placements run on the dynamic scheduler
 (execution.py).
 """
 from __future__ import annotations
@@ -64,17 +68,26 @@ def static_schedule_fits(plan: ProgramPlan, devices: dict[str, Device], serial: 
         return False
     if all(d.host_memory for d in used):
         return serial or all(d.multicore_launch for d in used)
-    return captured_device(plan, devices) is not None
+    device = resident_device(plan, devices)
+    return device is not None and (captured_device(plan, devices) is not None or serial
+                                   or device.multicore_launch)
+
+
+def resident_device(plan: ProgramPlan, devices: dict[str, Device]) -> Device | None:
+    """The device of its own memory that holds every value of ``plan``'s
+    runs, every node being placed on it; None otherwise."""
+    targets = {task.target for task in plan.tasks}
+    device = devices[next(iter(targets))] if len(targets) == 1 else None
+    return device if device is not None and not device.host_memory else None
 
 
 def captured_device(plan: ProgramPlan, devices: dict[str, Device]) -> Device | None:
-    """The device whose captured launches run the whole of ``plan``: every
-    node on one ``graph_capture`` device of its own memory, reading arrays
-    only (a captured launch keeps its scalars) and updating nothing in
+    """The device whose captured launches run the whole of ``plan``: the
+    resident device, when it has ``graph_capture`` and no node reads a
+    scalar (a captured launch keeps its scalars) or updates a value in
     place; None otherwise."""
-    targets = {task.target for task in plan.tasks}
-    device = devices[next(iter(targets))] if len(targets) == 1 else None
-    if device is None or device.host_memory or not device.graph_capture:
+    device = resident_device(plan, devices)
+    if device is None or not device.graph_capture:
         return None
     roles = {role for task in plan.tasks for _, _, role in task.arguments}
     return device if not roles & {SCALAR, UPDATE} else None
@@ -87,6 +100,8 @@ class StaticProgram:
         self.plan = plan
         self.devices = devices
         self.module = module
+        self.resident = resident_device(plan, devices)
+        """The device holding every value of a run, or None (host memory)."""
         self.captured = captured_device(plan, devices)
         """The device running the whole plan as one captured replay, or None."""
         self._lock = threading.Lock()
@@ -97,8 +112,7 @@ class StaticProgram:
         scalars); the per-node records go to ``report``."""
         key = _signature(inputs)
         schedule = self._take(key) or _Schedule.make(self.plan, self.devices, self.module,
-                                                     self.captured,
-                                                     inputs)
+                                                     self.resident, self.captured, inputs)
         try:
             return schedule.run(inputs, report)
         finally:
@@ -160,10 +174,12 @@ class _Schedule:
     outputs (made per run, handed to the caller)."""
 
     def __init__(self, plan: ProgramPlan, devices: dict[str, Device], module: Module,
-                 captured: Device | None):
+                 resident: Device | None, captured: Device | None):
         self.plan = plan
         self.devices = devices
         self.module = module
+        self.resident = resident
+        """The device holding every value of a run, or None (host memory)."""
         self.captured = captured
         """The device running the whole plan as one captured replay, or None."""
         self.replay: Callable[[], None] | None = None
@@ -174,6 +190,9 @@ class _Schedule:
         self.fresh: list[tuple[int, tuple[int, ...], np.dtype, Device | None]] = []
         """(slot, shape, dtype, device) of the arrays made in each run;
         device None: written whole by its node, so made uncleared."""
+        self.duplicates: dict[int, tuple[tuple[int, ...], np.dtype]] = {}
+        """Slots of the resident device's private copies of values updated in
+        place, made in each run (``Device.duplicate``): their layouts."""
         self.steps: list[_Step] = []
         self.outputs: list[tuple[str, int, bool]] = []
         """(name, slot, handed over): an output made in the run gives its
@@ -181,8 +200,9 @@ class _Schedule:
 
     @classmethod
     def make(cls, plan: ProgramPlan, devices: dict[str, Device], module: Module,
-             captured: Device | None, inputs: dict[str, Any]) -> "_Schedule":
-        schedule = cls(plan, devices, module, captured)
+             resident: Device | None, captured: Device | None,
+             inputs: dict[str, Any]) -> "_Schedule":
+        schedule = cls(plan, devices, module, resident, captured)
         _Planner(schedule, inputs).plan()
         schedule._bind(inputs)
         return schedule
@@ -191,6 +211,16 @@ class _Schedule:
         if self.replay is not None:
             return self._replay(inputs, report)
         values = self._values(inputs)
+        try:
+            if self.resident is not None:
+                self._copy_in(values, inputs, report)
+            self._launch_steps(values, report)
+            return self._outputs(values, report)
+        finally:
+            if self.resident is not None:
+                self._free_per_run(values)
+
+    def _launch_steps(self, values: list[Any], report: Report) -> None:
         records = report.records
         clock = time.perf_counter
         for step in self.steps:
@@ -200,7 +230,10 @@ class _Schedule:
             for slot in step.zero:
                 values[slot].fill(0)
             for to, source in step.copies:
-                np.copyto(values[to], values[source])
+                if to in self.duplicates:
+                    values[to] = self.resident.duplicate(values[source], *self.duplicates[to])
+                else:
+                    np.copyto(values[to], values[source])
             changed = {port: values[slot] for port, slot in step.changing}
             began = clock()
             try:
@@ -214,38 +247,75 @@ class _Schedule:
             if seconds is None:
                 seconds = clock() - began
             records.append(NodeRecord(step.plan.task.label, step.label, seconds, CopyStats()))
-        return {name: values[slot] if handed else np.array(values[slot], copy=True)
-                for name, slot, handed in self.outputs}
+
+    def _copy_in(self, values: list[Any], inputs: dict[str, Any], report: Report) -> None:
+        """The run's input arrays into the resident device's kept buffers."""
+        stats = CopyStats()
+        for name, slot in self.inputs:
+            if isinstance(inputs[name], np.ndarray):
+                self.resident.copy_in(values[slot], inputs[name])
+                stats.to_device += inputs[name].nbytes
+        report.records.append(NodeRecord("<inputs>", "host", 0.0, stats))
+        report.bytes_copied += stats.total
+
+    def _outputs(self, values: list[Any], report: Report) -> dict[str, np.ndarray]:
+        """The run's outputs as host arrays: the arrays made for it handed
+        over, copied out of the resident device's buffers."""
+        if self.resident is None:
+            return {name: values[slot] if handed else np.array(values[slot], copy=True)
+                    for name, slot, handed in self.outputs}
+        stats = CopyStats()
+        outputs, seen = {}, {}
+        for name, slot, _ in self.outputs:
+            if slot in seen:
+                outputs[name] = np.array(seen[slot], copy=True)
+                continue
+            outputs[name] = seen[slot] = np.asarray(self.resident.copy_out(values[slot]))
+            stats.to_host += outputs[name].nbytes
+        report.records.append(NodeRecord("<outputs>", "host", 0.0, stats))
+        report.bytes_copied += stats.total
+        return outputs
 
     def _bind(self, inputs: dict[str, Any]) -> None:
         """Bind every launch to its buffers, and run the constant nodes
-        (their values are kept for every run).  A captured schedule keeps
-        every buffer, the inputs' too, and records its launches."""
-        device = self.captured
-        if device is None:
-            values = self._values(inputs)
-        else:
-            for name, slot in self.inputs:
+        (their values are kept for every run).  A resident schedule keeps
+        the input arrays' buffers on the device; a captured one keeps every
+        buffer and records its launches."""
+        device = self.resident
+        for name, slot in self.inputs:
+            if device is not None and isinstance(inputs[name], np.ndarray):
                 self.kept[slot] = device.allocate(inputs[name].shape, inputs[name].dtype)
                 device.copy_in(self.kept[slot], inputs[name])
+        if self.captured is not None:
             for slot, shape, dtype, _ in self.fresh:
                 self.kept[slot] = device.allocate(shape, dtype)
             values = list(self.kept)
+        else:
+            values = self._values(inputs)
         for step in self.steps:
             launch = step.device.bind(step.plan.task.ref, {p: values[s] for p, s in step.ports})
             if step.plan.constant:
                 step.device.wait(launch({}))
             else:
                 step.launch = launch
-        if device is not None:
-            self.replay = device.capture(self._launch_all)
+        if self.captured is not None:
+            self.replay = self.captured.capture(self._launch_all)
+        elif device is not None:  # runs bind buffers of their own in these slots
+            self._free_per_run(values)
+
+    def _free_per_run(self, values: list[Any]) -> None:
+        """Free the resident device's buffers made for one run."""
+        for slot in [slot for slot, *_ in self.fresh] + list(self.duplicates):
+            if values[slot] is not None:
+                self.resident.free(values[slot])
 
     def _values(self, inputs: dict[str, Any]) -> list[Any]:
         """Every slot's value for one run: the kept ones, this run's inputs,
         and the arrays made for it."""
         values = list(self.kept)
         for name, slot in self.inputs:
-            values[slot] = inputs[name]
+            if values[slot] is None:  # not a resident device's kept buffer
+                values[slot] = inputs[name]
         for slot, shape, dtype, device in self.fresh:
             values[slot] = np.empty(shape, dtype) if device is None else \
                 device.allocate(shape, dtype)
@@ -355,8 +425,10 @@ class _Planner:
             self.slot_of[output.source] = slot
             step.ports.append((output.param.name, slot))
         if self.schedule.captured is None:
+            kept_inputs = self.schedule.resident is not None
             step.changing = [(port, slot) for port, slot in step.ports
-                             if self.kinds[slot] in (self.INPUT, self.FRESH)]
+                             if self.kinds[slot] == self.FRESH or self.kinds[slot] == self.INPUT
+                             and not (kept_inputs and self.layouts[slot])]
         self._release_dead(index, task)
         return step
 
@@ -366,14 +438,26 @@ class _Planner:
         one reads it afterwards (ownership moves), else a private copy."""
         slot = self.slot_of[source]
         reads_here = sum(1 for _, s, _ in task.arguments if s == source)
-        if self.kinds[slot] in (self.ARENA, self.FRESH) and self.last_reader[source] == index \
-                and source not in self.outputs and reads_here == 1:
+        # A resident device's input buffer is the run's own copy of the input.
+        owned = self.kinds[slot] in (self.ARENA, self.FRESH) or \
+            self.kinds[slot] == self.INPUT and self._resident_run
+        if owned and self.last_reader[source] == index and source not in self.outputs \
+                and reads_here == 1:
             self.last_reader[source] = -1  # its buffer lives on as the new value
             return slot
         shape, dtype = self.layouts[slot]
-        copy = self._buffer(Source(task.task.index, port), shape, dtype, step.device)
+        if self._resident_run:
+            copy = self._new_slot(self.FRESH, (shape, dtype))
+            self.schedule.duplicates[copy] = (shape, dtype)
+        else:
+            copy = self._buffer(Source(task.task.index, port), shape, dtype, step.device)
         step.copies.append((copy, slot))
         return copy
+
+    @property
+    def _resident_run(self) -> bool:
+        """Values live on a resident device that launches node by node."""
+        return self.schedule.resident is not None and self.schedule.captured is None
 
     def _written_whole(self, task: TaskPlan, symbols: dict, shapes: dict) -> frozenset[str]:
         """The node's outputs (``shapes``: port -> this signature's shape)
@@ -397,10 +481,16 @@ class _Planner:
         """A slot for ``source``: made in each run for a program output or
         a large value its node does not write whole (the OS clears fresh
         pages as the kernel touches them), else a free arena buffer of
-        that layout, or a new one."""
+        that layout, or a new one.  On a resident device that does not
+        capture, every value written whole is kept (outputs too: they are
+        copied out), every other value made, cleared, in each run."""
         layout = (tuple(shape), np.dtype(dtype))
         large = math.prod(layout[0]) * layout[1].itemsize >= PER_RUN_BYTES
-        if source in self.outputs or (large and not whole):
+        if self._resident_run:
+            per_run = not whole
+        else:
+            per_run = source in self.outputs or (large and not whole)
+        if per_run:
             slot = self._new_slot(self.FRESH, layout)
             made_uncleared = whole and device.host_memory
             self.schedule.fresh.append((slot, layout[0], layout[1],

@@ -2,7 +2,8 @@
 dynamic scheduler (an in-place update of a value read later, and of a
 program output, works on a copy), outputs that start zeroed in every run, arena buffers
 reused, bound launches that follow each run's arrays and scalars; a
-program wholly on a device that captures launches runs as one replay."""
+program wholly on a device of its own memory keeps its buffers there, and
+runs as one replay where that device captures launches."""
 import importlib.util
 import threading
 from pathlib import Path
@@ -242,6 +243,93 @@ def test_capture_needs_the_whole_program_on_the_device(capturing):
     np.testing.assert_allclose(out["b"], 9.0)
     assert exe._static_program() is None
     assert exe._get_devices()["capture"].captures == 0
+
+
+RESIDENT = PROGRAM.split("graph @main")[0] + """graph @main(in a: f32[N], in s: f32, out total: f32[N],
+            out scaled: f32[N]) {
+  node first = @scale [N]
+  node second = @accumulate [N]
+  edge first.y -> second.x all-to-all
+  in a -> first.x
+  in s -> first.s
+  out second.y -> total
+  out first.y -> scaled
+}
+
+root @main
+"""
+
+
+@pytest.fixture
+def own_memory():
+    registry = Registry(entry_points=[])
+    registry.register(LoopbackPlugin(LoopbackTarget("own", claim_all=True)), name="own")
+    return registry
+
+
+def test_a_program_wholly_on_a_device_of_its_own_memory_keeps_its_buffers_there(own_memory):
+    exe = compile(parse_module(RESIDENT), targets=["own"], registry=own_memory,
+                  options={"task_parallelism": False})
+    device = exe._get_devices()["own"]
+    assert exe._static_program().resident is device
+    rng = np.random.default_rng(2)
+    buffers = []
+    for n, s in ((16, 2.0), (16, -1.0), (16, 0.5), (7, 3.0), (16, 1.5)):
+        a = rng.standard_normal(n).astype(np.float32)
+        out = exe(a=a, s=s)
+        # accumulate reads its output: made cleared in every run
+        np.testing.assert_allclose(out["total"], a * np.float32(s), rtol=1e-6)
+        np.testing.assert_allclose(out["scaled"], a * np.float32(s), rtol=1e-6)
+        buffers.append(len(device.store))
+    # kept: a's buffer and scale's output (written whole), per shape; total's
+    # buffer is made and freed in each run
+    assert buffers == [2, 2, 2, 4, 4]
+    records = exe.report().records
+    assert [r.node for r in records] == ["<inputs>", "first", "second", "<outputs>"]
+    assert (records[0].copies.to_device, records[-1].copies.to_host) == (16 * 4, 2 * 16 * 4)
+
+
+def test_a_device_of_its_own_memory_keeps_the_dynamic_scheduler_for_task_parallelism(
+        own_memory):
+    exe = compile(parse_module(RESIDENT), targets=["own"], registry=own_memory)
+    assert exe._static_program() is None
+    a = np.ones(8, np.float32)
+    np.testing.assert_allclose(exe(a=a, s=2.0)["total"], 2.0)
+
+
+def test_updates_in_place_on_a_device_of_its_own_memory_work_on_its_copies(module, own_memory):
+    exe = compile(module, targets=["own"], registry=own_memory,
+                  options={"task_parallelism": False})
+    assert exe._static_program() is not None
+    device = exe._get_devices()["own"]
+    rng = np.random.default_rng(3)
+    buffers = []
+    for s in (2.0, -1.0, 0.5):
+        a = rng.standard_normal(8).astype(np.float32)
+        before = a.copy()
+        check(exe(a=a, s=s), a, s)
+        np.testing.assert_array_equal(a, before)
+        buffers.append(len(device.store))
+    assert buffers[0] == buffers[1] == buffers[2]  # the runs' copies are freed
+
+
+def test_an_input_updated_in_place_on_a_device_of_its_own_memory_is_fresh_in_every_run(
+        own_memory):
+    program = PROGRAM.split("graph @main")[0] + """graph @main(in a: f32[N], out b: f32[N]) {
+  node bump = @bump [N]
+  in a -> bump.x
+  out bump.x -> b
+}
+
+root @main
+"""
+    exe = compile(parse_module(program), targets=["own"], registry=own_memory,
+                  options={"task_parallelism": False})
+    assert exe._static_program() is not None
+    a = np.arange(6, dtype=np.float32)
+    for _ in range(3):  # the kept input buffer is the update's: copied in again each run
+        np.testing.assert_array_equal(exe(a=a)["b"], np.arange(6) + 1)
+    np.testing.assert_array_equal(a, np.arange(6))
 
 
 def test_inputs_are_checked_in_full_after_a_good_call(module):

@@ -80,6 +80,11 @@ class OpenCLDevice(Device):
 
     name = "gpu_opencl"
     host_memory = False
+    multicore_launch = True
+    """A kernel spreads over the whole device: a program placed wholly here
+    runs its nodes in a static schedule, buffers kept on the device
+    (runtime/static_run.py); nodes side by side on several queues measured
+    slower on the H100 (ablation in benchmarks/RESULTS.md)."""
 
     def __init__(self, runtime: DeviceRuntime, program, module: Module,
                  plans: dict[str, NodePlan], arguments: dict[str, list[Argument]], options: dict):

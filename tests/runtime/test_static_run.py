@@ -16,7 +16,7 @@ from hpvm.ir.text import parse_module
 from hpvm.registry import Registry
 from hpvm.runtime import compile
 from hpvm.runtime.loopback import LoopbackDevice, LoopbackPlugin, LoopbackTarget
-from hpvm.runtime import static_run
+from hpvm.runtime import static_planner
 from hpvm.runtime.static_run import StaticProgram
 
 _spec = importlib.util.spec_from_file_location("runtime_programs", Path(__file__).with_name("programs.py"))
@@ -89,12 +89,12 @@ def module():
     return parse_module(PROGRAM)
 
 
-@pytest.mark.parametrize("per_run_bytes", [static_run.PER_RUN_BYTES, 0])
+@pytest.mark.parametrize("per_run_bytes", [static_planner.PER_RUN_BYTES, 0])
 @pytest.mark.parametrize("target,options", [("cpu", {}),
                                             ("interp", {"task_parallelism": False})])
 def test_runs_repeat_exactly_with_new_inputs_scalars_and_shapes(module, target, options,
                                                                 per_run_bytes, monkeypatch):
-    monkeypatch.setattr(static_run, "PER_RUN_BYTES", per_run_bytes)  # 0: no arena at all
+    monkeypatch.setattr(static_planner, "PER_RUN_BYTES", per_run_bytes)  # 0: no arena at all
     exe = compile(module, targets=[target], options=options)
     assert isinstance(exe._static_program(), StaticProgram)
     rng = np.random.default_rng(0)

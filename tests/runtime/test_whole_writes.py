@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hpvm.ir.text import parse_module
-from hpvm.runtime import compile, static_run
+from hpvm.runtime import compile, static_planner
 from hpvm.runtime.whole_writes import whole_outputs
 
 KERNELS = """hpvm 1.1
@@ -97,9 +97,9 @@ def test_tensor_ops_write_their_outputs_whole():
     assert whole_outputs(module, node, (1,), {"y": (2, 6, 6, 3)}) == {"y"}
 
 
-@pytest.mark.parametrize("per_run_bytes", [static_run.PER_RUN_BYTES, 0])
+@pytest.mark.parametrize("per_run_bytes", [static_planner.PER_RUN_BYTES, 0])
 def test_runs_stay_exact_with_outputs_made_uncleared(per_run_bytes, monkeypatch):
-    monkeypatch.setattr(static_run, "PER_RUN_BYTES", per_run_bytes)
+    monkeypatch.setattr(static_planner, "PER_RUN_BYTES", per_run_bytes)
     exe = compile(parse_module(KERNELS), targets=["cpu"])
     rng = np.random.default_rng(0)
     for _ in range(3):
@@ -118,7 +118,7 @@ def test_runs_stay_exact_with_outputs_made_uncleared(per_run_bytes, monkeypatch)
 
 def test_a_large_intermediate_written_whole_stays_in_the_arena(monkeypatch):
     """Made once, not per run: no page faults or clearing in every run."""
-    monkeypatch.setattr(static_run, "PER_RUN_BYTES", 0)
+    monkeypatch.setattr(static_planner, "PER_RUN_BYTES", 0)
     text = """hpvm 1.1
 module chain
 

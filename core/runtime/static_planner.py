@@ -1,0 +1,224 @@
+"""Planning a static schedule (static_run.py): for one input signature,
+where every value of a run lives (slots), and each node's launch step.
+
+A slot holds one of: a run's input, an arena buffer kept from run to run
+(a dead intermediate's buffer is taken by a later value of the same
+layout), a constant (made once), or a value made in each run (the
+program's outputs, large values their node does not write whole, and on a
+device of its own memory every value not written whole, and private copies
+of values updated in place).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from ..ir.shapes import bind_symbols, check_allocation, replication_sizes
+from ..target import Device
+from .execution import output_shape_of, target_label
+from .flatten import Source
+from .task_plan import SCALAR, UPDATE, TaskPlan
+from .whole_writes import whole_outputs
+
+if TYPE_CHECKING:
+    from .static_run import _Schedule
+
+PER_RUN_BYTES = 4 << 20
+"""Intermediates this large that their node does not write whole are made
+in every run instead of kept in the arena: the OS hands out zeroed pages,
+first touched by the cores that run the producing kernel, where an arena
+buffer is zero-filled by one thread (camera at 1536x2048 on 16 cores: 26.7
+ms with the arena, 17.6 before).  Those written whole stay in the arena:
+no clearing, and no page faults in every run (whole_writes.py)."""
+
+
+@dataclass
+class Step:
+    """One node's launch in the schedule."""
+
+    plan: TaskPlan
+    device: Device
+    label: str
+    launch: Callable[[dict[str, Any]], Any] | None = None
+    """The bound launch; None for a constant node (run once, when bound)."""
+    zero: list[int] = field(default_factory=list)
+    """Slots of arena outputs, zero-filled before each launch."""
+    copies: list[tuple[int, int]] = field(default_factory=list)
+    """(to, from) slots: private copies of values the node updates in place."""
+    changing: list[tuple[str, int]] = field(default_factory=list)
+    """Ports whose buffer or scalar is new in every run (inputs, outputs
+    handed to the caller)."""
+    ports: list[tuple[str, int]] = field(default_factory=list)
+    """Every port's slot."""
+
+
+class SchedulePlanner:
+    """Works out a schedule's slots for one input signature."""
+
+    INPUT, ARENA, FRESH, CONSTANT = "input", "arena", "fresh", "constant"
+
+    def __init__(self, schedule: _Schedule, inputs: dict[str, Any]):
+        self.schedule = schedule
+        self.inputs = inputs
+        self.kinds: list[str] = []
+        self.layouts: list[tuple] = []
+        self.slot_of: dict[Source, int] = {}
+        self.free: dict[tuple, list[int]] = {}
+        plan = schedule.plan
+        self.outputs = set(plan.outputs.values())
+        self.last_reader: dict[Source, int] = {}
+        for index, task in enumerate(plan.tasks):
+            for _, source, _ in task.arguments:
+                self.last_reader[source] = index
+
+    def plan(self) -> None:
+        schedule = self.schedule
+        for name, value in self.inputs.items():
+            layout = (value.shape, value.dtype) if isinstance(value, np.ndarray) else None
+            slot = self._new_slot(self.INPUT, layout)
+            schedule.inputs.append((name, slot))
+            self.slot_of[Source(None, name)] = slot
+        shapes = {Source(None, name): value.shape for name, value in self.inputs.items()
+                  if isinstance(value, np.ndarray)}
+        for index, task in enumerate(schedule.plan.tasks):
+            schedule.steps.append(self._step(index, task, shapes))
+        seen: set[int] = set()
+        for name, source in schedule.plan.outputs.items():
+            slot = self.slot_of[source]
+            handed = self.kinds[slot] == self.FRESH and slot not in seen
+            seen.add(slot)
+            schedule.outputs.append((name, slot, handed))
+
+    def _step(self, index: int, task: TaskPlan, shapes: dict) -> Step:
+        device = self.schedule.devices[task.target]
+        step = Step(task, device, target_label(task.target, device))
+        values = {}
+        for port, source, role in task.arguments:
+            values[port] = self.inputs[source.port] if source.task is None and role == SCALAR \
+                else Shaped(shapes[source])
+        symbols = bind_symbols(task.bound_params, values, task.where)
+        outputs = [o for o in task.outputs if o.allocated]
+        out_shapes = {o.param.name: output_shape_of(o.param, symbols, task.where)
+                      for o in outputs}
+        whole = self._written_whole(task, symbols, out_shapes)
+        for port, source, role in task.arguments:
+            slot = self.slot_of[source]
+            if role == UPDATE:
+                slot = self._updated(index, task, port, source, step)
+                self.slot_of[Source(task.task.index, port)] = slot
+                shapes[Source(task.task.index, port)] = shapes[source]
+            step.ports.append((port, slot))
+        for output in outputs:
+            shape = out_shapes[output.param.name]
+            check_allocation(shape, output.dtype.itemsize, task.where,
+                             f"output '{output.param.name}'")
+            shapes[output.source] = shape
+            slot = self._output_slot(task, output.source, shape, output.dtype, step,
+                                     output.param.name in whole)
+            self.slot_of[output.source] = slot
+            step.ports.append((output.param.name, slot))
+        if self.schedule.captured is None:
+            kept_inputs = self.schedule.resident is not None
+            step.changing = [(port, slot) for port, slot in step.ports
+                             if self.kinds[slot] == self.FRESH or self.kinds[slot] == self.INPUT
+                             and not (kept_inputs and self.layouts[slot])]
+        self._release_dead(index, task)
+        return step
+
+    def _updated(self, index: int, task: TaskPlan, port: str, source: Source,
+                 step: Step) -> int:
+        """The slot a node updates in place: the value's own buffer when no
+        one reads it afterwards (ownership moves), else a private copy."""
+        slot = self.slot_of[source]
+        reads_here = sum(1 for _, s, _ in task.arguments if s == source)
+        # A resident device's input buffer is the run's own copy of the input.
+        owned = self.kinds[slot] in (self.ARENA, self.FRESH) or \
+            self.kinds[slot] == self.INPUT and self._resident_run
+        if owned and self.last_reader[source] == index and source not in self.outputs \
+                and reads_here == 1:
+            self.last_reader[source] = -1  # its buffer lives on as the new value
+            return slot
+        shape, dtype = self.layouts[slot]
+        if self._resident_run:
+            copy = self._new_slot(self.FRESH, (shape, dtype))
+            self.schedule.duplicates[copy] = (shape, dtype)
+        else:
+            copy = self._buffer(Source(task.task.index, port), shape, dtype, step.device)
+        step.copies.append((copy, slot))
+        return copy
+
+    @property
+    def _resident_run(self) -> bool:
+        """Values live on a resident device that launches node by node."""
+        return self.schedule.resident is not None and self.schedule.captured is None
+
+    def _written_whole(self, task: TaskPlan, symbols: dict, shapes: dict) -> frozenset[str]:
+        """The node's outputs (``shapes``: port -> this signature's shape)
+        it writes whole in every run."""
+        node = task.task.node
+        sizes = replication_sizes(node.replication, symbols, task.where)
+        return whole_outputs(self.schedule.module, node, sizes, shapes)
+
+    def _output_slot(self, task: TaskPlan, source: Source, shape, dtype, step: Step,
+                     whole: bool) -> int:
+        if task.constant:
+            slot = self._new_slot(self.CONSTANT, (shape, dtype))
+            self.schedule.kept[slot] = step.device.allocate(shape, dtype)
+            return slot
+        slot = self._buffer(source, shape, dtype, step.device, whole)
+        if self.kinds[slot] == self.ARENA and self.schedule.captured is None and not whole:
+            step.zero.append(slot)
+        return slot
+
+    def _buffer(self, source: Source, shape, dtype, device: Device, whole: bool = False) -> int:
+        """A slot for ``source``: made in each run for a program output or
+        a large value its node does not write whole (the OS clears fresh
+        pages as the kernel touches them), else a free arena buffer of
+        that layout, or a new one.  On a resident device that does not
+        capture, every value written whole is kept (outputs too: they are
+        copied out), every other value made, cleared, in each run."""
+        layout = (tuple(shape), np.dtype(dtype))
+        large = math.prod(layout[0]) * layout[1].itemsize >= PER_RUN_BYTES
+        if self._resident_run:
+            per_run = not whole
+        else:
+            per_run = source in self.outputs or (large and not whole)
+        if per_run:
+            slot = self._new_slot(self.FRESH, layout)
+            made_uncleared = whole and device.host_memory
+            self.schedule.fresh.append((slot, layout[0], layout[1],
+                                        None if made_uncleared else device))
+            return slot
+        free = self.free.get(layout)
+        if free:
+            return free.pop()
+        slot = self._new_slot(self.ARENA, layout)
+        self.schedule.kept[slot] = device.allocate(*layout)
+        return slot
+
+    def _release_dead(self, index: int, task: TaskPlan) -> None:
+        """Arena buffers whose value no later node reads go back to the
+        free lists (an output no one reads dies at once)."""
+        dead = [s for _, s, _ in task.arguments if self.last_reader.get(s) == index]
+        dead += [o.source for o in task.outputs
+                 if o.source not in self.last_reader and o.source not in self.outputs]
+        for source in dict.fromkeys(dead):
+            slot = self.slot_of.get(source)
+            if slot is not None and self.kinds[slot] == self.ARENA:
+                self.free.setdefault(self.layouts[slot], []).append(slot)
+
+    def _new_slot(self, kind: str, layout) -> int:
+        self.kinds.append(kind)
+        self.layouts.append(layout)
+        self.schedule.kept.append(None)
+        return len(self.kinds) - 1
+
+
+@dataclass(frozen=True)
+class Shaped:
+    """A value's shape, for binding shape symbols before any buffer exists."""
+
+    shape: tuple[int, ...]

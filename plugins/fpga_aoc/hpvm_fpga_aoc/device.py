@@ -35,6 +35,10 @@ class SingleWorkItemDevice(OpenCLDevice):
     the host only where it reads a result."""
 
     name = "fpga_aoc"
+    multicore_launch = False
+    """A single work item fills one kernel's pipeline, not the FPGA: kernels
+    with no path between them run side by side (task parallelism), so the
+    runtime keeps its dynamic scheduler unless task parallelism is off."""
 
     def __init__(self, *args, emulated: bool, **kwargs):
         super().__init__(*args, **kwargs)

@@ -254,6 +254,8 @@ def test_task_parallelism_gives_independent_kernels_their_own_queues(parallel):
         exe(**inputs)
     queues = exe._get_devices()["fpga_aoc"].queues
     assert (len(queues) >= 1) if parallel else queues == []
+    # independent kernels side by side need the dynamic scheduler
+    assert (exe._static_program() is None) == parallel
 
 
 def test_a_bad_unroll_option_names_the_node_and_the_fix():

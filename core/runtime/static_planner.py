@@ -49,8 +49,8 @@ class Step:
     copies: list[tuple[int, int]] = field(default_factory=list)
     """(to, from) slots: private copies of values the node updates in place."""
     changing: list[tuple[str, int]] = field(default_factory=list)
-    """Ports whose buffer or scalar is new in every run (inputs, outputs
-    handed to the caller)."""
+    """Ports whose buffer or scalar is new in every run (inputs, except a
+    resident device's kept input buffers; values made in each run)."""
     ports: list[tuple[str, int]] = field(default_factory=list)
     """Every port's slot."""
 
@@ -123,8 +123,9 @@ class SchedulePlanner:
         if self.schedule.captured is None:
             kept_inputs = self.schedule.resident is not None
             step.changing = [(port, slot) for port, slot in step.ports
-                             if self.kinds[slot] == self.FRESH or self.kinds[slot] == self.INPUT
-                             and not (kept_inputs and self.layouts[slot])]
+                             if self.kinds[slot] == self.FRESH
+                             or (self.kinds[slot] == self.INPUT
+                                 and not (kept_inputs and self.layouts[slot]))]
         self._release_dead(index, task)
         return step
 

@@ -289,6 +289,28 @@ def test_a_program_wholly_on_a_device_of_its_own_memory_keeps_its_buffers_there(
     assert (records[0].copies.to_device, records[-1].copies.to_host) == (16 * 4, 2 * 16 * 4)
 
 
+def test_concurrent_runs_on_a_device_of_its_own_memory_each_get_their_own_buffers(own_memory):
+    exe = compile(parse_module(RESIDENT), targets=["own"], registry=own_memory,
+                  options={"task_parallelism": False})
+    failures = []
+
+    def worker(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(20):
+            a = rng.standard_normal(32).astype(np.float32)
+            s = np.float32(rng.uniform(-2, 2))
+            out = exe(a=a, s=s)
+            if not np.allclose(out["total"], a * s) or not np.allclose(out["scaled"], a * s):
+                failures.append(seed)
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+    assert exe._static_program() is not None
+
+
 def test_a_device_of_its_own_memory_keeps_the_dynamic_scheduler_for_task_parallelism(
         own_memory):
     exe = compile(parse_module(RESIDENT), targets=["own"], registry=own_memory)

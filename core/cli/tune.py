@@ -45,7 +45,9 @@ def add_parsers(subparsers) -> None:
     parser.add_argument("--mode", choices=("measure", "estimate"), default="measure",
                         help="run each sample, or ask the targets' cost models")
     parser.add_argument("--objectives", type=_target_list, default=["seconds"],
-                        help="seconds, or seconds,compile_seconds for a Pareto front")
+                        help="seconds (whole calls), node_seconds (the nodes' own times: "
+                             "no host copies), or two for a Pareto front, e.g. "
+                             "seconds,compile_seconds")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="samples at a time (1)")
     parser.add_argument("--executor", choices=EXECUTORS, default="local")
     parser.add_argument("--address", help="the Ray cluster to use (--executor ray)")

@@ -40,6 +40,7 @@ class SampleJob:
     reference_path: str | None
     mode: str = "measure"
     repeat: int = 5
+    objectives: tuple[str, ...] = ("seconds",)
     warmup: int = 1
     rtol: float = 1e-3
     atol: float = 1e-5
@@ -66,26 +67,29 @@ def _evaluate(job: SampleJob) -> Outcome:
     realised = design.realise(job.values)
     if job.mode == "estimate":
         inputs = load_arrays(job.inputs_path) if job.inputs_path else {}
-        return _estimate(realised, job.targets, get_registry(), plan, inputs)
+        return _estimate(realised, job.targets, get_registry(), plan, inputs, job.objectives)
     started = time.perf_counter()
     exe = compile_program(realised.module, targets=list(job.targets), options=realised.options)
     compile_seconds = time.perf_counter() - started
     inputs = load_arrays(job.inputs_path)
     for _ in range(job.warmup):
         outputs = exe(**inputs)
-    times = []
+    times, node_times = [], []
     for _ in range(job.repeat):
         started = time.perf_counter()
         outputs = exe(**inputs)
         times.append(time.perf_counter() - started)
+        node_times.append(sum(record.seconds for record in exe.report().node_records))
     if job.reference_path is not None:
         problem = _mismatch(outputs, load_arrays(job.reference_path), job.rtol, job.atol)
         if problem:
             return Outcome(False, error=f"wrong result: {problem}")
-    return Outcome(True, {"seconds": statistics.median(times), "compile_seconds": compile_seconds})
+    return Outcome(True, {"seconds": statistics.median(times),
+                          "node_seconds": statistics.median(node_times),
+                          "compile_seconds": compile_seconds})
 
 
-def _estimate(realised, targets, registry, plan, inputs: dict) -> Outcome:
+def _estimate(realised, targets, registry, plan, inputs: dict, objectives) -> Outcome:
     from ..runtime.compiler import prepare_for_target
     from ..runtime.sizes import node_sizes
     from ..options import resolve_compile_options
@@ -107,6 +111,12 @@ def _estimate(realised, targets, registry, plan, inputs: dict) -> Outcome:
         for metric, value in estimate.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 total[metric] = total.get(metric, 0.0) + float(value)
+    missing = [name for name in objectives if name not in total]
+    if missing:
+        return Outcome(False, error=f"the cost models of {', '.join(placement.used_targets)} "
+                                    f"give no {', '.join(map(repr, missing))} (they give "
+                                    f"{', '.join(sorted(total))}; fix: choose --objectives "
+                                    "from those)")
     return Outcome(True, total)
 
 

@@ -84,6 +84,8 @@ def test_a_wrong_result_is_infeasible(tmp_path):
     ({"budget": 0}, "a budget of 0 samples tunes nothing"),
     ({"engine": "annealing"}, "no search engine 'annealing'"),
     ({"mode": "guess"}, "no mode 'guess'"),
+    ({"objectives": ["speed"]}, "a measured sample gives no 'speed' .*seconds, node_seconds"),
+    ({"objectives": []}, "no objectives to tune for"),
 ])
 def test_bad_requests_are_clear_errors(kwargs, message):
     with pytest.raises(TuneError, match=message):
@@ -94,6 +96,14 @@ def test_an_empty_space_is_an_error():
     single = run_pipeline(parse_module(CHAIN), "node-fusion")  # one node, no knobs on interp
     with pytest.raises(TuneError, match="nothing to tune"):
         tune(single, ["interp"], INPUTS, budget=2, passes=())
+
+
+def test_the_nodes_own_times_are_an_objective():
+    result = tune(parse_module(CHAIN), ["cpu"], INPUTS, budget=2, engine="random", repeat=1,
+                  objectives=["node_seconds"], confirm=0)
+    for sample in result.record.samples:
+        assert 0 < sample.objectives["node_seconds"] <= sample.objectives["seconds"]
+    assert "best node_seconds" in result.summary()
 
 
 def test_estimating_needs_a_cost_model():

@@ -146,6 +146,14 @@ def test_tuning_with_the_model_unrolls_the_stencil(tmp_path):
     assert any("unroll" in line for line in result.summary().splitlines())
 
 
+def test_an_objective_the_model_does_not_give_is_named():
+    from hpvm.tune import tune
+    module, inputs = stencil()
+    result = tune(module, ["fpga_aoc"], inputs, budget=1, mode="estimate", objectives=["speed"])
+    error = result.record.samples[0].error
+    assert "give no 'speed'" in error and "seconds" in error
+
+
 @pytest.mark.parametrize("emulator", EMULATORS)
 def test_unrolled_instance_loops_compute_the_same_and_are_estimated_faster(emulator):
     from hpvm.runtime.sizes import node_sizes

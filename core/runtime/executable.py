@@ -242,7 +242,10 @@ class Executable(ApproximationsMixin):
         checked = self._inputs.check(inputs)
         static = self._static_program()
         if static is not None and any(isinstance(v, Value) for v in checked.values()):
-            static = None  # staged inputs live in the memory tracker
+            taken = static.staged_inputs(checked)
+            if taken is None:  # staged where the schedule does not look
+                return checked, None
+            checked = taken
         return checked, static
 
     def _static_program(self) -> StaticProgram | None:

@@ -26,6 +26,16 @@ from .whole_writes import whole_outputs
 if TYPE_CHECKING:
     from .static_run import _Schedule
 
+
+@dataclass(frozen=True)
+class StagedBuffer:
+    """An input staged on the resident device (``Executable.stage``): its
+    buffer there, used as it is (never copied in, never updated)."""
+
+    handle: Any
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
 PER_RUN_BYTES = 4 << 20
 """Intermediates this large that their node does not write whole are made
 in every run instead of kept in the arena: the OS hands out zeroed pages,
@@ -67,6 +77,8 @@ class SchedulePlanner:
         self.layouts: list[tuple] = []
         self.slot_of: dict[Source, int] = {}
         self.free: dict[tuple, list[int]] = {}
+        self.staged: set[int] = set()
+        """Input slots of staged buffers: new in every run, never owned."""
         plan = schedule.plan
         self.outputs = set(plan.outputs.values())
         self.last_reader: dict[Source, int] = {}
@@ -77,12 +89,14 @@ class SchedulePlanner:
     def plan(self) -> None:
         schedule = self.schedule
         for name, value in self.inputs.items():
-            layout = (value.shape, value.dtype) if isinstance(value, np.ndarray) else None
-            slot = self._new_slot(self.INPUT, layout)
+            shaped = isinstance(value, (np.ndarray, StagedBuffer))
+            slot = self._new_slot(self.INPUT, (value.shape, value.dtype) if shaped else None)
+            if isinstance(value, StagedBuffer):
+                self.staged.add(slot)
             schedule.inputs.append((name, slot))
             self.slot_of[Source(None, name)] = slot
         shapes = {Source(None, name): value.shape for name, value in self.inputs.items()
-                  if isinstance(value, np.ndarray)}
+                  if isinstance(value, (np.ndarray, StagedBuffer))}
         for index, task in enumerate(schedule.plan.tasks):
             schedule.steps.append(self._step(index, task, shapes))
         seen: set[int] = set()
@@ -123,7 +137,7 @@ class SchedulePlanner:
         if self.schedule.captured is None:
             kept_inputs = self.schedule.resident is not None
             step.changing = [(port, slot) for port, slot in step.ports
-                             if self.kinds[slot] == self.FRESH
+                             if self.kinds[slot] == self.FRESH or slot in self.staged
                              or (self.kinds[slot] == self.INPUT
                                  and not (kept_inputs and self.layouts[slot]))]
         self._release_dead(index, task)
@@ -137,7 +151,7 @@ class SchedulePlanner:
         reads_here = sum(1 for _, s, _ in task.arguments if s == source)
         # A resident device's input buffer is the run's own copy of the input.
         owned = self.kinds[slot] in (self.ARENA, self.FRESH) or \
-            self.kinds[slot] == self.INPUT and self._resident_run
+            self.kinds[slot] == self.INPUT and self._resident_run and slot not in self.staged
         if owned and self.last_reader[source] == index and source not in self.outputs \
                 and reads_here == 1:
             self.last_reader[source] = -1  # its buffer lives on as the new value

@@ -24,8 +24,10 @@ node writes whole are made once, other values are made (cleared) in each
 run; a run copies the inputs in, launches the nodes in order and copies
 the outputs out.  Where that device can capture launches
 (``graph_capture``: aten on CUDA records a CUDA graph), every buffer is
-kept and the launches run as one replay.  Streaming, staged inputs and
-other placements run on the dynamic scheduler (execution.py).
+kept and the launches run as one replay.  Staged inputs
+(``Executable.stage``) are used where they are, host array or resident
+buffer, never copied in.  Streaming, staged inputs with captured launches
+and other placements run on the dynamic scheduler (execution.py).
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ from ..ir.graph import Module
 from ..target import Device
 from .execution import NodeRecord, Report, launch_failure, target_label
 from .memory import CopyStats
-from .static_planner import SchedulePlanner, Step
+from .static_planner import SchedulePlanner, StagedBuffer, Step
 from .task_plan import SCALAR, UPDATE, ProgramPlan
 
 SIGNATURES_KEPT = 4
@@ -95,9 +97,29 @@ class StaticProgram:
         self._lock = threading.Lock()
         self._idle: OrderedDict[tuple, list[_Schedule]] = OrderedDict()
 
+    def staged_inputs(self, inputs: dict[str, Any]) -> dict[str, Any] | None:
+        """``inputs`` with every staged value (``Executable.stage``) as the
+        schedule takes it: its host array, or its buffer on the resident
+        device; None where one has no copy there (or the schedule replays
+        captured launches, which keep their own input buffers)."""
+        from .memory import HOST, Value
+        if self.captured is not None:
+            return None
+        place = HOST if self.resident is None else self.plan.tasks[0].target
+        taken = {}
+        for name, value in inputs.items():
+            if isinstance(value, Value):
+                if place not in value.copies:
+                    return None
+                copy = value.copies[place]
+                value = copy if place == HOST else StagedBuffer(copy, value.shape, value.dtype)
+            taken[name] = value
+        return taken
+
     def run(self, inputs: dict[str, Any], report: Report) -> dict[str, np.ndarray]:
         """Outputs of one run on checked ``inputs`` (numpy arrays and
-        scalars); the per-node records go to ``report``."""
+        scalars, or buffers staged on the resident device); the per-node
+        records go to ``report``."""
         key = _signature(inputs)
         schedule = self._take(key) or _Schedule.make(self.plan, self.devices, self.module,
                                                      self.resident, self.captured, inputs)
@@ -129,6 +151,8 @@ def _signature(inputs: dict[str, Any]) -> tuple:
     for name, value in inputs.items():
         if isinstance(value, np.ndarray):
             parts.append((name, value.shape))
+        elif isinstance(value, StagedBuffer):
+            parts.append((name, value.shape, "staged"))
         elif isinstance(value, (np.integer, np.bool_, int)):
             parts.append((name, int(value)))
     return tuple(sorted(parts))
@@ -283,7 +307,8 @@ class _Schedule:
         values = list(self.kept)
         for name, slot in self.inputs:
             if values[slot] is None:  # not a resident device's kept buffer
-                values[slot] = inputs[name]
+                value = inputs[name]
+                values[slot] = value.handle if isinstance(value, StagedBuffer) else value
         for slot, shape, dtype, device in self.fresh:
             values[slot] = np.empty(shape, dtype) if device is None else \
                 device.allocate(shape, dtype)

@@ -354,6 +354,46 @@ root @main
     np.testing.assert_array_equal(a, np.arange(6))
 
 
+def test_staged_inputs_run_from_the_static_schedule_without_copies(own_memory):
+    exe = compile(parse_module(RESIDENT), targets=["own"], registry=own_memory,
+                  options={"task_parallelism": False})
+    a = np.arange(8, dtype=np.float32)
+    staged = exe.stage(a=a)
+    for s in (2.0, -1.0):
+        out = exe(**staged, s=s)
+        np.testing.assert_allclose(out["total"], a * np.float32(s))
+        records = exe.report().records
+        assert records[0].node == "<inputs>" and records[0].copies.to_device == 0
+        assert exe.report().bytes_copied == 2 * 8 * 4  # the two results only
+    assert exe._static_program() is not None
+
+
+def test_a_staged_input_updated_in_place_is_left_as_staged(own_memory):
+    program = PROGRAM.split("graph @main")[0] + """graph @main(in a: f32[N], out b: f32[N]) {
+  node bump = @bump [N]
+  in a -> bump.x
+  out bump.x -> b
+}
+
+root @main
+"""
+    exe = compile(parse_module(program), targets=["own"], registry=own_memory,
+                  options={"task_parallelism": False})
+    a = np.arange(6, dtype=np.float32)
+    staged = exe.stage(a=a)
+    for _ in range(3):  # the update works on a device copy: the staged buffer stays a
+        np.testing.assert_array_equal(exe(**staged)["b"], np.arange(6) + 1)
+        assert exe.report().records[0].copies.to_device == 0
+
+
+def test_staged_inputs_of_a_host_memory_program_run_from_the_static_schedule(module):
+    exe = compile(module, targets=["cpu"])
+    a = np.linspace(-1, 1, 16, dtype=np.float32)
+    staged = exe.stage(a=a)
+    check(exe(**staged, s=2.0), a, 2.0)
+    assert exe._static_program()._idle  # the run took (and gave back) a static schedule
+
+
 def test_inputs_are_checked_in_full_after_a_good_call(module):
     exe = compile(module, targets=["cpu"])
     good = np.ones(6, np.float32)

@@ -170,3 +170,13 @@ def test_a_program_wholly_on_the_device_keeps_its_values_there_run_after_run():
         assert_outputs_close(out, run_module(module, {"a": a, "s": s}))
     records = exe.report().records
     assert [r.node for r in records] == ["<inputs>", "first", "second", "updater", "<outputs>"]
+
+
+def test_staged_inputs_stay_on_the_device_and_unchanged():
+    module = parse_module(RESIDENT)
+    exe = rt.compile(module, targets=["gpu_opencl"])
+    a = np.random.default_rng(5).standard_normal(N).astype(np.float32)
+    staged = exe.stage(a=a)
+    for s in (1.5, -2.0, 1.5):
+        assert_outputs_close(exe(**staged, s=s), run_module(module, {"a": a, "s": s}))
+        assert exe.report().bytes_copied == 3 * N * FLOAT   # the three results only

@@ -209,11 +209,16 @@ class CapturingTarget(LoopbackTarget):
         return CapturingDevice(super().load(artifact, options).inner, self.name)
 
 
+def registry_of(target):
+    """A registry holding ``target`` alone (through the loopback plugin)."""
+    registry = Registry(entry_points=[])
+    registry.register(LoopbackPlugin(target), name=target.name)
+    return registry
+
+
 @pytest.fixture
 def capturing():
-    registry = Registry(entry_points=[])
-    registry.register(LoopbackPlugin(CapturingTarget("capture", claim_all=True)), name="capture")
-    return registry
+    return registry_of(CapturingTarget("capture", claim_all=True))
 
 
 def test_a_program_on_one_capturing_device_runs_as_one_replay(capturing):
@@ -260,11 +265,19 @@ root @main
 """
 
 
+BUMP = PROGRAM.split("graph @main")[0] + """graph @main(in a: f32[N], out b: f32[N]) {
+  node bump = @bump [N]
+  in a -> bump.x
+  out bump.x -> b
+}
+
+root @main
+"""
+
+
 @pytest.fixture
 def own_memory():
-    registry = Registry(entry_points=[])
-    registry.register(LoopbackPlugin(LoopbackTarget("own", claim_all=True)), name="own")
-    return registry
+    return registry_of(LoopbackTarget("own", claim_all=True))
 
 
 def test_a_program_wholly_on_a_device_of_its_own_memory_keeps_its_buffers_there(own_memory):
@@ -337,15 +350,7 @@ def test_updates_in_place_on_a_device_of_its_own_memory_work_on_its_copies(modul
 
 def test_an_input_updated_in_place_on_a_device_of_its_own_memory_is_fresh_in_every_run(
         own_memory):
-    program = PROGRAM.split("graph @main")[0] + """graph @main(in a: f32[N], out b: f32[N]) {
-  node bump = @bump [N]
-  in a -> bump.x
-  out bump.x -> b
-}
-
-root @main
-"""
-    exe = compile(parse_module(program), targets=["own"], registry=own_memory,
+    exe = compile(parse_module(BUMP), targets=["own"], registry=own_memory,
                   options={"task_parallelism": False})
     assert exe._static_program() is not None
     a = np.arange(6, dtype=np.float32)
@@ -369,15 +374,7 @@ def test_staged_inputs_run_from_the_static_schedule_without_copies(own_memory):
 
 
 def test_a_staged_input_updated_in_place_is_left_as_staged(own_memory):
-    program = PROGRAM.split("graph @main")[0] + """graph @main(in a: f32[N], out b: f32[N]) {
-  node bump = @bump [N]
-  in a -> bump.x
-  out bump.x -> b
-}
-
-root @main
-"""
-    exe = compile(parse_module(program), targets=["own"], registry=own_memory,
+    exe = compile(parse_module(BUMP), targets=["own"], registry=own_memory,
                   options={"task_parallelism": False})
     a = np.arange(6, dtype=np.float32)
     staged = exe.stage(a=a)

@@ -42,7 +42,7 @@ from ..errors import Diagnostic, ExecutionError, HpvmError, Location
 from ..ir.graph import Module
 from ..target import Device
 from .execution import NodeRecord, Report, launch_failure, target_label
-from .memory import CopyStats
+from .memory import HOST, CopyStats, Value
 from .static_planner import SchedulePlanner, StagedBuffer, Step
 from .task_plan import SCALAR, UPDATE, ProgramPlan
 
@@ -102,7 +102,6 @@ class StaticProgram:
         schedule takes it: its host array, or its buffer on the resident
         device; None where one has no copy there (or the schedule replays
         captured launches, which keep their own input buffers)."""
-        from .memory import HOST, Value
         if self.captured is not None:
             return None
         place = HOST if self.resident is None else self.plan.tasks[0].target
@@ -205,7 +204,10 @@ class _Schedule:
         values = self._values(inputs)
         try:
             if self.resident is not None:
-                self._copy_in(values, inputs, report)
+                stats = CopyStats()
+                self._copy_in(values, inputs, stats)
+                report.records.append(NodeRecord("<inputs>", "host", 0.0, stats))
+                report.bytes_copied += stats.total
             self._launch_steps(values, report)
             return self._outputs(values, report)
         finally:
@@ -240,15 +242,25 @@ class _Schedule:
                 seconds = clock() - began
             records.append(NodeRecord(step.plan.task.label, step.label, seconds, CopyStats()))
 
-    def _copy_in(self, values: list[Any], inputs: dict[str, Any], report: Report) -> None:
-        """The run's input arrays into the resident device's kept buffers."""
-        stats = CopyStats()
+    def _copy_in(self, values: list[Any], inputs: dict[str, Any], stats: CopyStats) -> None:
+        """The run's input arrays into their buffers on the resident device
+        (counted in ``stats``)."""
         for name, slot in self.inputs:
             if isinstance(inputs[name], np.ndarray):
                 self.resident.copy_in(values[slot], inputs[name])
                 stats.to_device += inputs[name].nbytes
-        report.records.append(NodeRecord("<inputs>", "host", 0.0, stats))
-        report.bytes_copied += stats.total
+
+    def _copy_out(self, values: list[Any], stats: CopyStats) -> dict[str, np.ndarray]:
+        """The outputs copied out of the resident device's buffers (counted
+        in ``stats``): each buffer once, its other names get copies."""
+        outputs, seen = {}, {}
+        for name, slot, _ in self.outputs:
+            if slot in seen:
+                outputs[name] = np.array(seen[slot], copy=True)
+                continue
+            outputs[name] = seen[slot] = np.asarray(self.resident.copy_out(values[slot]))
+            stats.to_host += outputs[name].nbytes
+        return outputs
 
     def _outputs(self, values: list[Any], report: Report) -> dict[str, np.ndarray]:
         """The run's outputs as host arrays: the arrays made for it handed
@@ -257,13 +269,7 @@ class _Schedule:
             return {name: values[slot] if handed else np.array(values[slot], copy=True)
                     for name, slot, handed in self.outputs}
         stats = CopyStats()
-        outputs, seen = {}, {}
-        for name, slot, _ in self.outputs:
-            if slot in seen:
-                outputs[name] = np.array(seen[slot], copy=True)
-                continue
-            outputs[name] = seen[slot] = np.asarray(self.resident.copy_out(values[slot]))
-            stats.to_host += outputs[name].nbytes
+        outputs = self._copy_out(values, stats)
         report.records.append(NodeRecord("<outputs>", "host", 0.0, stats))
         report.bytes_copied += stats.total
         return outputs
@@ -326,15 +332,9 @@ class _Schedule:
         stats = CopyStats()
         began = time.perf_counter()
         try:
-            for name, slot in self.inputs:
-                device.copy_in(self.kept[slot], inputs[name])
-                stats.to_device += inputs[name].nbytes
+            self._copy_in(self.kept, inputs, stats)
             self.replay()
-            outputs = {}
-            for name, slot, handed in self.outputs:
-                array = np.asarray(device.copy_out(self.kept[slot]))
-                outputs[name] = array if handed else np.array(array, copy=True)
-                stats.to_host += array.nbytes
+            outputs = self._copy_out(self.kept, stats)
         except HpvmError:
             raise
         except Exception as error:  # a device or driver failing mid-run

@@ -61,7 +61,7 @@ def seconds(exe, inputs, target: str) -> float:
     exe(**inputs)
     if target == "cpu":
         return time.perf_counter() - began
-    return sum(r.seconds for r in exe.report().node_records)
+    return exe.report().node_seconds
 
 
 def measure(bench, target: str, size: str, repeat: int) -> dict[str, float | None]:

@@ -55,7 +55,7 @@ def interleaved(exes: dict, inputs, repeat: int) -> tuple[dict[str, float], dict
     for _ in range(repeat):
         for name, exe in exes.items():
             calls[name] += timed(exe, inputs, 1)
-            nodes[name].append(sum(record.seconds for record in exe.report().node_records))
+            nodes[name].append(exe.report().node_seconds)
     return ({name: statistics.median(values) for name, values in calls.items()},
             {name: statistics.median(values) for name, values in nodes.items()})
 

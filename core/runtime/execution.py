@@ -48,6 +48,11 @@ class Report:
         in and out."""
         return [r for r in self.records if r.node not in COPY_RECORDS]
 
+    @property
+    def node_seconds(self) -> float:
+        """The nodes' own times added up (the copies in and out left out)."""
+        return sum(r.seconds for r in self.node_records)
+
     def format(self) -> str:
         width = max([len(r.node) for r in self.records] + [4])
         tw = max([len(r.target) for r in self.records] + [12])

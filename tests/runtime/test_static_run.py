@@ -84,6 +84,15 @@ def check(outputs, a, s):
         np.testing.assert_allclose(outputs[name], value, rtol=1e-6, err_msg=name)
 
 
+def run_side_by_side(worker, seeds) -> None:
+    """``worker(seed)`` for every seed, each in a thread of its own, at once."""
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in seeds]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 @pytest.fixture(scope="module")
 def module():
     return parse_module(PROGRAM)
@@ -160,11 +169,7 @@ def test_concurrent_runs_each_get_their_own_buffers(module):
                 check(exe(a=a, s=s), a, s)
             except AssertionError as error:
                 failures.append(error)
-    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_side_by_side(worker, seeds=range(4))
     assert not failures
     launched = exe.launch(a=np.ones(4, np.float32), s=2.0)
     check(launched.wait(), np.ones(4, np.float32), 2.0)
@@ -315,11 +320,7 @@ def test_concurrent_runs_on_a_device_of_its_own_memory_each_get_their_own_buffer
             out = exe(a=a, s=s)
             if not np.allclose(out["total"], a * s) or not np.allclose(out["scaled"], a * s):
                 failures.append(seed)
-    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_side_by_side(worker, seeds=range(4))
     assert not failures
     assert exe._static_program() is not None
 

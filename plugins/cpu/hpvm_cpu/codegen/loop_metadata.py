@@ -46,9 +46,11 @@ def access_group_list(module: ir.Module, groups) -> values.MDValue | None:
 
 
 def loop_id(module: ir.Module, unroll: int | None = None, parallel_group=None,
-            vectorize: bool = False) -> DistinctNode | None:
+            vectorize: bool | None = None) -> DistinctNode | None:
     """The ``llvm.loop`` node for a loop, or None when there is nothing to say.
-    ``unroll`` 1 disables unrolling; a larger value requests that count."""
+    ``unroll`` 1 disables unrolling; a larger value requests that count.
+    ``vectorize`` True asks LLVM to vectorise the loop, False forbids it,
+    None leaves it to LLVM."""
     properties = []
     if unroll == 1:
         properties.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")]))
@@ -58,9 +60,10 @@ def loop_id(module: ir.Module, unroll: int | None = None, parallel_group=None,
     if parallel_group is not None:
         properties.append(module.add_metadata([
             ir.MetaDataString(module, "llvm.loop.parallel_accesses"), parallel_group]))
-    if vectorize:
+    if vectorize is not None:
         properties.append(module.add_metadata([
-            ir.MetaDataString(module, "llvm.loop.vectorize.enable"), ir.Constant(ir.IntType(1), 1)]))
+            ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
+            ir.Constant(ir.IntType(1), int(vectorize))]))
     if not properties:
         return None
     return DistinctNode(module, properties, self_reference=True)

@@ -12,15 +12,21 @@ dimensions run as::
     for i in the remaining rows:
         for j0 in full strips of L: strip body (L instances)
         for j in the rest: body (i, j)
+
+Without row blocks, a kernel that clamps the innermost instance id
+(borders.py) runs its own body only at the borders; between them, the
+body without those clamps, in strips where it has them.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from llvmlite import ir
 
 from hpvm.ir.kernel import KernelFunction, Stmt
 
+from .borders import Partition, partition
 from .lanes import strip_body
 from .llvm_types import i64
 from .loop_metadata import access_group, loop_id
@@ -31,12 +37,16 @@ from .state import BufferView
 class Strips:
     """Bodies for blocks of instances: ``strip`` runs ``lanes`` instances
     of the innermost dimension, ``block`` ``rows`` x ``lanes`` of the two
-    innermost (None: not used)."""
+    innermost (None: not used); ``borders`` the innermost dimension's
+    partition at clamped borders and ``steady_strip`` the strip of its
+    steady body (None: not used)."""
 
     lanes: int
     strip: tuple[Stmt, ...] | None = None
     rows: int = 1
     block: tuple[Stmt, ...] | None = None
+    borders: Partition | None = None
+    steady_strip: tuple[Stmt, ...] | None = None
 
 
 def plan_strips(kernel: KernelFunction, rank: int, lanes: int, rows: int) -> Strips:
@@ -44,9 +54,14 @@ def plan_strips(kernel: KernelFunction, rank: int, lanes: int, rows: int) -> Str
     dimensions (none when lanes.strip_body declines)."""
     inner = rank - 1
     strip = strip_body(kernel, {inner: lanes}) if lanes > 1 else None
-    if strip is None or rank < 2 or rows < 2:
+    if strip is not None and rank >= 2 and rows >= 2:
+        return Strips(lanes, strip, rows, strip_body(kernel, {inner - 1: rows, inner: lanes}))
+    borders = partition(kernel, inner)
+    if borders is None:
         return Strips(lanes, strip)
-    return Strips(lanes, strip, rows, strip_body(kernel, {inner - 1: rows, inner: lanes}))
+    steady = dataclasses.replace(kernel, body=borders.body)
+    steady_strip = strip_body(steady, {inner: lanes}) if lanes > 1 else None
+    return Strips(lanes, strip, borders=borders, steady_strip=steady_strip)
 
 
 def replication_loops(lowering, body: tuple[Stmt, ...], begin, end, strips: Strips,
@@ -54,6 +69,9 @@ def replication_loops(lowering, body: tuple[Stmt, ...], begin, end, strips: Stri
     """Emit the loops over dimension ``dim`` (from ``begin`` to ``end``) and
     the dimensions inside it, running ``body`` once per instance."""
     rank = len(lowering.instance_counts)
+    if dim == rank - 1 and strips.borders is not None:
+        _partitioned(lowering, body, begin, end, strips, views, scratch)
+        return
     if dim == rank - 1:
         _innermost(lowering, body, begin, end, strips.strip, strips.lanes, views, scratch)
         return
@@ -78,6 +96,32 @@ def replication_loops(lowering, body: tuple[Stmt, ...], begin, end, strips: Stri
         lowering.counted_loop(f"rows{dim}", begin, lambda: blocks_end, rows, block_row)
         begin = blocks_end
     lowering.counted_loop(f"instance{dim}", begin, lambda: end, 1, row)
+
+
+def _partitioned(lowering, body, begin, end, strips: Strips, views, scratch) -> None:
+    """The innermost dimension from ``begin`` to ``end`` in three parts:
+    the kernel's body before the steady range, the steady body in it, the
+    kernel's body after it."""
+    builder = lowering.builder
+
+    def bounded(limits, low, high, pick: str) -> ir.Value:
+        """The tightest of ``limits`` (``pick``: the largest lower or the
+        smallest upper bound), kept within [low, high]."""
+        value = low if pick == ">" else high
+        for limit in limits:
+            limit = lowering.index(limit)
+            value = builder.select(builder.icmp_signed(pick, limit, value), limit, value)
+        value = builder.select(builder.icmp_signed("<", value, low), low, value)
+        return builder.select(builder.icmp_signed(">", value, high), high, value)
+
+    first = bounded(strips.borders.lower, begin, end, ">")
+    stop = bounded(strips.borders.upper, first, end, "<")
+    dim = len(lowering.instance_counts) - 1
+    # The borders are a few instances: not worth LLVM's vectorised copies.
+    _instance_loop(lowering, f"border{dim}", begin, first, 1, body, views, scratch, False)
+    _innermost(lowering, strips.borders.body, first, stop, strips.steady_strip, strips.lanes,
+               views, scratch)
+    _instance_loop(lowering, f"border_end{dim}", stop, end, 1, body, views, scratch, False)
 
 
 def _full_multiple_end(builder: ir.IRBuilder, begin, end, step: int) -> ir.Value:
@@ -111,9 +155,11 @@ def _innermost(lowering, body, begin, end, strip, lanes: int, views, scratch,
     lowering.instance_ids.append(first_row)
 
 
-def _instance_loop(lowering, name, begin, end, step, statements, views, scratch) -> None:
+def _instance_loop(lowering, name, begin, end, step, statements, views, scratch,
+                   vectorize: bool | None = None) -> None:
     """``for id in [begin, end) step step``: ``statements`` with
-    InstanceId of the innermost dimension reading ``id``."""
+    InstanceId of the innermost dimension reading ``id``; ``vectorize``
+    False keeps LLVM from vectorising the loop."""
     group = access_group(lowering.module)
 
     def body(index: ir.Value, next_instance: ir.Block) -> None:
@@ -127,7 +173,7 @@ def _instance_loop(lowering, name, begin, end, step, statements, views, scratch)
         lowering.instance_ids.pop()
 
     lowering.counted_loop(name, begin, lambda: end, step, body,
-                          loop_id(lowering.module, parallel_group=group))
+                          loop_id(lowering.module, parallel_group=group, vectorize=vectorize))
 
 
 def _copy_private_buffers(lowering, views, scratch) -> None:

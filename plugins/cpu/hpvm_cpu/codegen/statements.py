@@ -128,7 +128,8 @@ class StatementLowering(ExpressionLowering):
 
     def _for_stmt(self, stmt: For) -> None:
         group = access_group(self.module) if stmt.ivdep else None
-        metadata = loop_id(self.module, stmt.unroll, group, vectorize=stmt.ivdep)
+        metadata = loop_id(self.module, stmt.unroll, group,
+                           vectorize=True if stmt.ivdep else None)
 
         def body(index: ir.Value, next_iteration: ir.Block) -> None:
             self.push_scope()

@@ -1,0 +1,150 @@
+"""Loop partitioning at clamped borders, after Halide's: the innermost
+instance loop of a stencil split into a border, a steady part and a border.
+
+Stencils clamp their neighbours' coordinates to the image::
+
+    bx[y, x] = (img[y, min(max(x - 1, 0), W - 1)] + img[y, x] + ...) / 3
+
+Inside the instance loop over ``x`` those clamps make the addresses of
+adjacent instances non-consecutive, so LLVM vectorises the loads as
+gathers.  For every instance but the few at the borders the clamps do
+nothing.  ``partition`` finds each integer ``min``/``max`` of the innermost
+instance id plus an offset against a bound, both the same for every
+instance of the loop; the body with those clamps replaced by their
+argument is right for every instance of ``[first, stop)``, where each
+clamp is inactive.  The code generator runs that *steady* body there and
+the kernel's own body on the instances before and after.
+
+Only names whose value is the same wherever they are read take part:
+parameters and shape symbols nothing assigns, and variables declared once
+with such a value and never assigned (``let x = instance_id(1)``,
+``let left = x - 1``).  Loop variables and loads never do, so a clamp
+inside a loop over a window, or of a loaded index, is left as it is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hpvm.ir.kernel import (
+    Assign, AtomicUpdate, Binary, Call, Const, Expr, For, InstanceId, Intrinsic, KernelFunction,
+    Let, Load, Stmt, Var,
+)
+from hpvm.ir.types import I64
+from hpvm.ir.visit import rewrite, walk
+
+
+@dataclass(frozen=True)
+class Partition:
+    """The steady body and the bounds of the instances it is right for:
+    ``first`` is at least each of ``lower`` and ``stop`` at most each of
+    ``upper`` (expressions of parameters, shape symbols and the other
+    dimensions' instance ids, known before the loop)."""
+
+    body: tuple[Stmt, ...]
+    lower: tuple[Expr, ...]
+    upper: tuple[Expr, ...]
+
+
+def partition(kernel: KernelFunction, dim: int) -> Partition | None:
+    """The partition of ``kernel``'s instance loop over replication
+    dimension ``dim``, or None when no clamp of that instance id can be
+    removed."""
+    return _Clamps(kernel, dim).partition()
+
+
+class _Clamps:
+    def __init__(self, kernel: KernelFunction, dim: int):
+        self.kernel = kernel
+        self.dim = dim
+        declared: dict[str, list[Expr | None]] = {}
+        assigned: set[str] = set()
+        for item in walk(kernel.body):
+            if isinstance(item, Let):
+                declared.setdefault(item.name, []).append(item.value)
+            elif isinstance(item, For):
+                declared.setdefault(item.var, []).append(None)
+            elif isinstance(item, Assign):
+                assigned.add(item.name)
+            elif isinstance(item, AtomicUpdate) and item.result:
+                assigned.add(item.result)
+        self.unknown = set(declared) | assigned
+        """Names whose value this analysis does not know."""
+        self.values = {name: values[0] for name, values in declared.items()
+                       if len(values) == 1 and values[0] is not None and name not in assigned}
+        """Variables declared once with a value and never assigned."""
+        self.lower: list[Expr] = []
+        self.upper: list[Expr] = []
+
+    def partition(self) -> Partition | None:
+        body = rewrite(self.kernel.body, self._unclamped)
+        if not self.lower and not self.upper:
+            return None
+        return Partition(body, tuple(self.lower), tuple(self.upper))
+
+    def _unclamped(self, node) -> Expr | None:
+        """``min(v, hi)`` / ``max(v, lo)`` with v the instance id plus an
+        offset and the bound the same for all instances: ``v``, and the
+        range where that holds is recorded."""
+        if not (isinstance(node, Intrinsic) and node.name in ("min", "max")
+                and node.type == I64):
+            return None
+        for value, bound in (node.args, reversed(node.args)):
+            offset = self._offset(value)
+            if offset is None or not self._known(bound):
+                continue
+            # x + offset >= bound  <=>  x >= bound - offset;
+            # x + offset <= bound  <=>  x < bound - offset + 1.
+            limit = Binary("sub", self._value(bound), offset)
+            if node.name == "max":
+                self.lower.append(limit)
+            else:
+                self.upper.append(Binary("add", limit, Const(1, I64)))
+            return value
+        return None
+
+    def _offset(self, expr: Expr) -> Expr | None:
+        """``c`` where ``expr`` is the instance id plus ``c`` (``c`` known
+        before the loop, with every variable replaced by its value)."""
+        terms = self._linear(expr)
+        if terms is None or terms[0] != 1:
+            return None
+        return terms[1]
+
+    def _linear(self, expr: Expr) -> tuple[int, Expr] | None:
+        """(coefficient of the instance id, the rest) of an i64 sum, or None."""
+        if expr.type != I64:
+            return None
+        if isinstance(expr, Var) and expr.name in self.values:
+            return self._linear(self.values[expr.name])
+        if isinstance(expr, InstanceId) and expr.dim == self.dim:
+            return 1, Const(0, I64)
+        if self._known(expr):
+            return 0, self._value(expr)
+        if isinstance(expr, Binary) and expr.op in ("add", "sub"):
+            lhs, rhs = self._linear(expr.lhs), self._linear(expr.rhs)
+            if lhs is None or rhs is None:
+                return None
+            sign = 1 if expr.op == "add" else -1
+            return lhs[0] + sign * rhs[0], Binary(expr.op, lhs[1], rhs[1])
+        return None
+
+    def _known(self, expr: Expr) -> bool:
+        """Whether ``expr`` is the same for every instance of the loop and
+        can be computed before it."""
+        for item in walk(expr):
+            if isinstance(item, (Load, Call)):
+                return False
+            if isinstance(item, InstanceId) and item.dim == self.dim:
+                return False
+            if isinstance(item, Var) and item.name in self.unknown:
+                if item.name not in self.values or not self._known(self.values[item.name]):
+                    return False
+        return True
+
+    def _value(self, expr: Expr) -> Expr:
+        """``expr`` with every variable replaced by its value."""
+        def substitute(node):
+            if isinstance(node, Var) and node.name in self.values:
+                return self._value(self.values[node.name])
+            return None
+        return rewrite(expr, substitute)

@@ -1,0 +1,116 @@
+"""Loop partitioning at clamped borders (codegen/borders.py): which clamps
+are removed from the steady body, and kernels that clamp their instance id
+run against the interpreter on widths below, at and around the borders
+and the lane strips."""
+import numpy as np
+import pytest
+
+from hpvm.ir.kernel import Intrinsic
+from hpvm.ir.text import parse_module
+from hpvm.ir.visit import walk
+from hpvm_cpu.codegen.borders import partition
+from hpvm_cpu.codegen.testing import run_cpu, run_reference
+
+BLUR_X = """
+func @k(in img: f32[H, W], out bx: f32[H, W]) {
+  let y: i64 = instance_id(0)
+  let x: i64 = instance_id(1)
+  let left: i64
+  let hi: i64 = W - 1
+  let v: i64 = x - 1
+  left = min(max(v, 0), hi)
+  bx[y, x] = img[y, left] + img[y, x] + img[y, max(min(x + 1, hi), 0)]
+}
+"""
+
+SHIFTED = """
+func @k(in img: f32[H, W], in shift: i64, out o: f32[H, W]) {
+  let y: i64 = instance_id(0)
+  let x: i64 = instance_id(1)
+  o[y, x] = img[y, min(max(x + shift - y, 0), W - 1)] + f32(max(x - 3, 1))
+}
+"""
+
+WINDOW = """
+func @k(in img: f32[W], out o: f32[W]) {
+  let x: i64 = instance_id(0)
+  let acc: f32 = f32(0.0)
+  for d in -2 .. 3 step 1 {
+    acc = acc + img[min(max(x + d, 0), W - 1)]
+  }
+  o[x] = acc + img[min(max(x + 2, 0), W - 1)]
+}
+"""
+
+NOT_KNOWN = """
+func @k(in img: f32[W], in index: i64[W], in shift: i64, out o: f32[W]) {
+  let x: i64 = instance_id(0)
+  shift = shift + 1
+  o[x] = img[min(max(index[x], 0), W - 1)] + img[min(x + shift, W - 1)]
+}
+"""
+
+
+def module(text):
+    return parse_module("hpvm 1.0\nmodule m\n" + text + "\ngraph @main() {\n}\nroot @main\n")
+
+
+def clamps(body):
+    return sum(isinstance(n, Intrinsic) and n.name in ("min", "max") for n in walk(body))
+
+
+def run_both(text, args, replication, lanes=16, threads=1, rows=1):
+    mod = module(text)
+    actual = run_cpu(mod, "k", args, replication, threads=threads,
+                     options={"lanes": lanes, "rows": rows})
+    expected = run_reference(mod, "k", args, replication)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(actual[name], value, err_msg=name)
+
+
+def test_both_clamps_of_a_neighbour_go_from_the_steady_body():
+    kernel = module(BLUR_X).functions["k"]
+    found = partition(kernel, 1)
+    assert found is not None
+    assert clamps(kernel.body) == 4 and clamps(found.body) == 0
+    assert len(found.lower) == 2 and len(found.upper) == 2
+
+
+def test_clamps_of_another_dimension_stay():
+    kernel = module(BLUR_X).functions["k"]
+    assert partition(kernel, 0) is None
+
+
+def test_a_window_loop_variable_is_not_an_offset():
+    found = partition(module(WINDOW).functions["k"], 0)
+    assert found is not None
+    assert clamps(found.body) == 2     # the loop's clamp stays, x + 2's goes
+
+
+def test_loaded_indices_and_assigned_parameters_are_not_known():
+    assert partition(module(NOT_KNOWN).functions["k"], 0) is None
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 5, 16, 17, 33, 100])
+def test_blur_rows_match_the_interpreter(width):
+    img = np.random.default_rng(width).random((3, width), dtype=np.float32)
+    args = {"img": img, "bx": np.zeros_like(img)}
+    run_both(BLUR_X, args, (3, width))
+    run_both(BLUR_X, args, (3, width), lanes=4, threads=2)
+
+
+@pytest.mark.parametrize("shift", [-40, -3, 0, 2, 7, 40])
+def test_offsets_of_parameters_and_other_dimensions(shift):
+    img = np.random.default_rng(1).random((6, 37), dtype=np.float32)
+    run_both(SHIFTED, {"img": img, "shift": np.int64(shift), "o": np.zeros_like(img)}, (6, 37))
+
+
+@pytest.mark.parametrize("width", [1, 4, 5, 40])
+def test_a_window_loop_with_strips_matches_the_interpreter(width):
+    img = np.random.default_rng(2).random(width, dtype=np.float32)
+    run_both(WINDOW, {"img": img, "o": np.zeros_like(img)}, (width,), lanes=4)
+
+
+def test_the_rows_option_gives_the_same_values():
+    img = np.random.default_rng(3).random((9, 21), dtype=np.float32)
+    run_both(BLUR_X, {"img": img, "bx": np.zeros_like(img)}, (9, 21), lanes=4, rows=2)

@@ -1,5 +1,6 @@
 """The tuning parameters each pass exposes, found by analysing the IR
-(HPVM2FPGA's static parameter extraction): a boolean per fusible pair,
+(HPVM2FPGA's static parameter extraction): a boolean per fusible pair
+(node-fusion, stencil-fusion),
 function with fusible loops or privatisable parameter, an unroll factor
 per loop, a parallel form per node with reduction loops."""
 from __future__ import annotations
@@ -9,8 +10,8 @@ import dataclasses
 from ..ir.graph import Module
 from .parameter import Parameter
 
-PASS_PARAMETERS = ("argument-privatisation", "loop-fusion", "node-fusion", "parallel-reduce",
-                   "tile", "loop-unroll")
+PASS_PARAMETERS = ("argument-privatisation", "loop-fusion", "stencil-fusion", "node-fusion",
+                   "parallel-reduce", "tile", "loop-unroll")
 """The passes whose parameters a space includes by default, in the order
 they run."""
 UNROLL_FACTORS = (1, 2, 4, 8)
@@ -95,6 +96,14 @@ def _node_fusion(module: Module) -> list[Parameter]:
                       "node-fusion", pair) for pair in fusible_pairs(module)]
 
 
+def _stencil_fusion(module: Module) -> list[Parameter]:
+    from ..passes.stencil_fusion import fusible_stencils
+    return [Parameter(f"recompute {pair}", (False, True), False,
+                      "fold node '{}' into its consumer '{}', which recomputes each element it "
+                      "reads (stencil-fusion)".format(*pair.split(":")),
+                      "stencil-fusion", pair) for pair in fusible_stencils(module)]
+
+
 def _loop_fusion(module: Module) -> list[Parameter]:
     from ..passes.loop_fusion import fusible_functions
     return [Parameter(f"fuse loops @{name}", (False, True), False,
@@ -153,6 +162,7 @@ def _copies(functions) -> list[tuple]:
     return groups
 
 
-_GATHERERS = {"node-fusion": _node_fusion, "loop-fusion": _loop_fusion,
+_GATHERERS = {"node-fusion": _node_fusion, "stencil-fusion": _stencil_fusion,
+              "loop-fusion": _loop_fusion,
               "argument-privatisation": _privatisation, "parallel-reduce": _parallel_reduce,
               "loop-unroll": _unroll}

@@ -12,8 +12,9 @@ on:
 - **placement** (when more than one target is listed): one per leaf node
   without a hint that more than one listed target claims: which of them
   runs it.  Hints stay hard constraints.  Realised as the node's hint.
-- **passes** (``passes=``, by default all six): a boolean per fusible
-  producer/consumer pair (node-fusion), per function with fusible loops
+- **passes** (``passes=``, by default all seven): a boolean per fusible
+  producer/consumer pair (node-fusion), per producer a stencil may
+  recompute (stencil-fusion), per function with fusible loops
   (loop-fusion) and per eligible ``private`` parameter
   (argument-privatisation); a form per node with reduction loops
   (parallel-reduce: as written, a work-group tree or chunks, with a lane
@@ -23,10 +24,12 @@ on:
   as written, a constant trip count unrolls fully; functions that are
   copies of one another share their loops' factors).  Found by
   pass_parameters.py; realised as one pass pipeline, in the order
-  argument-privatisation, loop-fusion, node-fusion, parallel-reduce, tile,
-  loop-unroll, dce; unroll factors travel as the loops' ``unroll`` hints,
-  so they survive the passes before them, and the per-node forms follow
-  a node into a fusion (the fused node keeps the producer's).
+  argument-privatisation, loop-fusion, stencil-fusion, node-fusion,
+  parallel-reduce, tile, loop-unroll, dce; unroll factors travel as the
+  loops' ``unroll`` hints, so they survive the passes before them, and the
+  per-node forms follow a node into a fusion (node-fusion's node keeps the
+  producer's, stencil-fusion's the consumer's); a node-fusion pair whose
+  node stencil-fusion folded away is left, with a note.
 - **targets**: each listed target's ``Target.knobs`` for the nodes it
   claims (work-group shape, vector lanes ...), realised as its options.
 - **the runtime**: task parallelism on or off, for programs of more than
@@ -195,14 +198,28 @@ class Space:
         """The steps of the parameters that rewrite the graph (fusions,
         privatisation), which run first."""
         steps = []
+        folded: set[str] = set()
         for role, option in (("argument-privatisation", "params"), ("loop-fusion", "functions"),
-                             ("node-fusion", "pairs")):
+                             ("stencil-fusion", "pairs"), ("node-fusion", "pairs")):
             chosen = [p.subject for p in by_role.get(role, ()) if values[p.name]]
-            if role == "node-fusion":
-                chosen = [pair for pair in chosen if self._same_place(pair, placed, notes)]
+            if role.endswith("-fusion") and role != "loop-fusion":
+                chosen = [pair for pair in chosen if self._same_place(pair, placed, notes)
+                          and not self._folded(pair, folded, notes)]
+            if role == "stencil-fusion":
+                folded = {pair.split(":")[0] for pair in chosen}
             if chosen:
                 steps.append((role, {option: tuple(chosen)}))
         return steps
+
+    @staticmethod
+    def _folded(pair: str, folded: set[str], notes: list[str]) -> bool:
+        """Whether a node of a node-fusion ``pair`` was folded into its
+        consumer by stencil-fusion (it is gone then)."""
+        gone = [node for node in pair.split(":") if node in folded]
+        if gone:
+            notes.append(f"fuse {pair}: not fused, stencil-fusion recomputes '{gone[0]}' in "
+                         "its consumer")
+        return bool(gone)
 
     def _node_steps(self, values, by_role, origins: dict[str, str], notes) -> list:
         """The steps of the per-node forms (parallel-reduce, tile), on the
@@ -214,8 +231,8 @@ class Space:
                 if ref in origins:
                     now.append(origins[ref])
                 else:
-                    notes.append(f"{role} of node '{ref}' not applied: node-fusion fused the "
-                                 "node into its producer")
+                    notes.append(f"{role} of node '{ref}' not applied: a fusion merged the "
+                                 "node into another")
             return tuple(now)
 
         steps = []

@@ -1,5 +1,5 @@
 """The HPVM optimisations composed: random legal combinations of
-node-fusion, loop-fusion, loop-unroll (factors), argument-privatisation,
+node-fusion, stencil-fusion, loop-fusion, loop-unroll (factors), argument-privatisation,
 inline, sequentialize, parallel-reduce (both forms), tile (both forms),
 const-fold and dce on every corpus program and every benchmark program;
 each result must
@@ -20,7 +20,7 @@ from hpvm.testing import assert_outputs_close, usable_targets
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = load_python_file(ROOT / "tests" / "corpus" / "programs.py").CORPUS
-STEPS = ["node-fusion", "loop-fusion", "loop-unroll{factor=2}", "loop-unroll{factor=3}",
+STEPS = ["node-fusion", "stencil-fusion{max_loads=100}", "loop-fusion", "loop-unroll{factor=2}", "loop-unroll{factor=3}",
          "argument-privatisation", "inline", "sequentialize", "const-fold", "dce",
          "parallel-reduce{lanes=4}", "parallel-reduce{form=chunks lanes=3}",
          "tile{size=4}", "tile{form=stencil size=3 halo=2}"]

@@ -81,8 +81,8 @@ def test_a_form_chosen_for_a_node_follows_it_into_a_fusion_or_is_dropped_with_a_
     realised = design.realise({"fuse sobel_x:magnitude": True,
                                "tile edge_detect.magnitude": "stencil 16"})
     assert realised.pipeline == "node-fusion{pairs=sobel_x:magnitude},dce"
-    assert realised.notes == ["tile of node 'magnitude' not applied: node-fusion fused the "
-                              "node into its producer"]
+    assert realised.notes == ["tile of node 'magnitude' not applied: a fusion merged the "
+                              "node into another"]
 
 
 def test_placement_is_a_parameter_per_node_when_several_targets_claim_it():

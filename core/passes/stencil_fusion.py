@@ -1,0 +1,276 @@
+"""``stencil-fusion``: a producer kernel node folded into the stencil that
+reads its output, which recomputes each element where it reads it
+(Halide's ``compute_inline``).
+
+node-fusion refuses a consumer that reads elements other instances of the
+producer write (blur_y reading blur_x's rows above and below).  Here the
+producer's stored value becomes one expression of its instance ids, and
+each load of the carried buffer in the consumer becomes that expression
+at the load's indices.  The intermediate buffer is never written or read
+back; each of its elements is computed once per read instead (three
+times for a 3-tap blur), so it pays where memory, not arithmetic, bounds
+the pair.
+
+Legal when (each refusal names the reason):
+- both are kernel nodes of one graph with the same hint, joined by one
+  edge, not streaming, carrying buffer B;
+- the producer's body is straight-line (lets, assignments and one store)
+  and stores B at its own instance's element (``B[id0, id1, ...]``,
+  B's shape its replication), so every element of B is one expression of
+  its indices;
+- B is the producer's only output and only the consumer reads it;
+- the consumer reads B only by loads (it passes it to no call), at some
+  element other than its own instance's (else node-fusion fuses the pair
+  without recomputing), and has no ``inout`` port.
+
+The fused node keeps the consumer's name, replication and attributes;
+the producer's inputs become ports of it.
+
+Options: ``pairs``, producer:consumer node names to fuse (the DSE's
+knobs; a pair that is not legal is refused with the reason).  Without
+``pairs``, every legal pair whose recomputation is cheap is fused: at most
+``max_loads`` loads per consumer instance (the producer's loads times the
+consumer's reads of B; never a consumer reading B in a loop).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ..errors import Diagnostic, Location
+from ..ir.graph import Graph, KernelBody, Module, Node
+from ..ir.instance_access import owned_positions
+from ..ir.kernel import (
+    Assign, Call, Cast, Const, Expr, For, InstanceCount, InstanceId, KernelFunction, Let, Load,
+    Store, Var, While,
+)
+from ..ir.parameter import Parameter
+from ..ir.types import I64, BufferType
+from ..ir.visit import rewrite, walk
+from .errors import PassError
+from .names import NameGenerator, function_names, substitute
+from .registry import Option, register_pass
+
+MAX_LOADS = 12
+"""The heuristic's limit on recomputed loads per consumer instance."""
+
+
+@register_pass("stencil-fusion", options=[
+    Option("pairs", list, (), "PRODUCER:CONSUMER node pairs to fuse (default: every legal, "
+           "cheap pair)"),
+    Option("max_loads", int, MAX_LOADS, "without pairs: the most loads a fusion may recompute "
+           "per consumer instance")])
+def stencil_fusion(module: Module, pairs: tuple[str, ...], max_loads: int) -> Module:
+    """Fold producers into the stencils that read them, recomputing their elements."""
+    for text in pairs:
+        producer, _, consumer = text.partition(":")
+        graph = next((g for g in module.graphs.values()
+                      if {producer, consumer} <= {n.name for n in g.nodes}), None)
+        if graph is None:
+            raise PassError(Diagnostic(Location(), f"stencil-fusion: no graph has nodes "
+                                       f"'{producer}' and '{consumer}'",
+                                       "write pairs as PRODUCER:CONSUMER node names"))
+        found = _Pair.check(module, graph, graph.node(producer), graph.node(consumer))
+        if isinstance(found, str):
+            raise PassError(Diagnostic(Location(graph=graph.name, node=consumer),
+                                       f"stencil-fusion: cannot fuse '{producer}' into "
+                                       f"'{consumer}': {found}", "fuse another pair"))
+        module = found.fuse()
+    if not pairs:
+        while (pair := next((p for p in _legal_pairs(module) if p.loads <= max_loads),
+                            None)) is not None:
+            module = pair.fuse()
+    return module
+
+
+def fusible_stencils(module: Module) -> list[str]:
+    """``producer:consumer`` of every pair that is legal to fuse now."""
+    return [f"{p.producer.name}:{p.consumer.name}" for p in _legal_pairs(module)]
+
+
+def _legal_pairs(module: Module):
+    for graph in module.graphs.values():
+        for edge in graph.edges:
+            found = _Pair.check(module, graph, graph.node(edge.src_node),
+                                graph.node(edge.dst_node))
+            if not isinstance(found, str):
+                yield found
+
+
+@dataclasses.dataclass
+class _Pair:
+    """A legal pair: the producer's stored value as an expression of its
+    instance ids, and what the rewrite needs."""
+
+    module: Module
+    graph: Graph
+    producer: Node
+    consumer: Node
+    buffer: str
+    """The carried buffer's name at the producer."""
+    port: str
+    """Its name at the consumer."""
+    value: Expr
+
+    @classmethod
+    def check(cls, module: Module, graph: Graph, producer: Node, consumer: Node) -> "_Pair | str":
+        """The pair, or why it cannot be fused."""
+        edges = [e for e in graph.edges if e.src_node == producer.name]
+        between = [e for e in edges if e.dst_node == consumer.name]
+        if not between:
+            return "no edge joins them"
+        for node in (producer, consumer):
+            if not isinstance(node.body, KernelBody):
+                return f"'{node.name}' is not a kernel node"
+        if producer.hint != consumer.hint:
+            return f"their hints differ ({producer.hint} and {consumer.hint})"
+        first, second = (module.function(n.body.function) for n in (producer, consumer))
+        outputs = [p for p in first.params if p.direction != "in"]
+        if len(outputs) != 1 or len(between) != 1 or len(edges) != 1 or between[0].streaming \
+                or any(b.src_node == producer.name for b in graph.bind_outs):
+            return (f"'{producer.name}' must have one output that only '{consumer.name}' reads, "
+                    "by one edge that is not streaming")
+        edge = between[0]
+        if any(p.direction in ("inout", "private") for p in second.params):
+            return f"'{consumer.name}' has an inout or private port"
+        if any(isinstance(n, Var) and n.name == edge.dst_port or
+               isinstance(n, Store) and n.buffer == edge.dst_port for n in walk(second.body)):
+            return f"'{consumer.name}' uses '{edge.dst_port}' other than by loads"
+        if owned_positions(second, edge.dst_port, len(consumer.replication)) is not None:
+            return (f"'{consumer.name}' reads '{edge.dst_port}' only at its own instance's "
+                    "elements (node-fusion fuses such pairs without recomputing)")
+        value = _element_value(first, edge.src_port, producer.replication)
+        if isinstance(value, str):
+            return value
+        return cls(module, graph, producer, consumer, edge.src_port, edge.dst_port, value)
+
+    @property
+    def loads(self) -> float:
+        """Loads the fused consumer makes per instance for the carried
+        buffer; infinite when it reads the buffer in a loop (each iteration
+        would recompute an element)."""
+        def reads(body) -> int:
+            return sum(isinstance(n, Load) and n.buffer == self.port for n in walk(body))
+
+        body = self._consumer_function().body
+        if any(isinstance(n, (For, While)) and reads(n.body) for n in walk(body)):
+            return math.inf
+        return reads(body) * sum(isinstance(n, Load) for n in walk(self.value))
+
+    def _consumer_function(self) -> KernelFunction:
+        return self.module.function(self.consumer.body.function)
+
+    def fuse(self) -> Module:
+        """The module with the producer folded into the consumer."""
+        first = self.module.function(self.producer.body.function)
+        second = self._consumer_function()
+        names = NameGenerator(function_names(second))
+        symbols = _symbol_values(first, second, self.buffer, self.port)
+        renames = {p.name: names.fresh(p.name) for p in first.params if p.name != self.buffer}
+        renames.update({s: names.fresh(s) for s in first.shape_symbols
+                        if s not in symbols and s not in renames})
+        value = substitute(self.value, renames, symbols)
+        counts = [substitute(e, renames, symbols) for e in self.producer.replication]
+        shapes = {**renames, **{s: v.value if isinstance(v, Const) else v.name
+                                for s, v in symbols.items()}}
+
+        def recompute(node):
+            if not (isinstance(node, Load) and node.buffer == self.port):
+                return None
+            return rewrite(value, lambda n: node.indices[n.dim] if isinstance(n, InstanceId)
+                           else counts[n.dim] if isinstance(n, InstanceCount) else None)
+
+        params = [p for p in second.params if p.name != self.port] + [
+            Parameter(renames[p.name], _renamed_type(p.type, shapes), p.direction, p.restrict)
+            for p in first.params if p.name != self.buffer]
+        name = _unique(f"{first.name}_{second.name}", self.module.functions)
+        function = KernelFunction(name, tuple(params), rewrite(second.body, recompute))
+        fused = dataclasses.replace(self.consumer, body=KernelBody(name))
+        graph = _rewire(self.graph, self.producer, fused, renames)
+        return dataclasses.replace(self.module, functions={**self.module.functions, name: function},
+                                   graphs={**self.module.graphs, graph.name: graph})
+
+
+def _element_value(function: KernelFunction, buffer: str, replication) -> Expr | str:
+    """The value ``function`` stores in ``buffer`` as an expression of its
+    instance ids, parameters and shape symbols, or why there is none."""
+    straight = f"'@{function.name}' is not straight-line code storing '{buffer}' once per instance"
+    current: dict[str, Expr | None] = {}
+    stored = None
+
+    def read(expr: Expr) -> Expr | None:
+        if any(isinstance(n, Var) and n.name in current and current[n.name] is None
+               for n in walk(expr)):
+            return None
+        return substitute(expr, values={k: v for k, v in current.items() if v is not None})
+
+    for stmt in function.body:
+        if isinstance(stmt, (Let, Assign)) and stmt.name != buffer:
+            declared = stmt.type if isinstance(stmt, Let) else _type_of(function, stmt.name)
+            if isinstance(stmt, Assign) and stmt.name not in current:
+                return straight
+            value = None if stmt.value is None else read(stmt.value)
+            if stmt.value is not None and value is None:
+                return straight
+            if value is not None and declared is not None and value.type != declared:
+                value = Cast(value, declared)
+            current[stmt.name] = value
+        elif isinstance(stmt, Store) and stmt.buffer == buffer and stored is None:
+            indices = [read(i) for i in stmt.indices]
+            if indices != [InstanceId(d) for d in range(len(replication))]:
+                return f"'@{function.name}' stores '{buffer}' at elements other than its instance's"
+            stored = read(stmt.value)
+        else:
+            return straight
+    carried = next(p.type for p in function.params if p.name == buffer)
+    shape = carried.shape
+    as_exprs = tuple(Const(d, I64) if isinstance(d, int) else Var(d, I64) for d in shape or ())
+    if stored is None or any(isinstance(n, Call) for n in walk(stored)):
+        return straight
+    if as_exprs != tuple(replication):
+        return f"'{buffer}' does not have the shape of the producer's replication"
+    return stored if stored.type == carried.element else Cast(stored, carried.element)
+
+
+def _type_of(function: KernelFunction, name: str):
+    return next((s.type for s in walk(function.body) if isinstance(s, Let) and s.name == name),
+                None)
+
+
+def _symbol_values(first: KernelFunction, second: KernelFunction, buffer: str,
+                   port: str) -> dict[str, Expr]:
+    """The producer's shape symbols of the carried buffer, as the consumer
+    reads them (its symbol of that dimension, or the constant size)."""
+    produced = next(p.type.shape for p in first.params if p.name == buffer)
+    consumed = next(p.type.shape for p in second.params if p.name == port)
+    values: dict[str, Expr] = {}
+    for ours, theirs in zip(produced or (), consumed or ()):
+        if isinstance(ours, str):
+            values[ours] = Const(theirs, I64) if isinstance(theirs, int) else Var(theirs, I64)
+    return values
+
+
+def _renamed_type(type_, shapes: dict[str, str | int]):
+    if not isinstance(type_, BufferType) or type_.shape is None:
+        return type_
+    return dataclasses.replace(type_, shape=tuple(shapes.get(d, d) if isinstance(d, str) else d
+                                                  for d in type_.shape))
+
+
+def _unique(base: str, taken) -> str:
+    return NameGenerator(taken).fresh(base)
+
+
+def _rewire(graph: Graph, producer: Node, fused: Node, renames: dict[str, str]) -> Graph:
+    """``graph`` without the producer: what fed it feeds the fused node's
+    renamed ports, and the consumer's node runs the fused function."""
+    def moved(item):
+        if item.dst_node != producer.name:
+            return item
+        return dataclasses.replace(item, dst_node=fused.name, dst_port=renames[item.dst_port])
+
+    edges = tuple(moved(e) for e in graph.edges if e.src_node != producer.name)
+    nodes = tuple(fused if n.name == fused.name else n for n in graph.nodes
+                  if n.name != producer.name)
+    return dataclasses.replace(graph, nodes=nodes, edges=edges,
+                               bind_ins=tuple(moved(b) for b in graph.bind_ins))

@@ -56,6 +56,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     run.add_argument("--pipeline", default="", help="hpvm passes run on each program first, "
                                                      "e.g. node-fusion,dce, or default (the "
                                                      "target's own pipeline)")
+    run.add_argument("--interleave", action="store_true",
+                     help="time each program's implementations in turns, a run of each per "
+                          "round, so that a noisy machine's spells fall on all alike (not for "
+                          "several thread pools: numba's, Halide's and the cpu target's idle "
+                          "workers still spin while the next one runs)")
     return parser.parse_args(argv)
 
 
@@ -82,7 +87,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             return 2
     try:
         result = run_suite(split(args.programs) or None, split(args.targets), args.size,
-                           args.repeat, progress=not args.quiet, pipeline=args.pipeline)
+                           args.repeat, progress=not args.quiet, pipeline=args.pipeline,
+                           interleave=args.interleave)
     except ValueError as error:  # an unknown program name
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -5,7 +5,8 @@ manner of HPVM2FPGA's Fig. 5: each optimisation alone, and all but one.
     python benchmarks/ablation_bench.py --target cpu [--programs edge,srad]
         [--size large] [--repeat 7]
 
-Optimisations: NF node-fusion, LF loop-fusion, LU loop-unroll (factor 4),
+Optimisations: NF node-fusion, SF stencil-fusion (its heuristic: cheap
+recomputation only), LF loop-fusion, LU loop-unroll (factor 4),
 AP argument-privatisation, PR parallel-reduce (the target's form: chunks
 on cpu; on gpu_opencl strided chunks then a tree), TP task parallelism
 (the runtime option; every other configuration runs with it off).
@@ -34,17 +35,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 PROGRAMS = ("edge", "camera", "blur", "srad", "backprop", "cfd", "bfs", "sgemm")
-PASSES = {"AP": "argument-privatisation", "LF": "loop-fusion", "NF": "node-fusion",
-          "LU": "loop-unroll{factor=4}"}
+PASSES = {"AP": "argument-privatisation", "LF": "loop-fusion", "SF": "stencil-fusion",
+          "NF": "node-fusion", "LU": "loop-unroll{factor=4}"}
 REDUCE = {"cpu": "parallel-reduce{form=chunks lanes=64 grain=4096}",
           "gpu_opencl": "parallel-reduce{form=chunks lanes=65536 layout=strided grain=256},"
                         "parallel-reduce"}
-NAMES = ("NF", "LF", "LU", "AP", "PR", "TP")
+NAMES = ("NF", "SF", "LF", "LU", "AP", "PR", "TP")
 
 
 def configuration(chosen: set[str], target: str) -> dict:
     """Compile options for the optimisations in ``chosen``."""
-    steps = [PASSES[n] for n in ("AP", "LF", "NF") if n in chosen]
+    steps = [PASSES[n] for n in ("AP", "LF", "SF", "NF") if n in chosen]
     if "PR" in chosen:
         steps.append(REDUCE[target])
     if "LU" in chosen:

@@ -8,7 +8,8 @@ peers, in one run; check every result; time medians.
 Per program: the inputs are made once (seeded).  Per target: the program is
 compiled (untimed), ``exe(**inputs)`` runs once to warm up and its result is
 checked against the numpy reference, then it runs ``repeat`` times; the
-median is reported.  A wrong result is reported in the row ("wrong: ...")
+median is reported (``interleave``: every implementation of a program is
+set up and checked first, then they run in turns, ``repeat`` rounds).  A wrong result is reported in the row ("wrong: ...")
 and not timed.  Each peer that can run here is prepared (untimed), warmed
 up, checked and timed the same way, once per program, and paired with
 every target it is compared with: ratio = hpvm ms / peer ms (below 1:
@@ -133,19 +134,42 @@ def check(bench: Benchmark, outputs: dict, expected: dict) -> str:
 def measure(bench: Benchmark, make_run: Callable[[], Callable[[], dict]], expected: dict,
             repeat: int) -> Timing:
     """Set up (untimed), warm up and check, then the median of ``repeat`` runs."""
-    try:
-        run = make_run()
-        status = check(bench, run(), expected)
-        if status != "ok":
-            return Timing(None, status)
-        times = []
-        for _ in range(repeat):
-            began = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - began)
-    except Exception as error:  # a failing program must not stop the suite
-        return Timing(None, f"error: {type(error).__name__}: {' '.join(str(error).split())[:200]}")
-    return Timing(statistics.median(times) * 1e3)
+    return measure_together(bench, [make_run], expected, repeat)[0]
+
+
+def measure_together(bench: Benchmark, make_runs: list, expected: dict, repeat: int) -> list[Timing]:
+    """``measure`` for several implementations of one program, their timed
+    runs interleaved (one run of each in turn, ``repeat`` rounds), so that
+    a noisy machine's slow and fast spells fall on all of them alike.  Not
+    for implementations with thread pools of their own (numba, Halide, the
+    cpu target): one's idle workers still spin while the next one runs."""
+    runs: list = []
+    timings: list[Timing | None] = []
+    for make_run in make_runs:
+        try:
+            run = make_run()
+            status = check(bench, run(), expected)
+        except Exception as error:  # a failing program must not stop the suite
+            run, status = None, _error(error)
+        runs.append(run if status == "ok" else None)
+        timings.append(None if status == "ok" else Timing(None, status))
+    times: list[list[float]] = [[] for _ in runs]
+    for _ in range(repeat):
+        for index, run in enumerate(runs):
+            if run is None or timings[index] is not None:
+                continue
+            try:
+                began = time.perf_counter()
+                run()
+                times[index].append(time.perf_counter() - began)
+            except Exception as error:
+                timings[index] = Timing(None, _error(error))
+    return [timing or Timing(statistics.median(spent) * 1e3)
+            for timing, spent in zip(timings, times)]
+
+
+def _error(error: Exception) -> str:
+    return f"error: {type(error).__name__}: {' '.join(str(error).split())[:200]}"
 
 
 def compile_run(bench: Benchmark, target: str, inputs: dict, registry, placed: list,
@@ -169,42 +193,64 @@ def applies(peer, target: str) -> bool:
 
 
 def run_suite(programs: list[str] | None, targets: list[str], size: str = "small",
-              repeat: int = 5, progress: bool = True, pipeline: str = "") -> SuiteResult:
+              repeat: int = 5, progress: bool = True, pipeline: str = "",
+              interleave: bool = False) -> SuiteResult:
     """Run and check the named programs (all when None) on ``targets``,
-    after the pass ``pipeline`` (e.g. ``"node-fusion,dce"``) when given."""
+    after the pass ``pipeline`` (e.g. ``"node-fusion,dce"``) when given;
+    ``interleave`` times a program's implementations in turns
+    (``measure_together``) instead of one after the other."""
     benchmarks = select_benchmarks(programs)
     registry = target_registry(targets)
     usable, skipped = usable_targets(targets, registry)
     result = SuiteResult(skipped_targets=skipped)
-    steps = sum(len(usable) + len(bench.peers) + 1 for bench in benchmarks)
+    peers = {bench.name: _available_peers(bench, usable, result) for bench in benchmarks}
+    steps = sum(1 if interleave else len(usable) + len(peers[b.name]) for b in benchmarks)
     bar = Progress(steps) if progress else None
     for bench in benchmarks:
         inputs = bench.make_inputs(size, np.random.default_rng(SEED))
         expected = bench.reference(inputs)
-        hpvm_rows = []
+        implementations = []   # (label, make_run, target or peer, placed: None for a peer)
         for target in usable:
-            if bar:
-                bar.step(f"{bench.name} on {target}")
             placed: list[str] = []
-            timing = measure(bench, compile_run(bench, target, inputs, registry, placed, pipeline),
-                             expected, repeat)
-            others = "+".join(placed) if set(placed) - {target} else ""
-            hpvm_rows.append(Row(bench.name, bench.suite, target, timing.ms, timing.status, others))
-        peer_timings = []
-        for peer in (numpy_peer(bench.reference), *bench.peers):
+            implementations.append((f"{bench.name} on {target}", compile_run(
+                bench, target, inputs, registry, placed, pipeline), target, placed))
+        for peer in peers[bench.name]:
+            implementations.append((f"{bench.name}: {peer.name}",
+                                    lambda peer=peer: peer.prepare(inputs), peer, None))
+        if interleave:
             if bar:
-                bar.step(f"{bench.name}: {peer.name}")
-            reason = peer.available() if any(applies(peer, t) for t in usable) else "no target"
-            if reason:
-                if reason != "no target":
-                    result.unavailable_peers.append((bench.name, peer.name, reason))
+                bar.step(f"{bench.name}: every implementation, in turns")
+            timings = measure_together(bench, [i[1] for i in implementations], expected, repeat)
+        else:
+            timings = []
+            for label, make_run, *_ in implementations:
+                if bar:
+                    bar.step(label)
+                timings.append(measure(bench, make_run, expected, repeat))
+        hpvm_rows, peer_timings = [], []
+        for (_, _, who, placed), timing in zip(implementations, timings):
+            if placed is None:
+                peer_timings.append((who, timing))
                 continue
-            peer_timings.append((peer, measure(bench, lambda: peer.prepare(inputs), expected,
-                                               repeat)))
+            others = "+".join(placed) if set(placed) - {who} else ""
+            hpvm_rows.append(Row(bench.name, bench.suite, who, timing.ms, timing.status, others))
         result.rows.extend(pair_rows(hpvm_rows, peer_timings))
     if bar:
         bar.close()
     return result
+
+
+def _available_peers(bench: Benchmark, usable: list[str], result: SuiteResult) -> list:
+    """numpy and the program's peers that can run here and apply to a
+    usable target; the others that cannot run are noted in ``result``."""
+    available = []
+    for peer in (numpy_peer(bench.reference), *bench.peers):
+        reason = peer.available() if any(applies(peer, t) for t in usable) else "no target"
+        if not reason:
+            available.append(peer)
+        elif reason != "no target":
+            result.unavailable_peers.append((bench.name, peer.name, reason))
+    return available
 
 
 def pair_rows(hpvm_rows: list[Row], peer_timings: list) -> list[Row]:

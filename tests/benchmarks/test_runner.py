@@ -133,3 +133,34 @@ def test_compare_with_a_file_that_is_not_a_run_is_refused_before_running(tmp_pat
     bad.write_text("{}")
     assert main(["run", "--programs", "blur", "--compare", str(bad)]) == 2
     assert "not a recorded suite run" in capsys.readouterr().err
+
+
+def test_interleaved_runs_time_every_implementation_in_turns(monkeypatch):
+    from benchmarks import runner
+    calls = []
+    monkeypatch.setattr(runner, "check", lambda bench, outputs, expected: outputs["status"])
+
+    def implementation(name, status="ok", fails_at=None):
+        def make_run():
+            def run():
+                calls.append(name)
+                if fails_at is not None and calls.count(name) == fails_at:
+                    raise RuntimeError("lost the device")
+                return {"status": status}
+            return run
+        return make_run
+
+    timings = runner.measure_together(None, [implementation("a"), implementation("b", "wrong: x"),
+                                             implementation("c", fails_at=3)], {}, repeat=3)
+    # Each set up and checked once (a, b, c), then rounds of the two that passed.
+    assert calls == ["a", "b", "c", "a", "c", "a", "c", "a"]
+    assert timings[0].status == "ok" and timings[0].ms >= 0
+    assert timings[1] == Timing(None, "wrong: x")
+    assert timings[2].ms is None and "lost the device" in timings[2].status
+
+
+def test_an_interleaved_suite_gives_the_rows_of_a_plain_one(capsys):
+    assert main(["run", "--programs", "blur", "--repeat", "1", "--quiet", "--interleave"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| blur")]
+    assert {line.split("|")[4].strip() for line in rows} >= {"numpy"}
+    assert all(float(line.split("|")[3]) > 0 for line in rows)

@@ -8,7 +8,9 @@ be fixed ahead.  :class:`StaticProgram` plans, once per input signature
 inputs, in an arena of buffers kept from run to run (a dead intermediate's
 buffer is taken by a later one of the same shape and type), or in arrays
 made for each run: the program's outputs (handed to the caller) and values
-of PER_RUN_BYTES or more (static_planner.py works the slots out).
+of PER_RUN_BYTES or more (static_planner.py works the slots out).  Those
+written whole come from an OutputPool, which reuses their memory once the
+caller drops them (output_pool.py).
 Every launch is bound to its buffers once (``Device.bind``).  A run then
 zero-fills the arena buffers it writes (outputs start zeroed, as
 ``Device.allocate`` promises), points the launches at this run's inputs and
@@ -43,6 +45,7 @@ from ..ir.graph import Module
 from ..target import Device
 from .execution import NodeRecord, Report, launch_failure, target_label
 from .memory import HOST, CopyStats, Value
+from .output_pool import OutputPool
 from .static_planner import SchedulePlanner, StagedBuffer, Step
 from .task_plan import SCALAR, UPDATE, ProgramPlan
 
@@ -184,6 +187,8 @@ class _Schedule:
         self.duplicates: dict[int, tuple[tuple[int, ...], np.dtype]] = {}
         """Slots of the resident device's private copies of values updated in
         place, made in each run (``Device.duplicate``): their layouts."""
+        self.pool = OutputPool()
+        """Memory of the host arrays made per run (output_pool.py)."""
         self.steps: list[Step] = []
         self.outputs: list[tuple[str, int, bool]] = []
         """(name, slot, handed over): an output made in the run gives its
@@ -316,7 +321,7 @@ class _Schedule:
                 value = inputs[name]
                 values[slot] = value.handle if isinstance(value, StagedBuffer) else value
         for slot, shape, dtype, device in self.fresh:
-            values[slot] = np.empty(shape, dtype) if device is None else \
+            values[slot] = self.pool.empty(shape, dtype) if device is None else \
                 device.allocate(shape, dtype)
         return values
 

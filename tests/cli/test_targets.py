@@ -28,7 +28,7 @@ def test_targets_options_lists_each_declared_option_with_type_default_and_help(c
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:3] == ["target", "option", "type"]
     [threads] = [line for line in lines if line.split()[:2] == ["cpu", "threads"]]
-    assert "int (1 <= value), default None" in threads and "one per core" in threads
+    assert "int (1 <= value), default None" in threads and "None: every core" in threads
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ OBJECT_FILE = "kernels.o"
 OPTIONS = [
     Option("opt_level", int, 3, "LLVM optimisation level", minimum=0, maximum=3),
     Option("threads", int, None, "threads a node's instances are split across; "
-           "None: one per core", minimum=1),
+           "None: every core, in 4 chunks each handed out as cores come free", minimum=1),
     Option("lanes", int, 16, "adjacent instances run together in vector lanes; 0 or 1: none",
            minimum=0, maximum=256),
     Option("rows", int, 1, "rows of lane strips run together; 1: none", minimum=1, maximum=16),
@@ -131,7 +131,7 @@ class CpuTarget(Target):
                               "there (link kernels.o into a program for that machine)")
         from hpvm.ir.text import parse_module
         from .codegen.abi import ArgumentLayout
-        from .codegen.compiler import load_optimised_ir
+        from .codegen.compiler import DEFAULT_LANES, load_optimised_ir
         from .codegen.jit import CompiledKernel
         module = parse_module(artifact.files[MODULE_FILE].decode(), filename=MODULE_FILE)
         kernels = {}
@@ -141,7 +141,8 @@ class CpuTarget(Target):
             code = load_optimised_ir(function, artifact.files[name].decode(errors="replace"),
                                      f"artifacts/cpu/{name}")
             kernels[function] = CompiledKernel(kernel, ArgumentLayout.of(kernel, rank), code,
-                                               options.get("threads"))
+                                               options.get("threads"),
+                                               lanes=options.get("lanes") or DEFAULT_LANES)
         return CpuDevice(module, kernels)
 
 

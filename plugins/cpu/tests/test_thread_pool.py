@@ -81,8 +81,28 @@ def test_a_pool_without_workers_runs_everything_in_the_caller(bump):
     pool.stop()
 
 
+@pytest.mark.parametrize("chunks", [1, 3, 4, 7, 64, 313])
+def test_home_ranges_and_stealing_run_every_chunk_once(bump, chunks):
+    """Four participants own a quarter of the chunks each (some none)."""
+    pool = ThreadPool(3)
+    x = np.zeros(N)
+    calls = bump._calls(bump._packer.pack({"x": x}, (N,)), (N,), chunks)
+    for _ in range(50):
+        pool.run(bump._address, calls.table)
+    np.testing.assert_array_equal(x, 50.0)
+    pool.stop()
+
+
 def test_a_stopped_pool_lets_its_workers_end():
     pool = ThreadPool(3)
     pool.stop()
     assert not any(t.is_alive() for t in pool.workers)
     assert thread_pool() is not pool
+
+
+def test_chunks_of_one_dimensional_nodes_are_whole_strips():
+    from hpvm_cpu.codegen.jit import split_range
+    assert split_range(256, 64, 16) == [(16 * i, 16 * i + 16) for i in range(16)]
+    assert split_range(100, 3, 16) == [(0, 48), (48, 80), (80, 100)]
+    assert split_range(10, 4) == [(0, 3), (3, 6), (6, 8), (8, 10)]
+    assert split_range(0, 4, 16) == [(0, 0)]

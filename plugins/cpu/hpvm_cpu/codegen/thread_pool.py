@@ -6,11 +6,19 @@ GIL to start its ctypes call): on 16 cores small nodes got slower than on
 one.  Here the hand-off is machine code.  The pool's workers are Python
 threads that each make one ctypes call into :data:`POOL_IR`'s
 ``hpvm_pool_worker``, which never returns while the pool lives: it waits for
-a job (spinning briefly, then on a condition variable), takes chunks by an
-atomic counter and calls the kernel's entry for each.  ``hpvm_pool_run``,
-called by the launching thread with the GIL released, publishes a job,
-takes chunks itself and waits for the last one.  No Python runs between a
-launch and its chunks.
+a job (spinning briefly, then on a condition variable), takes chunks and
+calls the kernel's entry for each.  ``hpvm_pool_run``, called by the
+launching thread with the GIL released, publishes a job, takes chunks
+itself and waits for the last one.  No Python runs between a launch and
+its chunks.
+
+Chunks are taken home first: participant p (worker p, the launcher last)
+owns the p-th of as many contiguous ranges of a job's chunks as there are
+participants, takes its own by an atomic counter per range, then steals
+from the others' ranges in turn.  The same rows land on the same core in
+consecutive launches of one size (a producer's output is still in that
+core's cache when its consumer runs), and a core that is late or slow has
+its chunks taken by the others.
 
 A job is published under the pool's mutex, and only once no worker is left
 in the previous one (``active``), so a worker never takes a chunk of a job
@@ -18,11 +26,12 @@ it did not read.  One job runs at a time: launches from other threads wait
 for the pool (a kernel never launches another, so none waits on itself).
 
 The pool record (``POOL_BYTES`` bytes, zeroed, owned by Python): the i64
-words of ``WORDS`` (generation, next, done, active, stop, entry, calls,
-count), then the pthread mutex at byte 128 and condition variable at byte
-256 (128 bytes each, more than any libc needs), initialised by
-``pthread_*_init``.
-``calls`` is a ``[count, 3]`` uint64 array of (argument slots, first, end).
+words of ``WORDS`` (generation, done, active, stop, entry, calls, count,
+homes, participants), then the pthread mutex at byte 128 and condition
+variable at byte 256 (128 bytes each, more than any libc needs),
+initialised by ``pthread_*_init``.
+``calls`` is a ``[count, 3]`` uint64 array of (argument slots, first, end);
+``homes`` an i64 array, per participant the next chunk of its range.
 """
 from __future__ import annotations
 
@@ -46,7 +55,8 @@ SPINS = 4000
 """Polls of a worker for the next job before it sleeps (a pause each:
 about 0.1-0.5 ms), so back-to-back launches find it awake."""
 
-WORDS = ("generation", "next", "done", "active", "stop", "entry.at", "calls.at", "count.at")
+WORDS = ("generation", "done", "active", "stop", "entry.at", "calls.at", "count.at", "homes.at",
+         "participants")
 """The pool record's i64 words, in order."""
 
 _PAUSE = {"x86_64": "call void @llvm.x86.sse2.pause()",
@@ -85,13 +95,20 @@ entry:
   ret void
 }}
 
-define private void @take_chunks(ptr %pool, ptr %kernel, ptr %calls, i64 %count) {{
+define private void @take_range(ptr %pool, ptr %kernel, ptr %calls, i64 %count, i64 %owner) {{
 entry:
-{_fields('next', 'done')}
+{_fields('done', 'homes.at', 'participants')}
+  %homes.word = load i64, ptr %homes.at
+  %homes = inttoptr i64 %homes.word to ptr
+  %next = getelementptr i64, ptr %homes, i64 %owner
+  %parts = load i64, ptr %participants
+  %owner.after = add i64 %owner, 1
+  %scaled = mul i64 %owner.after, %count
+  %end = udiv i64 %scaled, %parts
   br label %loop
 loop:
   %i = atomicrmw add ptr %next, i64 1 seq_cst
-  %more = icmp slt i64 %i, %count
+  %more = icmp ult i64 %i, %end
   br i1 %more, label %run, label %exit
 run:
   %call = getelementptr [3 x i64], ptr %calls, i64 %i
@@ -99,16 +116,33 @@ run:
   %first.at = getelementptr i64, ptr %call, i64 1
   %first = load i64, ptr %first.at
   %end.at = getelementptr i64, ptr %call, i64 2
-  %end = load i64, ptr %end.at
+  %last = load i64, ptr %end.at
   %arguments = inttoptr i64 %slots to ptr
-  call void %kernel(ptr %arguments, i64 %first, i64 %end)
+  call void %kernel(ptr %arguments, i64 %first, i64 %last)
   %finished = atomicrmw add ptr %done, i64 1 seq_cst
   br label %loop
 exit:
   ret void
 }}
 
-define void @hpvm_pool_worker(ptr %pool) {{
+define private void @take_chunks(ptr %pool, ptr %kernel, ptr %calls, i64 %count, i64 %me) {{
+entry:
+{_fields('participants')}
+  %parts = load i64, ptr %participants
+  br label %loop
+loop:
+  %step = phi i64 [ 0, %entry ], [ %step.next, %loop ]
+  %shifted = add i64 %me, %step
+  %owner = urem i64 %shifted, %parts
+  call void @take_range(ptr %pool, ptr %kernel, ptr %calls, i64 %count, i64 %owner)
+  %step.next = add i64 %step, 1
+  %again = icmp ult i64 %step.next, %parts
+  br i1 %again, label %loop, label %exit
+exit:
+  ret void
+}}
+
+define void @hpvm_pool_worker(ptr %pool, i64 %me) {{
 entry:
 {_fields('generation', 'active', 'stop', 'entry.at', 'calls.at', 'count.at', 'mutex', 'cond')}
   %start = load atomic i64, ptr %generation seq_cst, align 8
@@ -148,7 +182,7 @@ join:
   %u = call i32 @pthread_mutex_unlock(ptr %mutex)
   %entry.fn = inttoptr i64 %entry.word to ptr
   %calls = inttoptr i64 %calls.word to ptr
-  call void @take_chunks(ptr %pool, ptr %entry.fn, ptr %calls, i64 %count)
+  call void @take_chunks(ptr %pool, ptr %entry.fn, ptr %calls, i64 %count, i64 %me)
   %leaving = atomicrmw sub ptr %active, i64 1 seq_cst
   br label %joined
 joined:
@@ -160,7 +194,8 @@ leave:
 
 define void @hpvm_pool_run(ptr %pool, ptr %entry.fn, ptr %calls, i64 %count) {{
 entry:
-{_fields('generation', 'next', 'done', 'active', 'entry.at', 'calls.at', 'count.at', 'mutex', 'cond')}
+{_fields('generation', 'done', 'active', 'entry.at', 'calls.at', 'count.at', 'homes.at',
+          'participants', 'mutex', 'cond')}
   br label %lock
 lock:
   %l = call i32 @pthread_mutex_lock(ptr %mutex)
@@ -178,14 +213,28 @@ publish:
   store i64 %calls.word, ptr %calls.at
   store i64 %count, ptr %count.at
   store atomic i64 0, ptr %done seq_cst, align 8
-  store atomic i64 0, ptr %next seq_cst, align 8
+  %homes.word = load i64, ptr %homes.at
+  %homes = inttoptr i64 %homes.word to ptr
+  %parts = load i64, ptr %participants
+  br label %home
+home:
+  %owner = phi i64 [ 0, %publish ], [ %owner.next, %home ]
+  %scaled = mul i64 %owner, %count
+  %start = udiv i64 %scaled, %parts
+  %next = getelementptr i64, ptr %homes, i64 %owner
+  store atomic i64 %start, ptr %next seq_cst, align 8
+  %owner.next = add i64 %owner, 1
+  %more.homes = icmp ult i64 %owner.next, %parts
+  br i1 %more.homes, label %home, label %go
+go:
   %bumped = atomicrmw add ptr %generation, i64 1 seq_cst
   %b = call i32 @pthread_cond_broadcast(ptr %cond)
   %u2 = call i32 @pthread_mutex_unlock(ptr %mutex)
-  call void @take_chunks(ptr %pool, ptr %entry.fn, ptr %calls, i64 %count)
+  %me = sub i64 %parts, 1
+  call void @take_chunks(ptr %pool, ptr %entry.fn, ptr %calls, i64 %count, i64 %me)
   br label %wait
 wait:
-  %polls = phi i64 [ 0, %publish ], [ %polls.next, %wait.again ], [ %polls.next, %wait.yield ]
+  %polls = phi i64 [ 0, %go ], [ %polls.next, %wait.again ], [ %polls.next, %wait.yield ]
   %finished = load atomic i64, ptr %done seq_cst, align 8
   %all = icmp sge i64 %finished, %count
   br i1 %all, label %exit, label %wait.again
@@ -214,7 +263,8 @@ entry:
 
 
 _ADDRESS = ctypes.c_void_p
-_WORKER = ctypes.CFUNCTYPE(None, _ADDRESS)
+_INIT = ctypes.CFUNCTYPE(None, _ADDRESS)
+_WORKER = ctypes.CFUNCTYPE(None, _ADDRESS, ctypes.c_int64)
 _RUN = ctypes.CFUNCTYPE(None, _ADDRESS, _ADDRESS, _ADDRESS, ctypes.c_int64)
 
 
@@ -231,13 +281,17 @@ class ThreadPool:
         self._engine.finalize_object()
         address = self._engine.get_function_address
         self._run = _RUN(address("hpvm_pool_run"))
-        self._stop = _WORKER(address("hpvm_pool_stop"))
+        self._stop = _INIT(address("hpvm_pool_stop"))
         worker = _WORKER(address("hpvm_pool_worker"))
         self._record = np.zeros(POOL_BYTES, np.uint8)
         self.address = self._record.ctypes.data
-        _WORKER(address("hpvm_pool_init"))(self.address)
+        self._homes = np.zeros(workers + 1, np.int64)
+        words = self._record[:8 * len(WORDS)].view(np.int64)
+        words[WORDS.index("homes.at")] = self._homes.ctypes.data
+        words[WORDS.index("participants")] = workers + 1
+        _INIT(address("hpvm_pool_init"))(self.address)
         self._busy = threading.Lock()
-        self.workers = [threading.Thread(target=worker, args=(self.address,), daemon=True,
+        self.workers = [threading.Thread(target=worker, args=(self.address, index), daemon=True,
                                          name=f"hpvm-cpu-{index}") for index in range(workers)]
         for thread in self.workers:
             thread.start()

@@ -30,10 +30,12 @@ from .thread_pool import thread_pool
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 CHUNKS_PER_CORE = 4
 """Chunks of a launch per core when the ``threads`` option is not given.
-The pool hands chunks out as threads come free, so a core slowed by its
-hyper-thread sibling or the OS takes fewer.  On the lent 16-core Xeon
-(default pipelines, whole calls): edge 1.08 -> 0.77 ms, blur 0.52 ->
-0.42 ms, cfd as written 16.4 -> 12.8 ms; camera within 5%."""
+Each core takes its own range of chunks first, then the others' as it
+comes free (thread_pool.py), so a core slowed by the OS or a neighbour
+takes fewer.  On the lent 16-core Xeon (whole calls, 1 against 4 chunks
+per core, two rounds): camera as written 13.9-15.0 -> 10.4 ms, cfd
+15.6-17.2 -> 11.5-13.1, bfs 8.9-10.1 -> 7.7-8.5, edge (default pipeline)
+1.05-1.06 -> 0.80-0.85, blur 0.44-0.48 -> 0.30-0.41."""
 MIN_WORK_PER_CHUNK = 8192
 """Below this many statements run per chunk (:func:`work_per_instance`),
 handing a chunk to another core costs more than running it."""

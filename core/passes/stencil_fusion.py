@@ -35,6 +35,7 @@ consumer's reads of B; never a consumer reading B in a loop).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 from ..errors import Diagnostic, Location
@@ -53,6 +54,9 @@ from .registry import Option, register_pass
 
 MAX_LOADS = 12
 """The heuristic's limit on recomputed loads per consumer instance."""
+MAX_NODES = 2000
+"""The largest stored value (in expression nodes, variables replaced) a
+consumer may recompute."""
 
 
 @register_pass("stencil-fusion", options=[
@@ -225,7 +229,12 @@ def _element_value(function: KernelFunction, buffer: str, replication) -> Expr |
     carried = next(p.type for p in function.params if p.name == buffer)
     shape = carried.shape
     as_exprs = tuple(Const(d, I64) if isinstance(d, int) else Var(d, I64) for d in shape or ())
-    if stored is None or any(isinstance(n, Call) for n in walk(stored)):
+    if stored is None:
+        return straight
+    if sum(1 for _ in itertools.islice(walk(stored), MAX_NODES + 1)) > MAX_NODES:
+        return (f"the value '@{function.name}' stores has more than {MAX_NODES} terms once its "
+                "variables are replaced: too large to recompute")
+    if any(isinstance(n, Call) for n in walk(stored)):
         return straight
     if as_exprs != tuple(replication):
         return f"'{buffer}' does not have the shape of the producer's replication"

@@ -102,6 +102,8 @@ def test_the_heuristic_leaves_expensive_recomputation():
      "their hints differ"),
     (("node scale = @scale [N]", "node scale = @scale [N - 1]"),
      "'s' does not have the shape of the producer's replication"),
+    (("  s[i] = twice + f32(1.0)", "\n".join(["  twice = twice + twice"] * 40)
+      + "\n  s[i] = twice"), "has more than 2000 terms once its variables are replaced"),
     (("s[max(i - 1, 0)] + s[i] + s[min(i + 1, M - 1)]", "s[i]"),
      "'window' reads 's' only at its own instance's elements (node-fusion fuses"),
 ])

@@ -32,6 +32,9 @@ from hpvm.ir.kernel import (
 from hpvm.ir.types import I64
 from hpvm.ir.visit import rewrite, walk
 
+MAX_NODES = 64
+"""The largest bound or offset expression computed before the loop."""
+
 
 @dataclass(frozen=True)
 class Partition:
@@ -72,6 +75,8 @@ class _Clamps:
         self.values = {name: values[0] for name, values in declared.items()
                        if len(values) == 1 and values[0] is not None and name not in assigned}
         """Variables declared once with a value and never assigned."""
+        self._known_names: dict[str, bool] = {}
+        self._resolved: dict[str, Expr | None] = {}
         self.lower: list[Expr] = []
         self.upper: list[Expr] = []
 
@@ -92,9 +97,12 @@ class _Clamps:
             offset = self._offset(value)
             if offset is None or not self._known(bound):
                 continue
+            bound = self._value(bound)
+            if bound is None:
+                continue
             # x + offset >= bound  <=>  x >= bound - offset;
             # x + offset <= bound  <=>  x < bound - offset + 1.
-            limit = Binary("sub", self._value(bound), offset)
+            limit = Binary("sub", bound, offset)
             if node.name == "max":
                 self.lower.append(limit)
             else:
@@ -119,7 +127,8 @@ class _Clamps:
         if isinstance(expr, InstanceId) and expr.dim == self.dim:
             return 1, Const(0, I64)
         if self._known(expr):
-            return 0, self._value(expr)
+            value = self._value(expr)
+            return None if value is None else (0, value)
         if isinstance(expr, Binary) and expr.op in ("add", "sub"):
             lhs, rhs = self._linear(expr.lhs), self._linear(expr.rhs)
             if lhs is None or rhs is None:
@@ -136,15 +145,27 @@ class _Clamps:
                 return False
             if isinstance(item, InstanceId) and item.dim == self.dim:
                 return False
-            if isinstance(item, Var) and item.name in self.unknown:
-                if item.name not in self.values or not self._known(self.values[item.name]):
-                    return False
+            if isinstance(item, Var) and item.name in self.unknown and \
+                    not self._known_name(item.name):
+                return False
         return True
 
-    def _value(self, expr: Expr) -> Expr:
-        """``expr`` with every variable replaced by its value."""
+    def _known_name(self, name: str) -> bool:
+        if name not in self._known_names:
+            self._known_names[name] = name in self.values and self._known(self.values[name])
+        return self._known_names[name]
+
+    def _value(self, expr: Expr) -> Expr | None:
+        """``expr`` with every variable replaced by its value; None when
+        that grows past MAX_NODES (a long chain of variables)."""
         def substitute(node):
             if isinstance(node, Var) and node.name in self.values:
-                return self._value(self.values[node.name])
+                if node.name not in self._resolved:
+                    self._resolved[node.name] = self._value(self.values[node.name])
+                return self._resolved[node.name] or node
             return None
-        return rewrite(expr, substitute)
+        value = rewrite(expr, substitute)
+        if any(isinstance(n, Var) and n.name in self.values for n in walk(value)) or \
+                sum(1 for _ in walk(value)) > MAX_NODES:
+            return None
+        return value

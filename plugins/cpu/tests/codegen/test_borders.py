@@ -114,3 +114,21 @@ def test_a_window_loop_with_strips_matches_the_interpreter(width):
 def test_the_rows_option_gives_the_same_values():
     img = np.random.default_rng(3).random((9, 21), dtype=np.float32)
     run_both(BLUR_X, {"img": img, "bx": np.zeros_like(img)}, (9, 21), lanes=4, rows=2)
+
+
+def test_a_long_chain_of_variables_in_a_bound_is_left_as_a_clamp():
+    """Each variable doubles the one before: expanded, the bound would
+    have 2**40 terms; the clamp against it stays, the other goes."""
+    chain = "\n".join(f"  let a{i}: i64 = a{i - 1} + a{i - 1}" for i in range(1, 41))
+    text = f"""
+func @k(in img: f32[W], out o: f32[W]) {{
+  let x: i64 = instance_id(0)
+  let a0: i64 = W - W
+{chain}
+  o[x] = img[min(max(x - 1, 0), a40 + W - 1)]
+}}
+"""
+    found = partition(module(text).functions["k"], 0)
+    assert found is not None and len(found.lower) == 1 and not found.upper
+    img = np.random.default_rng(4).random(37, dtype=np.float32)
+    run_both(text, {"img": img, "o": np.zeros_like(img)}, (37,))

@@ -10,6 +10,9 @@ dependencies hold across queues; fills and device-to-device copies finish
 before they return for the same reason.  ``launch`` returns the kernel's
 event and ``wait`` waits for it.  Reads back to the host (``copy_out``)
 are blocking, and so is ``copy_in`` (the caller may reuse its array).
+``copy_out`` reads into arrays of an OutputPool (hpvm.runtime.output_pool):
+the memory of results the caller dropped, already mapped, instead of fresh
+pages faulted in by the copy.
 
 With the option ``asynchronous`` the runtime does not wait for launches:
 each buffer remembers the event of its last writer and of its readers
@@ -28,6 +31,7 @@ import numpy as np
 
 from hpvm.errors import Location
 from hpvm.ir.graph import ConstantBody, Module
+from hpvm.runtime.output_pool import OutputPool
 from hpvm.ir.shapes import bind_symbols, replication_sizes
 from hpvm.target import Device, NodeRef
 
@@ -95,6 +99,7 @@ class OpenCLDevice(Device):
         self.arguments = arguments
         self.work_group = options.get("work_group")
         self.transfers = Transfers(runtime, options.get("transfer", DEFAULT_TRANSFER))
+        self.host_arrays = OutputPool()
         self.task_parallelism = options.get("task_parallelism", True)
         self.asynchronous = options.get("asynchronous", False)
         self.async_launch = self.asynchronous
@@ -147,7 +152,7 @@ class OpenCLDevice(Device):
             self.transfers.to_device(handle.buffer, data)
 
     def copy_out(self, handle: DeviceBuffer) -> np.ndarray:
-        array = np.empty(handle.shape, handle.dtype)
+        array = self.host_arrays.empty(handle.shape, handle.dtype)
         if handle.nbytes:
             handle.settled()
             self.transfers.to_host(handle.buffer, array)

@@ -180,3 +180,23 @@ def test_staged_inputs_stay_on_the_device_and_unchanged():
     for s in (1.5, -2.0, 1.5):
         assert_outputs_close(exe(**staged, s=s), run_module(module, {"a": a, "s": s}))
         assert exe.report().bytes_copied == 3 * N * FLOAT   # the three results only
+
+
+def test_results_read_back_reuse_the_memory_of_dropped_ones():
+    """Arrays of 1 MiB or more come from the device's output pool, and go
+    back to it once the caller drops them."""
+    module = parse_module(RESIDENT)
+    exe = rt.compile(module, targets=["gpu_opencl"])
+    pool = exe._get_devices()["gpu_opencl"].host_arrays
+    n = 1 << 18
+    a = np.random.default_rng(6).standard_normal(n).astype(np.float32)
+    first = exe(a=a, s=2.0)
+    held = exe(a=a, s=3.0)
+    assert pool.idle_blocks() == 0
+    address = first["total"].ctypes.data
+    del first
+    assert pool.idle_blocks() == 2   # the first run's three results; two are kept
+    again = exe(a=a, s=4.0)
+    assert address in {value.ctypes.data for value in again.values()}
+    for outputs, s in ((held, 3.0), (again, 4.0)):
+        assert_outputs_close(outputs, run_module(module, {"a": a, "s": s}))

@@ -9,6 +9,7 @@ from ..ir.kernel import (
     ArrayDecl, Assign, AtomicUpdate, Expr, For, KernelFunction, Let, Load,
     Stmt, Store, Var,
 )
+from ..ir.types import BufferType
 from ..ir.visit import rewrite, walk
 
 _DECLARING = {Let: "name", For: "var", ArrayDecl: "name"}
@@ -87,3 +88,12 @@ def substitute(root, renames: dict[str, str] | None = None,
         return dataclasses.replace(node, **changes) if changes else None
 
     return rewrite(root, visit)
+
+
+def renamed_shape(type_, shapes: dict):
+    """``type_`` with the shape symbols of a buffer type replaced as
+    ``shapes`` says (a new name or a constant size); other types as they are."""
+    if not isinstance(type_, BufferType) or type_.shape is None:
+        return type_
+    shape = tuple(shapes.get(d, d) if isinstance(d, str) else d for d in type_.shape)
+    return dataclasses.replace(type_, shape=shape)

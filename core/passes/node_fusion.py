@@ -40,7 +40,9 @@ from ..ir.parameter import Parameter
 from ..ir.types import I64, BufferType
 from ..ir.visit import rewrite, walk
 from .errors import PassError
-from .names import NameGenerator, declared_names, function_names, substitute, unique_name
+from .names import (
+    NameGenerator, declared_names, function_names, renamed_shape, substitute, unique_name,
+)
 from .registry import Option, register_pass
 
 
@@ -205,7 +207,7 @@ def _fuse(module: Module, graph: Graph, producer: Node, consumer: Node) -> tuple
     params = list(first.params)
     for param in second.params:
         if param.name not in carried:
-            params.append(Parameter(renames[param.name], _renamed_type(param.type, symbols),
+            params.append(Parameter(renames[param.name], renamed_shape(param.type, symbols),
                                     param.direction, param.restrict))
     body = first.body + second_body
     kept_edges = [e for e in graph.edges if e not in edges]
@@ -249,13 +251,6 @@ def _size_values(function: KernelFunction, symbols: dict) -> dict[str, Expr]:
                       I64)
         values[symbol] = Const(target, I64) if isinstance(target, int) else Var(target, scalar)
     return values
-
-
-def _renamed_type(type_, symbols: dict):
-    if not isinstance(type_, BufferType) or type_.shape is None:
-        return type_
-    shape = tuple(symbols.get(d, d) if isinstance(d, str) else d for d in type_.shape)
-    return dataclasses.replace(type_, shape=shape)
 
 
 def _as_private_array(body, param: Parameter, rank: int, names: NameGenerator):

@@ -46,10 +46,10 @@ from ..ir.kernel import (
     Store, Var, While,
 )
 from ..ir.parameter import Parameter
-from ..ir.types import I64, BufferType
+from ..ir.types import I64
 from ..ir.visit import rewrite, walk
 from .errors import PassError
-from .names import NameGenerator, function_names, substitute
+from .names import NameGenerator, function_names, renamed_shape, substitute, unique_name
 from .registry import Option, register_pass
 
 MAX_LOADS = 12
@@ -185,9 +185,9 @@ class _Pair:
                            else counts[n.dim] if isinstance(n, InstanceCount) else None)
 
         params = [p for p in second.params if p.name != self.port] + [
-            Parameter(renames[p.name], _renamed_type(p.type, shapes), p.direction, p.restrict)
+            Parameter(renames[p.name], renamed_shape(p.type, shapes), p.direction, p.restrict)
             for p in first.params if p.name != self.buffer]
-        name = _unique(f"{first.name}_{second.name}", self.module.functions)
+        name = unique_name(f"{first.name}_{second.name}", self.module.functions)
         function = KernelFunction(name, tuple(params), rewrite(second.body, recompute))
         fused = dataclasses.replace(self.consumer, body=KernelBody(name))
         graph = _rewire(self.graph, self.producer, fused, renames)
@@ -257,17 +257,6 @@ def _symbol_values(first: KernelFunction, second: KernelFunction, buffer: str,
         if isinstance(ours, str):
             values[ours] = Const(theirs, I64) if isinstance(theirs, int) else Var(theirs, I64)
     return values
-
-
-def _renamed_type(type_, shapes: dict[str, str | int]):
-    if not isinstance(type_, BufferType) or type_.shape is None:
-        return type_
-    return dataclasses.replace(type_, shape=tuple(shapes.get(d, d) if isinstance(d, str) else d
-                                                  for d in type_.shape))
-
-
-def _unique(base: str, taken) -> str:
-    return NameGenerator(taken).fresh(base)
 
 
 def _rewire(graph: Graph, producer: Node, fused: Node, renames: dict[str, str]) -> Graph:

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hpvm.ir.analysis import assigned_variables
 from hpvm.ir.kernel import (
-    Assign, AtomicUpdate, Binary, Call, Const, Expr, For, InstanceId, Intrinsic, KernelFunction,
-    Let, Load, Stmt, Var,
+    Binary, Call, Const, Expr, For, InstanceId, Intrinsic, KernelFunction, Let, Load, Stmt, Var,
 )
 from hpvm.ir.types import I64
 from hpvm.ir.visit import rewrite, walk
@@ -60,16 +60,12 @@ class _Clamps:
         self.kernel = kernel
         self.dim = dim
         declared: dict[str, list[Expr | None]] = {}
-        assigned: set[str] = set()
         for item in walk(kernel.body):
             if isinstance(item, Let):
                 declared.setdefault(item.name, []).append(item.value)
             elif isinstance(item, For):
                 declared.setdefault(item.var, []).append(None)
-            elif isinstance(item, Assign):
-                assigned.add(item.name)
-            elif isinstance(item, AtomicUpdate) and item.result:
-                assigned.add(item.result)
+        assigned = assigned_variables(kernel.body)
         self.unknown = set(declared) | assigned
         """Names whose value this analysis does not know."""
         self.values = {name: values[0] for name, values in declared.items()

@@ -153,6 +153,12 @@ class Device:
     launch writes the whole of each output (a buffer reused from run to run
     needs no zero fill): a program placed wholly on this device then runs
     as one replay per run (runtime/static_run.py)."""
+    parallel_clear: bool = False
+    """True when :meth:`clear` zero-fills on every core (and
+    :meth:`copy_buffer` copies on every core): the static
+    schedule (runtime/static_run.py) then keeps large intermediates in its
+    arena and clears them in each run, rather than making them afresh and
+    paying the OS for zeroed pages."""
     timing_label: str = ""
     """Said beside the target in run reports when the times are not the
     real device's: ``"emulated"`` for a target emulating its hardware."""
@@ -172,6 +178,17 @@ class Device:
         copy = self.allocate(shape, dtype)
         self.copy_in(copy, self.copy_out(handle))
         return copy
+
+    def clear(self, handle) -> None:
+        """Zero-fill a buffer in host memory (devices with ``host_memory``)
+        before a launch that may write only part of it."""
+        handle.fill(0)
+
+    def copy_buffer(self, to, source) -> None:
+        """Copy one buffer in host memory into another of its shape and
+        dtype (devices with ``host_memory``): a value a node updates in
+        place while others still read it."""
+        np.copyto(to, source)
 
     def free(self, handle) -> None:
         """Release a buffer; the default leaves it to garbage collection."""

@@ -38,11 +38,12 @@ class StagedBuffer:
 
 PER_RUN_BYTES = 4 << 20
 """Intermediates this large that their node does not write whole are made
-in every run instead of kept in the arena: the OS hands out zeroed pages,
-first touched by the cores that run the producing kernel, where an arena
-buffer is zero-filled by one thread (camera at 1536x2048 on 16 cores: 26.7
-ms with the arena, 17.6 before).  Those written whole stay in the arena:
-no clearing, and no page faults in every run (whole_writes.py)."""
+in every run instead of kept in the arena, unless their device clears on
+every core (``parallel_clear``): the OS hands out zeroed pages, first
+touched by the cores that run the producing kernel, where an arena buffer
+is zero-filled by one thread (camera at 1536x2048 on 16 cores: 26.7 ms
+with the arena, 17.6 before).  Those written whole stay in the arena: no
+clearing, and no page faults in every run (whole_writes.py)."""
 
 
 @dataclass
@@ -183,16 +184,18 @@ class SchedulePlanner:
             slot = self._new_slot(self.CONSTANT, (shape, dtype))
             self.schedule.kept[slot] = step.device.allocate(shape, dtype)
             return slot
-        slot = self._buffer(source, shape, dtype, step.device, whole)
+        slot = self._buffer(source, shape, dtype, step.device, whole, cleared=not whole)
         if self.kinds[slot] == self.ARENA and self.schedule.captured is None and not whole:
             step.zero.append(slot)
         return slot
 
-    def _buffer(self, source: Source, shape, dtype, device: Device, whole: bool = False) -> int:
+    def _buffer(self, source: Source, shape, dtype, device: Device, whole: bool = False,
+                cleared: bool = False) -> int:
         """A slot for ``source``: made in each run for a program output or
         a large value its node does not write whole (the OS clears fresh
-        pages as the kernel touches them), else a free arena buffer of
-        that layout, or a new one.  On a resident device that does not
+        pages as the kernel touches them) unless the run clears it
+        (``cleared``) on every core (``device.parallel_clear``), else a free
+        arena buffer of that layout, or a new one.  On a resident device that does not
         capture, every value written whole is kept (outputs too: they are
         copied out), every other value made, cleared, in each run."""
         layout = (tuple(shape), np.dtype(dtype))
@@ -200,7 +203,8 @@ class SchedulePlanner:
         if self._resident_run:
             per_run = not whole
         else:
-            per_run = source in self.outputs or (large and not whole)
+            per_run = source in self.outputs or (large and not whole and not
+                                                 (cleared and device.parallel_clear))
         if per_run:
             slot = self._new_slot(self.FRESH, layout)
             made_uncleared = whole and device.host_memory

@@ -227,12 +227,12 @@ class _Schedule:
                 records.append(NodeRecord(step.plan.task.label, step.label, 0.0, CopyStats()))
                 continue
             for slot in step.zero:
-                values[slot].fill(0)
+                step.device.clear(values[slot])
             for to, source in step.copies:
                 if to in self.duplicates:
                     values[to] = self.resident.duplicate(values[source], *self.duplicates[to])
                 else:
-                    np.copyto(values[to], values[source])
+                    step.device.copy_buffer(values[to], values[source])
             changed = {port: values[slot] for port, slot in step.changing}
             began = clock()
             try:

@@ -104,6 +104,9 @@ def module():
 def test_runs_repeat_exactly_with_new_inputs_scalars_and_shapes(module, target, options,
                                                                 per_run_bytes, monkeypatch):
     monkeypatch.setattr(static_planner, "PER_RUN_BYTES", per_run_bytes)  # 0: no arena at all
+    if per_run_bytes == 0:  # and the cpu clears and copies with its pool, at any size
+        import hpvm_cpu.target
+        monkeypatch.setattr(hpvm_cpu.target, "PARALLEL_CLEAR_BYTES", 0)
     exe = compile(module, targets=[target], options=options)
     assert isinstance(exe._static_program(), StaticProgram)
     rng = np.random.default_rng(0)
@@ -417,3 +420,52 @@ def test_inputs_are_checked_in_full_after_a_good_call(module):
     with pytest.raises(ExecutionError, match="expects a scalar"):
         checker.check({"a": good, "s": np.ones(2)})
     assert len(checker._passed) == 2
+
+
+CHAIN = """hpvm 1.0
+module chain
+
+func @scale(in x: f32[N], in s: f32, out y: f32[N]) {
+  let i: i64 = instance_id(0)
+  y[i] = x[i] * s
+}
+
+func @accumulate(in x: f32[N], out y: f32[N]) {
+  let i: i64 = instance_id(0)
+  y[i] = y[i] + x[i]
+}
+
+graph @main(in a: f32[N], in s: f32, out y: f32[N]) {
+  node first = @scale [N]
+  node second = @accumulate [N]
+  node third = @scale [N]
+  edge first.y -> second.x all-to-all
+  edge second.y -> third.x all-to-all
+  in a -> first.x
+  in s -> first.s
+  in s -> third.s
+  out third.y -> y
+}
+
+root @main
+"""
+
+
+@pytest.mark.parametrize("target,arena", [("cpu", True), ("interp", False)])
+def test_a_large_intermediate_is_cleared_in_the_arena_where_the_device_clears_on_every_core(
+        target, arena, monkeypatch):
+    """The cpu clears on every core (parallel_clear): a large intermediate
+    its node reads before writing stays in the arena, cleared in each run;
+    the interpreter's is made afresh in each run."""
+    import hpvm_cpu.target
+    monkeypatch.setattr(static_planner, "PER_RUN_BYTES", 0)
+    monkeypatch.setattr(hpvm_cpu.target, "PARALLEL_CLEAR_BYTES", 0)  # the pool, at any size
+    exe = compile(parse_module(CHAIN), targets=[target], options={"task_parallelism": False})
+    rng = np.random.default_rng(1)
+    for n in (5000, 5000, 77, 5000):
+        a, s = rng.standard_normal(n).astype(np.float32), float(rng.uniform(1, 2))
+        np.testing.assert_allclose(exe(a=a, s=s)["y"], a * s * s, rtol=1e-6)
+    schedule = exe._static_program()._idle[next(iter(exe._static_program()._idle))][0]
+    zeroed = [slot for step in schedule.steps for slot in step.zero]
+    assert len(zeroed) == (1 if arena else 0)
+    assert len(schedule.fresh) == (1 if arena else 2)   # the output (and the intermediate)

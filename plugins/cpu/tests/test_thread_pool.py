@@ -12,7 +12,7 @@ from hpvm.ir.parameter import Parameter
 from hpvm.ir.types import F64, I64, BufferType
 from hpvm_cpu.codegen.compiler import compile_kernel_node
 from hpvm_cpu.codegen.testing import module_of
-from hpvm_cpu.codegen.thread_pool import ThreadPool, thread_pool
+from hpvm_cpu.codegen.thread_pool import ThreadPool, split_range, thread_pool
 
 N = 5000
 REPLICATION = (Var("N", I64),)
@@ -100,8 +100,32 @@ def test_a_stopped_pool_lets_its_workers_end():
     assert thread_pool() is not pool
 
 
+@pytest.mark.parametrize("workers", [0, 3])
+@pytest.mark.parametrize("size", [1, 4095, 4096, 70_001, 1 << 20])
+def test_clear_zeroes_exactly_the_array(workers, size):
+    """Every byte of the array, none beside it: the array starts 3 bytes
+    into a larger buffer of sentinels."""
+    pool = ThreadPool(workers)
+    backing = np.full(size + 8, 7, np.uint8)
+    pool.clear(backing[3:3 + size])
+    assert (backing[3:3 + size] == 0).all()
+    assert (backing[:3] == 7).all() and (backing[3 + size:] == 7).all()
+    pool.stop()
+
+
+@pytest.mark.parametrize("workers", [0, 3])
+@pytest.mark.parametrize("size", [1, 4095, 70_001, 1 << 20])
+def test_copy_copies_exactly_the_array(workers, size):
+    pool = ThreadPool(workers)
+    source = np.random.default_rng(size).integers(0, 255, size, dtype=np.uint8)
+    backing = np.full(size + 8, 7, np.uint8)
+    pool.copy(backing[3:3 + size], source)
+    np.testing.assert_array_equal(backing[3:3 + size], source)
+    assert (backing[:3] == 7).all() and (backing[3 + size:] == 7).all()
+    pool.stop()
+
+
 def test_chunks_of_one_dimensional_nodes_are_whole_strips():
-    from hpvm_cpu.codegen.jit import split_range
     assert split_range(256, 64, 16) == [(16 * i, 16 * i + 16) for i in range(16)]
     assert split_range(100, 3, 16) == [(0, 48), (48, 80), (80, 100)]
     assert split_range(10, 4) == [(0, 3), (3, 6), (6, 8), (8, 10)]

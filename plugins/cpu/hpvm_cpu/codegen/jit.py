@@ -25,7 +25,7 @@ from .abi import ArgumentLayout, BufferSlots, entry_symbol
 from .pipeline import MachineCode
 from .machine import MachineSpec, parse
 from .marshal import PackedArguments, Packer, scalar_bits, set_replication
-from .thread_pool import thread_pool
+from .thread_pool import split_range, thread_pool
 
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 CHUNKS_PER_CORE = 4
@@ -64,20 +64,6 @@ def work_per_instance(body: tuple[Stmt, ...]) -> int:
 def instances_per_chunk(kernel: KernelFunction) -> int:
     """The fewest instances worth a chunk of their own."""
     return max(1, -(-MIN_WORK_PER_CHUNK // max(1, work_per_instance(kernel.body))))
-
-
-def split_range(count: int, parts: int, unit: int = 1) -> list[tuple[int, int]]:
-    """``[0, count)`` as at most ``parts`` contiguous, near-equal chunks,
-    each a multiple of ``unit`` long but the last."""
-    units = -(-count // unit)
-    parts = max(1, min(parts, units))
-    base, extra = divmod(units, parts)
-    chunks, begin = [], 0
-    for index in range(parts):
-        end = min(count, begin + (base + (index < extra)) * unit)
-        chunks.append((begin, end))
-        begin = end
-    return chunks
 
 
 class CompiledKernel:

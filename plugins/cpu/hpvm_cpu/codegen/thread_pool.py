@@ -50,10 +50,28 @@ from hpvm.threads import available_cores
 from .machine import MachineSpec, initialize, parse
 
 POOL_BYTES = 512
+PAGE = 4096
+CLEARS_PER_CORE = 2
+"""Ranges per participant of :meth:`ThreadPool.clear` and
+:meth:`ThreadPool.copy`: a late core's range is taken by another."""
 MUTEX, CONDITION = 128, 256
 SPINS = 4000
 """Polls of a worker for the next job before it sleeps (a pause each:
 about 0.1-0.5 ms), so back-to-back launches find it awake."""
+
+def split_range(count: int, parts: int, unit: int = 1) -> list[tuple[int, int]]:
+    """``[0, count)`` as at most ``parts`` contiguous, near-equal chunks,
+    each a multiple of ``unit`` long but the last."""
+    units = -(-count // unit)
+    parts = max(1, min(parts, units))
+    base, extra = divmod(units, parts)
+    chunks, begin = [], 0
+    for index in range(parts):
+        end = min(count, begin + (base + (index < extra)) * unit)
+        chunks.append((begin, end))
+        begin = end
+    return chunks
+
 
 WORDS = ("generation", "done", "active", "stop", "entry.at", "calls.at", "count.at", "homes.at",
          "participants")
@@ -85,7 +103,29 @@ declare i32 @pthread_mutex_unlock(ptr)
 declare i32 @pthread_cond_wait(ptr, ptr)
 declare i32 @pthread_cond_broadcast(ptr)
 declare i32 @sched_yield()
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 {declare}
+
+define void @hpvm_pool_clear(ptr %base, i64 %first, i64 %end) {{
+entry:
+  %at = getelementptr i8, ptr %base, i64 %first
+  %bytes = sub i64 %end, %first
+  call void @llvm.memset.p0.i64(ptr %at, i8 0, i64 %bytes, i1 false)
+  ret void
+}}
+
+define void @hpvm_pool_copy(ptr %pair, i64 %first, i64 %end) {{
+entry:
+  %to.base = load ptr, ptr %pair
+  %from.at = getelementptr ptr, ptr %pair, i64 1
+  %from.base = load ptr, ptr %from.at
+  %to = getelementptr i8, ptr %to.base, i64 %first
+  %from = getelementptr i8, ptr %from.base, i64 %first
+  %bytes = sub i64 %end, %first
+  call void @llvm.memcpy.p0.p0.i64(ptr %to, ptr %from, i64 %bytes, i1 false)
+  ret void
+}}
 
 define void @hpvm_pool_init(ptr %pool) {{
 entry:
@@ -281,6 +321,8 @@ class ThreadPool:
         self._engine.finalize_object()
         address = self._engine.get_function_address
         self._run = _RUN(address("hpvm_pool_run"))
+        self._clear = address("hpvm_pool_clear")
+        self._copy = address("hpvm_pool_copy")
         self._stop = _INIT(address("hpvm_pool_stop"))
         worker = _WORKER(address("hpvm_pool_worker"))
         self._record = np.zeros(POOL_BYTES, np.uint8)
@@ -302,6 +344,27 @@ class ThreadPool:
         each uses every core."""
         with self._busy:
             self._run(self.address, entry, calls.ctypes.data, len(calls))
+
+    def clear(self, array: np.ndarray) -> None:
+        """Zero-fill ``array`` (C-contiguous) on every core: a memset of
+        each range of its bytes (``hpvm_pool_clear``, the base address in
+        each chunk's first column)."""
+        self._run_in_pages(self._clear, array.ctypes.data, array.nbytes)
+
+    def copy(self, to: np.ndarray, source: np.ndarray) -> None:
+        """Copy ``source`` into ``to`` (both C-contiguous, the same size) on
+        every core: a memcpy of each range of bytes (``hpvm_pool_copy``,
+        the two base addresses at the address in each chunk's first
+        column)."""
+        pair = np.array([to.ctypes.data, source.ctypes.data], dtype=np.uint64)
+        self._run_in_pages(self._copy, pair.ctypes.data, to.nbytes)
+
+    def _run_in_pages(self, entry: int, argument: int, size: int) -> None:
+        """``entry`` over ``[0, size)`` bytes in CLEARS_PER_CORE ranges of
+        whole pages per participant."""
+        ranges = split_range(size, len(self._homes) * CLEARS_PER_CORE, PAGE)
+        self.run(entry, np.array([(argument, first, end) for first, end in ranges],
+                                 dtype=np.uint64))
 
     def stop(self) -> None:
         """End the workers (the pool cannot run jobs afterwards)."""

@@ -162,7 +162,8 @@ class SchedulePlanner:
             copy = self._new_slot(self.FRESH, (shape, dtype))
             self.schedule.duplicates[copy] = (shape, dtype)
         else:
-            copy = self._buffer(Source(task.task.index, port), shape, dtype, step.device)
+            copy = self._buffer(Source(task.task.index, port), shape, dtype, step.device,
+                                copy=True)
         step.copies.append((copy, slot))
         return copy
 
@@ -190,12 +191,15 @@ class SchedulePlanner:
         return slot
 
     def _buffer(self, source: Source, shape, dtype, device: Device, whole: bool = False,
-                cleared: bool = False) -> int:
-        """A slot for ``source``: made in each run for a program output or
-        a large value its node does not write whole (the OS clears fresh
+                cleared: bool = False, copy: bool = False) -> int:
+        """A slot for ``source``: made in each run for a program output, a
+        large value its node does not write whole (the OS clears fresh
         pages as the kernel touches them) unless the run clears it
-        (``cleared``) on every core (``device.parallel_clear``), else a free
-        arena buffer of that layout, or a new one.  On a resident device that does not
+        (``cleared``) on every core (``device.parallel_clear``), and a large
+        private ``copy`` of a value updated in place (made uncleared: the
+        copy writes it whole; updated on, it is often the program's output,
+        then handed out without a copy); else a free arena buffer of that
+        layout, or a new one.  On a resident device that does not
         capture, every value written whole is kept (outputs too: they are
         copied out), every other value made, cleared, in each run."""
         layout = (tuple(shape), np.dtype(dtype))
@@ -203,11 +207,11 @@ class SchedulePlanner:
         if self._resident_run:
             per_run = not whole
         else:
-            per_run = source in self.outputs or (large and not whole and not
-                                                 (cleared and device.parallel_clear))
+            per_run = source in self.outputs or (large and copy) or (
+                large and not whole and not (cleared and device.parallel_clear))
         if per_run:
             slot = self._new_slot(self.FRESH, layout)
-            made_uncleared = whole and device.host_memory
+            made_uncleared = (whole or copy) and device.host_memory
             self.schedule.fresh.append((slot, layout[0], layout[1],
                                         None if made_uncleared else device))
             return slot

@@ -422,19 +422,7 @@ def test_inputs_are_checked_in_full_after_a_good_call(module):
     assert len(checker._passed) == 2
 
 
-CHAIN = """hpvm 1.0
-module chain
-
-func @scale(in x: f32[N], in s: f32, out y: f32[N]) {
-  let i: i64 = instance_id(0)
-  y[i] = x[i] * s
-}
-
-func @accumulate(in x: f32[N], out y: f32[N]) {
-  let i: i64 = instance_id(0)
-  y[i] = y[i] + x[i]
-}
-
+CHAIN = PROGRAM[:PROGRAM.index("graph @main")] + """\
 graph @main(in a: f32[N], in s: f32, out y: f32[N]) {
   node first = @scale [N]
   node second = @accumulate [N]

@@ -439,16 +439,19 @@ root @main
 """
 
 
-@pytest.mark.parametrize("target,arena", [("cpu", True), ("interp", False)])
+@pytest.mark.parametrize("target,options,arena", [("cpu", {}, True), ("cpu", {"threads": 1}, False),
+                                                  ("interp", {}, False)])
 def test_a_large_intermediate_is_cleared_in_the_arena_where_the_device_clears_on_every_core(
-        target, arena, monkeypatch):
+        target, options, arena, monkeypatch):
     """The cpu clears on every core (parallel_clear): a large intermediate
     its node reads before writing stays in the arena, cleared in each run;
-    the interpreter's is made afresh in each run."""
+    the interpreter's, and the cpu's on one thread, is made afresh in each
+    run."""
     import hpvm_cpu.target
     monkeypatch.setattr(static_planner, "PER_RUN_BYTES", 0)
     monkeypatch.setattr(hpvm_cpu.target, "PARALLEL_CLEAR_BYTES", 0)  # the pool, at any size
-    exe = compile(parse_module(CHAIN), targets=[target], options={"task_parallelism": False})
+    exe = compile(parse_module(CHAIN), targets=[target],
+                  options={"task_parallelism": False, **options})
     rng = np.random.default_rng(1)
     for n in (5000, 5000, 77, 5000):
         a, s = rng.standard_normal(n).astype(np.float32), float(rng.uniform(1, 2))

@@ -150,7 +150,7 @@ class CpuTarget(Target):
             kernels[function] = CompiledKernel(kernel, ArgumentLayout.of(kernel, rank), code,
                                                options.get("threads"),
                                                lanes=options.get("lanes") or DEFAULT_LANES)
-        return CpuDevice(module, kernels)
+        return CpuDevice(module, kernels, options.get("threads"))
 
 
 def worth_blas(node: Node) -> bool:
@@ -200,14 +200,15 @@ class CpuDevice(HostMemoryDevice):
     name = "cpu"
     multicore_launch = True
     """A node's instances are split across the cores (codegen/jit.py)."""
-    parallel_clear = True
-    """Buffers of PARALLEL_CLEAR_BYTES or more are cleared and copied by
-    the native pool (codegen/thread_pool.py)."""
 
-    def __init__(self, module: Module, kernels: dict):
+    def __init__(self, module: Module, kernels: dict, threads: int | None = None):
         from hpvm.interp.target import InterpDevice
         self.module = module
         self.kernels = kernels
+        self.parallel_clear = threads != 1
+        """Buffers of PARALLEL_CLEAR_BYTES or more are cleared and copied
+        by the native pool (codegen/thread_pool.py), unless the ``threads``
+        option keeps the program on one thread."""
         self._numpy = InterpDevice(module)
         """Runs the tensor nodes kept for BLAS (their numpy evaluation)."""
         self._nodes: dict[NodeRef, tuple] = {}
@@ -225,20 +226,23 @@ class CpuDevice(HostMemoryDevice):
         return None
 
     def clear(self, handle: np.ndarray) -> None:
-        if handle.nbytes >= PARALLEL_CLEAR_BYTES and handle.flags.c_contiguous:
+        if self._on_pool(handle):
             from .codegen.thread_pool import thread_pool
             thread_pool().clear(handle)
         else:
             handle.fill(0)
 
     def copy_buffer(self, to: np.ndarray, source: np.ndarray) -> None:
-        if to.nbytes >= PARALLEL_CLEAR_BYTES and to.flags.c_contiguous \
-                and source.flags.c_contiguous and to.dtype == source.dtype \
-                and to.shape == source.shape:
+        if self._on_pool(to, source) and (to.shape, to.dtype) == (source.shape, source.dtype):
             from .codegen.thread_pool import thread_pool
             thread_pool().copy(to, source)
         else:
             np.copyto(to, source)
+
+    def _on_pool(self, *arrays: np.ndarray) -> bool:
+        """Whether to clear or copy ``arrays`` on the native pool."""
+        return self.parallel_clear and arrays[0].nbytes >= PARALLEL_CLEAR_BYTES \
+            and all(a.flags.c_contiguous for a in arrays)
 
     def bind(self, node: NodeRef, args: dict[str, Any]):
         body, kernel, replication = self._node(node)

@@ -45,10 +45,12 @@ OPTIONS = [
            "through the BLAS numpy links instead of generated code"),
 ]
 PARALLEL_CLEAR_BYTES = 1 << 20
-"""From this size the cpu device clears a buffer on every core: one thread
-clears about 10 GB/s, so 18 MiB took 1.8 ms, and the intermediates it kept
-out of the arena cost page faults in every run instead (camera, one
-thread: 43 -> 26 ms per call on the lent 16-core Xeon)."""
+"""From this size the cpu device clears and copies a buffer on every core.
+One thread clears about 10 GB/s (18 MiB: 1.8 ms), which is why large
+intermediates used to be made afresh in each run, paying page faults
+instead; kept in the arena and cleared by the pool, camera with the default
+pipeline took 3.0 ms per call on 16 threads of the lent Xeon instead of
+3.9, and srad 16-17 ms instead of 39 (its 64 MB copy)."""
 BLAS_OPS = frozenset({"matmul", "gemm"})
 """Tensor ops the cpu runs through numpy's BLAS (option ``blas``) when they
 are large: on 16 cores sgemm 2048^3 took 14.4 ms there, 116 ms as a

@@ -20,6 +20,10 @@ consecutive launches of one size (a producer's output is still in that
 core's cache when its consumer runs), and a core that is late or slow has
 its chunks taken by the others.
 
+The pool also clears and copies large host buffers (:meth:`ThreadPool.clear`,
+:meth:`ThreadPool.copy`): jobs whose chunks are ranges of whole pages, run
+by ``hpvm_pool_clear`` (memset) or ``hpvm_pool_copy`` (memcpy).
+
 A job is published under the pool's mutex, and only once no worker is left
 in the previous one (``active``), so a worker never takes a chunk of a job
 it did not read.  One job runs at a time: launches from other threads wait
@@ -58,6 +62,7 @@ MUTEX, CONDITION = 128, 256
 SPINS = 4000
 """Polls of a worker for the next job before it sleeps (a pause each:
 about 0.1-0.5 ms), so back-to-back launches find it awake."""
+
 
 def split_range(count: int, parts: int, unit: int = 1) -> list[tuple[int, int]]:
     """``[0, count)`` as at most ``parts`` contiguous, near-equal chunks,

@@ -185,21 +185,21 @@ class SchedulePlanner:
             slot = self._new_slot(self.CONSTANT, (shape, dtype))
             self.schedule.kept[slot] = step.device.allocate(shape, dtype)
             return slot
-        slot = self._buffer(source, shape, dtype, step.device, whole, cleared=not whole)
+        slot = self._buffer(source, shape, dtype, step.device, whole)
         if self.kinds[slot] == self.ARENA and self.schedule.captured is None and not whole:
             step.zero.append(slot)
         return slot
 
     def _buffer(self, source: Source, shape, dtype, device: Device, whole: bool = False,
-                cleared: bool = False, copy: bool = False) -> int:
+                copy: bool = False) -> int:
         """A slot for ``source``: made in each run for a program output, a
         large value its node does not write whole (the OS clears fresh
-        pages as the kernel touches them) unless the run clears it
-        (``cleared``) on every core (``device.parallel_clear``), and a large
-        private ``copy`` of a value updated in place (made uncleared: the
-        copy writes it whole; updated on, it is often the program's output,
-        then handed out without a copy); else a free arena buffer of that
-        layout, or a new one.  On a resident device that does not
+        pages as the kernel touches them) unless the device clears on
+        every core (``device.parallel_clear``: the run clears it in the
+        arena), and a large private ``copy`` of a value updated in place
+        (made uncleared: the copy writes it whole; updated on, it is often
+        the program's output, then handed out without a copy); else a free
+        arena buffer of that layout, or a new one.  On a resident device that does not
         capture, every value written whole is kept (outputs too: they are
         copied out), every other value made, cleared, in each run."""
         layout = (tuple(shape), np.dtype(dtype))
@@ -207,8 +207,8 @@ class SchedulePlanner:
         if self._resident_run:
             per_run = not whole
         else:
-            per_run = source in self.outputs or (large and copy) or (
-                large and not whole and not (cleared and device.parallel_clear))
+            per_run = source in self.outputs or (
+                large and not whole and (copy or not device.parallel_clear))
         if per_run:
             slot = self._new_slot(self.FRESH, layout)
             made_uncleared = (whole or copy) and device.host_memory

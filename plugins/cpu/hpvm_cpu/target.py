@@ -228,23 +228,27 @@ class CpuDevice(HostMemoryDevice):
         return None
 
     def clear(self, handle: np.ndarray) -> None:
-        if self._on_pool(handle):
-            from .codegen.thread_pool import thread_pool
-            thread_pool().clear(handle)
-        else:
+        pool = self._pool_for(handle)
+        if pool is None:
             handle.fill(0)
+        else:
+            pool.clear(handle)
 
     def copy_buffer(self, to: np.ndarray, source: np.ndarray) -> None:
-        if self._on_pool(to, source) and (to.shape, to.dtype) == (source.shape, source.dtype):
-            from .codegen.thread_pool import thread_pool
-            thread_pool().copy(to, source)
-        else:
+        pool = self._pool_for(to, source)
+        if pool is None or (to.shape, to.dtype) != (source.shape, source.dtype):
             np.copyto(to, source)
+        else:
+            pool.copy(to, source)
 
-    def _on_pool(self, *arrays: np.ndarray) -> bool:
-        """Whether to clear or copy ``arrays`` on the native pool."""
-        return self.parallel_clear and arrays[0].nbytes >= PARALLEL_CLEAR_BYTES \
-            and all(a.flags.c_contiguous for a in arrays)
+    def _pool_for(self, *arrays: np.ndarray):
+        """The native pool, when ``arrays`` are to be cleared or copied on
+        it; else None."""
+        if not (self.parallel_clear and arrays[0].nbytes >= PARALLEL_CLEAR_BYTES
+                and all(a.flags.c_contiguous for a in arrays)):
+            return None
+        from .codegen.thread_pool import thread_pool
+        return thread_pool()
 
     def bind(self, node: NodeRef, args: dict[str, Any]):
         body, kernel, replication = self._node(node)

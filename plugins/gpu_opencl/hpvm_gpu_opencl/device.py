@@ -31,8 +31,8 @@ import numpy as np
 
 from hpvm.errors import Location
 from hpvm.ir.graph import ConstantBody, Module
-from hpvm.runtime.output_pool import OutputPool
 from hpvm.ir.shapes import bind_symbols, replication_sizes
+from hpvm.runtime.output_pool import OutputPool
 from hpvm.target import Device, NodeRef
 
 from .devices import DeviceRuntime

@@ -84,7 +84,6 @@ class CompiledKernel:
         self.llvm_ir = code.llvm_ir
         self.notes = code.notes
         self.symbol = entry_symbol(kernel.name)
-        self.threads = threads or available_cores()
         self._chunks = threads or available_cores() * CHUNKS_PER_CORE
         self.from_cache = from_cache
         self._engine = llvm.create_mcjit_compiler(parse(""), MachineSpec.host().create(jit=True))

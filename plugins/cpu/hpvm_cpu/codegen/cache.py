@@ -9,7 +9,9 @@ effort: an unwritable directory only costs the second compile.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib
 import json
 import os
 from pathlib import Path
@@ -24,8 +26,11 @@ from hpvm.ir.visit import walk
 
 from .pipeline import MachineCode
 
-CODEGEN_VERSION = 6
-"""Bump when generated code changes, so stale cache entries are ignored."""
+CODE_PACKAGES = ("hpvm_cpu", "hpvm.ir", "hpvm.passes")
+"""The packages whose code turns a kernel's IR into machine code: the code
+generator and the IR helpers and passes it calls.  Their sources are part
+of every key (:func:`code_stamp`), so an entry made by other code (an
+upgrade, a checkout of another commit) is never read."""
 
 
 def reachable_functions(module: Module, function_name: str) -> list[str]:
@@ -43,10 +48,11 @@ def reachable_functions(module: Module, function_name: str) -> list[str]:
 
 def cache_key(module: Module, function_name: str, rank: int, options: dict,
               machine: tuple) -> str:
-    """sha256 over the kernel and its helpers (repr of the frozen IR), the
-    rank, the options, LLVM's and llvmlite's versions and the machine."""
+    """sha256 over the code generator's sources, the kernel and its helpers
+    (repr of the frozen IR), the rank, the options, LLVM's and llvmlite's
+    versions and the machine."""
     text = "\n".join([
-        f"hpvm-cpu codegen {CODEGEN_VERSION}",
+        f"hpvm-cpu codegen {code_stamp()}",
         *(repr(module.functions[name]) for name in reachable_functions(module, function_name)),
         f"entry {function_name} rank {rank}",
         json.dumps(options, sort_keys=True, default=repr),
@@ -54,6 +60,25 @@ def cache_key(module: Module, function_name: str, rank: int, options: dict,
         repr(machine),
     ])
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+@functools.cache
+def code_stamp() -> str:
+    """sha256 over the sources of :data:`CODE_PACKAGES` (read once per
+    process)."""
+    return sources_digest([Path(importlib.import_module(name).__file__).parent
+                           for name in CODE_PACKAGES])
+
+
+def sources_digest(roots: list[Path]) -> str:
+    """sha256 over every ``.py`` file under ``roots``: its path below its
+    root and its bytes."""
+    digest = hashlib.sha256()
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            digest.update(f"{root.name}/{path.relative_to(root).as_posix()}\n".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def cache_directory() -> Path:

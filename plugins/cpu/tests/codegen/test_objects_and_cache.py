@@ -92,6 +92,38 @@ def test_cache_key_changes_with_the_kernel_and_options():
     assert key != cache.cache_key(one, "map", 2, {}, machine)
 
 
+def test_cache_key_changes_with_the_code_generators_sources(monkeypatch):
+    """An entry made by another version of the code generator is never read."""
+    machine = ("triple", "cpu", "features")
+    module = module_of(map_function({"x": F32}, F32, lambda x: x + 1.0))
+    key = cache.cache_key(module, "map", 1, {}, machine)
+    monkeypatch.setattr(cache, "code_stamp", lambda: "another code generator")
+    assert cache.cache_key(module, "map", 1, {}, machine) != key
+
+
+def test_sources_digest_sees_every_change_to_a_source(tmp_path):
+    root = tmp_path / "hpvm_cpu"
+    (root / "codegen").mkdir(parents=True)
+    (root / "codegen" / "lanes.py").write_text("LANES = 16\n")
+    (root / "notes.txt").write_text("not code")
+    first = cache.sources_digest([root])
+    (root / "notes.txt").write_text("still not code")
+    assert cache.sources_digest([root]) == first
+    (root / "codegen" / "lanes.py").write_text("LANES = 8\n")
+    edited = cache.sources_digest([root])
+    (root / "codegen" / "lanes.py").rename(root / "codegen" / "strips.py")
+    assert len({first, edited, cache.sources_digest([root])}) == 3
+
+
+def test_code_stamp_covers_the_code_generator():
+    from pathlib import Path
+    import hpvm_cpu.codegen.lanes as lanes
+    roots = [Path(__import__(name, fromlist=["_"]).__file__).parent
+             for name in cache.CODE_PACKAGES]
+    assert any(Path(lanes.__file__).is_relative_to(root) for root in roots)
+    assert cache.code_stamp() == cache.sources_digest(roots)
+
+
 def test_barrier_is_refused_with_a_clear_error():
     kernel = KernelFunction("sync", (Parameter("x", BufferType(F32, ("N",)), "inout"),), (
         ArrayDecl("tile", F32, (8,), "local"), Barrier()))

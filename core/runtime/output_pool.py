@@ -25,7 +25,10 @@ MIN_BYTES = 1 << 20
 """Smaller arrays come from numpy as usual: malloc serves them from its
 heap without new pages."""
 IDLE_PER_SIZE = 2
-"""Blocks of one size kept while unused; more are freed."""
+"""Blocks of one size kept while unused, per array of that size a run
+makes (:meth:`OutputPool.expect`; one if none is expected); more are
+freed.  Two: a caller that holds a run's results while the next run makes
+its own."""
 
 
 class OutputPool:
@@ -33,7 +36,15 @@ class OutputPool:
 
     def __init__(self):
         self._idle: dict[int, list[np.ndarray]] = {}
+        self._per_run: dict[int, int] = {}
         self._lock = threading.Lock()
+
+    def expect(self, shape: tuple[int, ...], dtype) -> None:
+        """Say that a run makes an array of this layout: one more block of
+        its size is kept while unused."""
+        size = math.prod(shape) * np.dtype(dtype).itemsize
+        with self._lock:
+            self._per_run[size] = self._per_run.get(size, 0) + 1
 
     def empty(self, shape: tuple[int, ...], dtype) -> np.ndarray:
         """An uninitialised array, as ``np.empty``, over a kept block when
@@ -57,7 +68,7 @@ class OutputPool:
     def _give_back(self, block: np.ndarray) -> None:
         with self._lock:
             idle = self._idle.setdefault(block.nbytes, [])
-            if len(idle) < IDLE_PER_SIZE:
+            if len(idle) < IDLE_PER_SIZE * max(1, self._per_run.get(block.nbytes, 0)):
                 idle.append(block)
 
 

@@ -200,6 +200,9 @@ class _Schedule:
              inputs: dict[str, Any]) -> "_Schedule":
         schedule = cls(plan, devices, module, resident, captured)
         SchedulePlanner(schedule, inputs).plan()
+        for _, shape, dtype, device in schedule.fresh:
+            if device is None:
+                schedule.pool.expect(shape, dtype)
         schedule._bind(inputs)
         return schedule
 

@@ -4,6 +4,7 @@ static schedule's outputs reuse the memory of results the caller dropped
 and never of results it holds."""
 import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from hpvm.ir.text import parse_module
 from hpvm.runtime import compile, output_pool
 from hpvm.runtime.output_pool import MIN_BYTES, OutputPool
 
-from .test_static_run import PROGRAM, check
+from .test_static_run import CHAIN, PROGRAM, check
 
 BIG = (MIN_BYTES // 4,)   # f32 elements in one MIN_BYTES block
 
@@ -79,18 +80,40 @@ def exe():
     return compile(parse_module(PROGRAM), targets=["cpu"])
 
 
-def test_a_run_reuses_the_memory_of_outputs_the_caller_dropped(exe):
-    """'sum' is written whole by its node: made uncleared, from the pool.
-    The bound launch holds the last run's array until the next run binds
-    its own, so runs take turns between two blocks."""
+def test_a_run_reuses_the_memory_of_the_output_the_caller_dropped():
+    """A run lets go of its arrays when it ends (the bound launches hold
+    them only while they run): each run writes its output, made uncleared
+    from the pool, into the memory the last run's dropped output had, still
+    in the cache; the caller's input is not kept alive either."""
+    exe = compile(parse_module(CHAIN), targets=["cpu"])
     a = np.linspace(-1, 1, 2 * BIG[0], dtype=np.float32)
     addresses = []
     for s in (2.0, 3.0, 4.0):
         outputs = exe(a=a, s=s)
-        check(outputs, a, s)
-        addresses.append(outputs["sum"].ctypes.data)
+        np.testing.assert_allclose(outputs["y"], a * s * s, rtol=1e-6)
+        addresses.append(outputs["y"].ctypes.data)
         del outputs
-    assert addresses[2] == addresses[0] != addresses[1]
+    assert len(set(addresses)) == 1
+    input_gone = weakref.ref(a)
+    del a
+    assert input_gone() is None
+
+
+def test_every_output_of_a_size_finds_its_block_again(exe):
+    """Several outputs of one size: the pool keeps a block for each (and as
+    many again for a caller that holds the last results)."""
+    a = np.linspace(-1, 1, 2 * BIG[0], dtype=np.float32)
+    schedule_of = exe._static_program()
+    seen = []
+    for s in (2.0, 3.0, 4.0):
+        outputs = exe(a=a, s=s)
+        check(outputs, a, s)
+        schedule = next(iter(schedule_of._idle.values()))[0]
+        pooled = {slot for slot, *_, device in schedule.fresh if device is None}
+        names = [name for name, slot, handed in schedule.outputs if handed and slot in pooled]
+        seen.append({outputs[name].ctypes.data for name in names})
+        del outputs
+    assert len(names) >= 2 and seen[0] == seen[1] == seen[2]
 
 
 def test_a_run_never_writes_over_outputs_the_caller_holds(exe):

@@ -183,7 +183,13 @@ class BoundKernel:
     """A kernel launch with its arguments packed once, for runs that repeat
     with the same shapes: ``bound(changed)`` writes only the pointers (and
     scalar values) of the ports in ``changed`` into the slot arrays, then
-    runs every chunk."""
+    runs every chunk.
+
+    The arrays of ``changed`` are held only while their launch runs (the
+    caller holds them then): a run's output, dropped by its caller, goes
+    back to its pool before the next run, whose output then reuses the same
+    memory, still in the cache.  A port once changed must be given again in
+    every later launch."""
 
     def __init__(self, kernel: CompiledKernel, packed: PackedArguments,
                  calls: Chunks):
@@ -192,11 +198,25 @@ class BoundKernel:
         self._calls = calls
         self._slots = {p.name: p for p in kernel.layout.params}
         self._arrays = {name: (a.shape, a.dtype) for name, a in packed.buffers.items()}
+        self._released: set[str] = set()
+        """Ports whose arrays were let go after a launch: their slots point
+        at memory that may be gone."""
 
     def __call__(self, changed: dict[str, Any]) -> None:
+        missing = self._released.difference(changed)
+        if missing:
+            raise ExecutionError(Diagnostic(
+                Location(function=self._kernel.kernel.name, port=min(missing)),
+                "a bound launch was not given this port's array again, and the one of its "
+                "last launch was let go", "pass every port a launch changed in each later launch"))
         for name, value in changed.items():
             self._change(name, value)
-        self._kernel._launch(self._calls)
+        try:
+            self._kernel._launch(self._calls)
+        finally:
+            for name in changed:
+                if self._packed.buffers.pop(name, None) is not None:
+                    self._released.add(name)
 
     def _change(self, name: str, value) -> None:
         param = self._slots[name]
@@ -207,9 +227,9 @@ class BoundKernel:
                     f"a bound launch got an array of shape {value.shape} ({value.dtype}) "
                     f"instead of {self._arrays[name]}", "bind the launch again for new shapes"))
             slot, bits = param.pointer, value.ctypes.data
+            self._packed.buffers[name] = value  # kept alive while the slots point to it
         else:
             slot, bits = param.slot, scalar_bits(self._kernel.kernel.name, param, value)
-        self._packed.buffers[name] = value  # kept alive while the slots point to it
         for arguments in self._calls.arguments:
             arguments.slots[slot] = bits
 

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .host_arrays import aligned_zeros
 from .ir.graph import Graph, Module, Node
 from .options import Option
 
@@ -235,7 +236,7 @@ class HostMemoryDevice(Device):
     host_memory = True
 
     def allocate(self, shape: tuple[int, ...], dtype) -> np.ndarray:
-        return np.zeros(tuple(shape), dtype)
+        return aligned_zeros(tuple(shape), dtype)
 
     def copy_in(self, handle: np.ndarray, array) -> None:
         handle[...] = array

@@ -12,7 +12,8 @@ fewer threads, and a benchmark has a fast and a slow mode.
 array's base is a lease; when the last array over the block goes (the
 caller's result and every view of it), the lease gives the block back, and
 the next run's array uses the same pages, already mapped and often still
-in the cache.
+in the cache.  Blocks start on a cache line, staggered in their pages
+(host_arrays.py).
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ import math
 import threading
 
 import numpy as np
+
+from ..host_arrays import aligned_empty
 
 MIN_BYTES = 1 << 20
 """Smaller arrays come from numpy as usual: malloc serves them from its
@@ -57,7 +60,7 @@ class OutputPool:
             idle = self._idle.get(size)
             block = idle.pop() if idle else None
         if block is None:
-            block = np.empty(size, np.uint8)
+            block = aligned_empty((size,), np.uint8)
         return np.asarray(_Lease(self, block, tuple(shape), dtype))
 
     def idle_blocks(self) -> int:

@@ -9,6 +9,7 @@ import weakref
 import numpy as np
 import pytest
 
+from hpvm.host_arrays import LINE
 from hpvm.ir.text import parse_module
 from hpvm.runtime import compile, output_pool
 from hpvm.runtime.output_pool import MIN_BYTES, OutputPool
@@ -22,6 +23,7 @@ def test_an_array_is_as_np_empty_makes_it():
     array = OutputPool().empty((3, BIG[0] // 3 + 1), np.float32)
     assert array.shape == (3, BIG[0] // 3 + 1) and array.dtype == np.float32
     assert array.flags.c_contiguous and array.flags.writeable
+    assert array.ctypes.data % LINE == 0   # host_arrays.py: whatever malloc's heap is like
     array[:] = 2.0
     assert float(array.sum()) == 2.0 * array.size
 

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .errors import Diagnostic, ExecutionError, Location
 from .host_arrays import aligned_zeros
 from .ir.graph import Graph, Module, Node
 from .options import Option
@@ -204,9 +205,26 @@ class Device:
         same type) in place of theirs, and returns the event.  The default
         calls ``launch``; a device overrides it to prepare the launch once
         (resolve the kernel, pack the arguments) and redo only what
-        ``changed`` changes."""
+        ``changed`` changes.
+
+        A launcher holds the values of ``changed`` only for their launch
+        (the caller holds them until the event is waited for), so that a
+        run's outputs and inputs are freed once their owner drops them; a
+        port once changed is given again in every later launch, as the
+        static schedule does."""
+        bound, ports = dict(args), tuple(args)
+
         def launcher(changed: dict[str, Any]) -> Any:
-            return self.launch(node, {**args, **changed})
+            given = {**bound, **changed}
+            for name in changed:
+                bound.pop(name, None)
+            missing = [p for p in ports if p not in given]
+            if missing:
+                raise ExecutionError(Diagnostic(
+                    Location(graph=node.graph, node=node.node, port=missing[0]),
+                    "a bound launch was not given this port's value again, and the one of its "
+                    "last launch was let go", "pass every port a launch changed in each later launch"))
+            return self.launch(node, given)
         return launcher
 
     def capture(self, run: Callable[[], None]) -> Callable[[], None]:

@@ -82,12 +82,13 @@ def exe():
     return compile(parse_module(PROGRAM), targets=["cpu"])
 
 
-def test_a_run_reuses_the_memory_of_the_output_the_caller_dropped():
+@pytest.mark.parametrize("target", ["cpu", "interp"])  # the cpu's own launcher; the default one
+def test_a_run_reuses_the_memory_of_the_output_the_caller_dropped(target):
     """A run lets go of its arrays when it ends (the bound launches hold
     them only while they run): each run writes its output, made uncleared
     from the pool, into the memory the last run's dropped output had, still
     in the cache; the caller's input is not kept alive either."""
-    exe = compile(parse_module(CHAIN), targets=["cpu"])
+    exe = compile(parse_module(CHAIN), targets=[target], options={"task_parallelism": False})
     a = np.linspace(-1, 1, 2 * BIG[0], dtype=np.float32)
     addresses = []
     for s in (2.0, 3.0, 4.0):
@@ -123,3 +124,20 @@ def test_a_run_never_writes_over_outputs_the_caller_holds(exe):
     kept = [exe(a=a, s=float(s)) for s in range(3)]
     for s, outputs in enumerate(kept):
         check(outputs, a, float(s))
+
+
+def test_the_default_launcher_wants_again_every_value_it_let_go():
+    from hpvm.errors import ExecutionError
+    from hpvm.target import Device, NodeRef
+
+    class Recorder(Device):
+        def launch(self, node, args):
+            self.args = args
+
+    device = Recorder()
+    launch = device.bind(NodeRef("main", "first"), {"x": np.zeros(3), "s": 1.0})
+    launch({"x": np.ones(3)})
+    assert device.args["x"].tolist() == [1, 1, 1] and device.args["s"] == 1.0
+    launch({"x": np.ones(3), "s": 2.0})
+    with pytest.raises(ExecutionError, match="node 'first'.*'x'.*not given this port's value"):
+        launch({"s": 3.0})

@@ -60,14 +60,14 @@ def interleaved(exes: dict, inputs, repeat: int) -> tuple[dict[str, float], dict
             {name: statistics.median(values) for name, values in nodes.items()})
 
 
-def tune_one(bench, targets, inputs, args):
+def tune_one(bench, targets, inputs, args, budget: int | None = None):
     import hpvm
     from hpvm.tune import LocalExecutor, tune
     program = bench.build()
     pool = LocalExecutor(1)
     began = time.perf_counter()
     try:
-        result = tune(program, targets, inputs, args.budget, engine=args.engine,
+        result = tune(program, targets, inputs, budget or args.budget, engine=args.engine,
                       timeout=args.timeout, repeat=args.sample_repeat, seed=args.seed,
                       executor=pool, objectives=[args.objective])
     finally:
@@ -102,12 +102,18 @@ def program_row(bench, target: str, args) -> dict:
 
 def partition_rows(bench, targets: list[str], hand: dict[str, str], args) -> list[dict]:
     """The program tuned over ``targets`` (placement is a parameter), tuned
-    on each target alone, and placed by hand (the rest at defaults)."""
+    on each target alone, and placed by hand (the rest at defaults).  The
+    joint run tunes each target alone first, then the joint space, each
+    with a share of its budget: it gets ``--joint-budget`` samples (default:
+    ``--budget`` per target and as many again for the joint space), so that
+    its phase on each target is as long as that target's own run."""
     from hpvm.tune import TuningConfig
     inputs = bench.make_inputs(args.size, np.random.default_rng(0))
     rows, exes = [], {}
-    for label, chosen in [(",".join(targets), targets)] + [(t, [t]) for t in targets]:
-        program, result, tuning, hpvm = tune_one(bench, chosen, inputs, args)
+    joint = args.joint_budget or args.budget * (len(targets) + 1)
+    for label, chosen, budget in [(",".join(targets), targets, joint)] + \
+            [(t, [t], args.budget) for t in targets]:
+        program, result, tuning, hpvm = tune_one(bench, chosen, inputs, args, budget)
         exes[f"tuned on {label}"] = hpvm.compile(program, config=result.best)
         rows.append({"placement": f"tuned on {label}", "samples": len(result.record.samples),
                      "tuning_seconds": tuning, "summary": result.summary()})
@@ -141,6 +147,9 @@ def main() -> None:
     parser.add_argument("--hand", default="", help="NODE=TARGET,... a hand placement")
     parser.add_argument("--size", default="large", choices=("small", "large"))
     parser.add_argument("--budget", type=int, default=40)
+    parser.add_argument("--joint-budget", type=int, default=0,
+                        help="samples of the --partition run over every target (default: "
+                             "--budget per target and as many again)")
     parser.add_argument("--engine", default="auto")
     parser.add_argument("--objective", default="seconds", choices=("seconds", "node_seconds"),
                         help="what the tuner minimises: whole calls, or the nodes' own times")

@@ -196,19 +196,32 @@ def phases(design: Space, budget: int) -> list[tuple[str, Space, dict, int]]:
     defaults), then the joint space, whose search starts from all those
     samples: the result is then never worse than the best single target
     found with the same engine."""
-    placement = [p for p in design if p.role == "placement"]
-    targets = [t for t in design.targets if any(t in p.values for p in placement)]
-    if not placement or budget < 2 * (len(targets) + 1):
+    targets = placed_targets(design)
+    if not targets or budget < 2 * (len(targets) + 1):
         return [("joint", design, {}, budget)]
     share = budget // (len(targets) + 1)
     plan = []
     for target in targets:
-        pins = {p.name: target if target in p.values else p.default for p in placement}
+        pins = placed_on(design, target)
         pins.update({p.name: p.default for p in design
                      if p.role == "knob" and p.subject[0] != target})
         plan.append((target, design.pinned(pins), pins, share))
     plan.append(("joint", design, {}, budget - share * len(targets)))
     return plan
+
+
+def placed_targets(design: Space) -> list[str]:
+    """The targets a placement parameter can choose (none: placement is
+    not tuned)."""
+    placement = [p for p in design if p.role == "placement"]
+    return [t for t in design.targets if any(t in p.values for p in placement)]
+
+
+def placed_on(design: Space, target: str) -> dict:
+    """The placement values that put every node ``target`` may run on it
+    (the others at their defaults)."""
+    return {p.name: target if target in p.values else p.default
+            for p in design if p.role == "placement"}
 
 
 def _phase(search, sub, pins, evaluate, batch, seed, history, objectives, notes) -> None:
@@ -250,13 +263,22 @@ def _seen_in(sub: Space, pins: dict, history: TuningRecord) -> dict[str, Outcome
 
 
 def _confirm(design, history, job, executor, timeout, count) -> None:
-    """Measure the ``count`` best distinct samples and the defaults again,
-    with three times the runs, into ``history.confirmations``."""
+    """Measure the ``count`` best distinct samples, the defaults and, where
+    placement is tuned, the best sample with every node on each single
+    target again, with three times the runs, into ``history.confirmations``:
+    the result is then chosen by the same measurement from among the best
+    of each target alone as well."""
     name = history.objectives[0]
     ranked = sorted(history.feasible(), key=lambda s: s.objectives[name])
     defaults = key_of(design.defaults())
     chosen = {key_of(s.values): s for s in ranked[:count]}
     chosen.update({key_of(s.values): s for s in history.feasible() if key_of(s.values) == defaults})
+    for target in placed_targets(design):
+        pins = placed_on(design, target)
+        alone = [s for s in ranked if all(key_of(s.values.get(k)) == key_of(v)
+                                          for k, v in pins.items())]
+        if alone:
+            chosen.setdefault(key_of(alone[0].values), alone[0])
     jobs = [SampleJob(**{**job.__dict__, "values": s.values, "repeat": 3 * job.repeat})
             for s in chosen.values()]
     outcomes = executor.evaluate(jobs, 3 * timeout)

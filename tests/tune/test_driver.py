@@ -160,3 +160,16 @@ def test_partitioning_tunes_each_target_alone_first():
     # the defaults, then 11 samples: 3 on cpu alone, 3 on interp alone, 5 joint
     assert places[1:4] == [{"cpu"}] * 3 and places[4:7] == [{"interp"}] * 3
     assert "partitioning: each of cpu, interp was tuned alone first" in result.summary()
+
+
+def test_partitioning_confirms_the_best_of_each_target_alone():
+    """The final choice is measured from among each single target's best
+    too, so it is never a sample that only looked better by luck."""
+    result = tune(parse_module(CHAIN), ["cpu", "interp"], INPUTS, budget=12, engine="random",
+                  repeat=1, confirm=1)
+    confirmed = [c.values for c in result.record.confirmations]
+    for target in ("cpu", "interp"):
+        alone = [s for s in result.record.feasible()
+                 if {v for k, v in s.values.items() if k.startswith("place")} == {target}]
+        assert min(alone, key=lambda s: s.objectives["seconds"]).values in confirmed
+    assert result.record.best() in result.record.confirmations

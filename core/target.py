@@ -220,10 +220,7 @@ class Device:
                 bound.pop(name, None)
             missing = [p for p in ports if p not in given]
             if missing:
-                raise ExecutionError(Diagnostic(
-                    Location(graph=node.graph, node=node.node, port=missing[0]),
-                    "a bound launch was not given this port's value again, and the one of its "
-                    "last launch was let go", "pass every port a launch changed in each later launch"))
+                raise port_let_go(Location(graph=node.graph, node=node.node, port=missing[0]))
             return self.launch(node, given)
         return launcher
 
@@ -243,6 +240,14 @@ class Device:
         that is not the host's wall time (an emulator's cycle model; say so
         in ``timing_label``); None: the run report times the launch."""
         return None
+
+
+def port_let_go(location: Location) -> ExecutionError:
+    """The error of a bound launch (``Device.bind``) not given again the
+    value of a port it changed before, which it let go after that launch."""
+    return ExecutionError(Diagnostic(
+        location, "a bound launch was not given this port's value again, and the one of its "
+        "last launch was let go", "pass every port a launch changed in each later launch"))
 
 
 class HostMemoryDevice(Device):

@@ -56,5 +56,5 @@ def test_a_bound_launch_wants_again_every_array_it_let_go():
     launch = kernel.bind({"x": x, "y": y}, replication)
     launch({"y": y})
     launch({"y": y})  # x was never changed: the bound array is still held
-    with pytest.raises(ExecutionError, match="'y'.*not given this port's array again"):
+    with pytest.raises(ExecutionError, match="'y'.*not given this port's value again"):
         launch({"x": x})

@@ -16,6 +16,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from hpvm.errors import Diagnostic, ExecutionError, Location
+from hpvm.target import port_let_go
 from hpvm.threads import available_cores
 from hpvm.ir.kernel import Expr, For, If, KernelFunction, Stmt, While
 from hpvm.passes.loop_unroll import constant_trip_count
@@ -205,10 +206,7 @@ class BoundKernel:
     def __call__(self, changed: dict[str, Any]) -> None:
         missing = self._released.difference(changed)
         if missing:
-            raise ExecutionError(Diagnostic(
-                Location(function=self._kernel.kernel.name, port=min(missing)),
-                "a bound launch was not given this port's array again, and the one of its "
-                "last launch was let go", "pass every port a launch changed in each later launch"))
+            raise port_let_go(Location(function=self._kernel.kernel.name, port=min(missing)))
         for name, value in changed.items():
             self._change(name, value)
         try:

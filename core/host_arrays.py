@@ -1,6 +1,6 @@
 """Host arrays placed for the vector units, for the buffers the runtime
-makes (arena buffers, outputs, their pool's blocks): each starts on a
-cache line, and successive ones at different offsets into their pages.
+makes (arena buffers, outputs, their pool's blocks): large ones start on
+a cache line, successive ones at different offsets into their pages.
 
 numpy's arrays start wherever malloc puts them: 16 bytes into a page when
 malloc maps them afresh, anywhere 16-aligned when it serves them from its
@@ -16,8 +16,9 @@ low 12 bits of their addresses:
 - streams at the same offset into their pages share the L1 cache's sets
   (4 KiB per way).
 
-So a buffer starts on a cache line (no split loads), at an offset into its
-page that moves by STAGGER for every buffer made.  Measured on the lent
+So a buffer of MIN_BYTES or more starts on a cache line (no split
+loads), at an offset into its page that moves by STAGGER for every buffer
+made.  Measured on the lent
 16-core Xeon (Emerald Rapids), whole calls as written, malloc's placement
 against this one: blur 5.3-6.3 -> 3.7-4.2 ms on one thread and 0.56-1.35
 -> 0.32-0.44 ms on 16; edge 17.8-19.8 -> 13.6-15.4 and 1.76-1.96 ->
@@ -37,8 +38,10 @@ STAGGER = 7 * LINE
 """How far into its page each new buffer starts past the last one's
 offset (modulo PAGE): 7 is prime to the 64 lines of a page, so 64 buffers
 in a row start on 64 different lines."""
-MIN_BYTES = PAGE
-"""Smaller arrays come from numpy as they are."""
+MIN_BYTES = 64 << 10
+"""Smaller arrays come from numpy as they are: they sit in the caches, and
+placing one costs about 2.5 us more than numpy's allocation (getting the
+pointer, a second ndarray), which a small node's run would feel."""
 
 _made = itertools.count()
 
@@ -56,10 +59,9 @@ def aligned_zeros(shape: tuple[int, ...], dtype) -> np.ndarray:
 
 def _placed(shape: tuple[int, ...], dtype, make) -> np.ndarray:
     dtype = np.dtype(dtype)
-    shape = tuple(int(n) for n in shape)
     size = math.prod(shape) * dtype.itemsize
     if size < MIN_BYTES:
         return make(shape, dtype)
     raw = make(size + 2 * PAGE, np.uint8)
-    start = -raw.ctypes.data % PAGE + next(_made) * STAGGER % PAGE
-    return raw[start:start + size].view(dtype).reshape(shape)
+    start = -raw.__array_interface__["data"][0] % PAGE + next(_made) * STAGGER % PAGE
+    return np.ndarray(shape, dtype, buffer=raw, offset=start)

@@ -21,7 +21,9 @@ def onnxruntime_outputs(model, **inputs):
 
 def make_model(nodes, inputs, outputs, initializers=(), opset=17):
     graph = helper.make_graph(nodes, "test", inputs, outputs, list(initializers))
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    # onnx's newest IR version may be past the installed onnxruntime's (onnx 1.23
+    # writes 14; onnxruntime 1.30 reads up to 13): 8 is what opset 17 needs.
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
 
 
 def tensor(name, shape, element=TensorProto.FLOAT):

@@ -14,6 +14,7 @@ TF32 ones on tensor cores (tf32.py).
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,9 @@ from hpvm.target import Device, NodeRef
 
 from . import int8, tf32
 from .ops import OPS
+
+_CAPTURE_LOCK = threading.Lock()
+"""Held while a schedule's launches are captured (:meth:`AtenDevice.capture`)."""
 
 
 class Slot:
@@ -95,21 +99,27 @@ class AtenDevice(Device):
         """``run``'s launches recorded in a CUDA graph (warmed up first on a
         side stream, as CUDA graphs need); ``run`` itself when capture
         fails (an op that synchronises with the host), with the reason in
-        ``capture_failure``."""
+        ``capture_failure``.
+
+        One capture at a time in the process, and in CUDA's thread-local
+        mode: runs of other schedules (a user calling an executable from
+        several threads) go on while one thread captures, where the global
+        mode made their synchronising calls fail."""
         graph = torch.cuda.CUDAGraph()
         side = torch.cuda.Stream(self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        try:
-            with torch.no_grad():
-                with torch.cuda.stream(side):
-                    run()
-                torch.cuda.current_stream(self.device).wait_stream(side)
-                with torch.cuda.graph(graph):
-                    run()
-        except (RuntimeError, ExecutionError) as error:
-            self.capture_failure = str(error).splitlines()[0]
-            torch.cuda.synchronize(self.device)
-            return run
+        with _CAPTURE_LOCK:
+            side.wait_stream(torch.cuda.current_stream(self.device))
+            try:
+                with torch.no_grad():
+                    with torch.cuda.stream(side):
+                        run()
+                    torch.cuda.current_stream(self.device).wait_stream(side)
+                    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                        run()
+            except (RuntimeError, ExecutionError) as error:
+                self.capture_failure = str(error).splitlines()[0]
+                torch.cuda.synchronize(self.device)
+                return run
         return graph.replay
 
     def copy_out(self, handle):

@@ -1,11 +1,14 @@
 """The compile cache: machine code by a key naming everything the code
 depends on, in memory (compiled kernels) and on disk.
 
-The disk cache lives in ``$HPVM_CACHE_DIR``, else ``$XDG_CACHE_HOME/hpvm/cpu``,
-else ``~/.cache/hpvm/cpu``; per compiled node ``<key>.o`` (object code),
-``<key>.json`` (the pipeline used and its notes) and ``<key>.ll`` (the
-optimised IR, written last: an entry without it is not read).  It is best
-effort: an unwritable directory only costs the second compile.
+The disk cache lives in ``$HPVM_CACHE_DIR/cpu``, else
+``$XDG_CACHE_HOME/hpvm/cpu``, else ``~/.cache/hpvm/cpu``, in a folder per
+version of the code generator (``code-<stamp>``, :func:`code_stamp`); per
+compiled node ``<key>.o`` (object code), ``<key>.json`` (the pipeline used
+and its notes) and ``<key>.ll`` (the optimised IR, written last: an entry
+without it is not read).  The first use in a process removes the folders
+of all but the KEPT_VERSIONS versions used last.  It is best effort: an
+unwritable directory only costs the second compile.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import hashlib
 import importlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 import llvmlite
@@ -31,6 +35,9 @@ CODE_PACKAGES = ("hpvm_cpu", "hpvm.ir", "hpvm.passes")
 generator and the IR helpers and passes it calls.  Their sources are part
 of every key (:func:`code_stamp`), so an entry made by other code (an
 upgrade, a checkout of another commit) is never read."""
+KEPT_VERSIONS = 3
+"""Versions of the code generator whose entries stay on disk: this one and
+the two used before it (another checkout or install sharing the cache)."""
 
 
 def reachable_functions(module: Module, function_name: str) -> list[str]:
@@ -81,13 +88,43 @@ def sources_digest(roots: list[Path]) -> str:
     return digest.hexdigest()
 
 
-def cache_directory() -> Path:
+def cache_root() -> Path:
     return target_cache_directory("cpu")
+
+
+def cache_directory() -> Path:
+    """The folder of this code generator's entries."""
+    return cache_root() / f"code-{code_stamp()[:16]}"
+
+
+@functools.cache
+def _tidy(root: Path, current: str) -> None:
+    """Once per process and folder: mark ``current`` used, remove the
+    folders of all but the KEPT_VERSIONS versions used last, and the files
+    that versions before the folders left in ``root``."""
+    try:
+        (root / current).mkdir(parents=True, exist_ok=True)
+        os.utime(root / current)
+        versions = sorted((p for p in root.iterdir() if p.is_dir() and p.name.startswith("code-")
+                           and p.name != current), key=lambda p: p.stat().st_mtime, reverse=True)
+        for stale in versions[KEPT_VERSIONS - 1:]:
+            shutil.rmtree(stale, ignore_errors=True)
+        for loose in root.iterdir():
+            if loose.is_file() and loose.suffix in (".o", ".json", ".ll", ".tmp"):
+                loose.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def _entries() -> Path:
+    directory = cache_directory()
+    _tidy(directory.parent, directory.name)
+    return directory
 
 
 def read_cached(key: str) -> MachineCode | None:
     """The entry under ``key``, or None (missing, partial or unreadable)."""
-    directory = cache_directory()
+    directory = _entries()
     try:
         llvm_ir = (directory / f"{key}.ll").read_text()
         object_code = (directory / f"{key}.o").read_bytes()
@@ -100,7 +137,7 @@ def read_cached(key: str) -> MachineCode | None:
 def write_cached(key: str, code: MachineCode) -> None:
     """Store ``code``, each file atomically (a reader never sees half a
     file) and the IR last."""
-    directory = cache_directory()
+    directory = _entries()
     about = json.dumps({"pipeline": code.pipeline, "notes": list(code.notes)})
     try:
         directory.mkdir(parents=True, exist_ok=True)

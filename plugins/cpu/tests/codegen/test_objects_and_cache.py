@@ -67,7 +67,7 @@ def test_disk_cache_serves_a_fresh_process(tmp_path, monkeypatch):
     monkeypatch.setattr(compiler, "_compiled", {})
     module = module_of(map_function({"x": F32}, F32, lambda x: x * 3.0 + 1.0))
     first = compile_kernel_node(module, "map", 1, {"tag": "disk-test"})
-    assert not first.from_cache and len(list((tmp_path / "cpu").glob("*.ll"))) == 1
+    assert not first.from_cache and len(list((tmp_path / "cpu").rglob("*.ll"))) == 1
     monkeypatch.setattr(compiler, "_compiled", {})
     second = compile_kernel_node(module, "map", 1, {"tag": "disk-test"})
     assert second.from_cache
@@ -78,7 +78,30 @@ def test_disk_cache_serves_a_fresh_process(tmp_path, monkeypatch):
 def test_cache_directory_follows_xdg(monkeypatch, tmp_path):
     monkeypatch.delenv("HPVM_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert cache.cache_directory() == tmp_path / "hpvm" / "cpu"
+    assert cache.cache_directory().parent == tmp_path / "hpvm" / "cpu"
+    assert cache.cache_directory().name == f"code-{cache.code_stamp()[:16]}"
+
+
+def test_the_cache_keeps_the_versions_used_last(tmp_path, monkeypatch):
+    """Entries of a code generator that changed are never read again: the
+    first use in a process removes all but the KEPT_VERSIONS folders used
+    last, and the files of the flat layout before version folders."""
+    import os
+    monkeypatch.setenv("HPVM_CACHE_DIR", str(tmp_path))
+    root = tmp_path / "cpu"
+    for age, name in enumerate(["code-newest", "code-older", "code-oldest"]):
+        (root / name).mkdir(parents=True)
+        (root / name / "entry.ll").write_text("")
+        os.utime(root / name, (1e9 - age, 1e9 - age))
+    (root / "0123abcd.ll").write_text("")   # flat layout, before the folders
+    (root / "notes.txt").write_text("not ours")
+    monkeypatch.setattr(compiler, "_compiled", {})
+    module = module_of(map_function({"x": F32}, F32, lambda x: x - 5.0))
+    compile_kernel_node(module, "map", 1, {"tag": "tidy-test"})
+    kept = sorted(p.name for p in root.iterdir())
+    current = cache.cache_directory().name
+    assert kept == sorted([current, "code-newest", "code-older", "notes.txt"])
+    assert len(list((root / current).glob("*.ll"))) == 1
 
 
 def test_cache_key_changes_with_the_kernel_and_options():

@@ -186,11 +186,11 @@ class BoundKernel:
     scalar values) of the ports in ``changed`` into the slot arrays, then
     runs every chunk.
 
-    The arrays of ``changed`` are held only while their launch runs (the
-    caller holds them then): a run's output, dropped by its caller, goes
-    back to its pool before the next run, whose output then reuses the same
-    memory, still in the cache.  A port once changed must be given again in
-    every later launch."""
+    The arrays of ``changed`` are not held here (the caller holds them while
+    the launch runs): a run's output, dropped by its caller, goes back to
+    its pool before the next run, whose output then reuses the same memory,
+    still in the cache.  A port once changed must be given again in every
+    later launch: its slot may point at memory that is gone."""
 
     def __init__(self, kernel: CompiledKernel, packed: PackedArguments,
                  calls: Chunks):
@@ -200,21 +200,21 @@ class BoundKernel:
         self._slots = {p.name: p for p in kernel.layout.params}
         self._arrays = {name: (a.shape, a.dtype) for name, a in packed.buffers.items()}
         self._released: set[str] = set()
-        """Ports whose arrays were let go after a launch: their slots point
-        at memory that may be gone."""
+        """Ports changed by a launch, whose arrays were let go after it:
+        their slots may point at memory that is gone."""
 
     def __call__(self, changed: dict[str, Any]) -> None:
-        missing = self._released.difference(changed)
-        if missing:
-            raise port_let_go(Location(function=self._kernel.kernel.name, port=min(missing)))
+        ports = changed.keys()
+        if ports != self._released:  # a port changed for the first time (or one left out)
+            if not ports >= self._released:
+                missing = min(self._released.difference(changed))
+                raise port_let_go(Location(function=self._kernel.kernel.name, port=missing))
+            for name in changed:
+                self._packed.buffers.pop(name, None)  # the array bound first
+            self._released.update(changed)
         for name, value in changed.items():
             self._change(name, value)
-        try:
-            self._kernel._launch(self._calls)
-        finally:
-            for name in changed:
-                if self._packed.buffers.pop(name, None) is not None:
-                    self._released.add(name)
+        self._kernel._launch(self._calls)
 
     def _change(self, name: str, value) -> None:
         param = self._slots[name]
@@ -225,7 +225,6 @@ class BoundKernel:
                     f"a bound launch got an array of shape {value.shape} ({value.dtype}) "
                     f"instead of {self._arrays[name]}", "bind the launch again for new shapes"))
             slot, bits = param.pointer, value.ctypes.data
-            self._packed.buffers[name] = value  # kept alive while the slots point to it
         else:
             slot, bits = param.slot, scalar_bits(self._kernel.kernel.name, param, value)
         for arguments in self._calls.arguments:

@@ -63,5 +63,5 @@ def _placed(shape: tuple[int, ...], dtype, make) -> np.ndarray:
     if size < MIN_BYTES:
         return make(shape, dtype)
     raw = make(size + 2 * PAGE, np.uint8)
-    start = -raw.__array_interface__["data"][0] % PAGE + next(_made) * STAGGER % PAGE
+    start = -raw.ctypes.data % PAGE + next(_made) * STAGGER % PAGE
     return np.ndarray(shape, dtype, buffer=raw, offset=start)

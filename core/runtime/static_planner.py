@@ -199,9 +199,10 @@ class SchedulePlanner:
         arena), and a large private ``copy`` of a value updated in place
         (made uncleared: the copy writes it whole; updated on, it is often
         the program's output, then handed out without a copy); else a free
-        arena buffer of that layout, or a new one.  On a resident device that does not
-        capture, every value written whole is kept (outputs too: they are
-        copied out), every other value made, cleared, in each run."""
+        arena buffer of that layout, or a new one.  On a resident device
+        that does not capture, every value written whole is kept (outputs
+        too: they are copied out), every other value made, cleared, in each
+        run."""
         layout = (tuple(shape), np.dtype(dtype))
         large = math.prod(layout[0]) * layout[1].itemsize >= PER_RUN_BYTES
         if self._resident_run:

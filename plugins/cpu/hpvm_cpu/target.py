@@ -230,14 +230,14 @@ class CpuDevice(HostMemoryDevice):
     def clear(self, handle: np.ndarray) -> None:
         pool = self._pool_for(handle)
         if pool is None:
-            handle.fill(0)
+            super().clear(handle)
         else:
             pool.clear(handle)
 
     def copy_buffer(self, to: np.ndarray, source: np.ndarray) -> None:
         pool = self._pool_for(to, source)
         if pool is None or (to.shape, to.dtype) != (source.shape, source.dtype):
-            np.copyto(to, source)
+            super().copy_buffer(to, source)
         else:
             pool.copy(to, source)
 

@@ -49,12 +49,12 @@ import threading
 import llvmlite.binding as llvm
 import numpy as np
 
+from hpvm.host_arrays import PAGE
 from hpvm.threads import available_cores
 
 from .machine import MachineSpec, initialize, parse
 
 POOL_BYTES = 512
-PAGE = 4096
 CLEARS_PER_CORE = 2
 """Ranges per participant of :meth:`ThreadPool.clear` and
 :meth:`ThreadPool.copy`: a late core's range is taken by another."""

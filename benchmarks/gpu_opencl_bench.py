@@ -349,7 +349,7 @@ def main() -> None:
     global PER_NODE
     PER_NODE = args.per_node
     options = {k: v for k, v in (("platform", args.platform), ("device", args.device)) if v}
-    from hpvm_gpu_opencl.devices import runtime_for, select_device
+    from hpvm_opencl.devices import runtime_for, select_device
     runtime = runtime_for(select_device(options))
     print(f"device: {runtime.info.describe()}, driver {runtime.info.driver}")
     registry = get_target_registry()

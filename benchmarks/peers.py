@@ -50,7 +50,7 @@ reads every ``cl.output`` back and waits: host<->device copies are timed,
 the same way the hpvm row's ``exe(**inputs)`` times them.  Building the
 program and allocating buffers happen in prepare(), untimed.  The device is
 the one the gpu_opencl target picks by default (same context and queue)
-when hpvm_gpu_opencl is importable, else the first GPU, else any device.
+when hpvm_opencl is importable, else the first GPU, else any device.
 """
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def _opencl_device():
     """The device hpvm's gpu_opencl target uses by default, else the first
     GPU, else the first device; raises when there is none."""
     try:
-        from hpvm_gpu_opencl.devices import runtime_for, select_device
+        from hpvm_opencl.devices import runtime_for, select_device
     except ImportError:
         runtime_for = None
     if runtime_for is not None:

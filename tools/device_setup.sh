@@ -1,12 +1,12 @@
 # On the lent device machine, from the repository root: `source tools/device_setup.sh`.
-# Installs hpvm, the cpu, gpu_opencl and aten plugins (editable, into the
+# Installs hpvm, the cpu, opencl, gpu_opencl and aten plugins (editable, into the
 # machine's /opt/torch/.venv) and whatever tools/device_wheels.sh put in
 # .whl/ (carried with `carry: [".whl"]`); makes NVIDIA's OpenCL ICD
 # visible; uses a fresh compile cache. Safe to source again on a warm machine.
 export PATH=/opt/torch/.venv/bin:$PATH
-if ! python3 -c "import hpvm_gpu_opencl" 2>/dev/null; then
+if ! python3 -c "import hpvm_gpu_opencl, hpvm_opencl" 2>/dev/null; then
     python3 -m pip install -q --no-deps --no-build-isolation -e . -e plugins/cpu \
-        -e plugins/gpu_opencl -e plugins/aten 2>&1 | tail -2
+        -e plugins/opencl -e plugins/gpu_opencl -e plugins/aten 2>&1 | tail -2
 fi
 for group in gpu_opencl tune; do
     marker="/tmp/.hpvm-device-$group"

@@ -4,7 +4,7 @@
   an OpenCL device, each launched as one work item (``clEnqueueTask``'s
   NDRange of 1), as on the FPGA.  On an Intel FPGA platform that is the
   hardware; on any other device (PoCL, NVIDIA) it is the emulation, the
-  way ``aoc -march=emulator`` is used.  gpu_opencl's device does the
+  way ``aoc -march=emulator`` is used.  hpvm_opencl's device does the
   buffers, copies and argument packing.
 - :class:`HostEmulationDevice`: where no OpenCL device works, the same
   sequentialized kernels (the IR the .cl is printed from) compiled for the
@@ -20,14 +20,14 @@ from typing import Any
 
 from hpvm.errors import Location
 from hpvm.target import Device, NodeRef
-from hpvm_gpu_opencl.device import NodePlan, OpenCLDevice
+from hpvm_opencl.device import NodePlan, OpenCLDevice
 
 
 class SingleWorkItemDevice(OpenCLDevice):
     """Kernels of rank 0 launched as a single work item.
 
     With task parallelism every thread the runtime launches from gets its
-    own in-order command queue (gpu_opencl's device), so kernels with no
+    own in-order command queue (hpvm_opencl's device), so kernels with no
     path between them run at once (on the FPGA: side by side); without it
     every kernel goes to the one queue.  With ``asynchronous`` (the
     default) launches return at once and carry the DFG's dependencies as

@@ -14,7 +14,7 @@ ignores the memory dependences through ``p`` that it could not prove
 absent).  Private and local arrays (argument privatisation, input
 buffering) become arrays of the kernel, which AOC builds from registers or
 on-chip RAM.  Everything else (types, f16 through ``vload_half``, atomics)
-is the OpenCL C of gpu_opencl's renderer.
+is the OpenCL C of hpvm_opencl's renderer (gpu_opencl's too).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from hpvm.errors import TargetError
 from hpvm.ir import kernel as k
 from hpvm.ir.analysis import writes_buffer
 from hpvm.ir.types import BufferType
-from hpvm_gpu_opencl.renderer import OpenCLRenderer
+from hpvm_opencl.renderer import OpenCLRenderer
 
 SINGLE_WORK_ITEM = "__attribute__((max_global_work_dim(0)))"
 

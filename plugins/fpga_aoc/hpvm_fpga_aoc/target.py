@@ -164,10 +164,10 @@ class FpgaAocTarget(Target):
         mode = artifact.metadata.get("mode")
         if mode == "host-emulation":
             return _host_device(artifact)
-        from hpvm_gpu_opencl.devices import runtime_for, select_device
-        from hpvm_gpu_opencl.device import NodePlan
-        from hpvm_gpu_opencl.layout import entry_arguments
-        from hpvm_gpu_opencl.program import build_program
+        from hpvm_opencl.devices import runtime_for, select_device
+        from hpvm_opencl.device import NodePlan
+        from hpvm_opencl.layout import entry_arguments
+        from hpvm_opencl.program import build_program
         from .device import SingleWorkItemDevice
         module = parse_module(artifact.files[MODULE_FILE].decode(), filename=MODULE_FILE)
         runtime = runtime_for(select_device(options))
@@ -253,7 +253,7 @@ def _emulation_device(options: dict) -> str | None:
     """The OpenCL device the emulation would use, described; None when
     pyopencl or a working device is missing."""
     try:
-        from hpvm_gpu_opencl.devices import device_info, select_device, usable_devices
+        from hpvm_opencl.devices import device_info, select_device, usable_devices
         if not usable_devices():
             return None
         return device_info(select_device(options)).describe()

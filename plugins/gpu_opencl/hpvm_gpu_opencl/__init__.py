@@ -1,8 +1,7 @@
 """hpvm-gpu-opencl: the hpvm target 'gpu_opencl'.
 
 GPUs and other OpenCL devices through OpenCL C (PoCL on the CPU, NVIDIA
-GPUs through their ICD).  Read target.py first: it names the pieces
-(renderer.py: IR to OpenCL C; program.py: builds and their cache;
-devices.py: device choice; device.py, launch.py, transfers.py: the runtime
-shim; layout.py: kernel arguments; testing.py: single kernels in tests).
+GPUs through their ICD).  Read target.py first; the renderer, builds and
+the runtime shim it uses are hpvm-opencl's (hpvm_opencl), which fpga_aoc
+shares; testing.py runs single kernels in tests.
 """

@@ -22,9 +22,9 @@ from hpvm.ir.graph import ConstantBody, Graph, KernelBody, Module, Node, TensorB
 from hpvm.options import Option
 from hpvm.target import Artifact, Availability, Device, Knob, NodeRef, Target
 
-from .device import DEFAULT_TRANSFER, NodePlan, OpenCLDevice
-from .layout import Argument, entry_arguments, synchronizes
-from .transfers import MODES as TRANSFER_MODES
+from hpvm_opencl.device import DEFAULT_TRANSFER, NodePlan, OpenCLDevice
+from hpvm_opencl.layout import Argument, entry_arguments, synchronizes
+from hpvm_opencl.transfers import MODES as TRANSFER_MODES
 
 SOURCE_FILE = "kernels.cl"
 MODULE_FILE = "module.hpvm"
@@ -72,7 +72,7 @@ class GpuOpenCLTarget(Target):
         many work items and barriers slower than a loop, so they keep
         reductions as written."""
         import pyopencl as cl
-        from .devices import select_device
+        from hpvm_opencl.devices import select_device
         try:
             on_gpu = bool(select_device({}).type & cl.device_type.GPU)
         except (HpvmError, cl.Error):  # no usable device: nothing runs here anyway
@@ -88,7 +88,9 @@ class GpuOpenCLTarget(Target):
         except ImportError as error:
             return Availability.no(f"pyopencl cannot be imported ({error}); pip install "
                                    "hpvm-gpu-opencl (hpvm-gpu-opencl[pocl] for a CPU device)")
-        from .devices import all_devices, describe_devices, device_info, select_device, usable_devices
+        from hpvm_opencl.devices import (
+            all_devices, describe_devices, device_info, select_device, usable_devices,
+        )
         if not all_devices():
             return Availability.no("pyopencl finds no OpenCL device; install a driver (an ICD) "
                                    "or OpenCL on the CPU: pip install \"hpvm-gpu-opencl[pocl]\"")
@@ -120,7 +122,7 @@ class GpuOpenCLTarget(Target):
     # -- code generation ---------------------------------------------------
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
         from hpvm.ir.text import print_module
-        from .renderer import OpenCLRenderer
+        from hpvm_opencl.renderer import OpenCLRenderer
         renderer = OpenCLRenderer(module)
         plans: dict[str, NodePlan] = {}
         arguments: dict[str, list[Argument]] = {}
@@ -163,8 +165,8 @@ class GpuOpenCLTarget(Target):
         return OpenCLDevice(runtime, program, module, plans, arguments, options)
 
     def _build(self, artifact: Artifact, module: Module, options: dict):
-        from .devices import runtime_for, select_device
-        from .program import build_options, build_program
+        from hpvm_opencl.devices import runtime_for, select_device
+        from hpvm_opencl.program import build_options, build_program
         runtime = runtime_for(select_device(options))
         _check_features(artifact, module, runtime.info)
         origins = json.loads(artifact.files[ORIGINS_FILE].decode())
@@ -176,7 +178,7 @@ class GpuOpenCLTarget(Target):
 
 def _check_features(artifact: Artifact, module: Module, info) -> None:
     """A clear error when the code needs what the device lacks."""
-    from .renderer import OpenCLRenderer
+    from hpvm_opencl.renderer import OpenCLRenderer
     for feature in artifact.metadata["features"]:
         if feature not in FEATURE_NEEDS:
             continue

@@ -17,11 +17,11 @@ from hpvm.ir.kernel import Expr, InstanceId, KernelFunction, Load, Store
 from hpvm.ir.parameter import Parameter
 from hpvm.ir.types import BufferType, ScalarType
 
-from .device import NodePlan, OpenCLDevice
-from .devices import runtime_for, select_device
-from .layout import entry_arguments, synchronizes
-from .program import build_options, build_program
-from .renderer import OpenCLRenderer
+from hpvm_opencl.device import NodePlan, OpenCLDevice
+from hpvm_opencl.devices import runtime_for, select_device
+from hpvm_opencl.layout import entry_arguments, synchronizes
+from hpvm_opencl.program import build_options, build_program
+from hpvm_opencl.renderer import OpenCLRenderer
 
 
 def module_of(*functions: KernelFunction) -> Module:

@@ -6,7 +6,7 @@ import pytest
 import hpvm.runtime as rt
 from hpvm.errors import TargetError
 from hpvm.ir.text import load_module
-from hpvm_gpu_opencl.renderer import OpenCLRenderer
+from hpvm_opencl.renderer import OpenCLRenderer
 
 MATMUL = Path(__file__).resolve().parents[3] / "examples" / "ir" / "matmul.hpvm"
 

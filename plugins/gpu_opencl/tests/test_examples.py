@@ -80,7 +80,7 @@ def test_device_option_that_matches_nothing_is_a_clear_error():
 
 @pytest.mark.parametrize("transfer", ["auto", "copy", "map", "pinned"])
 def test_every_transfer_mode_moves_data_correctly(transfer, monkeypatch):
-    import hpvm_gpu_opencl.transfers as transfers
+    import hpvm_opencl.transfers as transfers
     monkeypatch.setattr(transfers, "PINNED_MINIMUM", 1)  # small arrays take the pinned path too
     # pieces of the staging memory and of the threads' shares, at these sizes
     monkeypatch.setattr(transfers, "STAGE_BYTES", 256)

@@ -10,7 +10,7 @@ import hpvm.runtime as rt
 from hpvm.errors import ExecutionError, TargetError
 from hpvm.interp import run_module
 from hpvm.ir.text import load_module
-from hpvm_gpu_opencl.devices import DeviceInfo
+from hpvm_opencl.devices import DeviceInfo
 
 FEATURES = Path(__file__).with_name("data") / "features.hpvm"
 

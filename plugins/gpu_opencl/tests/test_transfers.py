@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from hpvm.errors import TargetError
-from hpvm_gpu_opencl import transfers
+from hpvm_opencl import transfers
 
 
 @pytest.mark.parametrize("kind, mode", [("GPU", "pinned"), ("ACCELERATOR", "pinned"),

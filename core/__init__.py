@@ -11,21 +11,15 @@
     exe = hpvm.compile(scale, targets=["gpu_opencl", "cpu"])
     out = exe(x=..., k=2.0)
 """
+from .api import compile, load
 from .frontend import (
     Buffer, FrontendError, Graph, In, InOut, Out, Private, bool_, buffer, f16, f32, f64, i8, i16,
     i32, i64, kernel, parallel_loop, program, task, u8, u16, u32, u64,
 )
 from .hookspec import hookimpl
 from .ir.graph import FORMAT_VERSION
-from .runtime import Executable, compile
-
-__version__ = "0.1.0"
-
-
-def load(folder) -> Executable:
-    """An Executable saved with ``exe.save(folder)`` (any process)."""
-    return Executable.load(folder)
-
+from .runtime import Executable
+from .version import __version__
 
 __all__ = [
     "FORMAT_VERSION", "__version__", "hookimpl", "compile", "load", "Executable",

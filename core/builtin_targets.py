@@ -2,12 +2,9 @@
 from __future__ import annotations
 
 from .hookspec import hookimpl
+from .interp.target import InterpTarget
 
 
 @hookimpl
 def hpvm_targets():
-    # Imported here so that a broken interpreter module shows up as a plugin
-    # failure in `hpvm targets` instead of breaking `import hpvm.registry`.
-    from .interp.target import InterpTarget
-
     return [InterpTarget()]

@@ -24,8 +24,10 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from onnx import ModelProto, NodeProto, helper
+from onnx import ModelProto, NodeProto, helper, numpy_helper
 from onnx.backend.base import Backend, BackendRep
+from .frontend.onnx import load
+from .runtime import compile
 
 GPU_TARGETS = ("aten",)
 STATIC_INPUTS = {"Reshape": (1,), "Clip": (1, 2), "Slice": (1, 2, 3, 4), "Split": (1,),
@@ -76,8 +78,6 @@ class HpvmRep(BackendRep):
 
     def _compile(self, model: ModelProto) -> tuple:
         """(executable, ONNX input name -> parameter, output parameters)."""
-        from .frontend.onnx import load
-        from .runtime import compile
         module = load(model)
         options = dict(self.options)
         if self.backend.target in GPU_TARGETS:
@@ -97,7 +97,6 @@ def _static_inputs(model: ModelProto) -> set[str]:
 def _with_initializers(model: ModelProto, values: dict) -> ModelProto:
     """A copy of ``model`` with the graph inputs ``values`` names made
     initializers holding those values."""
-    from onnx import numpy_helper
     copy = ModelProto()
     copy.CopyFrom(model)
     kept = [i for i in copy.graph.input if i.name not in values]
@@ -140,7 +139,7 @@ class HpvmBackend(Backend):
             return True
         if device == "CUDA" and cls.target in GPU_TARGETS:
             try:
-                import torch
+                import torch  # torch (optional, heavy)
             except ImportError:
                 return False
             return torch.cuda.is_available()

@@ -12,6 +12,10 @@ import re
 import warnings
 from pathlib import Path
 
+import onnx
+from onnx import numpy_helper
+from onnx.backend.test.loader import load_model_tests
+
 IN_SCOPE_OPS = {
     "Conv": r"(basic_)?conv", "MatMul": "matmul", "Gemm": "gemm", "Add": "add", "Mul": "mul",
     "Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Clip": "clip",
@@ -60,7 +64,6 @@ KINDS = ("node", "pytorch-converted", "pytorch-operator", "simple")
 def in_scope_node_tests() -> list:
     """onnx's test cases in scope (``onnx.backend.test.loader``'s TestCase),
     the ONNX models and data onnx ships."""
-    from onnx.backend.test.loader import load_model_tests
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return [case for kind in KINDS for case in load_model_tests(kind=kind)
@@ -70,8 +73,6 @@ def in_scope_node_tests() -> list:
 def read_case(case) -> tuple:
     """(model, inputs, expected outputs) of a test case, from its first
     data set (held in the case, or in its folder)."""
-    import onnx
-    from onnx import numpy_helper
     if case.model is not None and case.data_sets:
         inputs, outputs = case.data_sets[0]
         return case.model, list(inputs), list(outputs)

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from importlib.metadata import entry_points as installed_entry_points
 from typing import Any, Iterable
 
 import pluggy
 
-from . import hookspec
+from . import builtin_targets, hookspec
 from .errors import TargetError
+from .passes import PassInfo, get_pass, register_pass
 from .target import CORE_API_VERSION, Availability, Target
+from .version import __version__
 
 ENTRY_POINT_GROUP = hookspec.PROJECT_NAME
 CORE_DISTRIBUTION = "hpvm"
@@ -89,10 +90,11 @@ class Registry:
         self._targets: dict[str, TargetInfo] | None = None
         self._plugin_passes: list | None = None
         if builtins:
-            from . import builtin_targets, __version__
             self.register(builtin_targets, name="builtin",
                           distribution=CORE_DISTRIBUTION, version=__version__)
         if entry_points is None:
+            # importlib.metadata: 20 ms to import, paid when plugins are discovered, not at start
+            from importlib.metadata import entry_points as installed_entry_points
             entry_points = installed_entry_points(group=ENTRY_POINT_GROUP)
         for entry_point in entry_points:
             self._load_entry_point(entry_point)
@@ -241,7 +243,6 @@ class Registry:
 
 
 def _ensure_pass_registered(info) -> None:
-    from .passes import PassInfo, get_pass, register_pass
     if not isinstance(info, PassInfo):
         raise TypeError(f"returned {type(info).__name__}, expected hpvm.passes.PassInfo")
     try:

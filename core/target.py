@@ -14,6 +14,7 @@ nothing.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -24,11 +25,11 @@ from .errors import Diagnostic, ExecutionError, Location
 from .host_arrays import aligned_zeros
 from .ir.graph import Graph, Module, Node
 from .options import Option
+from .saved_folder import read_checked, read_manifest, write_files, write_json
 
 def cache_directory(target: str) -> Path:
     """Where ``target`` keeps its compile cache: ``$HPVM_CACHE_DIR/<target>``,
     else ``$XDG_CACHE_HOME/hpvm/<target>`` (``~/.cache/hpvm/<target>``)."""
-    import os
     explicit = os.environ.get("HPVM_CACHE_DIR")
     if explicit:
         return Path(explicit) / target
@@ -87,7 +88,6 @@ class Artifact:
 
     def save(self, folder: str | Path) -> None:
         """Write every file and ``artifact.json`` (with each file's sha256)."""
-        from .saved_folder import write_files, write_json
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         digests = write_files(folder, self.files)
@@ -100,7 +100,6 @@ class Artifact:
         """Read back what ``save`` wrote; SavedFolderError naming the file
         when a name leaves the folder, a file changed or the manifest is
         damaged."""
-        from .saved_folder import read_checked, read_manifest
         folder = Path(folder)
         path = folder / "artifact.json"
         manifest = read_manifest(path, {"target": str, "files": list, "sha256": dict,

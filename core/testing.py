@@ -3,13 +3,18 @@ interpreter on the same program and inputs.  Used by the plugins' tests
 and the SDK conformance kit."""
 from __future__ import annotations
 
+import random
 from typing import Mapping
 
 import numpy as np
 
 from .errors import HpvmError
+from .interp import Interpreter
 from .ir.graph import Graph, Module
 from .ir.types import BufferType
+from .registry import get_registry
+from .runtime import compile
+from .tune import space
 
 
 def random_inputs(graph: Graph, sizes: Mapping[str, int], seed: int = 0) -> dict[str, object]:
@@ -78,7 +83,6 @@ def run_streaming(exe, module: Module, fixed: dict, frames: list[dict]) -> list[
 
 def usable_targets(names=("interp", "cpu", "gpu_opencl")) -> list[str]:
     """Those of ``names`` that are installed and usable on this machine."""
-    from .registry import get_registry
     usable = []
     for name in names:
         try:
@@ -95,8 +99,6 @@ def check_against_interpreter(module: Module, inputs: dict, targets: list[str],
     """Compile ``module`` for ``targets``, run it on ``inputs`` (and push
     ``frames`` when it is a streaming program), and assert every output
     matches the reference interpreter.  Returns the Executable."""
-    from .interp import Interpreter
-    from .runtime import compile
     exe = compile(module, targets=targets, options=options, registry=registry)
     reference = Interpreter(module)
     label = f"{module.name} on {','.join(targets)}"
@@ -117,9 +119,6 @@ def check_random_designs(module: Module, inputs: dict, expected: Mapping[str, np
     on ``targets`` (hpvm.tune.space) and assert that each computes
     ``expected``; ``options`` (target name -> options) join every
     configuration's own."""
-    import random
-    from .runtime import compile
-    from .tune import space
     design = space(module, targets)
     chooser = random.Random(seed)
     for _ in range(count):

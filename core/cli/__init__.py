@@ -28,6 +28,7 @@ import os
 import sys
 
 from ..errors import DiagnosticError, HpvmError
+from ..version import __version__
 from . import approx, build, demo, ir_commands, run, sdk, targets, tune
 
 COMMANDS = (targets, ir_commands, build, run, tune, approx, demo, sdk)
@@ -50,7 +51,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .. import __version__
     parser = _Parser(prog=PROG, description="HPVM: one dataflow-graph IR, many targets.")
     parser.add_argument("--version", action="version", version=f"hpvm {__version__}")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..files import check_writable, write_text_atomically
+from ..npz import read_npz
+from ..tune.approx import ApproxError, accuracy, approx_tune, psnr, ssim
 from ..tune.approx.knobs import EVERY, TECHNIQUES
 from ..tune.approx.predict import MODELS
 from ..tune.approx.qos import QOS_NAMES
 from ..tune.approx.tuner import MODES
 from .build import _target_list, load_program, save_atomically
-from .output import Progress, check_writable, write_text_atomically
+from .output import Progress
 
 
 def add_parsers(subparsers) -> None:
@@ -62,8 +65,6 @@ def add_parsers(subparsers) -> None:
 
 
 def approx_command(args) -> int:
-    from ..tune.approx import ApproxError, accuracy, approx_tune, psnr, ssim
-    from .run import read_npz
     for path in (args.curve, args.svg):
         if path:
             check_writable(path)
@@ -109,7 +110,6 @@ def approx_command(args) -> int:
 
 
 def _every(values: list[str]) -> tuple[int, ...]:
-    from ..tune.approx import ApproxError
     if not all(v.isdigit() and 2 <= int(v) <= 16 for v in values):
         raise ApproxError(f"--every {','.join(values)}: give integers from 2 to 16 "
                           "(e.g. --every 2,3,4)")

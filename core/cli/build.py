@@ -6,13 +6,24 @@ a function making one), a ``.hpvm`` file, an ``.onnx`` model or a Keras
 model file (``.keras``, ``.h5``; batch size 1)."""
 from __future__ import annotations
 
+import argparse
 import shutil
 import tempfile
 from pathlib import Path
 
+from .. import api
 from ..errors import HpvmError
+from ..files import check_writable, write_text_atomically
+from ..frontend import compile_program, draw
+from ..frontend.keras import MODEL_SUFFIXES as KERAS_SUFFIXES
+from ..frontend.keras import load as load_keras
+from ..frontend.onnx import load as load_onnx
+from ..ir.verify import verify
+from ..options import resolve_compile_options
+from ..registry import get_registry
+from ..runtime import plan
+from ..runtime.compiler import with_fallbacks
 from .ir_commands import load_verified, module_text
-from .output import check_writable, write_text_atomically
 
 
 def add_parsers(subparsers) -> None:
@@ -74,7 +85,6 @@ def _add_options(parser) -> None:
 
 
 def _option(text: str) -> tuple[str, str]:
-    import argparse
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"'{text}' is not KEY=VALUE (e.g. precision=fp16)")
@@ -87,18 +97,13 @@ def _target_list(text: str) -> list[str]:
 
 def load_program(source: str):
     """The verified Module of SOURCE (see the module docstring)."""
-    from ..ir.verify import verify
     if source.endswith(".hpvm"):
         return load_verified(source)
-    from ..frontend.keras import MODEL_SUFFIXES as KERAS_SUFFIXES
     if source.endswith(".onnx"):
-        from ..frontend.onnx import load as load_onnx
         module = load_onnx(source)
     elif source.endswith(KERAS_SUFFIXES):
-        from ..frontend.keras import load as load_keras
         module = load_keras(source)    # batch size 1
     elif ":" in source:
-        from ..frontend import compile_program
         module = compile_program(source)
     else:
         raise HpvmError(f"'{source}' is not a program: give prog.py:NAME, FILE.hpvm, MODEL.onnx "
@@ -108,7 +113,6 @@ def load_program(source: str):
 
 
 def compile_command(args) -> int:
-    from ..runtime import compile as compile_program
     check_writable(args.output)
     module = load_program(args.source)
     if args.emit == "ir":
@@ -121,7 +125,7 @@ def compile_command(args) -> int:
     if args.pipeline:
         options["pipeline"] = args.pipeline
     targets = args.targets or (None if args.config else DEFAULT_TARGETS)
-    exe = compile_program(module, targets=targets, options=options, config=args.config)
+    exe = api.compile(module, targets=targets, options=options, config=args.config)
     save_atomically(exe, Path(args.output))
     print(exe.placement.format())
     print(f"wrote {args.output}")
@@ -143,10 +147,6 @@ def save_atomically(exe, folder: Path) -> None:
 
 
 def plan_command(args) -> int:
-    from ..options import resolve_compile_options
-    from ..registry import get_registry
-    from ..runtime import plan
-    from ..runtime.compiler import with_fallbacks
     registry = get_registry()
     per_target = resolve_compile_options(dict(args.options), with_fallbacks(args.targets),
                                          registry)
@@ -155,9 +155,6 @@ def plan_command(args) -> int:
 
 
 def viz_command(args) -> int:
-    from ..frontend import draw
-    from ..registry import get_registry
-    from ..runtime import plan
     module = load_program(args.source)
     placement = None
     if args.targets:

@@ -8,8 +8,17 @@ from pathlib import Path
 
 import numpy as np
 
+from ..demo.edge_detection import edge_detect
+from ..demo.image import bundled_image, png_bytes, read_pgm
 from ..errors import HpvmError
-from .output import format_table, write_atomically, write_text_atomically
+from ..files import write_atomically, write_text_atomically
+from ..interp import run_module
+from ..npz import write_npz
+from ..registry import get_registry
+from ..runtime import compile as compile_program
+from .demo_program import blur_inputs, blur_module
+from .ir_commands import module_text
+from .output import format_table
 
 DEFAULT_OUTPUT = "edges.png"
 MAX_MISMATCH = 0.001
@@ -38,10 +47,6 @@ def add_parsers(subparsers) -> None:
 
 
 def run_demo(args) -> int:
-    from ..demo.edge_detection import edge_detect
-    from ..demo.image import bundled_image, png_bytes, read_pgm
-    from ..interp import run_module
-    from ..registry import get_registry
     if args.save:
         program, data = save_demo(args.save)
         print(f"wrote {program} and {data}; try:\n  hpvm run {program} --inputs {data}\n")
@@ -68,7 +73,6 @@ def run_demo(args) -> int:
 
 def _try_target(info, module, inputs, expected):
     """A table row for one target, and its edge image when it ran."""
-    from ..runtime import compile as compile_program
     if not info.availability.available:
         return (info.name, "-", "-", "-", f"not available: {info.availability.reason}"), None
     try:
@@ -97,9 +101,6 @@ def _try_target(info, module, inputs, expected):
 def save_demo(folder: str | Path, size: tuple[int, int] = (64, 64)) -> tuple[Path, Path]:
     """Write a small blur program (``blur.hpvm``) and a generated input
     (``blur_inputs.npz``) to ``folder``; returns both paths."""
-    from .demo_program import blur_inputs, blur_module
-    from .ir_commands import module_text
-    from .run import write_npz
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     program, data = folder / "blur.hpvm", folder / "blur_inputs.npz"

@@ -6,7 +6,12 @@ import sys
 from pathlib import Path
 
 from ..errors import DiagnosticError
-from .output import check_writable, format_table, write_text_atomically
+from ..files import check_writable, write_text_atomically
+from ..ir.text import load_module, print_module
+from ..ir.verify import verify
+from ..passes import PassManager, list_passes
+from ..registry import get_registry
+from .output import format_table
 
 
 def add_parsers(subparsers) -> None:
@@ -39,8 +44,6 @@ def add_parsers(subparsers) -> None:
 
 def load_verified(path: str | Path):
     """The module in ``path``, parsed and verified; errors name the file."""
-    from ..ir.text import load_module
-    from ..ir.verify import verify
     try:
         module = load_module(path)
         verify(module)
@@ -59,7 +62,6 @@ def _with_file(err: DiagnosticError, path: str) -> DiagnosticError:
 
 
 def module_text(module) -> str:
-    from ..ir.text import print_module
     text = print_module(module)
     return text if text.endswith("\n") else text + "\n"
 
@@ -70,8 +72,6 @@ def show_ir(args) -> int:
 
 
 def show_passes(args) -> int:
-    from ..passes import list_passes
-    from ..registry import get_registry
     get_registry().load_passes()
     rows = [(info.name, _format_options(info.options), info.description or "-")
             for info in list_passes()]
@@ -86,8 +86,6 @@ def _format_options(options) -> str:
 
 
 def optimize(args) -> int:
-    from ..passes import PassManager
-    from ..registry import get_registry
     get_registry().load_passes()
     manager = PassManager(args.pipeline, verify_each=args.verify_each)
     if args.output:

@@ -5,19 +5,20 @@ program runs; outputs are written atomically, so an existing output file is
 replaced only by a complete new one."""
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import Diagnostic, ExecutionError, Location, TargetError
+from ..errors import TargetError
+from ..files import check_writable
+from ..interp import run_module
+from ..npz import read_npz, write_npz
+from ..registry import get_registry
+from ..runtime import Executable, compile as compile_program
 from .ir_commands import load_verified
-from .output import check_writable, write_atomically
 
 REFERENCE_TARGET = "interp"
-ZIP_MAGIC = b"PK\x03\x04"
-NPY_MAGIC = b"\x93NUMPY"
 
 
 def add_parsers(subparsers) -> None:
@@ -42,7 +43,6 @@ def run_program(args) -> int:
         check_writable(args.outputs)
     inputs = read_npz(args.inputs) if args.inputs else {}
     if (Path(args.file) / "executable.json").exists():
-        from ..runtime import Executable
         outputs = Executable.load(args.file)(**inputs)
     else:
         outputs = run_on_target(load_verified(args.file), args.target, inputs)
@@ -58,62 +58,13 @@ def run_on_target(module, target_name: str, inputs: dict[str, Any]) -> dict[str,
 
     TargetError if the target is unknown or unavailable; ExecutionError if
     the inputs do not fit the program (raised before anything runs)."""
-    from ..registry import get_registry
     info = get_registry().target(target_name)
     if not info.availability.available:
         raise TargetError(f"target '{target_name}' is not available: "
                           f"{info.availability.reason}")
     if target_name == REFERENCE_TARGET:
-        from ..interp import run_module
         return run_module(module, inputs)
-    from ..runtime import compile as compile_program
     return compile_program(module, targets=[target_name])(**inputs)
-
-
-def read_npz(path: str | Path) -> dict[str, np.ndarray]:
-    """The arrays of the .npz file ``path``; ExecutionError naming the file
-    if it is not a readable numpy archive of named arrays."""
-    path = str(path)
-    with open(path, "rb") as handle:
-        magic = handle.read(len(NPY_MAGIC))
-    if magic.startswith(NPY_MAGIC):
-        raise _bad_npz(path, "it holds one unnamed array (.npy), not named arrays")
-    if not magic.startswith(ZIP_MAGIC):
-        raise _bad_npz(path, "it is not an .npz archive")
-    try:
-        _check_array_sizes(path)
-        with np.load(path, allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as err:
-        raise _bad_npz(path, str(err)) from None
-
-
-def _check_array_sizes(path: str) -> None:
-    """Read every array's header (shape and dtype) and refuse one larger
-    than memory before numpy allocates it."""
-    from ..ir.shapes import check_allocation
-    with zipfile.ZipFile(path) as archive:
-        for member in archive.namelist():
-            if not member.endswith(".npy"):
-                continue
-            with archive.open(member) as handle:
-                version = np.lib.format.read_magic(handle)
-                read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                               else np.lib.format.read_array_header_2_0)
-                shape, _, dtype = read_header(handle)
-            check_allocation(shape, dtype.itemsize, Location(file=path, port=member[:-4]),
-                             f"input array '{member[:-4]}'")
-
-
-def _bad_npz(path: str, why: str) -> ExecutionError:
-    return ExecutionError(Diagnostic(
-        Location(file=path), f"cannot read the inputs: {why}",
-        "save them with numpy.savez(path, name=array, ...)"))
-
-
-def write_npz(path: str | Path, arrays: dict[str, np.ndarray]) -> None:
-    """Save ``arrays`` to ``path`` as an .npz file, atomically."""
-    write_atomically(path, lambda handle: np.savez(handle, **arrays))
 
 
 def print_outputs(outputs: dict[str, np.ndarray]) -> None:

@@ -28,5 +28,5 @@ def run_sdk(args) -> int:
     if importlib.util.find_spec(SDK_PACKAGE) is None:
         raise HpvmError("`hpvm sdk` needs the vendor SDK, which is not installed: "
                         "pip install hpvm-sdk (or pip install -e sdk/ in a checkout)")
-    from hpvm_sdk.cli import main
+    from hpvm_sdk.cli import main  # hpvm-sdk (optional)
     return main(args.sdk_args, prog="hpvm sdk")

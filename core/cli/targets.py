@@ -1,6 +1,8 @@
 """``hpvm targets``: what the installed plugins provide and what is usable."""
 from __future__ import annotations
 
+from ..options import CORE_OPTIONS
+from ..registry import get_registry
 from .output import format_table
 
 
@@ -17,10 +19,8 @@ def add_parsers(subparsers) -> None:
 
 
 def show_targets(args) -> int:
-    from ..registry import get_registry
     registry = get_registry()
     if args.options:
-        from ..options import CORE_OPTIONS
         rows = [("(hpvm)", option.name, option.describe(), option.help) for option in CORE_OPTIONS]
         rows += [(info.name, option.name, option.describe(), option.help)
                  for info in registry.targets() for option in info.target.options()]

@@ -14,11 +14,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..tune.executors import EXECUTORS
+from ..files import check_writable, write_text_atomically
+from ..npz import read_npz
+from ..runtime import Executable
+from ..tune import TuneError, space, tune
+from ..tune.approx.refine import refine
+from ..tune.executors import EXECUTORS, executor
+from ..tune.plot import record_svg
 from ..tune.search import ENGINES
 from ..tune.space import PASS_PARAMETERS
-from .build import _target_list, load_program
-from .output import Progress, check_writable, write_text_atomically
+from .build import _target_list, load_program, save_atomically
+from .output import Progress
 
 
 def add_parsers(subparsers) -> None:
@@ -67,9 +73,6 @@ def add_parsers(subparsers) -> None:
 
 
 def tune_command(args) -> int:
-    from ..tune import TuneError, space, tune
-    from ..tune.executors import executor
-    from .run import read_npz
     if args.refine:
         return refine_command(args)
     if not args.source:
@@ -105,7 +108,6 @@ def tune_command(args) -> int:
         result.best.save(args.config_out)
         print(f"wrote {args.config_out}")
     if args.svg:
-        from ..tune.plot import record_svg
         write_text_atomically(args.svg, record_svg(result.record, title=f"hpvm tune {args.source}"
                                                    f" on {','.join(args.targets)}"))
         print(f"wrote {args.svg}")
@@ -115,10 +117,6 @@ def tune_command(args) -> int:
 
 
 def refine_command(args) -> int:
-    from ..runtime import Executable
-    from ..tune.approx.refine import refine
-    from .build import save_atomically
-    from .run import read_npz
     exe = Executable.load(args.refine)
     inputs = read_npz(args.inputs) if args.inputs else None
     count = len(exe.configurations())

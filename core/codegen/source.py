@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..ir.kernel import Stmt
+from ..ir.text import print_stmts
 
 GENERATED_PREFIX = "hpvm_"
 """Every name the code generator invents starts with this prefix; IR names
@@ -40,7 +41,6 @@ class Origin:
         """The IR behind the line in words (the statement's first line)."""
         if self.stmt is None:
             return f"function '@{self.function}'" if self.function else "generated support code"
-        from ..ir.text import print_stmts
         first = print_stmts((_without_bodies(self.stmt),)).splitlines()[0].strip()
         return f"function '@{self.function}': {first}"
 

@@ -83,8 +83,9 @@ def _tail_returns(body) -> set[int]:
 
 
 def inline_call(caller, node: ast.Call, kernel) -> Value:
-    """Inline helper ``kernel`` at call ``node``; returns its result."""
-    from .statements import StmtTranslator   # statements.py imports this module
+    """Inline helper ``kernel`` at call ``node`` of ``caller`` (a
+    statements.StmtTranslator, whose class translates the helper's body too);
+    returns its result."""
     scope = caller.scope
     if kernel.name in scope.helper_stack:
         raise caller.error(node, f"helper '{kernel.name}' calls itself (recursion)",
@@ -111,7 +112,7 @@ def inline_call(caller, node: ast.Call, kernel) -> Value:
         caller.emit(Let(ir_name, param.type, expr))
         helper_scope.locals[param.name] = LocalVar(ir_name, param.type)
     body = normalize_returns(kernel.source.tree.body)
-    translator = StmtTranslator(helper_scope, hoisted_names(body))
+    translator = type(caller)(helper_scope, hoisted_names(body))
     translator.inliner = result = HelperResult(kernel, body)
     statements = list(translator.function_body(body))
     if result.name is None:

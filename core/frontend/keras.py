@@ -26,6 +26,7 @@ import numpy as np
 
 from ..errors import HpvmError
 from ..ir.graph import Module
+from .torch import load as load_torch
 
 MODEL_SUFFIXES = (".keras", ".h5")
 """Files ``load`` reads with keras.saving.load_model."""
@@ -43,8 +44,7 @@ def load(model, batch_size: int = 1, example_inputs: tuple | None = None,
     if isinstance(model, (str, Path)):
         model = _read(keras, Path(model))
     examples = _examples(model, batch_size, example_inputs)
-    import torch
-    from .torch import load as load_torch
+    import torch  # torch (optional, heavy)
     tensors = tuple(torch.from_numpy(np.ascontiguousarray(e)) for e in examples)
     names = tuple(t.name for t in model.inputs) if _has_inputs(model) else None
     return load_torch(_positional(model, len(tensors)), tensors, optimize, input_names=names)
@@ -54,7 +54,7 @@ def _keras():
     """keras, imported with the torch backend unless a backend was chosen."""
     os.environ.setdefault("KERAS_BACKEND", "torch")
     try:
-        import keras
+        import keras  # keras (optional)
     except ImportError:
         raise HpvmError("Keras models need keras 3 and torch (fix: pip install keras torch)") \
             from None
@@ -113,7 +113,7 @@ def _examples(model, batch_size: int, example_inputs) -> tuple:
 def _positional(model, count: int):
     """``model`` as a torch module called with one tensor per input
     (torch.export's form); Keras takes several inputs as one list."""
-    import torch
+    import torch  # torch (optional, heavy)
 
     class Positional(torch.nn.Module):
         def __init__(self):

@@ -15,6 +15,7 @@ import ast
 import builtins
 from functools import cached_property
 
+from ..interp import run_module
 from ..ir.graph import Module
 from ..ir.kernel import Const
 from ..ir.parameter import Parameter
@@ -61,7 +62,6 @@ class ProgramDef:
 
     def run(self, **inputs) -> dict:
         """Run on the reference interpreter; returns the outputs by name."""
-        from ..interp import run_module
         return run_module(self.build(), inputs)
 
     __call__ = run

@@ -2,13 +2,9 @@
 from __future__ import annotations
 
 from ..ir.graph import Module
+from ..ir.verify import verify
 
 
 def verify_module(module: Module) -> None:
-    """Run hpvm.ir.verify on ``module`` (raises VerificationError).  While
-    the verifier cannot be imported (a partial checkout) this does nothing."""
-    try:
-        from ..ir.verify import verify
-    except ImportError:
-        return
+    """Run hpvm.ir.verify on ``module`` (raises VerificationError)."""
     verify(module)

@@ -9,13 +9,6 @@ node (see kernel_eval); graphs run node by node with buffers passed by value
 (see graph_exec).
 """
 from .api import Interpreter, run_kernel, run_module
+from .target import InterpTarget
 
 __all__ = ["Interpreter", "run_kernel", "run_module", "InterpTarget"]
-
-
-def __getattr__(name):
-    # The target pulls in hpvm.target; loaded on first use only.
-    if name == "InterpTarget":
-        from .target import InterpTarget
-        return InterpTarget
-    raise AttributeError(f"module 'hpvm.interp' has no attribute '{name}'")

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import Diagnostic, ExecutionError, HpvmError, Location
 from ..ir.graph import GraphBody, Module
+from .api import run_module
 
 METHODS = ("max", "percentile")
 
@@ -23,7 +24,6 @@ def value_magnitudes(module: Module, batches: Mapping | Iterable[Mapping],
     ``batches`` (dicts of input arrays; one dict is one batch), or that
     percentile of its magnitudes; ExecutionError naming the batch when one
     does not run."""
-    from .api import run_module
     batches = [batches] if isinstance(batches, Mapping) else list(batches)
     parts: dict[str, list[np.ndarray]] = {}
 

@@ -19,6 +19,9 @@ from hpvm.ir.graph import (
 from hpvm.ir.parameter import Parameter
 from hpvm.ir.shapes import bind_symbols, output_shape, replication_sizes
 
+from hpvm.ir.tensor_ops import TENSOR_OPS
+from hpvm.ir.tensor_ops.int8 import quantize_inputs
+from hpvm.ir.tensor_ops.precision import node_precision, round_arrays, tf32_operands
 from .kernel_launch import launch_kernel
 
 
@@ -189,9 +192,6 @@ def _check_single_instance(module: Module, graph: Graph, node: Node, ports) -> N
 
 
 def _run_tensor_node(graph: Graph, node: Node, body: TensorBody, ports: Mapping[str, Any]):
-    from hpvm.ir.tensor_ops import TENSOR_OPS  # written alongside; imported on use
-    from hpvm.ir.tensor_ops.int8 import quantize_inputs
-    from hpvm.ir.tensor_ops.precision import node_precision, round_arrays, tf32_operands
 
     spec = TENSOR_OPS.get(body.op)
     if spec is None:

@@ -19,7 +19,7 @@ from hpvm.ir import kernel as k
 from hpvm.ir.graph import Module
 from hpvm.ir.types import I64, BufferType
 
-from . import memory, scalar_ops, trip_profile
+from . import memory, scalar_ops, trip_counter
 from .memory import Lanes, Storage
 from .simt_state import Frame, Scope, and_masks, kill, merge, narrow
 
@@ -114,7 +114,7 @@ class KernelEvaluator:
         loop_scope.declare(stmt.var, scalar_ops.cast(self.eval(stmt.start, scope, mask), I64))
         keep_going = np.less if stmt.step > 0 else np.greater
         step = np.int64(stmt.step)
-        counter = trip_profile.ACTIVE
+        counter = trip_counter.ACTIVE
         if counter is not None:
             counter.count(stmt, self._active_lanes(and_masks(mask, frame.alive)), True)
         while True:

@@ -13,7 +13,9 @@ import numpy as np
 
 from hpvm.errors import Diagnostic, ExecutionError, Location, TargetError
 from hpvm.ir.graph import Graph, Module, Node
+from hpvm.ir.tensor_ops import TENSOR_OPS
 from hpvm.ir.tensor_ops.precision import PRECISIONS
+from hpvm.ir.text import parse_module, print_module
 from hpvm.target import Artifact, Availability, HostMemoryDevice, NodeRef, Target
 
 from .graph_exec import run_node
@@ -33,10 +35,6 @@ class InterpTarget(Target):
 
     @property
     def native_tensor_ops(self) -> frozenset[str]:
-        try:
-            from hpvm.ir.tensor_ops import TENSOR_OPS
-        except ImportError:
-            return frozenset()
         return frozenset(TENSOR_OPS)
 
     def availability(self) -> Availability:
@@ -50,10 +48,7 @@ class InterpTarget(Target):
         nothing else) and the names of the nodes it will run."""
         key = uuid.uuid4().hex
         _COMPILED[key] = module
-        files = {}
-        text = _module_text(module)
-        if text is not None:
-            files[MODULE_FILE] = text.encode()
+        files = {MODULE_FILE: print_module(module).encode()}
         metadata = {"module": module.name, "nodes": [str(n) for n in nodes], "key": key}
         return Artifact(self.name, files, metadata)
 
@@ -64,20 +59,10 @@ class InterpTarget(Target):
         return InterpDevice(module)
 
 
-def _module_text(module: Module) -> str | None:
-    try:
-        from hpvm.ir.text import print_module
-    except ImportError:
-        return None
-    return print_module(module)
-
-
 def _parse_artifact(artifact: Artifact) -> Module:
     if MODULE_FILE not in artifact.files:
         raise TargetError(f"interp artifact has no '{MODULE_FILE}'; recompile the module "
                           "for target 'interp'")
-    from hpvm.ir.text import parse_module
-
     return parse_module(artifact.files[MODULE_FILE].decode(), filename=MODULE_FILE)
 
 

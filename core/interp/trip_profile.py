@@ -11,48 +11,28 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections import defaultdict
 from typing import Any, Mapping
 
 from ..ir import kernel as k
 from ..ir.graph import Module
 from ..ir.visit import walk
+from . import trip_counter
+from .api import Interpreter
 
-
-class TripCounter:
-    """Loop entries and iterations, counted per instance (lane)."""
-
-    def __init__(self):
-        self.entries: dict[int, int] = defaultdict(int)
-        self.iterations: dict[int, int] = defaultdict(int)
-        self.lock = threading.Lock()
-
-    def count(self, loop: k.For, lanes: int, entering: bool) -> None:
-        with self.lock:
-            (self.entries if entering else self.iterations)[id(loop)] += lanes
-
-    def mean(self, loop: k.For) -> float | None:
-        entries = self.entries.get(id(loop), 0)
-        return self.iterations.get(id(loop), 0) / entries if entries else None
-
-
-ACTIVE: TripCounter | None = None
-"""The counter the interpreter's loops report to while profiling."""
 _PROFILING = threading.Lock()
+"""One profile at a time: the interpreter reports to trip_counter.ACTIVE."""
 
 
 def profile_trip_counts(module: Module, inputs: Mapping[str, Any]) -> dict[int, float]:
     """Mean trips per entry of every loop the run of ``module`` on
     ``inputs`` entered, keyed by the loop's identity in ``module``."""
-    global ACTIVE
-    from .api import Interpreter
-    counter = TripCounter()
+    counter = trip_counter.TripCounter()
     with _PROFILING:
-        ACTIVE = counter
+        trip_counter.ACTIVE = counter
         try:
             Interpreter(module).run(**inputs)
         finally:
-            ACTIVE = None
+            trip_counter.ACTIVE = None
     loops = [s for f in module.functions.values() for s in walk(f.body) if isinstance(s, k.For)]
     return {id(loop): mean for loop in loops if (mean := counter.mean(loop)) is not None}
 

@@ -141,3 +141,20 @@ def check_param_list(params, report: Report, owner: str) -> None:
         elif not isinstance(p.type, BufferType):
             report.error(f"parameter '{p.name}' has invalid type {p.type!r}",
                          "use a ScalarType or a BufferType", port=p.name)
+
+
+def cycles(nodes, edges) -> list[tuple]:
+    """Every circle of the directed graph of ``nodes`` and ``edges``
+    (pairs), one per strongly connected part that loops: (its smallest
+    node, the list of nodes of a cycle found from there)."""
+    import networkx as nx  # networkx (heavy: 0.1 s to import, not needed to start hpvm)
+    graph = nx.DiGraph()
+    graph.add_nodes_from(nodes)
+    graph.add_edges_from(edges)
+    found = []
+    for component in nx.strongly_connected_components(graph):
+        first = min(component)
+        if len(component) > 1 or graph.has_edge(first, first):
+            found.append((first, [edge[0] for edge in nx.find_cycle(graph.subgraph(component),
+                                                                   first)]))
+    return found

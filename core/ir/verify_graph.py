@@ -5,13 +5,13 @@ and binding (endpoints, directions, types, producers, cycles, streaming).
 """
 from __future__ import annotations
 
-import networkx as nx
 
 from .graph import EDGE_KINDS, BindIn, BindOut, Edge, Graph, GraphBody
 from .parameter import Parameter
+from .text import print_expr
 from .types import BufferType
 from .verify_common import (
-    Report, check_out_shapes, check_param_list, quoted, type_mismatch,
+    Report, check_out_shapes, check_param_list, cycles, quoted, type_mismatch,
 )
 from .verify_node import check_node
 
@@ -40,18 +40,10 @@ def check_graphs(module, report: Report) -> None:
 
 def _check_nesting(module, report: Report) -> None:
     """A graph may not contain itself, directly or through other graphs."""
-    nesting = nx.DiGraph()
-    for name, graph in module.graphs.items():
-        nesting.add_node(name)
-        for node in getattr(graph, "nodes", ()):
-            if isinstance(node.body, GraphBody):
-                nesting.add_edge(name, node.body.graph)
-    for component in nx.strongly_connected_components(nesting):
-        first = min(component)
-        if len(component) == 1 and not nesting.has_edge(first, first):
-            continue
-        cycle = [e[0] for e in nx.find_cycle(nesting.subgraph(component), first)]
-        path = " -> ".join(f"'@{g}'" for g in cycle + [cycle[0]])
+    nested = [(name, node.body.graph) for name, graph in module.graphs.items()
+              for node in getattr(graph, "nodes", ()) if isinstance(node.body, GraphBody)]
+    for first, cycle in cycles(module.graphs, nested):
+        path = " -> ".join(f"'@{g}'" for g in cycle + [first])
         report.error(f"graph '@{first}' contains itself: {path}",
                      "graphs nest as a tree; replace the inner use of "
                      f"'@{first}' by a copy or a loop inside a kernel",
@@ -250,13 +242,8 @@ class GraphChecker:
                                   f"'{param.name}'", port=param.name)
 
     def _check_cycles(self) -> None:
-        flow = nx.DiGraph()
-        flow.add_edges_from((e.src_node, e.dst_node) for e in self.node_edges)
-        for component in nx.strongly_connected_components(flow):
-            first = min(component)
-            if len(component) == 1 and not flow.has_edge(first, first):
-                continue
-            cycle = [e[0] for e in nx.find_cycle(flow.subgraph(component), first)]
+        flow = [(e.src_node, e.dst_node) for e in self.node_edges]
+        for first, cycle in cycles((), flow):
             path = " -> ".join(f"'{n}'" for n in cycle + [cycle[0]])
             self.report.error(f"nodes {path} form a cycle; a dataflow graph "
                               "must be acyclic", "remove one of the edges on "
@@ -282,7 +269,6 @@ def _replication_text(node) -> str:
     if not node.replication:
         return "not replicated"
     try:
-        from .text import print_expr
         return "(" + ", ".join(print_expr(e) for e in node.replication) + ")"
     except Exception:  # the text module may be unavailable; repr still says it
         return repr(node.replication)

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import networkx as nx
-
 from .kernel import (
     ARRAY_SPACES, ATOMIC_OPS, Call, Expr, If, InstanceCount, InstanceId,
     KernelFunction, Return, Stmt,
 )
 from .reduction import op_problem, promise_problem
+from .text import print_stmts
 from .types import I64, BufferType
-from .verify_common import Report, check_param_list, quoted
+from .verify_common import Report, check_param_list, cycles, quoted
 from .verify_expr import READ_ONLY_KINDS, ExprChecker, Symbol, is_scalar_type
 from .visit import walk
 
@@ -263,7 +262,6 @@ def statement_text(stmt, limit: int = 80) -> str | None:
     bodies = {name: () for name in ("body", "then_body", "else_body")
               if hasattr(stmt, name)}
     try:
-        from .text import print_stmts
         text = print_stmts((replace(stmt, **bodies),)).splitlines()[0]
     except Exception:  # malformed IR, or no text module: the message stands
         return None
@@ -291,27 +289,16 @@ def _walk_body(function: KernelFunction):
     return walk(tuple(s for s in function.body if isinstance(s, (Stmt, Expr))))
 
 
-def call_graph(module) -> nx.DiGraph:
-    """Functions as nodes, an edge f -> g when f calls g."""
-    graph = nx.DiGraph()
-    for name, function in module.functions.items():
-        graph.add_node(name)
-        if not isinstance(function, KernelFunction):
-            continue  # reported by check_functions
-        for item in _walk_body(function):
-            if isinstance(item, Call):
-                graph.add_edge(name, item.function)
-    return graph
+def call_graph(module) -> list[tuple[str, str]]:
+    """The calls of the module's functions: (caller, callee) pairs."""
+    return [(name, item.function) for name, function in module.functions.items()
+            if isinstance(function, KernelFunction)   # else reported by check_functions
+            for item in _walk_body(function) if isinstance(item, Call)]
 
 
 def check_recursion(module, report: Report) -> None:
     """Kernels cannot recurse: report every cycle of the call graph."""
-    graph = call_graph(module)
-    for component in nx.strongly_connected_components(graph):
-        first = min(component)
-        if len(component) == 1 and not graph.has_edge(first, first):
-            continue
-        cycle = [edge[0] for edge in nx.find_cycle(graph.subgraph(component), first)]
+    for first, cycle in cycles(module.functions, call_graph(module)):
         path = " -> ".join(f"'@{n}'" for n in cycle + [cycle[0]])
         report.error(f"recursive calls {path}; HPVM kernels cannot recurse",
                      "rewrite the recursion as a loop", function=first)

@@ -14,6 +14,8 @@ from .graph import (
 )
 from .kernel import KernelFunction
 from .parameter import Parameter
+from .tensor_ops.int8 import int8_problem
+from .tensor_ops.precision import PRECISION_ATTRIBUTE, PRECISIONS, PRODUCT_OPS
 from .types import BufferType
 from .verify_common import (
     Report, check_out_shapes, check_param_list, node_scope, quoted,
@@ -191,7 +193,6 @@ def _check_group(node: Node, report: Report) -> None:
 
 
 def _check_precision(node: Node, report: Report) -> None:
-    from .tensor_ops.precision import PRECISION_ATTRIBUTE, PRECISIONS, PRODUCT_OPS
     value = node.attributes.get(PRECISION_ATTRIBUTE) if isinstance(node.attributes, dict) else None
     if value is None:
         return
@@ -205,7 +206,6 @@ def _check_precision(node: Node, report: Report) -> None:
         report.error(f"attribute precision='tf32' does not fit a {node.body.op}",
                      f"use it on {', '.join(PRODUCT_OPS)} nodes, or use fp16 here")
     elif value == "int8":
-        from .tensor_ops.int8 import int8_problem
         problem = int8_problem(node)
         if problem:
             report.error(f"attribute precision='int8' does not fit: {problem[0]}", problem[1])

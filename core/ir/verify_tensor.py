@@ -9,16 +9,13 @@ from __future__ import annotations
 
 from ..errors import DiagnosticError
 from .graph import Node
+from .tensor_ops import TENSOR_OPS
 from .types import BufferType
 from .verify_common import Report, quoted
 
 
 def check_tensor_node(node: Node, report: Report) -> None:
     """Check tensor node ``node`` (``report`` already names it)."""
-    try:
-        from .tensor_ops import TENSOR_OPS
-    except ImportError:
-        return
     body = node.body
     spec = TENSOR_OPS.get(body.op)
     if spec is None:

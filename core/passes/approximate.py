@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from ..errors import Diagnostic, Location, VerificationError
 from ..ir.graph import BindOut, Edge, Graph, KernelBody, Module, Node, TensorBody
+from ..ir.tensor_ops import tensor_node
 from ..ir.tensor_ops.int8 import int8_problem
 from ..ir.tensor_ops.precision import PRODUCT_OPS
 from .errors import PassError
@@ -170,7 +171,6 @@ def _error(graph: Graph, node: str, message: str, fix: str) -> PassError:
 
 
 def _apply(graph: Graph, node: Node, knob: Knob) -> Graph:
-    from ..ir.tensor_ops import tensor_node
     body = node.body
     if not isinstance(body, TensorBody) or not all(
             p.type.element.is_float for p in body.params):
@@ -207,7 +207,6 @@ def _add_fills(graph: Graph, exact: Node, approximated: Node) -> Graph:
     """perforation_fill nodes after a perforated conv, the conv's readers
     moved to the last of them; an FP16 conv's fills compute in FP16 too
     (no widening of the half-precision result between the two)."""
-    from ..ir.tensor_ops import tensor_node
     full = next(p.type for p in exact.body.params if p.direction == "out")
     source = (exact.name, "y")
     result = next(p.type for p in approximated.body.params if p.direction == "out")

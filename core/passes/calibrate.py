@@ -17,6 +17,7 @@ from ..interp.calibration import METHODS, value_magnitudes, value_source
 from ..ir.graph import Module, TensorBody
 from ..ir.tensor_ops.int8 import QMAX, SCALES_ATTRIBUTE
 from ..ir.tensor_ops.precision import PRODUCT_OPS, operands
+from ..npz import read_npz
 from .errors import PassError
 from .module_tools import map_nodes
 from .registry import Option, register_pass
@@ -31,7 +32,6 @@ from .registry import Option, register_pass
 def calibrate_pass(module: Module, data: str, method: str, percentile: float) -> Module:
     """Record INT8 scales of conv2d, gemm and matmul operands from
     calibration inputs (for the approximate pass's int8 knob)."""
-    from ..cli.run import read_npz
     if not data:
         raise PassError(Diagnostic(Location(), "calibrate: no calibration data",
                                    "give data=FILE.npz, the program's inputs by name"))

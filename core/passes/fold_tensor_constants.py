@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..ir.graph import ConstantBody, Graph, Module, Node, TensorBody
+from ..ir.tensor_ops import get_op
 from ..ir.types import BufferType, scalar_type_of_dtype
 from .registry import Option, register_pass
 from .tensor_graph import (
@@ -51,7 +52,6 @@ def _folded(graph: Graph, node: Node, max_elements: int) -> Node | None:
         if array is None:
             return None
         inputs[param.name] = array
-    from ..ir.tensor_ops import get_op
     spec = get_op(body.op, node.name)
     if len(spec.outputs) != 1:
         return None

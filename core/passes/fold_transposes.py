@@ -21,6 +21,7 @@ import dataclasses
 import numpy as np
 
 from ..ir.graph import ConstantBody, Edge, Graph, Module, Node, TensorBody
+from ..ir.tensor_ops import tensor_node
 from ..ir.types import BufferType, scalar_type_of_dtype
 from .names import unique_name
 from .registry import register_pass
@@ -59,7 +60,6 @@ def _type(node: Node, port: str) -> BufferType:
 def _rebuilt(node: Node, op: str, types: dict, attrs: dict) -> Node:
     """A tensor node named like ``node``, with its hint and attributes,
     running ``op`` on inputs of ``types``."""
-    from ..ir.tensor_ops import tensor_node
     return dataclasses.replace(tensor_node(node.name, op, types, attrs, node.hint),
                                attributes=node.attributes)
 
@@ -232,5 +232,4 @@ def _connect(graph: Graph, feed, node: str, port: str) -> Graph:
 
 
 def _transpose_node(name: str, x_type: BufferType, perm: tuple[int, ...], hint) -> Node:
-    from ..ir.tensor_ops import tensor_node
     return tensor_node(name, "transpose", {"x": x_type}, {"perm": perm}, hint)

@@ -16,6 +16,7 @@ import dataclasses
 from typing import NamedTuple
 
 from ..ir.graph import Graph, Module, Node, TensorBody
+from ..ir.tensor_ops import get_op, tensor_node
 from .registry import register_pass
 from .tensor_graph import (
     drop_edges_into, producer, remove_nodes, replace_node, reroute, rewrite_until_done,
@@ -75,7 +76,6 @@ def _as_chain(node: Node, value_port: str | None) -> Chain | None:
                 return Chain((port, other), ((body.op, 1),))
         return None
     if body.op == "clipped_relu":
-        from ..ir.tensor_ops import get_op
         attrs = get_op("clipped_relu").resolve_attrs(body.attrs)
         return Chain(("x",), (("clipped_relu", float(attrs["min"]), float(attrs["max"])),))
     return Chain(("x",), ((body.op,),))
@@ -83,7 +83,6 @@ def _as_chain(node: Node, value_port: str | None) -> Chain | None:
 
 def _merge(graph: Graph, first_node: Node, first: Chain, second_node: Node,
            second: Chain) -> Graph:
-    from ..ir.tensor_ops import tensor_node
     offset = len(first.ports) - 1
     renumbered = tuple((s[0], s[1] + offset) if s[0] in ("add", "mul") else s
                        for s in second.steps)

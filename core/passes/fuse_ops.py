@@ -22,6 +22,7 @@ import dataclasses
 import numpy as np
 
 from ..ir.graph import ConstantBody, Edge, Graph, Module, Node, TensorBody
+from ..ir.tensor_ops import tensor_node
 from ..ir.types import BufferType
 from .registry import register_pass
 from .tensor_graph import (
@@ -158,7 +159,6 @@ def _broadcasts_to(small: BufferType, big: BufferType) -> bool:
 
 
 def _rebuilt(node: Node, inputs: dict, attrs: dict, op: str | None = None) -> Node:
-    from ..ir.tensor_ops import tensor_node
     fused = tensor_node(node.name, op or node.body.op, inputs, attrs, hint=node.hint)
     return dataclasses.replace(fused, attributes=node.attributes)
 

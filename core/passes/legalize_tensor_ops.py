@@ -14,6 +14,11 @@ from typing import Callable
 
 from ..errors import Diagnostic, Location
 from ..ir.graph import Graph, KernelBody, Module, Node, TensorBody
+from ..ir.tensor_ops import TENSOR_OPS, get_op
+from ..ir.tensor_ops.int8 import SCALES_ATTRIBUTE, node_scales, quantize_kernel
+from ..ir.tensor_ops.precision import (
+    LOWERED_PRECISIONS, PRECISION_ATTRIBUTE, node_precision, round_kernel,
+)
 from .errors import PassError
 from .module_tools import map_nodes
 from .names import unique_name
@@ -24,8 +29,6 @@ from .registry import Option, register_pass
     Option("keep", list, (), "tensor ops to keep as tensor nodes (e.g. conv2d,relu)")])
 def legalize_tensor_ops(module: Module, keep: tuple[str, ...]) -> Module:
     """Lower tensor-op nodes to kernel nodes with the ops' reference kernels."""
-    from ..ir.tensor_ops import TENSOR_OPS
-
     unknown = [op for op in keep if op not in TENSOR_OPS]
     if unknown:
         raise PassError(Diagnostic(
@@ -41,12 +44,6 @@ def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool],
     register tiles shaped by ``tiles`` (tensor_ops.lowering.RegisterTiles;
     None: the default).  A node in a precision kernels lack (tf32) stays a
     tensor node: placement gives it only to targets that run it natively."""
-    from ..ir.tensor_ops import get_op  # its own package, loaded on use
-    from ..ir.tensor_ops.int8 import SCALES_ATTRIBUTE, node_scales, quantize_kernel
-    from ..ir.tensor_ops.precision import (
-        LOWERED_PRECISIONS, PRECISION_ATTRIBUTE, node_precision, round_kernel,
-    )
-
     functions = dict(module.functions)
 
     def lower(graph: Graph, node: Node) -> Node:

@@ -13,6 +13,7 @@ from typing import Callable
 
 from ..errors import Diagnostic, Location, VerificationError
 from ..ir.graph import Module
+from ..ir.verify import verify
 from .errors import PassError
 from .pipeline import PipelineStep, format_pipeline, resolve_steps
 from .registry import get_pass
@@ -62,7 +63,6 @@ class PassManager:
     def _verifier(self) -> Callable[[Module], None]:
         if self.verifier is not None:
             return self.verifier
-        from ..ir.verify import verify  # imported late: passes load without it
         return verify
 
 

@@ -19,8 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import HpvmError
+from ..interp.graph_exec import topological_order
 from ..ir.graph import BindIn, BindOut, Graph, GraphBody, Module, Node
 from ..ir.parameter import Parameter
+from ..target import NodeRef
 from .names import NameGenerator, unique_name
 
 
@@ -112,7 +114,6 @@ def convex_groups(graph: Graph, chosen: set[str]) -> list[list[str]]:
     group reaches it through a node outside the group; a node no group can
     take starts one.  A source left alone (a constant read by a node that
     joined another group) joins its readers' group when they share one."""
-    from ..interp.graph_exec import topological_order
     producers: dict[str, list[str]] = {n.name: [] for n in graph.nodes}
     readers: dict[str, list[str]] = {n.name: [] for n in graph.nodes}
     for e in graph.edges:
@@ -154,7 +155,6 @@ def convex_partitions(module: Module, nodes) -> list[list]:
     """``nodes`` (NodeRefs) as :func:`convex_groups` splits each graph's
     share of them: what a target that runs neighbouring nodes as one
     launch returns from ``Target.partitions``."""
-    from ..target import NodeRef
     by_graph: dict[str, set[str]] = {}
     for ref in nodes:
         by_graph.setdefault(ref.graph, set()).add(ref.node)
@@ -253,7 +253,6 @@ class Members:
 def members(module: Module, graph_name: str, node_name: str) -> Members:
     """The :class:`Members` of node ``node_name`` of ``graph_name``, as a
     target's ``compile`` receives it in ``nodes``."""
-    from ..interp.graph_exec import topological_order
     parent = module.graph(graph_name)
     node = parent.node(node_name)
     if isinstance(node.body, GraphBody):

@@ -1,7 +1,7 @@
 """HPVM-RT: placement, compilation to Executables, scheduling, the memory
 tracker and streaming."""
-from .compiler import as_module, compile
-from .executable import Executable, Launch
+from .compiler import as_module
+from .executable import Executable, Launch, compile
 from .execution import NodeRecord, Report
 from .placement import Placement, plan
 

@@ -18,7 +18,9 @@ import functools
 import time
 
 from ..errors import HpvmError
+from ..passes.approximate import apply_knobs
 from .adaptation import LatencyGoal
+from .compiler import build
 
 
 def runs_active(method):
@@ -111,11 +113,9 @@ class ApproximationsMixin:
 
     def _variant(self, index: int):
         if index not in self._variants:
-            from ..passes.approximate import apply_knobs
-            from .compiler import compile as compile_program
             module = apply_knobs(self.module, self.approximations["points"][index]["knobs"])
-            self._variants[index] = compile_program(module, self.approximations["targets"],
-                                                    self.options, self._registry)
+            self._variants[index] = type(self)(*build(module, self.approximations["targets"],
+                                                      self.options, self._registry))
         return self._variants[index]
 
     def _close_variants(self) -> None:

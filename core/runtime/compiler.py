@@ -1,14 +1,21 @@
-"""``hpvm.compile``: from a program to an Executable."""
+"""From a program to what an Executable is made of: the module placed on
+its targets, partitions outlined, and each target's artifact (``build``).
+``compile`` (executable.py) wraps a build in an Executable."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from ..errors import HpvmError
 from ..ir.graph import Module, TensorBody
-from ..target import NodeRef, Target
-from .executable import Executable
-from .placement import FALLBACKS, plan
+from ..ir.text import load_module
+from ..ir.verify import verify
+from ..options import resolve_compile_options
+from ..passes import run_pipeline
+from ..passes.outline import OutlineError, outline
+from ..registry import Registry, get_registry
+from ..target import Artifact, NodeRef, Target
+from .placement import FALLBACKS, Placement, plan
 
 DEFAULT_TARGETS = ("cpu",)
 
@@ -19,7 +26,6 @@ def as_module(program) -> Module:
     if isinstance(program, Module):
         return program
     if isinstance(program, (str, Path)):
-        from ..ir.text import load_module
         return load_module(program)
     if callable(getattr(program, "build", None)):
         module = program.build()
@@ -29,39 +35,36 @@ def as_module(program) -> Module:
                     "file, or a function decorated with @hpvm.program")
 
 
-def compile(program, targets: Sequence[str] | None = None, options: dict | None = None,
-            registry=None, config=None) -> Executable:
+class Build(NamedTuple):
+    """A compiled program, the arguments of an Executable: the module as
+    compiled (partitions outlined), its placement, each used target's
+    artifact, the compile options and the registry of the targets."""
+
+    module: Module
+    placement: Placement
+    artifacts: dict[str, Artifact]
+    options: dict
+    registry: Registry
+
+
+def build(program, targets: Sequence[str] | None = None, options: dict | None = None,
+          registry: Registry | None = None, notes: Sequence[str] = ()) -> Build:
     """Compile ``program`` for the ordered ``targets`` (see placement); a
-    single target may be given as its name.  ``config`` (a TuningConfig,
-    its JSON dict or file, from hpvm.tune) applies a tuned configuration:
-    its passes, placement and options (``options`` given here override
-    its options); ``targets`` then default to those it was tuned for."""
-    from ..ir.verify import verify
-    from ..options import resolve_compile_options
-    from ..registry import get_registry
+    single target may be given as its name.  ``notes`` are added to the
+    placement report (what a caller did to the program before, such as
+    applying a tuned configuration: hpvm.api.compile)."""
     registry = registry or get_registry()
     options = dict(options or {})
     targets = [targets] if isinstance(targets, str) else targets
     module = as_module(program)
     verify(module)
-    tuned = None
-    if config is not None:
-        from ..tune.config import merge_options, realise_config
-        tuned, targets, realised = realise_config(module, config, targets, registry)
-        module = realised.module
-        options = merge_options(realised.options, options)
     targets = list(targets if targets is not None else DEFAULT_TARGETS)
     per_target = resolve_compile_options(options, with_fallbacks(targets), registry)
     pipeline = _pipeline(options.get("pipeline", ""), targets, registry)
     if pipeline:
-        from ..passes import run_pipeline
         module = run_pipeline(module, pipeline)
     placement = plan(module, targets, registry, per_target)
-    if tuned is not None:
-        placement.notes.append(f"tuned configuration applied ({len(tuned.values)} parameters"
-                               + (f"; pipeline {realised.pipeline}" if realised.pipeline else "")
-                               + ")")
-        placement.notes.extend(f"tuning: {note}" for note in realised.notes)
+    placement.notes.extend(notes)
     module = outline_partitions(module, placement, per_target, registry)
     artifacts = {}
     for name in placement.used_targets:
@@ -71,15 +74,12 @@ def compile(program, targets: Sequence[str] | None = None, options: dict | None 
         prepared = prepare_for_target(module, target, nodes, target_options)
         artifacts[name] = target.compile(prepared, nodes, target_options)
         placement.notes.extend(f"{name}: {note}" for note in artifacts[name].notes)
-    exe = Executable(module, placement, artifacts, options, registry)
-    exe.config = tuned.to_json() if tuned is not None else None
-    return exe
+    return Build(module, placement, artifacts, options, registry)
 
 
 def outline_partitions(module: Module, placement, per_target: dict, registry) -> Module:
     """``module`` with the groups each target asks for (Target.partitions)
     outlined into internal nodes, recorded in ``placement.partitions``."""
-    from ..passes.outline import OutlineError, outline
     for name in placement.used_targets:
         target = registry.target(name).target
         for group in target.partitions(module, placement.nodes_of(name), per_target[name]):
@@ -118,7 +118,6 @@ def prepare_for_target(module: Module, target: Target, nodes: list[NodeRef],
                        options: dict) -> Module:
     """The module as ``target`` compiles it: tensor ops it does not take
     natively lowered to kernels, then the target's own passes."""
-    from ..passes import run_pipeline
     tensor_ops = {n.body.op for ref in nodes
                   for n in [module.graph(ref.graph).node(ref.node)] if isinstance(n.body, TensorBody)}
     if tensor_ops - set(target.native_tensor_ops):

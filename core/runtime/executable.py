@@ -14,13 +14,21 @@ import itertools
 import threading
 from collections import deque
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
 from ..errors import HpvmError
 from ..ir.graph import Module
+from ..ir.text import parse_module, print_module
+from ..options import resolve_compile_options
+from ..registry import get_registry
+from ..saved_folder import (
+    DAMAGED_FIX, SavedFolderError, read_checked, read_manifest, safe_name, write_files, write_json,
+)
 from ..target import Artifact, Device
 from .approximations import ApproximationsMixin, runs_active
+from .compiler import build
 from .execution import Frame, Report
 from .flatten import flatten
 from .inputs import InputChecker, validate_inputs
@@ -33,6 +41,14 @@ from .task_plan import plan_program
 EXECUTABLE_FORMAT = 2
 """2: every file carries its sha256 in the manifests."""
 MODULE_FILE = "module.hpvm"
+
+
+def compile(program, targets: Sequence[str] | None = None, options: dict | None = None,
+            registry=None, notes: Sequence[str] = ()) -> "Executable":
+    """The Executable of ``program`` compiled for the ordered ``targets``
+    (compiler.build says how; a single target may be given as its name).
+    ``hpvm.compile`` is this, plus tuned configurations (hpvm.api)."""
+    return Executable(*build(program, targets, options, registry, notes))
 
 
 class Launch:
@@ -165,8 +181,6 @@ class Executable(ApproximationsMixin):
     def save(self, folder: str | Path) -> None:
         """Write the portable module, the placement and every artifact, with
         each file's sha256 (checked by ``load``)."""
-        from ..ir.text import print_module
-        from ..saved_folder import write_files, write_json
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         digests = write_files(folder, {MODULE_FILE: print_module(self.module).encode()})
@@ -181,10 +195,6 @@ class Executable(ApproximationsMixin):
     def load(cls, folder: str | Path, registry=None) -> "Executable":
         """Read back what ``save`` wrote.  It holds code for the machine:
         load only executables from authors you trust (see saved_folder)."""
-        from ..ir.text import parse_module
-        from ..saved_folder import (
-            DAMAGED_FIX, SavedFolderError, read_checked, read_manifest, safe_name,
-        )
         folder = Path(folder)
         manifest_path = folder / "executable.json"
         if not manifest_path.exists():
@@ -283,7 +293,6 @@ class Executable(ApproximationsMixin):
     def _get_devices(self) -> dict[str, Device]:
         with self._lock:
             if self._devices is None:
-                from ..options import resolve_compile_options
                 registry = self._registry or _default_registry()
                 options = resolve_compile_options(self.options, list(self.artifacts), registry,
                                                   strict=False)
@@ -299,5 +308,4 @@ class Executable(ApproximationsMixin):
 
 
 def _default_registry():
-    from ..registry import get_registry
     return get_registry()

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..hookspec import hookimpl
+from ..interp.target import InterpTarget
 from ..ir.graph import Graph, Module, Node
 from ..ir.tensor_ops.precision import PRECISIONS
 from ..target import Artifact, Device, NodeRef, Target
@@ -80,17 +81,14 @@ class LoopbackTarget(Target):
 
     @property
     def native_tensor_ops(self) -> frozenset[str]:
-        from ..interp.target import InterpTarget
         return InterpTarget().native_tensor_ops
 
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
-        from ..interp.target import InterpTarget
         artifact = InterpTarget().compile(module, nodes, options)
         artifact.target = self.name
         return artifact
 
     def load(self, artifact: Artifact, options: dict) -> Device:
-        from ..interp.target import InterpTarget
         device = LoopbackDevice(InterpTarget().load(artifact, options), self.name)
         self.devices.append(device)
         return device

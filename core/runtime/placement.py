@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import TargetError
-from ..ir.graph import Module
+from ..ir.graph import Module, TensorBody
+from ..ir.tensor_ops.precision import LOWERED_PRECISIONS, node_precision
 from ..target import NodeRef, Target
 
 FALLBACKS = ("cpu", "interp")
@@ -123,8 +124,6 @@ def precision_refusal(target: Target, node) -> str:
     """Why ``target`` cannot honour ``node``'s precision ('' if it can):
     it would run the node's op natively, and not in that precision, or
     lower it to kernels, which lack that precision (tf32)."""
-    from ..ir.graph import TensorBody
-    from ..ir.tensor_ops.precision import LOWERED_PRECISIONS, node_precision
     if not isinstance(node.body, TensorBody):
         return ""
     precision = node_precision(node)

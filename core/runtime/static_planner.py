@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
+from ..ir.graph import Module
 from ..ir.shapes import bind_symbols, check_allocation, replication_sizes
 from ..target import Device
 from .execution import output_shape_of, target_label
 from .flatten import Source
-from .task_plan import SCALAR, UPDATE, TaskPlan
+from .task_plan import SCALAR, UPDATE, ProgramPlan, TaskPlan
 from .whole_writes import whole_outputs
-
-if TYPE_CHECKING:
-    from .static_run import _Schedule
 
 
 @dataclass(frozen=True)
@@ -66,12 +64,45 @@ class Step:
     """Every port's slot."""
 
 
+class Schedule:
+    """One planned run: the slots of every value, the arena, the steps
+    (static_run's schedules run it).
+
+    Slots are indices into the list of a run's values: the run's inputs,
+    arena buffers (kept between runs), constants (made once) and fresh
+    outputs (made per run, handed to the caller)."""
+
+    def __init__(self, plan: ProgramPlan, devices: dict[str, Device], module: Module,
+                 resident: Device | None, captured: Device | None):
+        self.plan = plan
+        self.devices = devices
+        self.module = module
+        self.resident = resident
+        """The device holding every value of a run, or None (host memory)."""
+        self.captured = captured
+        """The device running the whole plan as one captured replay, or None."""
+        self.kept: list[Any] = []
+        """Each slot's value kept between runs (arena buffers, constants);
+        None for the slots filled per run."""
+        self.inputs: list[tuple[str, int]] = []
+        self.fresh: list[tuple[int, tuple[int, ...], np.dtype, Device | None]] = []
+        """(slot, shape, dtype, device) of the arrays made in each run;
+        device None: written whole by its node, so made uncleared."""
+        self.duplicates: dict[int, tuple[tuple[int, ...], np.dtype]] = {}
+        """Slots of the resident device's private copies of values updated in
+        place, made in each run (``Device.duplicate``): their layouts."""
+        self.steps: list[Step] = []
+        self.outputs: list[tuple[str, int, bool]] = []
+        """(name, slot, handed over): an output made in the run gives its
+        first name the array itself; every other output is a copy."""
+
+
 class SchedulePlanner:
     """Works out a schedule's slots for one input signature."""
 
     INPUT, ARENA, FRESH, CONSTANT = "input", "arena", "fresh", "constant"
 
-    def __init__(self, schedule: _Schedule, inputs: dict[str, Any]):
+    def __init__(self, schedule: Schedule, inputs: dict[str, Any]):
         self.schedule = schedule
         self.inputs = inputs
         self.kinds: list[str] = []

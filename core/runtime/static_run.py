@@ -46,7 +46,7 @@ from ..target import Device
 from .execution import NodeRecord, Report, launch_failure, target_label
 from .memory import HOST, CopyStats, Value
 from .output_pool import OutputPool
-from .static_planner import SchedulePlanner, StagedBuffer, Step
+from .static_planner import Schedule, SchedulePlanner, StagedBuffer
 from .task_plan import SCALAR, UPDATE, ProgramPlan
 
 SIGNATURES_KEPT = 4
@@ -160,39 +160,16 @@ def _signature(inputs: dict[str, Any]) -> tuple:
     return tuple(sorted(parts))
 
 
-class _Schedule:
-    """One planned run: the slots of every value, the arena, the steps.
-
-    Slots are indices into the list of a run's values: the run's inputs,
-    arena buffers (kept between runs), constants (made once) and fresh
-    outputs (made per run, handed to the caller)."""
+class _Schedule(Schedule):
+    """A planned run (static_planner.Schedule) that runs: it binds the
+    devices' launches once and makes its per-run host arrays from a pool."""
 
     def __init__(self, plan: ProgramPlan, devices: dict[str, Device], module: Module,
                  resident: Device | None, captured: Device | None):
-        self.plan = plan
-        self.devices = devices
-        self.module = module
-        self.resident = resident
-        """The device holding every value of a run, or None (host memory)."""
-        self.captured = captured
-        """The device running the whole plan as one captured replay, or None."""
+        super().__init__(plan, devices, module, resident, captured)
         self.replay: Callable[[], None] | None = None
-        self.kept: list[Any] = []
-        """Each slot's value kept between runs (arena buffers, constants);
-        None for the slots filled per run."""
-        self.inputs: list[tuple[str, int]] = []
-        self.fresh: list[tuple[int, tuple[int, ...], np.dtype, Device | None]] = []
-        """(slot, shape, dtype, device) of the arrays made in each run;
-        device None: written whole by its node, so made uncleared."""
-        self.duplicates: dict[int, tuple[tuple[int, ...], np.dtype]] = {}
-        """Slots of the resident device's private copies of values updated in
-        place, made in each run (``Device.duplicate``): their layouts."""
         self.pool = OutputPool()
         """Memory of the host arrays made per run (output_pool.py)."""
-        self.steps: list[Step] = []
-        self.outputs: list[tuple[str, int, bool]] = []
-        """(name, slot, handed over): an output made in the run gives its
-        first name the array itself; every other output is a copy."""
 
     @classmethod
     def make(cls, plan: ProgramPlan, devices: dict[str, Device], module: Module,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..files import write_text_atomically
 from ..ir.graph import Module
 from .space import PASS_PARAMETERS, Realisation, TuneError, module_digest, space
 
@@ -55,7 +56,6 @@ class TuningConfig:
                    dict(data.get("objectives", {})))
 
     def save(self, path: str | Path) -> None:
-        from ..cli.output import write_text_atomically
         write_text_atomically(path, json.dumps(self.to_json(), indent=2) + "\n")
 
     @classmethod

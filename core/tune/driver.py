@@ -25,8 +25,15 @@ from typing import Callable
 
 import numpy as np
 
+from ..interp import Interpreter
+from ..interp.trip_profile import with_profiled_trip_counts
+from ..ir.text import print_module
+from ..ir.verify import verify
+from ..runtime.compiler import as_module
+from ..runtime.inputs import validate_inputs
 from .config import TuningConfig
 from .evaluate import MODES, SampleJob
+from .executors import LocalExecutor
 from .record import Sample, TuningRecord
 from .search import (
     BudgetSpent, HyperMapperSearch, Outcome, RandomSearch, engine as make_engine, key_of,
@@ -97,12 +104,6 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
     (default: one worker) or RayExecutor.  ``record``: the JSON file kept
     after every batch (and read back with ``resume``).  ``progress`` is
     called after every sample."""
-    from ..interp import Interpreter
-    from ..ir.verify import verify
-    from ..runtime.compiler import as_module
-    from ..interp.trip_profile import with_profiled_trip_counts
-    from ..runtime.inputs import validate_inputs
-    from .executors import LocalExecutor
     if budget < 1:
         raise TuneError(f"a budget of {budget} samples tunes nothing (fix: give --budget 1 or more)")
     if mode not in MODES:
@@ -134,7 +135,6 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
         if mode == "measure":
             reference_path = str(Path(folder) / "reference.npz")
             np.savez(reference_path, **Interpreter(module).run(**checked))
-        from ..ir.text import print_module
         evaluated = module
         if mode == "estimate" and checked:
             evaluated, profiled = with_profiled_trip_counts(module, checked)

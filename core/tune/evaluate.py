@@ -24,7 +24,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import HpvmError
+from ..ir.text import parse_module
+from ..options import resolve_compile_options
+from ..registry import get_registry
+from ..runtime import compile as compile_program, plan
+from ..runtime.compiler import prepare_for_target
+from ..runtime.sizes import node_sizes
 from .search import Outcome
+from .space import space
 
 MODES = ("measure", "estimate")
 
@@ -61,8 +68,6 @@ def evaluate_sample(job: SampleJob) -> Outcome:
 
 
 def _evaluate(job: SampleJob) -> Outcome:
-    from ..runtime import compile as compile_program, plan
-    from ..registry import get_registry
     design = _space_of(job)
     realised = design.realise(job.values)
     if job.mode == "estimate":
@@ -90,9 +95,6 @@ def _evaluate(job: SampleJob) -> Outcome:
 
 
 def _estimate(realised, targets, registry, plan, inputs: dict, objectives) -> Outcome:
-    from ..runtime.compiler import prepare_for_target
-    from ..runtime.sizes import node_sizes
-    from ..options import resolve_compile_options
     per_target = resolve_compile_options(realised.options, list(targets), registry, strict=False)
     placement = plan(realised.module, list(targets), registry, per_target)
     sizes = node_sizes(realised.module, inputs) if inputs else None
@@ -121,8 +123,6 @@ def _estimate(realised, targets, registry, plan, inputs: dict, objectives) -> Ou
 
 
 def _space_of(job: SampleJob):
-    from ..ir.text import parse_module
-    from .space import space
     key = (job.module_text, job.targets)
     if key not in _SPACES:
         _SPACES.clear()

@@ -65,7 +65,7 @@ class RayExecutor:
 
     def __init__(self, address: str | None = None, gpus: float = 0, jobs: int | None = None):
         try:
-            import ray
+            import ray  # ray (optional)
         except ImportError:
             raise TuneError("the ray executor needs Ray (fix: pip install 'hpvm[ray]')") from None
         self._ray = ray

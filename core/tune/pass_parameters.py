@@ -8,6 +8,14 @@ from __future__ import annotations
 import dataclasses
 
 from ..ir.graph import Module
+from ..passes import run_pipeline, tile
+from ..passes.argument_privatisation import eligible_params
+from ..passes.loop_fusion import fusible_functions
+from ..passes.loop_unroll import constant_trip_count, loops_by_id
+from ..passes.module_tools import called_functions, node_functions
+from ..passes.node_fusion import fusible_pairs
+from ..passes.parallel_reduce import eligible_nodes
+from ..passes.stencil_fusion import fusible_stencils
 from .parameter import Parameter
 
 PASS_PARAMETERS = ("argument-privatisation", "loop-fusion", "stencil-fusion", "node-fusion",
@@ -48,7 +56,6 @@ def reduce_steps(form: str, lanes: int, nodes: tuple[str, ...]) -> list:
 
 
 def _parallel_reduce(module: Module) -> list[Parameter]:
-    from ..passes.parallel_reduce import eligible_nodes
     parameters = []
     one_instance = set(eligible_nodes(module, "chunks"))
     for ref in eligible_nodes(module, "tree"):
@@ -67,14 +74,12 @@ def _parallel_reduce(module: Module) -> list[Parameter]:
 def _tile(module: Module, targets) -> list[Parameter]:
     """A form per node that some listed target still claims once tiled
     (targets without work groups decline barriers)."""
-    from ..passes import run_pipeline
-    from ..passes.tile import eligible_nodes
     parameters = []
-    for ref in eligible_nodes(module):
+    for ref in tile.eligible_nodes(module):
         graph_name, node = ref.split(".", 1)
         values = []
         for form, size in TILE_FORMS:
-            if ref not in eligible_nodes(module, form, size):
+            if ref not in tile.eligible_nodes(module, form, size):
                 continue
             tiled = run_pipeline(module, [("tile", {"form": form, "size": size, "nodes": (ref,)})])
             graph = tiled.graph(graph_name)
@@ -90,14 +95,12 @@ def _tile(module: Module, targets) -> list[Parameter]:
 
 
 def _node_fusion(module: Module) -> list[Parameter]:
-    from ..passes.node_fusion import fusible_pairs
     return [Parameter(f"fuse {pair}", (False, True), False,
                       "fuse node '{}' into its consumer '{}' (node-fusion)".format(*pair.split(":")),
                       "node-fusion", pair) for pair in fusible_pairs(module)]
 
 
 def _stencil_fusion(module: Module) -> list[Parameter]:
-    from ..passes.stencil_fusion import fusible_stencils
     return [Parameter(f"recompute {pair}", (False, True), False,
                       "fold node '{}' into its consumer '{}', which recomputes each element it "
                       "reads (stencil-fusion)".format(*pair.split(":")),
@@ -105,14 +108,12 @@ def _stencil_fusion(module: Module) -> list[Parameter]:
 
 
 def _loop_fusion(module: Module) -> list[Parameter]:
-    from ..passes.loop_fusion import fusible_functions
     return [Parameter(f"fuse loops @{name}", (False, True), False,
                       f"fuse the adjacent loops of function '@{name}' (loop-fusion)",
                       "loop-fusion", name) for name in fusible_functions(module)]
 
 
 def _privatisation(module: Module) -> list[Parameter]:
-    from ..passes.argument_privatisation import eligible_params
     return [Parameter(f"privatise {name}", (False, True), False,
                       f"give parameter '{name.split('.')[1]}' of '@{name.split('.')[0]}' a private "
                       "copy per instance (argument-privatisation)", "argument-privatisation", name)
@@ -122,8 +123,6 @@ def _privatisation(module: Module) -> list[Parameter]:
 def _unroll(module: Module) -> list[Parameter]:
     """One unroll factor per loop; functions that are copies of one another
     (a front end makes one per node of an unrolled graph) share theirs."""
-    from ..passes.loop_unroll import constant_trip_count, loops_by_id
-    from ..passes.module_tools import called_functions, node_functions
     kernels = [module.functions[name] for name in sorted(node_functions(module)
                                                          | called_functions(module))
                if name in module.functions]

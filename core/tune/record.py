@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..files import write_text_atomically
 from .search import Outcome, key_of
 from .space import Space, TuneError
 
@@ -119,7 +120,6 @@ class TuningRecord:
                 "confirmations": [asdict(s) for s in self.confirmations]}
 
     def save(self, path: str | Path) -> None:
-        from ..cli.output import write_text_atomically
         write_text_atomically(path, json.dumps(self.to_json(), indent=1) + "\n")
 
     @classmethod

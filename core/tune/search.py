@@ -26,8 +26,11 @@ import random
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
+import numpy
+
+from .hypermapper_compat import load_hypermapper
 from .parameter import as_json
 from .space import Space, TuneError
 
@@ -109,8 +112,6 @@ class HyperMapperSearch:
 
     def run(self, space: Space, evaluate: Evaluate, budget: int, batch: int, seed: int,
             seen: dict[str, Outcome], objectives: list[str]) -> None:
-        import numpy
-        from .hypermapper_compat import load_hypermapper
         optimizer = load_hypermapper()
         names = {f"p{i}": p for i, p in enumerate(space)}
         worst = [1.0]
@@ -207,7 +208,6 @@ def engine(name: str, space: Space, budget: int):
         if space.size <= budget:
             return Exhaustive()
         try:
-            from .hypermapper_compat import load_hypermapper
             load_hypermapper()
             return HyperMapperSearch()
         except ImportError:

@@ -48,6 +48,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ..ir.graph import Module
+from ..ir.text import print_module
+from ..passes import format_pipeline, run_pipeline
+from ..passes.loop_unroll import with_unroll_hints
+from ..passes.module_tools import map_nodes
+from ..registry import get_registry
 from ..runtime.placement import takes
 from ..target import NodeRef
 from .parameter import Parameter, TuneError
@@ -148,9 +153,6 @@ class Space:
     def realise(self, values: dict[str, Any]) -> Realisation:
         """The module and options a configuration stands for (see the
         module docstring); a pass that refuses raises its PassError."""
-        from ..passes import format_pipeline, run_pipeline
-        from ..passes.loop_unroll import with_unroll_hints
-        from ..passes.module_tools import map_nodes
         values = self.checked(values)
         by_role: dict[str, list[Parameter]] = {}
         for p in self.parameters:
@@ -281,7 +283,6 @@ def space(module: Module, targets, passes=PASS_PARAMETERS, registry=None) -> Spa
     """The design space of ``module`` on the ordered ``targets`` (see the
     module docstring); ``passes`` picks the passes whose parameters it
     includes (``()``: target knobs and placement only)."""
-    from ..registry import get_registry
     registry = registry or get_registry()
     targets = [targets] if isinstance(targets, str) else list(targets)
     unknown = [name for name in passes if name not in PASS_PARAMETERS]
@@ -338,7 +339,6 @@ def _nodes_by_value(values: dict, parameters) -> list[tuple[str, tuple[str, ...]
 def module_digest(module: Module) -> str:
     """The sha256 of the module's canonical text: a configuration is made
     for one program."""
-    from ..ir.text import print_module
     return hashlib.sha256(print_module(module).encode()).hexdigest()
 
 

@@ -3,7 +3,8 @@ import os
 
 import pytest
 
-from hpvm.cli.output import format_table, write_atomically
+from hpvm.cli.output import format_table
+from hpvm.files import write_atomically
 
 
 def test_write_atomically_replaces_the_file_when_complete(tmp_path):

@@ -7,8 +7,6 @@ real ops (and their reference lowerings) verify clean.
 """
 from __future__ import annotations
 
-import sys
-import types
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +16,7 @@ from hpvm.ir import (
     F32, I64, BindIn, BindOut, BufferType, Const, Graph, KernelBody, Module, Node,
     Parameter, TensorBody,
 )
+from hpvm.ir import verify_tensor
 from hpvm.ir.verify import check
 
 
@@ -42,14 +41,13 @@ class StubOp:
 
 @pytest.fixture
 def stub_ops(monkeypatch):
-    """hpvm.ir.tensor_ops replaced by two stub ops."""
-    registry = types.ModuleType("hpvm.ir.tensor_ops")
-    registry.TENSOR_OPS = {
+    """The verifier's registry of tensor ops replaced by two stub ops."""
+    stubs = {
         "relu": StubOp("relu", ("X",), attrs={"alpha": 0.0}),
         "matmul": StubOp("matmul", ("A", "B"), ("bias",)),
     }
-    monkeypatch.setitem(sys.modules, "hpvm.ir.tensor_ops", registry)
-    return registry.TENSOR_OPS
+    monkeypatch.setattr(verify_tensor, "TENSOR_OPS", stubs)
+    return stubs
 
 
 def single_node_module(node: Node, functions=()) -> Module:

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from ...errors import Diagnostic, Location, ParseError
 from ...ir.graph import Module
+from ...ir.verify import verify
+from ...passes import TENSOR_PIPELINE, run_pipeline
 from .importer import import_model
 
 
@@ -30,13 +32,12 @@ def load(path_or_model, optimize: bool = True) -> Module:
     module = _import(path_or_model)
     if not optimize:
         return module
-    from ...passes import TENSOR_PIPELINE, run_pipeline
     return run_pipeline(module, TENSOR_PIPELINE)
 
 
 def _import(path_or_model) -> Module:
     try:
-        import onnx
+        import onnx  # onnx (heavy)
     except ImportError:  # onnx is a dependency of hpvm; this is a broken install
         raise ParseError(Diagnostic(Location(), "the onnx package is not installed",
                                     "pip install onnx")) from None
@@ -57,7 +58,6 @@ def _import(path_or_model) -> Module:
 def compile_onnx(path, optimize: bool = True) -> Module:
     """``hpvm compile model.onnx``: the verified (by default optimised)
     Module of the model."""
-    from ...ir.verify import verify
     module = load(path, optimize)
     verify(module)
     return module

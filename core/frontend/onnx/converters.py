@@ -7,36 +7,12 @@ raise :class:`Unsupported` naming the attribute.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from .values import ConstValue, GraphState, Unsupported, Value
-
-
-@dataclass
-class OnnxNode:
-    """One ONNX node: ``name`` is its IR node name; ``inputs`` and
-    ``outputs`` are ONNX tensor names ('' for an omitted optional one)."""
-
-    name: str
-    op_type: str
-    inputs: list[str]
-    outputs: list[str]
-    attrs: dict
-
-    def attr(self, name: str, default=None):
-        return self.attrs.get(name, default)
-
-    def input(self, state: GraphState, index: int) -> Value | None:
-        if index >= len(self.inputs) or not self.inputs[index]:
-            return None
-        return state.value(self.inputs[index])
-
-    def reject(self, attribute: str, value, supported: str) -> None:
-        raise Unsupported(f"attribute {attribute}={value!r} is not supported",
-                          f"export the model with {supported}")
+from .shapes import reshape_target
+from .values import ConstValue, GraphState, OnnxNode, Unsupported, Value
 
 
 Converter = Callable[[GraphState, OnnxNode], list[Value]]
@@ -307,7 +283,6 @@ def concat(state: GraphState, node: OnnxNode) -> list[Value]:
 
 
 def reshape(state: GraphState, node: OnnxNode) -> list[Value]:
-    from .shapes import reshape_target
     if node.attr("allowzero", 0):
         node.reject("allowzero", 1, "allowzero=0")
     x = node.input(state, 0)

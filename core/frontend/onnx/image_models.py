@@ -40,7 +40,7 @@ def lenet_color(width: int = 6):
     """LeNet-5 for 3x32x32 images: conv5x5(width) relu maxpool,
     conv5x5(16) relu maxpool, fc 400-120-84-10 (the width scales the
     first layer)."""
-    from torch import nn
+    from torch import nn  # torch (optional, heavy)
     return nn.Sequential(
         nn.Conv2d(3, width, 5), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(width, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
@@ -52,7 +52,7 @@ def vgg_small(width: int = 32):
     """VGG-style (with batch norm, which wider ones need to train): three
     blocks of two conv3x3-bn-relu and a 2x2 max pool (width, 2*width,
     4*width channels), then fc 256-10."""
-    from torch import nn
+    from torch import nn  # torch (optional, heavy)
     layers, channels = [], 3
     for out in (width, 2 * width, 4 * width):
         for source in (channels, out):
@@ -66,7 +66,7 @@ def vgg_small(width: int = 32):
 def resnet_small(width: int = 32):
     """ResNet-style: conv3x3-bn-relu, two basic blocks, a strided conv,
     two more blocks, global average pooling, fc."""
-    from torch import nn
+    from torch import nn  # torch (optional, heavy)
 
     class Block(nn.Module):
         def __init__(self, channels):
@@ -93,7 +93,7 @@ def train(model, images: np.ndarray, labels: np.ndarray, steps: int = 400, batch
           seed: int = 0, device: str = "cpu"):
     """Train ``model`` with Adam on ``device``; returns it on the CPU in
     eval mode."""
-    import torch
+    import torch  # torch (optional, heavy)
     torch.manual_seed(seed)
     model = model.to(device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
@@ -111,7 +111,7 @@ def train(model, images: np.ndarray, labels: np.ndarray, steps: int = 400, batch
 
 def accuracy_of(model, images: np.ndarray, labels: np.ndarray) -> float:
     """Top-1 accuracy (percent) of a torch model."""
-    import torch
+    import torch  # torch (optional, heavy)
     with torch.no_grad():
         predicted = model(torch.from_numpy(images)).argmax(1).numpy()
     return 100.0 * float(np.mean(predicted == labels))

@@ -13,10 +13,10 @@ from collections import defaultdict
 from ...errors import Diagnostic, Location, ParseError
 from ...ir.graph import Module
 from ...ir.types import BufferType
-from .converters import TENSOR_CONVERTERS, OnnxNode, softmax
+from .converters import TENSOR_CONVERTERS, softmax
 from .names import ELEMENT_TYPES, UniqueNames, identifier, symbol_name
 from .shapes import FOLDED_OPS, fold
-from .values import ConstValue, GraphState, Unsupported
+from .values import ConstValue, GraphState, OnnxNode, Unsupported
 
 
 KNOWN_OPS = frozenset(TENSOR_CONVERTERS) | FOLDED_OPS | {"Softmax"}
@@ -26,7 +26,7 @@ KNOWN_OPS = frozenset(TENSOR_CONVERTERS) | FOLDED_OPS | {"Softmax"}
 def import_model(model, source: str | None = None) -> Module:
     """The Module of ONNX ``model`` (a ModelProto); ``source`` names the
     file in error messages."""
-    from onnx import helper, numpy_helper
+    from onnx import helper, numpy_helper  # onnx (heavy)
 
     graph = model.graph
     opset = _default_opset(model)

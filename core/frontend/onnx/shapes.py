@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .converters import OnnxNode
-from .values import ConstValue, GraphState, ShapeValue, Unsupported, Value
+from .names import ELEMENT_TYPES
+from .values import ConstValue, GraphState, OnnxNode, ShapeValue, Unsupported, Value
 
 ALIASES = ("Identity", "Dropout")
 
@@ -35,7 +35,7 @@ def fold(state: GraphState, node: OnnxNode, opset: int) -> list[Value] | None:
 
 
 def _constant_attr(node: OnnxNode) -> np.ndarray:
-    from onnx import numpy_helper
+    from onnx import numpy_helper  # onnx (heavy)
     for key in ("value", "value_float", "value_int", "value_floats", "value_ints"):
         if key in node.attrs:
             value = node.attrs[key]
@@ -127,7 +127,6 @@ def _squeeze(node, arrays, opset):
 
 
 def _cast(node, arrays, opset):
-    from .names import ELEMENT_TYPES
     return arrays[0].astype(ELEMENT_TYPES[node.attr("to")].numpy_dtype)
 
 

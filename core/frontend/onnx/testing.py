@@ -14,7 +14,9 @@ scikit-learn for the data)::
 from __future__ import annotations
 
 import io
+import tempfile
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -22,7 +24,7 @@ import numpy as np
 def lenet():
     """LeNet-5 for 1x28x28 inputs: conv5x5(6, pad 2) relu maxpool,
     conv5x5(16) relu maxpool, fc 400-120-84-10 with relu."""
-    from torch import nn
+    from torch import nn  # torch (optional, heavy)
     return nn.Sequential(
         nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
@@ -33,7 +35,7 @@ def lenet():
 def lenet_digits():
     """A LeNet-style CNN for the 8x8 digits: conv3x3(8, pad 1) relu
     maxpool, conv3x3(16, pad 1) relu maxpool, fc 64-32-10 with relu."""
-    from torch import nn
+    from torch import nn  # torch (optional, heavy)
     return nn.Sequential(
         nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -43,6 +45,7 @@ def lenet_digits():
 def resnet_block(channels: int = 32):
     """A ResNet basic block: conv3x3-bn-relu-conv3x3-bn, plus the input,
     relu; in eval mode with non-trivial batch-norm statistics."""
+    # torch (optional, heavy)
     import torch
     from torch import nn
 
@@ -72,7 +75,7 @@ def resnet_block(channels: int = 32):
 def resnet_digits():
     """A small ResNet for the 8x8 digits: conv3x3(8)-bn-relu, one basic
     block (resnet_block(8)), 2x2 average pooling, fc 128-10."""
-    from torch import nn
+    from torch import nn  # torch (optional, heavy)
     return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
                          resnet_block(8), nn.AvgPool2d(2), nn.Flatten(),
                          nn.Linear(8 * 4 * 4, 10)).eval()
@@ -80,7 +83,7 @@ def resnet_digits():
 
 def mlp(inputs: int = 64, hidden: int = 64, classes: int = 10):
     """inputs -> hidden -> hidden -> classes with relu, then softmax."""
-    from torch import nn
+    from torch import nn  # torch (optional, heavy)
     return nn.Sequential(nn.Flatten(), nn.Linear(inputs, hidden), nn.ReLU(),
                          nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, classes),
                          nn.Softmax(dim=1)).eval()
@@ -89,6 +92,7 @@ def mlp(inputs: int = 64, hidden: int = 64, classes: int = 10):
 def export(model, input_shape: tuple, opset: int = 17):
     """``model`` as an onnx.ModelProto with input ``x`` of shape
     [N, *input_shape] (N dynamic) and output ``y``."""
+    # torch (optional, heavy), onnx (heavy)
     import onnx
     import torch
     example = torch.zeros((2,) + tuple(input_shape))
@@ -104,7 +108,7 @@ def export(model, input_shape: tuple, opset: int = 17):
 def digits(size: int = 8) -> tuple[np.ndarray, np.ndarray]:
     """scikit-learn's digits as float32 images [n, 1, size, size] in [0, 1]
     (8x8 scaled up by pixel repetition and centred) and int64 labels."""
-    from sklearn.datasets import load_digits
+    from sklearn.datasets import load_digits  # scikit-learn (optional)
     data = load_digits()
     images = data.images.astype(np.float32) / 16.0
     scale = size // 8
@@ -119,7 +123,7 @@ def train(model, images: np.ndarray, labels: np.ndarray, steps: int = 300,
           batch: int = 64, seed: int = 0):
     """Train ``model`` (logits out) with Adam for ``steps`` mini-batches (a
     few seconds for LeNet on digits); returns it in eval mode."""
-    import torch
+    import torch  # torch (optional, heavy)
     torch.manual_seed(seed)
     threads = torch.get_num_threads()
     # One thread: these models are tiny, and torch's thread pool only spins
@@ -140,7 +144,7 @@ def train(model, images: np.ndarray, labels: np.ndarray, steps: int = 300,
 
 
 def torch_outputs(model, x: np.ndarray) -> np.ndarray:
-    import torch
+    import torch  # torch (optional, heavy)
     with torch.no_grad():
         return model(torch.from_numpy(x)).numpy()
 
@@ -161,9 +165,7 @@ def onnxruntime_int8(proto, calibration: list[dict], inputs: dict) -> np.ndarray
     """``proto`` quantised by onnxruntime's ``quantize_static`` (QDQ,
     per-channel INT8 weights, INT8 activations) on ``calibration`` batches,
     run on ``inputs``: the first output."""
-    import tempfile
-    from pathlib import Path
-
+    # onnxruntime (optional), onnx (heavy)
     import onnx
     import onnxruntime
     from onnxruntime import quantization

@@ -7,6 +7,7 @@ node (:class:`PortValue`), an array known at import time
 arithmetic), or a shape vector some of whose entries are shape symbols
 (:class:`ShapeValue`, from ``Shape`` of a tensor with a symbolic batch).
 Constants become ConstantBody nodes only where a tensor op reads them.
+An :class:`OnnxNode` is the ONNX node being converted.
 """
 from __future__ import annotations
 
@@ -165,3 +166,27 @@ def _scalars_as_vectors(inputs: dict[str, Value]) -> dict[str, Value]:
         return inputs
     return {port: ConstValue(v.array.reshape(1)) if isinstance(v, ConstValue) and v.array.ndim == 0
             else v for port, v in inputs.items()}
+
+
+@dataclass
+class OnnxNode:
+    """One ONNX node: ``name`` is its IR node name; ``inputs`` and
+    ``outputs`` are ONNX tensor names ('' for an omitted optional one)."""
+
+    name: str
+    op_type: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict
+
+    def attr(self, name: str, default=None):
+        return self.attrs.get(name, default)
+
+    def input(self, state: GraphState, index: int) -> Value | None:
+        if index >= len(self.inputs) or not self.inputs[index]:
+            return None
+        return state.value(self.inputs[index])
+
+    def reject(self, attribute: str, value, supported: str) -> None:
+        raise Unsupported(f"attribute {attribute}={value!r} is not supported",
+                          f"export the model with {supported}")

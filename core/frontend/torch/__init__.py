@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from ...errors import HpvmError
 from ...ir.graph import Module
+from ...passes import TENSOR_PIPELINE, run_pipeline
 
 
 def load(model, example_inputs: tuple, optimize: bool = True,
@@ -30,8 +31,10 @@ def load(model, example_inputs: tuple, optimize: bool = True,
     (a tuple of tensors); ``optimize``: run hpvm.passes.TENSOR_PIPELINE;
     ``input_names``: the graph's inputs, in order (default: as torch.export
     names them)."""
+    # torch (optional, heavy); aten.py imports it too
     import torch
     from torch.export.graph_signature import InputKind
+
     from .aten import convert_graph
     if not isinstance(example_inputs, tuple):
         example_inputs = (example_inputs,)
@@ -60,12 +63,11 @@ def load(model, example_inputs: tuple, optimize: bool = True,
                               renamed=renamed)
     if not optimize:
         return module
-    from ...passes import TENSOR_PIPELINE, run_pipeline
     return run_pipeline(module, TENSOR_PIPELINE)
 
 
 def backend(graph_module, example_inputs, **kwargs):
     """The ``torch.compile`` backend (entry point ``hpvm`` of
     ``torch_dynamo_backends``); see dynamo.py."""
-    from .dynamo import compile_graph
+    from .dynamo import compile_graph  # torch (optional, heavy): dynamo.py imports it
     return compile_graph(graph_module, example_inputs, **kwargs)

@@ -21,10 +21,9 @@ from torch.fx.operator_schemas import normalize_function
 from ...errors import Diagnostic, Location, ParseError
 from ...ir.graph import Module
 from ...ir.types import BufferType, scalar_type_of_dtype
-from ..onnx.converters import OnnxNode
 from ..onnx.importer import convert_node
 from ..onnx.names import UniqueNames, identifier
-from ..onnx.values import ConstValue, GraphState, Unsupported, Value
+from ..onnx.values import ConstValue, GraphState, OnnxNode, Unsupported, Value
 
 OPSET = 17
 """The ONNX operator semantics the translations follow."""

@@ -24,6 +24,8 @@ import numpy as np
 import torch
 
 from ...errors import HpvmError
+from ...passes import TENSOR_PIPELINE, run_pipeline
+from ...runtime import compile
 from .aten import convert_graph, supports
 
 DEFAULT_TARGETS = ("cpu",)
@@ -58,6 +60,7 @@ def _is_buffer(graph_module: torch.fx.GraphModule, index: int) -> bool:
 def _partition(module: torch.fx.GraphModule) -> list[str]:
     """Fuse the translatable ATen calls of ``module`` into submodules;
     their names."""
+    # torch (optional, heavy)
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
     from torch.fx.passes.operator_support import OperatorSupportBase
 
@@ -75,7 +78,6 @@ def _partition(module: torch.fx.GraphModule) -> list[str]:
 def _replace_with_hpvm(module: torch.fx.GraphModule, name: str, constants: dict,
                        targets: list[str], options: dict) -> None:
     """Compile submodule ``name`` with hpvm and call it instead."""
-    from ...runtime import compile
     part = getattr(module, name)
     call = next(n for n in module.graph.nodes if n.op == "call_module" and n.target == name)
     inner = [n for n in part.graph.nodes if n.op == "placeholder"]
@@ -88,7 +90,6 @@ def _replace_with_hpvm(module: torch.fx.GraphModule, name: str, constants: dict,
     try:
         program, outputs = convert_graph(part.graph, inputs, weights, name)
         names = [p.name for p in program.root_graph.params if p.direction == "in"]
-        from ...passes import TENSOR_PIPELINE, run_pipeline
         executable = compile(run_pipeline(program, TENSOR_PIPELINE), targets, options)
     except HpvmError:
         return  # this piece stays in PyTorch

@@ -25,7 +25,7 @@ from ..kernel import (
 )
 from ..parameter import Parameter
 from ..types import I64, BufferType, Dim, ScalarType
-from .spec import OpContext
+from .context import OpContext
 
 
 def size(dim: Dim) -> Expr:

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernel import Const, Expr, Intrinsic
-from ..types import BufferType
+from ..types import I64, BufferType
 from .dims import require_equal
-from .lowering import KernelBuilder, div, product, replication_over
+from .lowering import KernelBuilder, div, maximum, minimum, mul, product, replication_over
 from .spec import REQUIRED, OpContext, TensorOpSpec
 
 _PARAMETERS = ("scale", "bias", "mean", "var")
@@ -93,8 +93,6 @@ def _evaluate_lrn(ctx: OpContext, x: dict) -> dict:
 
 
 def _lower_lrn(b: KernelBuilder) -> tuple[Expr, ...]:
-    from ..types import I64
-    from .lowering import maximum, minimum, mul
     dims = b.dims("x")
     before, after = _lrn_window(b.ctx)
     i = b.instance()

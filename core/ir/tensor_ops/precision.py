@@ -29,6 +29,7 @@ from ..graph import Node
 from ..kernel import Cast, KernelFunction, Load, Store
 from ..types import F16, F32
 from ..visit import rewrite
+from . import get_op
 
 PRECISION_ATTRIBUTE = "precision"
 PRECISIONS = ("fp32", "fp16", "int8", "tf32")
@@ -64,7 +65,6 @@ def round_tf32(array: np.ndarray) -> np.ndarray:
 def operands(op: str) -> tuple[str, ...]:
     """The operands of product ``op`` (its required inputs, not a bias):
     what int8 quantises and tf32 rounds."""
-    from . import get_op
     return get_op(op).inputs
 
 

@@ -1,12 +1,7 @@
-"""Running an op's reference lowering on the interpreter, for tests that
-compare it with ``evaluate``::
-
-    node = tensor_node("c", "conv2d", types_of(x=x, w=w), {"padding": 1})
-    lowered = run_lowered(node, {"x": x, "w": w})
-    reference = evaluate_node(node, {"x": x, "w": w})
-
-and small modules of one op for targets' tests (``single_op_module``,
-``approximation_case``).
+"""Tensor ops for tests: an op's ``evaluate`` on one node and its
+reference lowering as a module (which hpvm.interp.testing runs, to compare
+the two), and small modules of one op for targets' tests
+(``single_op_module``, ``approximation_case``).
 """
 from __future__ import annotations
 
@@ -15,10 +10,8 @@ from typing import Mapping
 
 import numpy as np
 
-from ...errors import Location
 from ..graph import BindIn, BindOut, ConstantBody, Edge, Graph, Module, Node, TensorBody
 from ..parameter import Parameter
-from ..shapes import bind_symbols, replication_sizes
 from ..types import F32, BufferType, scalar_type_of_dtype
 from . import get_op, tensor_node
 
@@ -43,34 +36,6 @@ def lowered_module(node: Node, tiles=None) -> tuple[Module, str, tuple]:
     assert isinstance(body, TensorBody)
     function, replication = get_op(body.op).lower(node.name, body, tiles)
     return Module(node.name, {function.name: function}, {}, "main"), function.name, replication
-
-
-def run_lowered(node: Node, inputs: Mapping[str, np.ndarray],
-                tiles=None) -> dict[str, np.ndarray]:
-    """Outputs of ``node``'s lowered kernel (register tiles ``tiles``) run
-    on the interpreter, with the replication evaluated in the node's scope
-    bound from ``inputs``."""
-    from hpvm.interp import run_kernel  # the interpreter depends on the IR, not back
-
-    module, name, replication = lowered_module(node, tiles)
-    symbols = bind_symbols(node.body.params, inputs, Location(node=node.name))
-    results = run_kernel(module, name, dict(inputs), replication_sizes(replication, symbols))
-    outputs = get_op(node.body.op).outputs
-    return {port: results[port] for port in outputs}
-
-
-def assert_lowering_matches(node: Node, inputs: Mapping[str, np.ndarray],
-                            rtol: float = 1e-5, atol: float = 1e-5, tiles=None) -> None:
-    """Assert that ``node``'s lowered kernel (register tiles ``tiles``,
-    interpreted) computes what ``evaluate`` does, port by port, within
-    float tolerance."""
-    expected = evaluate_node(node, inputs)
-    actual = run_lowered(node, inputs, tiles)
-    for port, value in expected.items():
-        assert actual[port].shape == value.shape, port
-        assert actual[port].dtype == value.dtype, port
-        np.testing.assert_allclose(actual[port], value, rtol=rtol, atol=atol,
-                                   err_msg=f"{node.body.op}: port '{port}'")
 
 
 def single_op_module(op: str, inputs: Mapping[str, np.ndarray], attrs=None, constants=(),

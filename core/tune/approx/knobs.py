@@ -21,6 +21,7 @@ from ...ir.tensor_ops.int8 import node_scales
 from ...ir.tensor_ops.precision import PRODUCT_OPS
 from ...passes.approximate import EXACT
 from ...passes.instance_perforation import AXIS_WORDS, perforation_refusal
+from ...runtime.placement import takes
 
 EVERY = (2, 3, 4)
 TUNED_OPS = ("conv2d", "gemm", "matmul", "max_pool", "avg_pool", "batchnorm", "elementwise")
@@ -75,7 +76,6 @@ def _precision_fits(module: Module, node: Node, precision: str, targets) -> bool
         return False
     if targets is None:
         return True
-    from ...runtime.placement import takes
     reduced = dataclasses.replace(node, attributes={**node.attributes, "precision": precision})
     return any(takes(t, module, module.root_graph, reduced) for t in targets)
 

@@ -21,6 +21,7 @@ import numpy as np
 from ...errors import HpvmError
 from ...ir.graph import Module
 from ...passes.approximate import EXACT, apply_knobs
+from ...runtime import compile as compile_program
 from .qos import ApproxError
 
 
@@ -70,7 +71,6 @@ class Runner:
         return best
 
     def _run(self, module: Module) -> Measurement:
-        from ...runtime import compile as compile_program
         exe = compile_program(module, self.targets, self.options)
         try:
             staged = exe.stage(**self.inputs)

@@ -26,6 +26,12 @@ from typing import Callable
 import numpy as np
 
 from ...errors import HpvmError
+from ...ir.verify import verify
+from ...passes.calibrate import calibrate
+from ...registry import get_registry
+from ...runtime import compile as compile_program
+from ...runtime.compiler import as_module
+from ...runtime.inputs import validate_inputs
 from .curve import ApproxCurve, ApproxPoint
 from .explore import Point, explore, pareto
 from .knobs import EVERY, TECHNIQUES, approximable_nodes, knob_choices, precisions_offered
@@ -68,7 +74,6 @@ class ApproxResult:
     def executable(self, **compile_options):
         """The exact program compiled for the curve's targets, with the
         curve attached (``configurations()`` / ``use()``)."""
-        from ...runtime import compile as compile_program
         exe = compile_program(self.module, self.curve.targets,
                               {**self.options, **compile_options})
         exe.attach_approximations(self.curve)
@@ -86,10 +91,6 @@ def approx_tune(program, targets, inputs: dict, qos: QoS, *, loss: float | None 
     program's score, or at least ``minimum``) on ``inputs``; see the
     module docstring.  ``progress(label, done, total)`` hears of every run
     (``total`` is the number of runs planned)."""
-    from ...ir.verify import verify
-    from ...registry import get_registry
-    from ...runtime.compiler import as_module
-    from ...runtime.inputs import validate_inputs
     targets = [targets] if isinstance(targets, str) else list(targets)
     _check_choice("mode", mode, MODES)
     _check_choice("model", model, MODELS)
@@ -102,7 +103,6 @@ def approx_tune(program, targets, inputs: dict, qos: QoS, *, loss: float | None 
         raise ApproxError(f"the tuning data does not fit the program: {error}") from None
     usable = get_registry().usable(targets)  # an unknown name raises TargetError
     if "int8" in techniques:  # INT8 scales from the tuning data (the calibrate pass)
-        from ...passes.calibrate import calibrate
         module = calibrate(module, inputs)
     choices = {node: knob_choices(module, node, techniques, every, usable)
                for node in approximable_nodes(module)}

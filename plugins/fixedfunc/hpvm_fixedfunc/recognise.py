@@ -2,7 +2,7 @@
 others cannot.
 
 For every kernel node, each signature's pattern sets are looked for in the
-kernel's program dependence graph (hpvm.ir.pdg) and the occurrences bound
+kernel's program dependence graph (hpvm.passes.pdg) and the occurrences bound
 to the accelerator's roles; nodes that match are grouped (a chain of FFT
 stage nodes is one FFT) and each group is probed (hpvm_fixedfunc.probe).
 The result of a graph is computed once per module object.
@@ -19,8 +19,8 @@ from hpvm.errors import HpvmError
 from hpvm.interp.graph_exec import topological_order
 from hpvm.ir.graph import Graph, KernelBody, Module
 from hpvm.ir.kernel import KernelFunction
-from hpvm.ir.pdg import build_pdg
-from hpvm.ir.pdg_match import SearchTooLong, diagnose, find
+from hpvm.passes.pdg import build_pdg
+from hpvm.passes.pdg_match import SearchTooLong, diagnose, find
 
 from .probe import choose_convention
 from .signatures import SIGNATURES, Binding, Refusal, Signature
@@ -53,7 +53,7 @@ class Claim:
 
 class StructuralMiss:
     """A signature's pattern absent from a kernel; the words (which pattern
-    operation is missing, hpvm.ir.pdg_match.diagnose) and how much of the
+    operation is missing, hpvm.passes.pdg_match.diagnose) and how much of the
     pattern was found are worked out only when a placement report asks."""
 
     def __init__(self, signature: str, form: str, pdg, pattern):

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from hpvm.errors import ExecutionError, VerificationError
+from hpvm.interp.testing import assert_lowering_matches
 from hpvm.ir import F32, BufferType
 from hpvm.ir.tensor_ops import TENSOR_OPS, tensor_node
 from hpvm.ir.tensor_ops.perforation import kept_length, kept_positions
-from hpvm.ir.tensor_ops.testing import assert_lowering_matches
 
 pytest.importorskip("hpvm.interp")
 

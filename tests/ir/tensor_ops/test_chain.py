@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from hpvm.errors import VerificationError
+from hpvm.interp.testing import assert_lowering_matches
 from hpvm.ir import F32, BufferType
 from hpvm.ir.tensor_ops import TENSOR_OPS, get_op, tensor_node
-from hpvm.ir.tensor_ops.testing import assert_lowering_matches
 
 RNG = np.random.default_rng(0)
 

@@ -4,10 +4,11 @@ on ragged sizes, single-element dims and symbolic sizes."""
 import numpy as np
 import pytest
 
+from hpvm.interp.testing import assert_lowering_matches
 from hpvm.ir import F32, BufferType
 from hpvm.ir.kernel import ArrayDecl, For
 from hpvm.ir.tensor_ops import get_op, tensor_node
-from hpvm.ir.tensor_ops.testing import assert_lowering_matches, types_of
+from hpvm.ir.tensor_ops.testing import types_of
 from hpvm.ir.tensor_ops.tiled import DOT_LANES
 from hpvm.ir.visit import walk
 

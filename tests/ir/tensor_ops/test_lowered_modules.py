@@ -3,9 +3,10 @@ and the interpreter runs it to evaluate()'s results."""
 import numpy as np
 import pytest
 
+from hpvm.interp.testing import assert_lowering_matches
 from hpvm.ir import F16, BufferType
 from hpvm.ir.tensor_ops import TENSOR_OPS, get_op, tensor_node
-from hpvm.ir.tensor_ops.testing import assert_lowering_matches, example_nodes
+from hpvm.ir.tensor_ops.testing import example_nodes
 
 EXAMPLES = example_nodes()
 

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
+from hpvm.interp.testing import assert_lowering_matches
 from hpvm.ir import F32, BufferType
 from hpvm.ir.tensor_ops import tensor_node
-from hpvm.ir.tensor_ops.testing import assert_lowering_matches
 
 pytest.importorskip("hpvm.interp")
 

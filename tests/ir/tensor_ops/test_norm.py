@@ -3,9 +3,10 @@ import numpy as np
 import pytest
 
 from hpvm.errors import VerificationError
+from hpvm.interp.testing import assert_lowering_matches
 from hpvm.ir import F32, BufferType
 from hpvm.ir.tensor_ops import get_op, tensor_node
-from hpvm.ir.tensor_ops.testing import assert_lowering_matches, types_of
+from hpvm.ir.tensor_ops.testing import types_of
 
 BATCHNORM = get_op("batchnorm")
 PARAMETERS = ("scale", "bias", "mean", "var")

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from hpvm.errors import VerificationError
+from hpvm.interp.testing import assert_lowering_matches
 from hpvm.ir.tensor_ops import get_op, tensor_node
-from hpvm.ir.tensor_ops.testing import assert_lowering_matches, types_of
+from hpvm.ir.tensor_ops.testing import types_of
 
 X = np.random.default_rng(0).standard_normal((2, 3, 5, 4)).astype(np.float32)
 CASES = {

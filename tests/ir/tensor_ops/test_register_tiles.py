@@ -5,10 +5,11 @@ unrolled, conv tiles as deep as a divisor of the channel count allows."""
 import numpy as np
 import pytest
 
+from hpvm.interp.testing import assert_lowering_matches
 from hpvm.ir.kernel import ArrayDecl, For
 from hpvm.ir.tensor_ops import tensor_node
 from hpvm.ir.tensor_ops.lowering import RegisterTiles
-from hpvm.ir.tensor_ops.testing import assert_lowering_matches, lowered_module, types_of
+from hpvm.ir.tensor_ops.testing import lowered_module, types_of
 from hpvm.ir.visit import walk
 
 pytest.importorskip("hpvm.interp")

@@ -4,7 +4,7 @@ probe inputs and the accelerator's function.
 A kernel is claimed for an accelerator in three steps, each of which may
 refuse it with a reason the placement report shows:
 
-1. **structure**: one of the signature's pattern sets (hpvm.ir.pdg_match
+1. **structure**: one of the signature's pattern sets (hpvm.passes.pdg_match
    patterns, all of which must be found in the kernel's PDG) occurs;
 2. **binding** (:meth:`Signature.bind`): the occurrence's loads and stores
    name the kernel parameters that play the accelerator's roles (input
@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from hpvm.ir.pdg import ProgramDependenceGraph
-from hpvm.ir.pdg_match import Pattern
 from hpvm.ir.types import BufferType
+from hpvm.passes.pdg import ProgramDependenceGraph
+from hpvm.passes.pdg_match import Pattern
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpvm.ir.pdg import ProgramDependenceGraph
-from hpvm.ir.pdg_match import Pattern
+from hpvm.passes.pdg import ProgramDependenceGraph
+from hpvm.passes.pdg_match import Pattern
 
 from .base import Binding, Refusal, Signature, array_of, symbol_sizes
 

@@ -4,8 +4,8 @@ min) gives the same graph; what should matter does not."""
 import networkx as nx
 import pytest
 
-from hpvm.ir.pdg import build_pdg
-from hpvm.ir.pdg_match import Pattern, explain, find
+from hpvm.passes.pdg import build_pdg
+from hpvm.passes.pdg_match import Pattern, explain, find
 from hpvm.ir.text import parse_module
 
 KERNEL = """hpvm 1.0
@@ -125,7 +125,7 @@ def test_an_operation_with_an_extra_operand_does_not_match():
 
 
 def test_a_search_gives_up_after_its_step_budget(monkeypatch):
-    import hpvm.ir.pdg_match as pdg_match
+    import hpvm.passes.pdg_match as pdg_match
     monkeypatch.setattr(pdg_match, "STEPS", 3)
     graph = pdg("let acc: f64 = f64(0.0)\n  for k in 0 .. N step 1 {\n    acc = acc + a[k] * b[k]\n  }\n"
                 "  c[i] = acc")

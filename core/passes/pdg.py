@@ -4,7 +4,7 @@
 whose nodes are operations and whose edges are data dependences (operand
 to user, labelled with the operand's position) and control dependences
 (a loop or branch to the operations it governs).  Semantic matchers
-(hpvm.ir.pdg_match, the fixedfunc target) look for a pattern in it by
+(hpvm.passes.pdg_match, the fixedfunc target) look for a pattern in it by
 subgraph isomorphism, so the graph is canonical in what should not matter:
 
 - **names**: locals vanish; every use points at the operation that made
@@ -43,10 +43,12 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from .analysis import assigned_variables
-from .kernel import (ArrayDecl, Assign, AtomicUpdate, Binary, Call, Cast, Compare, Const, Expr,
-                     ExprStmt, For, If, InstanceCount, InstanceId, Intrinsic, KernelFunction, Let,
-                     Load, Return, Select, Store, Unary, Var, While)
+from ..ir.analysis import assigned_variables
+from ..ir.kernel import (ArrayDecl, Assign, AtomicUpdate, Binary, Call, Cast, Compare, Const,
+                         Expr, ExprStmt, For, If, InstanceCount, InstanceId, Intrinsic,
+                         KernelFunction, Let, Load, Return, Select, Store, Unary, Var, While)
+from ..ir.visit import walk
+from .const_fold import fold_function
 
 COMMUTATIVE = frozenset({"add", "mul", "and", "or", "xor", "land", "lor", "min", "max", "eq", "ne"})
 ASSOCIATIVE = frozenset({"add", "mul", "and", "or", "xor", "min", "max"})
@@ -83,7 +85,6 @@ class ProgramDependenceGraph:
 
 def build_pdg(function: KernelFunction) -> ProgramDependenceGraph:
     """The canonical program dependence graph of ``function``."""
-    from ..passes.const_fold import fold_function
     builder = _Builder(ProgramDependenceGraph(function))
     builder.statements(fold_function(function).body)
     _prune(builder.pdg.graph)
@@ -439,7 +440,6 @@ def _factors(expr: Expr) -> list[Expr]:
 
 
 def _stored(body) -> list[str]:
-    from .visit import walk
     return list(dict.fromkeys(node.buffer for node in walk(body) if isinstance(node, (Store, AtomicUpdate))))
 
 

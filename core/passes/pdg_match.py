@@ -1,6 +1,6 @@
 """Patterns over program dependence graphs, found by subgraph isomorphism.
 
-A :class:`Pattern` is a small PDG (hpvm.ir.pdg) whose nodes are operations
+A :class:`Pattern` is a small PDG (hpvm.passes.pdg) whose nodes are operations
 to find (``add`` of floats with three operands, a ``load``, a loop-carried
 ``phi`` ...) or wildcards (``"*"``: any value); a pattern node may carry a
 ``role``, the name a binding rule reads it by.  :func:`find` lists the

@@ -19,20 +19,20 @@
 
 Every error is one line on stderr starting ``hpvm: error:``; the exit code is
 1 for errors and 2 for a wrong command line.  ``main(argv)`` returns the exit
-code, so tests call it directly.
+code, so tests call it directly.  Each command lives in a module of its own,
+imported only when it runs (commands.py lists them).
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
+from typing import Iterable
 
 from ..errors import DiagnosticError, HpvmError
 from ..version import __version__
-from . import approx, build, demo, ir_commands, run, sdk, targets, tune
-
-COMMANDS = (targets, ir_commands, build, run, tune, approx, demo, sdk)
-"""Modules that add subcommands: each has ``add_parsers(subparsers)``."""
+from .commands import COMMANDS, Subcommands
 
 PROG = "hpvm"
 
@@ -50,13 +50,30 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, self.format_usage())
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of the ``hpvm`` command line, with the own parsers
+    (options, handler) of ``commands`` and of the others of their modules
+    (every command's when None); any other command is only its name and
+    line, so its module is not imported (hpvm.cli.commands)."""
     parser = _Parser(prog=PROG, description="HPVM: one dataflow-graph IR, many targets.")
     parser.add_argument("--version", action="version", version=f"hpvm {__version__}")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    for command in COMMANDS:
-        command.add_parsers(subparsers)
+    wanted = {COMMANDS[name][0] for name in (COMMANDS if commands is None else commands)
+              if name in COMMANDS}
+    added = set()
+    for name, (module, line) in COMMANDS.items():
+        if module not in wanted:
+            subparsers.add_parser(name, help=line)
+        elif module not in added:
+            added.add(module)
+            importlib.import_module(f"{__name__}.{module}").add_parsers(Subcommands(subparsers))
     return parser
+
+
+def command_of(argv: list[str]) -> list[str]:
+    """The command ``argv`` names (its first word that is not an option), as
+    a list of none or one."""
+    return [word for word in argv if not word.startswith("-")][:1]
 
 
 TRACEBACK_VARIABLE = "HPVM_TRACEBACK"
@@ -64,8 +81,9 @@ TRACEBACK_VARIABLE = "HPVM_TRACEBACK"
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``hpvm`` command line ``argv`` (default: sys.argv[1:])."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(command_of(argv)).parse_args(argv)
     except SystemExit as done:  # --help and --version end here
         return done.code or 0
     except UsageError as err:

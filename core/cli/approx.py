@@ -27,7 +27,7 @@ from .output import Progress
 
 def add_parsers(subparsers) -> None:
     parser = subparsers.add_parser(
-        "approx", help="tune approximation knobs of tensor ops under a QoS goal",
+        "approx",
         description="Find the configurations of approximation knobs (FP16, perforated and "
                     "sampled convolution, reduction sampling) of SOURCE's tensor ops that keep "
                     "the QoS goal on --data, fastest first, as a Pareto curve.")

@@ -28,7 +28,7 @@ from .ir_commands import load_verified, module_text
 
 def add_parsers(subparsers) -> None:
     compile_ = subparsers.add_parser(
-        "compile", help="compile a program to a .hpvm module or a saved executable",
+        "compile",
         description="Compile SOURCE (prog.py:NAME, FILE.hpvm, MODEL.onnx or MODEL.keras). "
                     "--emit ir writes the portable module; --emit exe (the default) "
                     "compiles it for --targets and saves the executable folder, which "
@@ -49,7 +49,7 @@ def add_parsers(subparsers) -> None:
     compile_.set_defaults(handler=compile_command)
 
     plan = subparsers.add_parser(
-        "plan", help="print which target runs each node",
+        "plan",
         description="Place SOURCE's nodes on --targets (hints, matchers, then the "
                     "fallback) and print the placement with the reason for each node.")
     plan.add_argument("source", metavar="SOURCE")
@@ -58,7 +58,7 @@ def add_parsers(subparsers) -> None:
     plan.set_defaults(handler=plan_command)
 
     viz = subparsers.add_parser(
-        "viz", help="draw the dataflow graph as SVG",
+        "viz",
         description="Draw SOURCE's hierarchical dataflow graph (internal nodes as "
                     "clusters); with --targets, each node shows where it runs.")
     viz.add_argument("source", metavar="SOURCE")

@@ -29,7 +29,7 @@ fused multiply-adds)."""
 
 def add_parsers(subparsers) -> None:
     parser = subparsers.add_parser(
-        "demo", help="run the edge-detection example on every target and check it",
+        "demo",
         description="Compile the bundled edge-detection program (7 dataflow nodes) for "
                     "every installed target, run it on the bundled image, compare each "
                     "result with the reference interpreter, print a table and write "

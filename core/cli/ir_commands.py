@@ -16,18 +16,18 @@ from .output import format_table
 
 def add_parsers(subparsers) -> None:
     ir = subparsers.add_parser(
-        "ir", help="parse and verify a .hpvm file, print its canonical text",
+        "ir",
         description="Parse FILE, verify it, and print the module in canonical form.")
     ir.add_argument("file", metavar="FILE.hpvm")
     ir.set_defaults(handler=show_ir)
 
     passes = subparsers.add_parser(
-        "passes", help="list the passes `hpvm opt` accepts, with their options",
+        "passes",
         description="List every registered pass (core and plugins) with its options.")
     passes.set_defaults(handler=show_passes)
 
     opt = subparsers.add_parser(
-        "opt", help="run a pass pipeline over a .hpvm file",
+        "opt",
         description="Run PIPELINE over FILE and print (or save) the result. "
                     "A pipeline is a comma-separated list of passes with options "
                     "in braces: 'inline,const-fold,dce'.")

@@ -23,7 +23,7 @@ REFERENCE_TARGET = "interp"
 
 def add_parsers(subparsers) -> None:
     parser = subparsers.add_parser(
-        "run", help="run a .hpvm program on inputs from an .npz file",
+        "run",
         description="Run FILE's root graph. Inputs are the arrays of an .npz file "
                     "named after the graph's parameters (numpy.savez(path, name=array)); "
                     "outputs are saved the same way, or printed without --outputs.")

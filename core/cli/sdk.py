@@ -18,7 +18,6 @@ def add_parsers(subparsers) -> None:
         # Every argument, options included, goes to the SDK (so `hpvm sdk
         # --help` is the SDK's help): no prefix character marks an option here.
         "sdk", add_help=False, prefix_chars="\0",
-        help="tools for writing a target: new-target, conformance (needs hpvm-sdk)",
         description="Vendor SDK commands (hpvm-sdk).")
     parser.add_argument("sdk_args", nargs=argparse.REMAINDER)
     parser.set_defaults(handler=run_sdk)

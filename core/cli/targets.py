@@ -8,7 +8,7 @@ from .output import format_table
 
 def add_parsers(subparsers) -> None:
     parser = subparsers.add_parser(
-        "targets", help="list installed targets and whether they can be used",
+        "targets",
         description="List every target of the installed plugins, whether its device "
                     "or toolchain is present, and plugins that failed to load.")
     parser.add_argument("--options", action="store_true",

@@ -29,7 +29,7 @@ from .output import Progress
 
 def add_parsers(subparsers) -> None:
     parser = subparsers.add_parser(
-        "tune", help="tune a program's passes, placement and target knobs",
+        "tune",
         description="Explore SOURCE's design space (fusions, unroll factors, privatisation, "
                     "which target runs each node, the targets' knobs) by running samples "
                     "on --inputs or estimating them, and report the best configuration.")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from importlib.metadata import entry_points as installed_entry_points
 from typing import Any, Iterable
 
 import pluggy
@@ -93,8 +94,6 @@ class Registry:
             self.register(builtin_targets, name="builtin",
                           distribution=CORE_DISTRIBUTION, version=__version__)
         if entry_points is None:
-            # importlib.metadata: 20 ms to import, paid when plugins are discovered, not at start
-            from importlib.metadata import entry_points as installed_entry_points
             entry_points = installed_entry_points(group=ENTRY_POINT_GROUP)
         for entry_point in entry_points:
             self._load_entry_point(entry_point)

@@ -16,6 +16,7 @@ from ..interp import run_module
 from ..npz import write_npz
 from ..registry import get_registry
 from ..runtime import compile as compile_program
+from ..runtime.execution import timing_label_of
 from .demo_program import blur_inputs, blur_module
 from .ir_commands import module_text
 from .output import format_table
@@ -85,6 +86,8 @@ def _try_target(info, module, inputs, expected):
         ran = time.perf_counter() - began
     except HpvmError as err:
         return (info.name, "-", "-", "-", str(err).splitlines()[0]), None
+    labels = sorted({timing_label_of(record.target, info.name)
+                     for record in exe.report().node_records} - {""})
     mismatched = int(np.count_nonzero(edges != expected))
     correct = mismatched <= MAX_MISMATCH * expected.size
     placed = sum(1 for t in exe.placement.targets.values() if t == info.name)
@@ -94,8 +97,9 @@ def _try_target(info, module, inputs, expected):
             sorted({t for t in exe.placement.targets.values() if t != info.name})))
     if mismatched:
         notes.append(f"{mismatched} pixel(s) differ")
-    return (info.name, "yes" if correct else "NO", f"{compiled * 1e3:.0f} ms",
-            f"{ran * 1e3:.1f} ms", "; ".join(notes)), edges
+    run = f"{ran * 1e3:.1f} ms" + "".join(f" ({label})" for label in labels)
+    return (info.name, "yes" if correct else "NO", f"{compiled * 1e3:.0f} ms", run,
+            "; ".join(notes)), edges
 
 
 def save_demo(folder: str | Path, size: tuple[int, int] = (64, 64)) -> tuple[Path, Path]:

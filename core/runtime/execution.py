@@ -65,6 +65,11 @@ class Report:
     def __str__(self) -> str:
         return self.format()
 
+    def __repr__(self) -> str:
+        runs = len(self.node_records)
+        return (f"<Report: {runs} node run{'' if runs == 1 else 's'}, "
+                f"{self.node_seconds * 1e3:.3f} ms in nodes, {self.bytes_copied} bytes copied>")
+
 
 class Frame:
     """One execution of the program; tasks are scheduled as jobs
@@ -195,6 +200,13 @@ def launch_failure(plan: TaskPlan, error: Exception) -> ExecutionError:
 def target_label(target: str, device: Device) -> str:
     """The target as run reports name it ("fpga_aoc (emulated)")."""
     return f"{target} ({device.timing_label})" if device.timing_label else target
+
+
+def timing_label_of(label: str, target: str) -> str:
+    """What a run report's ``label`` (target_label's) says of ``target``'s
+    times ("emulated"), or "" when they are the device's own."""
+    prefix = f"{target} ("
+    return label[len(prefix):-1] if label.startswith(prefix) and label.endswith(")") else ""
 
 
 def output_shape_of(param: Parameter, symbols: dict[str, int], where) -> tuple[int, ...]:

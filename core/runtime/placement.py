@@ -7,6 +7,7 @@ interpreter ``interp``.  Unavailable targets are skipped, with a note.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from ..errors import TargetError
@@ -57,6 +58,15 @@ class Placement:
     def from_json(cls, data: dict) -> "Placement":
         partitions = {key: list(members) for key, members in data.get("partitions", {}).items()}
         return cls(dict(data["targets"]), dict(data["reasons"]), list(data["notes"]), partitions)
+
+    def __repr__(self) -> str:
+        counts = Counter(self.targets.values())
+        placed = ", ".join(f"{target} {count}" for target, count in counts.items())
+        nodes = len(self.targets)
+        return f"<Placement: {nodes} node{'' if nodes == 1 else 's'} ({placed or 'none'})>"
+
+    def __str__(self) -> str:
+        return self.format()
 
     def format(self) -> str:
         """A table: node, target, reason; then the partitions and notes."""

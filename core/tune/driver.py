@@ -71,6 +71,9 @@ class TuneResult:
             return None
         return baseline.objectives[name] / best.objectives[name]
 
+    def __repr__(self) -> str:
+        return f"<TuneResult: {self.summary().splitlines()[0]}>"
+
     def summary(self) -> str:
         """The winning configuration in words: the parameters it changes."""
         best = self.record.best()

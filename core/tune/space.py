@@ -53,6 +53,7 @@ from ..passes import format_pipeline, run_pipeline
 from ..passes.loop_unroll import with_unroll_hints
 from ..passes.module_tools import map_nodes
 from ..registry import get_registry
+from ..runtime.compiler import as_module
 from ..runtime.placement import takes
 from ..target import NodeRef
 from .parameter import Parameter, TuneError
@@ -91,6 +92,10 @@ class Space:
 
     def __len__(self) -> int:
         return len(self.parameters)
+
+    def __repr__(self) -> str:
+        return (f"<Space of '{self.module.name}' on {', '.join(self.targets)}: "
+                f"{len(self.parameters)} parameters, {self.size} configurations>")
 
     def __iter__(self) -> Iterator[Parameter]:
         return iter(self.parameters)
@@ -279,10 +284,12 @@ class Space:
         return options
 
 
-def space(module: Module, targets, passes=PASS_PARAMETERS, registry=None) -> Space:
-    """The design space of ``module`` on the ordered ``targets`` (see the
-    module docstring); ``passes`` picks the passes whose parameters it
-    includes (``()``: target knobs and placement only)."""
+def space(program, targets, passes=PASS_PARAMETERS, registry=None) -> Space:
+    """The design space of ``program`` (what ``hpvm.compile`` takes: a
+    front-end program, a Module or a ``.hpvm`` path) on the ordered
+    ``targets`` (see the module docstring); ``passes`` picks the passes
+    whose parameters it includes (``()``: target knobs and placement only)."""
+    module = as_module(program)
     registry = registry or get_registry()
     targets = [targets] if isinstance(targets, str) else list(targets)
     unknown = [name for name in passes if name not in PASS_PARAMETERS]

@@ -55,3 +55,12 @@ def test_demo_saves_a_program_that_run_accepts(tmp_path, capsys):
     assert main(["run", str(tmp_path / "blur.hpvm"), "--inputs", str(tmp_path / "blur_inputs.npz"),
                  "--outputs", str(outputs)]) == 0
     assert outputs.exists()
+
+
+def test_demo_says_which_run_times_are_an_emulations(tmp_path, capsys):
+    _, rows = run_demo(tmp_path, capsys, "--image", str(small_image(tmp_path)))
+    fpga = rows.get("fpga_aoc")
+    if fpga is None or fpga[1] != "yes":
+        return  # fpga_aoc not installed or not available here: nothing ran on it
+    assert "(emulated" in " ".join(fpga)
+    assert "emulated" not in " ".join(rows["cpu"])

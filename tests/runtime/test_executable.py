@@ -42,6 +42,17 @@ def test_a_program_on_one_device_copies_nothing(registry):
     assert exe.report().bytes_copied == 0
 
 
+def test_placement_and_report_print_in_a_line(registry):
+    exe = compile(programs.chain(), targets=["interp"], registry=registry)
+    exe(a=vector())
+    nodes = len(exe.placement.targets)
+    assert repr(exe.placement) == f"<Placement: {nodes} nodes (interp {nodes})>"
+    assert str(exe.placement) == exe.placement.format()
+    report = exe.report()
+    assert repr(report).startswith(f"<Report: {len(report.node_records)} node runs, ")
+    assert repr(report).endswith(" ms in nodes, 0 bytes copied>")
+
+
 def test_nodes_follow_their_hints_and_the_rest_fall_back(registry):
     exe = compile(programs.chain(hints=(None, "loopback", None)), targets=["loopback"],
                   registry=registry)

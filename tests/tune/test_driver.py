@@ -38,6 +38,7 @@ def test_tuning_records_every_sample_and_returns_a_working_best(tmp_path):
     assert 2 <= len(confirmed) <= 4 and result.space.defaults() in [c.values for c in confirmed]
     assert result.record.best() in confirmed and result.speedup is not None
     assert "best seconds" in result.summary()
+    assert repr(result) == f"<TuneResult: {result.summary().splitlines()[0]}>"
     exe = hpvm.compile(module, config=result.best)
     np.testing.assert_allclose(exe(**INPUTS)["c"], Interpreter(module).run(**INPUTS)["c"])
 

@@ -148,3 +148,19 @@ def test_random_configurations_keep_benchmark_programs_correct(bench):
     inputs = bench.make_inputs("small", np.random.default_rng(0))
     check_random_configurations(bench.build(), inputs, bench.reference(inputs), bench.rtol,
                                 bench.atol, bench.name, count=2)
+
+
+def test_a_space_is_made_from_what_compile_takes(tmp_path):
+    program = load_python_file(ROOT / "examples" / "matmul.py").matmul
+    module = program.build()
+    path = tmp_path / "matmul.hpvm"
+    path.write_text(print_module(module))
+    expected = [p.name for p in space(module, ["cpu"])]
+    assert [p.name for p in space(program, ["cpu"])] == expected
+    assert [p.name for p in space(str(path), ["cpu"])] == expected
+
+
+def test_a_space_prints_its_program_targets_and_size():
+    design = space(parse_module(CHAIN), ["cpu"])
+    assert repr(design) == (f"<Space of '{design.module.name}' on cpu: {len(design)} parameters, "
+                            f"{design.size} configurations>")

@@ -6,11 +6,13 @@ take them, the target's own passes), asks each target's code generator for
 an Artifact, and returns an :class:`Executable`.  Executables run
 synchronously (``exe(**inputs)``), asynchronously (``launch`` / ``wait``),
 or as a stream (``start`` / ``push`` / ``pop``), and save to a folder that
-``load`` reads back in another process.
+``load`` reads back in another process; pickled, they travel as that folder
+(to process pools, Ray tasks).
 """
 from __future__ import annotations
 
 import itertools
+import tempfile
 import threading
 from collections import deque
 from pathlib import Path
@@ -221,6 +223,16 @@ class Executable(ApproximationsMixin):
             exe.attach_approximations(manifest["approximations"])
         return exe
 
+    def __reduce__(self):
+        # Pickled as its saved form: no device, module or thread travels; the
+        # receiving process loads it as hpvm.load does, with its own devices,
+        # compile cache and installed targets (never a registry given here).
+        with tempfile.TemporaryDirectory(prefix="hpvm-pickle-") as folder:
+            self.save(folder)
+            files = {path.relative_to(folder).as_posix(): path.read_bytes()
+                     for path in sorted(Path(folder).rglob("*")) if path.is_file()}
+        return _loaded_from_files, (files,)
+
     # -- internals -----------------------------------------------------------
     def _run(self, inputs: dict) -> dict:
         """One run, the calling thread working on it (not only waiting)."""
@@ -305,6 +317,17 @@ class Executable(ApproximationsMixin):
         # the pool is starting.  Idle workers exit once the pool is shut.
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
+
+
+def _loaded_from_files(files: dict[str, bytes]) -> Executable:
+    """The Executable whose saved folder held ``files`` (path -> content):
+    how a pickled executable is loaded."""
+    with tempfile.TemporaryDirectory(prefix="hpvm-pickle-") as folder:
+        for name, data in files.items():
+            path = Path(folder, name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        return Executable.load(folder)
 
 
 def _default_registry():

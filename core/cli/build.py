@@ -159,7 +159,7 @@ def viz_command(args) -> int:
     placement = None
     if args.targets:
         placed = plan(module, args.targets, get_registry())
-        placement = {key.split(".", 1)[1]: target for key, target in placed.targets.items()}
+        placement = placed.node_targets()
     check_writable(args.output)
     draw(module, args.output, placement)
     print(f"wrote {args.output}")

@@ -1,6 +1,7 @@
 """The Python front end: the kernel language (``@program`` with
 ``parallel_loop`` / ``task``, ``@kernel`` helpers) and the graph builder
 (``Graph``).  Both produce the same DFG IR (a Module)."""
+from ..ir.draw import draw
 from .api import (
     Buffer, In, InOut, Out, Private, atomic_add, atomic_max, atomic_min, barrier, bool_, buffer,
     ceil, cos, empty, exp, f16, f32, f64, fabs, floor, fmax, fmin, i8, i16, i32, i64, instance_count,
@@ -9,7 +10,6 @@ from .api import (
 )
 from .builder import Graph, NodeHandle, PortRef
 from .compile import compile_program
-from .draw import draw
 from .errors import FrontendError
 from .kernels import KernelDef, kernel
 from .program import ProgramDef, program

@@ -16,6 +16,7 @@ import builtins
 from functools import cached_property
 
 from ..interp import run_module
+from ..ir.draw import svg
 from ..ir.graph import Module
 from ..ir.kernel import Const
 from ..ir.parameter import Parameter
@@ -45,6 +46,10 @@ class ProgramDef:
 
     def __repr__(self) -> str:
         return f"<hpvm program {self.name}>"
+
+    def _repr_svg_(self) -> str:
+        """The program's dataflow graph (Jupyter shows a program so)."""
+        return svg(self.build())
 
     @cached_property
     def source(self) -> FunctionSource:

@@ -21,6 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import HpvmError
+from ..ir.draw import svg
 from ..ir.graph import Module
 from ..ir.text import parse_module, print_module
 from ..options import resolve_compile_options
@@ -222,6 +223,15 @@ class Executable(ApproximationsMixin):
         if isinstance(manifest.get("approximations"), dict):
             exe.attach_approximations(manifest["approximations"])
         return exe
+
+    # -- notebooks: Jupyter shows an executable as its DFG and placement ------
+    def _repr_svg_(self) -> str:
+        """The dataflow graph, each node labelled with its target."""
+        return svg(self.module, self.placement.node_targets())
+
+    def _repr_html_(self) -> str:
+        """The placement: node, target and why, and the notes."""
+        return self.placement.html()
 
     def __reduce__(self):
         # Pickled as its saved form: no device, module or thread travels; the

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from html import escape
 
 from ..errors import TargetError
 from ..ir.graph import Module, TensorBody
@@ -45,6 +46,19 @@ class Placement:
         tasks = {key: t for key, t in self.targets.items() if key not in grouped}
         tasks.update((key, self.targets[members[0]]) for key, members in self.partitions.items())
         return tasks
+
+    def node_targets(self) -> dict[str, str]:
+        """Target per node name, as drawings label nodes (hpvm.ir.draw)."""
+        return {key.split(".", 1)[1]: target for key, target in self.targets.items()}
+
+    def html(self) -> str:
+        """The table of :meth:`format` as HTML (notebooks)."""
+        rows = "".join(f"<tr><td>{escape(key)}</td><td>{escape(target)}</td>"
+                       f"<td>{escape(self.reasons[key])}</td></tr>"
+                       for key, target in self.targets.items())
+        notes = "".join(f"<li>{escape(note)}</li>" for note in self.notes)
+        return ("<table><tr><th>node</th><th>target</th><th>reason</th></tr>" + rows
+                + "</table>" + (f"<ul>{notes}</ul>" if notes else ""))
 
     @property
     def used_targets(self) -> list[str]:

@@ -7,7 +7,7 @@ import pytest
 
 from hpvm.frontend import FrontendError
 from hpvm.frontend.compile import compile_program
-from hpvm.frontend.draw import draw, svg
+from hpvm.ir.draw import draw, svg
 from hpvm.ir.verify import verify
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

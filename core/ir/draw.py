@@ -9,8 +9,8 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from ..ir.graph import Module
 from .draw_layout import CHAR_W, LINE_H, PAD, ROW_GAP, Box, GraphLayout, layout_graph
+from .graph import Module
 
 STYLE = {
     "leaf": ("#dbeafe", "#1d4ed8", 4), "tensor": ("#ffedd5", "#c2410c", 4),

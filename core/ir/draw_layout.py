@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ir.graph import ConstantBody, GraphBody, KernelBody, Module, Node, TensorBody
-from ..ir.text import print_expr
+from .graph import ConstantBody, GraphBody, KernelBody, Module, Node, TensorBody
+from .text import print_expr
 
 CHAR_W, LINE_H, PAD = 7.4, 16, 10
 ROW_GAP, COL_GAP, LANE_GAP = 56, 24, 14

@@ -41,7 +41,10 @@ def validate_inputs(graph: Graph, inputs: Mapping[str, Any],
                                            "stage an array of the declared type"))
             normalised[p.name] = value
         elif p.is_buffer:
-            array = np.asarray(value)
+            array = host_array(value, where)
+            if isinstance(array, Diagnostic):
+                problems.append(array)
+                continue
             dtype = p.type.element.numpy_dtype
             if array.dtype != dtype:
                 problems.append(Diagnostic(where, f"expects dtype {dtype} ({p.type}), got {array.dtype}",
@@ -61,6 +64,38 @@ def validate_inputs(graph: Graph, inputs: Mapping[str, Any],
     bind_symbols(tuple(p for p in expected if p.name in normalised), normalised,
                  Location(graph=graph.name))
     return normalised
+
+
+DLPACK_CPU = 1
+"""The DLPack device type (DLDeviceType) of host memory, which numpy reads."""
+DLPACK_DEVICES = {2: "CUDA", 3: "CUDA host (pinned)", 4: "OpenCL", 7: "Vulkan", 8: "Metal", 9: "VPI", 10: "ROCm",
+                  11: "ROCm host", 12: "an external device", 13: "CUDA managed", 14: "oneAPI",
+                  15: "WebGPU", 16: "Hexagon"}
+
+
+def host_array(value, where: Location) -> np.ndarray | Diagnostic:
+    """``value`` (the input at ``where``) as a numpy array over the same
+    memory (numpy, and through DLPack any array in host memory: PyTorch,
+    JAX, CuPy's pinned arrays ...); otherwise a Diagnostic saying why not
+    and what to do."""
+    if isinstance(value, np.ndarray):
+        return value
+    try:
+        if hasattr(value, "__dlpack_device__"):
+            kind, index = value.__dlpack_device__()
+            if kind != DLPACK_CPU:
+                device = DLPACK_DEVICES.get(int(kind), f"DLPack device type {kind}")
+                return Diagnostic(where, f"got an array on a {device} device ({kind}:{index}), "
+                                  "not in host memory",
+                                  "copy it to the host first (torch: tensor.cpu(); CuPy: "
+                                  "cupy.asnumpy(x))")
+            return np.from_dlpack(value)
+        return np.asarray(value)
+    except (TypeError, ValueError, BufferError, RuntimeError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return Diagnostic(where, f"cannot be read as an array: {first}",
+                          "pass a numpy array, or a tensor in host memory (torch: "
+                          "tensor.detach().cpu())")
 
 
 class InputChecker:

@@ -59,5 +59,4 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *EXPORTS})
 
 
-__all__ = ["FORMAT_VERSION", "__version__", "hookimpl", "compile", "load", "Executable",
-           *_LANGUAGE]
+__all__ = ["__version__", "hookimpl", *EXPORTS]

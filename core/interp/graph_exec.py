@@ -192,7 +192,6 @@ def _check_single_instance(module: Module, graph: Graph, node: Node, ports) -> N
 
 
 def _run_tensor_node(graph: Graph, node: Node, body: TensorBody, ports: Mapping[str, Any]):
-
     spec = TENSOR_OPS.get(body.op)
     if spec is None:
         raise _graph_error(graph, f"node '{node.name}': unknown tensor op '{body.op}'",

@@ -5,7 +5,6 @@ and binding (endpoints, directions, types, producers, cycles, streaming).
 """
 from __future__ import annotations
 
-
 from .graph import EDGE_KINDS, BindIn, BindOut, Edge, Graph, GraphBody
 from .parameter import Parameter
 from .text import print_expr

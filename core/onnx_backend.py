@@ -30,9 +30,19 @@ from .frontend.onnx import load
 from .runtime import compile
 
 GPU_TARGETS = ("aten",)
-STATIC_INPUTS = {"Reshape": (1,), "Clip": (1, 2), "Slice": (1, 2, 3, 4), "Split": (1,),
-                 "Pad": (1, 2, 3)}
+STATIC_INPUTS = {
+    "Reshape": (1,), "Clip": (1, 2), "Slice": (1, 2, 3, 4), "Split": (1,), "Pad": (1, 2, 3),
+    "Expand": (1,), "ConstantOfShape": (0,), "Range": (0, 1, 2), "Tile": (1,),
+    "Unsqueeze": (1,), "Squeeze": (1,), "TopK": (1,), "OneHot": (1,), "Trilu": (1,),
+    "CumSum": (1,), "CumProd": (1,), "Resize": (1, 2, 3), "Upsample": (1,),
+    **{op: (1,) for op in ("ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin", "ReduceMean",
+                           "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum",
+                           "ReduceLogSumExp")},
+}
 """ONNX op -> positions of inputs that must be known when compiling."""
+SHAPE_ONLY = ("Shape", "Size")
+"""Operators that read only their input's shape: a static value computed
+from them does not make the data static."""
 
 
 class HpvmRep(BackendRep):
@@ -90,8 +100,22 @@ class HpvmRep(BackendRep):
 
 
 def _static_inputs(model: ModelProto) -> set[str]:
-    return {node.input[i] for node in model.graph.node
-            for i in STATIC_INPUTS.get(node.op_type, ()) if i < len(node.input) and node.input[i]}
+    """The tensors at static positions and those they are computed from
+    (up to the graph's inputs; not through Shape and Size)."""
+    producers = {output: node for node in model.graph.node for output in node.output}
+    pending = [node.input[i] for node in model.graph.node
+               for i in STATIC_INPUTS.get(node.op_type, ())
+               if i < len(node.input) and node.input[i]]
+    static: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in static:
+            continue
+        static.add(name)
+        producer = producers.get(name)
+        if producer is not None and producer.op_type not in SHAPE_ONLY:
+            pending.extend(n for n in producer.input if n)
+    return static
 
 
 def _with_initializers(model: ModelProto, values: dict) -> ModelProto:

@@ -11,6 +11,8 @@ from typing import Callable
 
 import numpy as np
 
+from .pointwise import POINTWISE_CONVERTERS
+from .reductions import NORM_CONVERTERS, REDUCE_CONVERTERS, log_softmax
 from .shapes import reshape_target
 from .values import ConstValue, GraphState, OnnxNode, Unsupported, Value
 
@@ -89,15 +91,6 @@ def binary(op: str) -> Converter:
     return convert
 
 
-def sub(state: GraphState, node: OnnxNode) -> list[Value]:
-    """a - b as a + (-b) when b is a constant (negation is exact)."""
-    if not state.is_constant(node.inputs[1]):
-        raise Unsupported("Sub is supported only with a constant right operand",
-                          "fold the subtraction into a constant, or use Add")
-    negated = ConstValue(-state.constant(node.inputs[1], "the subtrahend"))
-    return [state.add_op(node.name, "add", {"a": node.input(state, 0), "b": negated})]
-
-
 def unary(op: str) -> Converter:
     def convert(state: GraphState, node: OnnxNode) -> list[Value]:
         return [state.add_op(node.name, op, {"x": node.input(state, 0)})]
@@ -155,14 +148,50 @@ def global_pool(op: str) -> Converter:
     return convert
 
 
-def softmax(state: GraphState, node: OnnxNode, opset: int) -> list[Value]:
-    x = node.input(state, 0)
-    axis = node.attr("axis", -1 if opset >= 13 else 1)
-    rank = len(x.type.shape)
-    if opset < 13 and axis % max(rank, 1) != rank - 1:
-        raise Unsupported(f"Softmax before opset 13 with axis={axis} (not the last) flattens "
-                          "its input", "export with opset 13 or later")
-    return [state.add_op(node.name, "softmax", {"x": x}, {"axis": axis})]
+def _along_axis(build):
+    """A converter of Softmax-like ops: ``build(state, node, x, axis)``
+    along ``axis``; before opset 13 the input is seen as 2-D (the axes
+    before ``axis`` and the rest), so it is reshaped around the op."""
+    def convert(state: GraphState, node: OnnxNode, opset: int) -> list[Value]:
+        x = node.input(state, 0)
+        rank = len(x.type.shape)
+        axis = node.attr("axis", -1 if opset >= 13 else 1) % max(rank, 1)
+        if opset >= 13 or axis == rank - 1:
+            return [build(state, node, x, axis)]
+        shape = x.type.shape
+        if not all(isinstance(d, int) for d in shape):
+            raise Unsupported(f"{node.op_type} before opset 13 with axis={axis} (not the last) "
+                              f"on an input of symbolic shape {x.type}",
+                              "export with opset 13 or later")
+        flat = (int(np.prod(shape[:axis])), int(np.prod(shape[axis:])))
+        matrix = state.step(node, "reshape", {"x": x}, {"shape": flat})
+        return [state.step(node, "reshape", {"x": build(state, node, matrix, 1)},
+                           {"shape": shape})]
+    return convert
+
+
+def _softmax(state: GraphState, node: OnnxNode, x: Value, axis: int) -> Value:
+    return state.step(node, "softmax", {"x": x}, {"axis": axis})
+
+
+def _hardmax(state: GraphState, node: OnnxNode, x: Value, axis: int) -> Value:
+    """1 at the first largest element along ``axis``, 0 elsewhere."""
+    index = state.step(node, "arg_reduce", {"x": x}, {"fn": "argmax", "axis": axis})
+    shape = [1] * len(x.type.shape)
+    dim = x.type.shape[axis]
+    if not isinstance(dim, int):
+        raise Unsupported(f"Hardmax along the symbolic size {dim}", "give that axis a fixed size")
+    shape[axis] = dim
+    positions = ConstValue(np.arange(dim, dtype=np.int64).reshape(shape))
+    hit = state.step(node, "binary", {"a": index, "b": positions}, {"fn": "equal"})
+    return state.step(node, "cast", {"x": hit}, {"to": x.type.element.name})
+
+
+OPSET_CONVERTERS = {
+    "Softmax": _along_axis(_softmax), "LogSoftmax": _along_axis(log_softmax),
+    "Hardmax": _along_axis(_hardmax), **REDUCE_CONVERTERS,
+}
+"""ONNX op type -> converter that also takes the model's opset."""
 
 
 def batchnorm(state: GraphState, node: OnnxNode) -> list[Value]:
@@ -292,12 +321,12 @@ def reshape(state: GraphState, node: OnnxNode) -> list[Value]:
 
 TENSOR_CONVERTERS: dict[str, Converter] = {
     "Conv": conv, "Gemm": gemm, "MatMul": matmul,
-    "Add": binary("add"), "Mul": binary("mul"), "Sub": sub,
+    "Add": binary("add"), "Mul": binary("mul"),
     "Relu": unary("relu"), "Tanh": unary("tanh"), "Sigmoid": unary("sigmoid"), "Clip": clip,
     "MaxPool": max_pool, "AveragePool": avg_pool,
     "GlobalAveragePool": global_pool("avg_pool"), "GlobalMaxPool": global_pool("max_pool"),
     "BatchNormalization": batchnorm, "Flatten": flatten, "Concat": concat, "Reshape": reshape,
     "PRelu": prelu, "LRN": lrn, "Slice": slice_, "Split": split, "Transpose": transpose,
-    "Pad": pad,
+    "Pad": pad, **POINTWISE_CONVERTERS, **NORM_CONVERTERS,
 }
-"""ONNX op type -> converter (Softmax takes the opset too; see importer)."""
+"""ONNX op type -> converter (those of OPSET_CONVERTERS take the opset too)."""

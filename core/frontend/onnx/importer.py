@@ -13,13 +13,13 @@ from collections import defaultdict
 from ...errors import Diagnostic, Location, ParseError
 from ...ir.graph import Module
 from ...ir.types import BufferType
-from .converters import TENSOR_CONVERTERS, softmax
+from .converters import OPSET_CONVERTERS, TENSOR_CONVERTERS
 from .names import ELEMENT_TYPES, UniqueNames, identifier, symbol_name
 from .shapes import FOLDED_OPS, fold
 from .values import ConstValue, GraphState, OnnxNode, Unsupported
 
 
-KNOWN_OPS = frozenset(TENSOR_CONVERTERS) | FOLDED_OPS | {"Softmax"}
+KNOWN_OPS = frozenset(TENSOR_CONVERTERS) | frozenset(OPSET_CONVERTERS) | FOLDED_OPS
 """ONNX operators the importer converts (some only on constants)."""
 
 
@@ -43,20 +43,24 @@ def import_model(model, source: str | None = None) -> Module:
                 problems.append(_diagnostic(source, info.name, None, error))
     unsupported: dict[str, list[str]] = defaultdict(list)
     failed: set[str] = set()
-    node_names = UniqueNames(p.name for p in state.params)
+    state.node_names.taken.update(p.name for p in state.params)
     for index, proto in enumerate(graph.node):
-        name = node_names.make(proto.name or f"{proto.op_type}_{index}", proto.op_type.lower())
+        name = state.node_names.make(proto.name or f"{proto.op_type}_{index}",
+                                     proto.op_type.lower())
         node = OnnxNode(name, proto.op_type, list(proto.input), list(proto.output),
-                        {a.name: helper.get_attribute_value(a) for a in proto.attribute})
-        if proto.domain not in ("", "ai.onnx") or proto.op_type not in KNOWN_OPS:
-            unsupported[_qualified(proto)].append(proto.name or name)
-            failed.update(node.outputs)
-            continue
+                        {a.name: helper.get_attribute_value(a) for a in proto.attribute},
+                        proto.domain)
         if any(i in failed for i in node.inputs if i):
+            if not known(node):
+                unsupported[_qualified(proto)].append(proto.name or name)
             failed.update(node.outputs)
             continue
         try:
             outputs = convert_node(state, node, opset)
+        except UnknownOperator:
+            unsupported[_qualified(proto)].append(proto.name or name)
+            failed.update(node.outputs)
+            continue
         except Unsupported as error:
             failed.update(node.outputs)
             problems.append(_diagnostic(source, proto.name or name, proto.op_type, error))
@@ -85,14 +89,27 @@ def _qualified(proto) -> str:
     return proto.op_type if proto.domain in ("", "ai.onnx") else f"{proto.domain}.{proto.op_type}"
 
 
+def known(node: OnnxNode) -> bool:
+    """Whether the importer has a converter for ``node``'s operator."""
+    return node.domain in ("", "ai.onnx") and node.op_type in KNOWN_OPS
+
+
+class UnknownOperator(Unsupported):
+    """An operator the importer has no converter for (and could not fold)."""
+
+
 def convert_node(state: GraphState, node: OnnxNode, opset: int):
     """The Values of ``node``'s outputs: folded at import time, or built as
     tensor-op nodes by its converter; Unsupported when it cannot be."""
+    if node.domain not in ("", "ai.onnx"):
+        raise UnknownOperator(node.op_type)
     folded = fold(state, node, opset)
     if folded is not None:
         return folded
-    if node.op_type == "Softmax":
-        return softmax(state, node, opset)
+    if not known(node):
+        raise UnknownOperator(node.op_type)
+    if node.op_type in OPSET_CONVERTERS:
+        return OPSET_CONVERTERS[node.op_type](state, node, opset)
     converter = TENSOR_CONVERTERS.get(node.op_type)
     if converter is None:
         raise Unsupported(f"{node.op_type} is supported only on constants and shapes",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .folding import evaluate
 from .names import ELEMENT_TYPES
 from .values import ConstValue, GraphState, OnnxNode, ShapeValue, Unsupported, Value
 
@@ -23,15 +24,27 @@ def fold(state: GraphState, node: OnnxNode, opset: int) -> list[Value] | None:
         return _alias(state, node)
     if node.op_type == "Shape":
         return [_shape_of(state.value(node.inputs[0]), node)]
-    handler = _ARRAY_OPS.get(node.op_type)
+    if node.op_type == "Size":
+        return _size_of(state.value(node.inputs[0]))
     inputs = [state.value(n) if n else None for n in node.inputs]
-    if handler is None or not all(isinstance(v, (ConstValue, ShapeValue)) or v is None
-                                  for v in inputs):
+    if not all(isinstance(v, (ConstValue, ShapeValue)) or v is None for v in inputs):
         return None
+    handler = _ARRAY_OPS.get(node.op_type)
     if any(isinstance(v, ShapeValue) and not _concrete(v) for v in inputs):
-        return _fold_symbolic(state, node, inputs)
+        return _fold_symbolic(state, node, inputs) if handler else None
     arrays = [_array(v) for v in inputs]
+    if handler is None:
+        results = evaluate(node, arrays, opset)
+        return None if results is None else [ConstValue(r) for r in results]
     return [ConstValue(np.asarray(handler(node, arrays, opset)))]
+
+
+def _size_of(value: Value) -> list[Value] | None:
+    dims = value.type.shape if not isinstance(value, ShapeValue) else (
+        () if value.scalar else (len(value.dims),))
+    if not all(isinstance(d, int) for d in dims):
+        return None
+    return [ConstValue(np.array(int(np.prod(dims)), dtype=np.int64))]
 
 
 def _constant_attr(node: OnnxNode) -> np.ndarray:
@@ -148,7 +161,7 @@ _ARRAY_OPS = {
 }
 
 
-FOLDED_OPS = frozenset(_ARRAY_OPS) | {"Constant", "Shape"} | set(ALIASES)
+FOLDED_OPS = frozenset(_ARRAY_OPS) | {"Constant", "Shape", "Size"} | set(ALIASES)
 """Operators evaluated at import time (the array ops only on constants)."""
 
 

@@ -23,6 +23,9 @@ from ...ir.types import BufferType, scalar_type_of_dtype
 from .names import UniqueNames
 
 
+BROADCASTING_OPS = ("add", "mul", "binary", "select")
+
+
 class Unsupported(Exception):
     """An ONNX node this importer cannot express; ``fix`` says what to do."""
 
@@ -68,14 +71,18 @@ Value = Union[InputValue, PortValue, ConstValue, ShapeValue]
 class GraphState:
     """The IR graph under construction and the ONNX name -> Value map."""
 
-    def __init__(self, names: UniqueNames):
+    def __init__(self, names: UniqueNames, node_names: UniqueNames | None = None):
         self.names = names
+        self.node_names = node_names or UniqueNames()
+        """Names of IR nodes; a converter that makes several nodes names
+        them here (``step``)."""
         self.values: dict[str, Value] = {}
         self.params: list[Parameter] = []
         self.nodes: list[Node] = []
         self.edges: list[Edge] = []
         self.bind_ins: list[BindIn] = []
         self.bind_outs: list[BindOut] = []
+        self._built: set[str] = set()
         self._constant_nodes: dict[int, tuple[ConstValue, PortValue]] = {}
         """By id of the ConstValue, kept alive here so that ids stay unique."""
 
@@ -111,15 +118,23 @@ class GraphState:
                ) -> PortValue:
         """A tensor-op node reading ``inputs`` (port -> Value); its output
         ``y`` as a Value."""
-        if op in ("add", "mul"):
+        if op in BROADCASTING_OPS:
             inputs = _scalars_as_vectors(inputs)
         sources = {port: self._source(value, f"{name}_{port}") for port, value in inputs.items()}
         node = tensor_node(name, op, {port: s.type for port, s in sources.items()}, attrs)
         self.nodes.append(node)
+        self._built.add(name)
         for port, source in sources.items():
             self._connect(source, name, port)
         out = next(p for p in node.body.params if p.direction == "out")
         return PortValue(name, out.name, out.type)
+
+    def step(self, node: "OnnxNode", op: str, inputs: dict[str, Value],
+             attrs: dict | None = None) -> PortValue:
+        """One of the tensor-op nodes that ONNX ``node`` becomes: the first
+        takes its name, the others are named after it (``name_1`` ...)."""
+        name = node.name if node.name not in self._built else self.node_names.make(node.name, op)
+        return self.add_op(name, op, inputs, attrs)
 
     def add_output(self, name: str, value: Value) -> None:
         source = self._source(value, f"{name}_value")
@@ -159,7 +174,7 @@ class GraphState:
 
 
 def _scalars_as_vectors(inputs: dict[str, Value]) -> dict[str, Value]:
-    """Rank-0 constant operands of add/mul as [1] (the same broadcast when
+    """Rank-0 constant operands of broadcasting ops as [1] (the same broadcast when
     the other operand has a rank): rank-0 buffers are best avoided."""
     ranks = [len(v.type.shape) for v in inputs.values() if not isinstance(v, ShapeValue)]
     if max(ranks, default=0) == 0:
@@ -178,6 +193,7 @@ class OnnxNode:
     inputs: list[str]
     outputs: list[str]
     attrs: dict
+    domain: str = ""
 
     def attr(self, name: str, default=None):
         return self.attrs.get(name, default)

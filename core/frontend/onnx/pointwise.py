@@ -91,11 +91,9 @@ def mean(state: GraphState, node: OnnxNode) -> list[Value]:
 
 
 def mod(state: GraphState, node: OnnxNode) -> list[Value]:
-    a = node.input(state, 0)
     fmod = bool(node.attr("fmod", 0))
-    if a.type.element.is_float and not fmod:
-        raise Unsupported("Mod on floats needs fmod=1", "set fmod=1 (ONNX requires it)")
-    return [binary(state, node, "fmod" if fmod else "mod", a, node.input(state, 1))]
+    return [binary(state, node, "fmod" if fmod else "mod", node.input(state, 0),
+                   node.input(state, 1))]
 
 
 def pow_(state: GraphState, node: OnnxNode) -> list[Value]:

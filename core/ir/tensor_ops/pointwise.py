@@ -14,7 +14,7 @@ the function takes.
 
 Integer ``div`` and ``fmod`` truncate toward zero (C, and ONNX's Div);
 ``mod`` follows the divisor's sign (Python, ONNX's Mod with fmod=0);
-shifts take the count modulo the bit width.  Every lowering runs one
+a shift by the bit width or more gives 0 (ONNX BitShift).  Every lowering runs one
 instance per output element.  ``add`` and ``mul`` as named ops
 (elementwise.py) are what fusion and accelerators match; front ends use
 them for float sums and products.

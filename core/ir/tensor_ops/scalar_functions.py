@@ -170,8 +170,28 @@ def _np_shift(op):
     def shift(a, b):
         bits = a.dtype.itemsize * 8
         count = (b.astype(np.int64) & (bits - 1)).astype(a.dtype)
-        return np.left_shift(a, count) if op == "shl" else np.right_shift(a, count)
+        shifted = np.left_shift(a, count) if op == "shl" else np.right_shift(a, count)
+        return np.where(b.astype(np.int64) >= bits, _overshifted(op, a), shifted)
     return shift
+
+
+def _overshifted(op: str, a):
+    """A shift by the bit width or more: 0, or the sign (-1 or 0) when a
+    signed value is shifted right (ONNX BitShift)."""
+    if op == "shr" and a.dtype.kind == "i":
+        return np.right_shift(a, a.dtype.itemsize * 8 - 1)
+    return np.zeros_like(a)
+
+
+def _shift(op: str) -> Callable[..., Expr]:
+    """Shifts as ONNX's BitShift: by the bit width or more, 0 (or the sign
+    of a signed value shifted right); kernel IR takes the count modulo the
+    width, so those counts are selected."""
+    def kernel(a: Expr, b: Expr) -> Expr:
+        shifted = a << b if op == "shl" else a >> b
+        over = a >> _c(a.type.bits - 1, a) if op == "shr" and a.type.is_signed else _c(0, a)
+        return _select(b.ge(_c(a.type.bits, b)), over, shifted)
+    return kernel
 
 
 def _compare(op: str) -> Callable[..., Expr]:
@@ -230,8 +250,8 @@ BINARY: dict[str, ScalarFunction] = {f.name: f for f in (
     ScalarFunction("bitand", 2, "int", np.bitwise_and, lambda a, b: a & b),
     ScalarFunction("bitor", 2, "int", np.bitwise_or, lambda a, b: a | b),
     ScalarFunction("bitxor", 2, "int", np.bitwise_xor, lambda a, b: a ^ b),
-    ScalarFunction("shl", 2, "int", _np_shift("shl"), lambda a, b: a << b),
-    ScalarFunction("shr", 2, "int", _np_shift("shr"), lambda a, b: a >> b),
+    ScalarFunction("shl", 2, "int", _np_shift("shl"), _shift("shl")),
+    ScalarFunction("shr", 2, "int", _np_shift("shr"), _shift("shr")),
     ScalarFunction("equal", 2, "any", np.equal, _compare("eq"), boolean_result=True),
     ScalarFunction("not_equal", 2, "any", np.not_equal, _compare("ne"), boolean_result=True),
     ScalarFunction("less", 2, "numeric", np.less, _compare("lt"), boolean_result=True),

@@ -38,7 +38,14 @@ def candidates(module: Module, graph: Graph) -> tuple[list[str], dict[str, str]]
     tensor = set()
     for node in graph.nodes:
         body = node.body
-        if isinstance(body, TensorBody) and body.op in TRANSLATED_OPS:
+        if isinstance(body, TensorBody) and _has_scalar_result(body):
+            # OpenVINO 2026.4's CPU plugin crashed the process compiling a
+            # MatMul reshaped to a scalar; a crash cannot be caught and told
+            reasons[node.name] = "a rank-0 (scalar) result: left to a target beside OpenVINO"
+        elif isinstance(body, TensorBody) and any(p.is_buffer and p.type.element.name == "f64"
+                                                  for p in body.params):
+            reasons[node.name] = "f64 values: OpenVINO's devices compute them in f32"
+        elif isinstance(body, TensorBody) and body.op in TRANSLATED_OPS:
             tensor.add(node.name)
         elif isinstance(body, TensorBody):
             reasons[node.name] = f"tensor op '{body.op}' has no OpenVINO form here"
@@ -55,6 +62,10 @@ def candidates(module: Module, graph: Graph) -> tuple[list[str], dict[str, str]]
             else:
                 reasons[node.name] = "a constant read by nodes OpenVINO does not run"
     return chosen, reasons
+
+
+def _has_scalar_result(body: TensorBody) -> bool:
+    return any(p.direction == "out" and p.type.shape == () for p in body.params)
 
 
 def decide(core, device: str, module: Module, graph: Graph) -> GraphDecision:

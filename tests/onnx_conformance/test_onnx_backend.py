@@ -9,7 +9,6 @@ In scope: see hpvm.onnx_conformance (the cases whose operators the
 importer converts, less OUT_OF_SCOPE).  A failure of any in-scope case is
 a bug.
 """
-import re
 import warnings
 
 import pytest

@@ -1,15 +1,15 @@
 """The cpu target for several LLVM CPU models, whatever this machine is:
 the differential corpus (examples included) and onnx's in-scope node tests
-(one per set of operators and input types) are compiled for each model, and run against the interpreter (or onnx's
-expected outputs) where this machine can run the model's code.  The
+(one per set of operators and input types) are compiled for each model,
+and run against the interpreter (or onnx's expected outputs) where this
+machine can run the model's code.  The
 models cover AVX-512 on both x86 vendors, AVX2 and AArch64; LLVM runs in
 the compile worker, so no model can kill the test process.
 
 ``$HPVM_CPU_MODEL`` runs every other cpu test for one model instead of this
 machine's."""
-from pathlib import Path
-
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest

@@ -12,8 +12,12 @@ from typing import Callable
 import numpy as np
 
 from .attention import attention
+from .einsum import einsum
 from .indexing import INDEXING_CONVERTERS, SQUEEZE_CONVERTERS, view
+from .losses import LOSS_CONVERTERS
 from .pointwise import POINTWISE_CONVERTERS
+from .resize import resize
+from .windows import one_dimensional
 from .reductions import NORM_CONVERTERS, REDUCE_CONVERTERS, log_softmax
 from .shapes import reshape_target
 from .values import ConstValue, GraphState, OnnxNode, Unsupported, Value
@@ -205,7 +209,8 @@ def _hardmax(state: GraphState, node: OnnxNode, x: Value, axis: int) -> Value:
 
 OPSET_CONVERTERS = {
     "Softmax": _along_axis(_softmax), "LogSoftmax": _along_axis(log_softmax),
-    "Hardmax": _along_axis(_hardmax), **REDUCE_CONVERTERS, **SQUEEZE_CONVERTERS,
+    "Hardmax": _along_axis(_hardmax), "Resize": resize, "Upsample": resize,
+    **REDUCE_CONVERTERS, **SQUEEZE_CONVERTERS,
 }
 """ONNX op type -> converter that also takes the model's opset."""
 
@@ -336,14 +341,15 @@ def reshape(state: GraphState, node: OnnxNode) -> list[Value]:
 
 
 TENSOR_CONVERTERS: dict[str, Converter] = {
-    "Conv": conv, "Gemm": gemm, "MatMul": matmul,
+    "Conv": one_dimensional(conv), "Gemm": gemm, "MatMul": matmul,
     "Add": binary("add"), "Mul": binary("mul"),
     "Relu": unary("relu"), "Tanh": unary("tanh"), "Sigmoid": unary("sigmoid"), "Clip": clip,
-    "MaxPool": max_pool, "AveragePool": avg_pool,
-    "GlobalAveragePool": global_pool("avg_pool"), "GlobalMaxPool": global_pool("max_pool"),
+    "MaxPool": one_dimensional(max_pool), "AveragePool": one_dimensional(avg_pool),
+    "GlobalAveragePool": one_dimensional(global_pool("avg_pool")),
+    "GlobalMaxPool": one_dimensional(global_pool("max_pool")),
     "BatchNormalization": batchnorm, "Flatten": flatten, "Concat": concat, "Reshape": reshape,
     "PRelu": prelu, "LRN": lrn, "Slice": slice_, "Split": split, "Transpose": transpose,
-    "Pad": pad, "Attention": attention, **POINTWISE_CONVERTERS, **NORM_CONVERTERS,
-    **INDEXING_CONVERTERS,
+    "Pad": pad, "Attention": attention, "Einsum": einsum, **POINTWISE_CONVERTERS,
+    **NORM_CONVERTERS, **INDEXING_CONVERTERS, **LOSS_CONVERTERS,
 }
 """ONNX op type -> converter (those of OPSET_CONVERTERS take the opset too)."""

@@ -9,6 +9,7 @@ ONNX file in between.
     compiled = torch.compile(model, backend="hpvm",    # after pip install hpvm
                              options={"targets": ["cpu"]})
     compiled(batch)                                    # torch tensors in and out
+    explain(model, (batch,))     # per graph: operators on hpvm, those left to PyTorch and why
 
 ``load`` exports the model with ``torch.export`` (ATen operators, weights
 as constants; the shapes of the example inputs are fixed) and translates
@@ -23,6 +24,7 @@ from __future__ import annotations
 from ...errors import HpvmError
 from ...ir.graph import Module
 from ...passes import TENSOR_PIPELINE, run_pipeline
+from .explain import GraphReport
 
 
 def load(model, example_inputs: tuple, optimize: bool = True,
@@ -64,6 +66,25 @@ def load(model, example_inputs: tuple, optimize: bool = True,
     if not optimize:
         return module
     return run_pipeline(module, TENSOR_PIPELINE)
+
+
+def explain(model, example_inputs: tuple, targets=("cpu",), **options) -> list[GraphReport]:
+    """What ``torch.compile(model, backend="hpvm")`` does with ``model`` on
+    ``example_inputs``: one GraphReport per graph Dynamo captures (how many
+    ATen operators hpvm runs, which PyTorch runs and why).  ``targets`` and
+    ``options`` as for the backend."""
+    import torch  # torch (optional, heavy)
+
+    from .dynamo import compile_graph
+    reports: list[GraphReport] = []
+    settings = {"targets": list(targets), **options}
+
+    def collecting(graph_module, inputs):
+        return compile_graph(graph_module, inputs, settings, reports=reports)
+    compiled = torch.compile(model, backend=collecting)
+    with torch.no_grad():
+        compiled(*(example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)))
+    return reports
 
 
 def backend(graph_module, example_inputs, **kwargs):

@@ -225,17 +225,31 @@ Translation = Callable[[_Converter, str, dict], Any]
 
 
 def _conv(c: _Converter, name: str, a: dict):
+    """conv1d, conv2d and convolution (1-D or 2-D; not transposed)."""
     if a.get("transposed"):
         raise Unsupported("transposed convolution is not supported", "use a plain convolution")
+    spatial = len(a["input"].type.shape) - 2
     padding = a["padding"]
     if isinstance(padding, str):
         if padding != "valid":
             raise Unsupported(f"padding='{padding}' is not supported", "give explicit padding")
-        padding = (0, 0)
-    top, left = _pair(padding, "padding")
-    attrs = {"strides": list(_pair(a["stride"], "stride")), "pads": [top, left, top, left],
-             "dilations": list(_pair(a["dilation"], "dilation")), "group": int(a["groups"])}
+        padding = (0,) * spatial
+    pads = list(_widths(padding, spatial, "padding"))
+    attrs = {"strides": list(_widths(a["stride"], spatial, "stride")), "pads": pads + pads,
+             "dilations": list(_widths(a["dilation"], spatial, "dilation")),
+             "group": int(a["groups"])}
     return c.onnx(name, "Conv", [a["input"], a["weight"], a.get("bias")], attrs)[0]
+
+
+def _widths(value, spatial: int, what: str) -> tuple[int, ...]:
+    """A window attribute with one entry per spatial axis (1-D or 2-D)."""
+    if spatial == 2:
+        return _pair(value, what)
+    values = tuple(value) if isinstance(value, (list, tuple)) else (value,) * spatial
+    if len(values) != spatial or spatial not in (1, 2):
+        raise Unsupported(f"{what} {list(values)} of a {spatial}-D convolution",
+                          "use 1-D or 2-D convolution")
+    return tuple(int(v) for v in values)
 
 
 def _addmm(c: _Converter, name: str, a: dict):
@@ -396,7 +410,7 @@ def _checked(c: _Converter, name: str, a: dict):
 
 
 TRANSLATIONS: dict[str, Translation] = {
-    "aten.conv2d": _conv, "aten.convolution": _conv,
+    "aten.conv1d": _conv, "aten.conv2d": _conv, "aten.convolution": _conv,
     "aten.addmm": _addmm,
     "aten.max_pool2d": _pool("MaxPool"),
     "aten.max_pool2d_with_indices": _pool("MaxPool", indices=True),

@@ -15,6 +15,10 @@ hpvm program (inference; recompile after changing them).
 
 ``options``: ``targets`` (default: ``["cpu"]``), and any compile options
 hpvm.runtime.compile takes (per target, or for every target that has them).
+
+Each graph's GraphReport (explain.py: how many operators hpvm runs, which
+stayed with PyTorch and why) is logged once, with a warning when PyTorch
+runs all of them.
 """
 from __future__ import annotations
 
@@ -26,14 +30,17 @@ import torch
 from ...errors import HpvmError
 from ...passes import TENSOR_PIPELINE, run_pipeline
 from ...runtime import compile
-from .aten import convert_graph, supports
+from .aten import convert_graph, op_name, supports
+from .explain import GraphReport
 
 DEFAULT_TARGETS = ("cpu",)
 
 
 def compile_graph(graph_module: torch.fx.GraphModule, example_inputs: list,
-                  options: dict | None = None, **_ignored) -> Any:
-    """The backend: a callable of the graph's inputs giving its outputs."""
+                  options: dict | None = None, reports: list | None = None,
+                  **_ignored) -> Any:
+    """The backend: a callable of the graph's inputs giving its outputs;
+    the graph's GraphReport is told (logged) and added to ``reports``."""
     options = dict(options or {})
     targets = list(options.pop("targets", DEFAULT_TARGETS))
     weights = {index for index, value in enumerate(example_inputs)
@@ -43,11 +50,29 @@ def compile_graph(graph_module: torch.fx.GraphModule, example_inputs: list,
     lowered = program.module()
     placeholders = [n for n in lowered.graph.nodes if n.op == "placeholder"]
     constants = {placeholders[i].name: example_inputs[i] for i in weights}
-    parts = _partition(lowered)
-    for part in parts:
-        _replace_with_hpvm(lowered, part, constants, targets, options)
+    report = GraphReport(operators=len(_operators(lowered.graph)))
+    for node in _operators(lowered.graph):
+        if not supports(node):
+            report.leave(op_name(node.target) or str(node.target), "hpvm has no translation")
+    for part in _partition(lowered):
+        operators = _operators(getattr(lowered, part).graph)
+        failure = _replace_with_hpvm(lowered, part, constants, targets, options)
+        if failure is None:
+            report.on_hpvm += len(operators)
+            continue
+        for node in operators:
+            report.leave(op_name(node.target), f"its piece did not compile: {failure}")
     lowered.recompile()
+    report.tell()
+    if reports is not None:
+        reports.append(report)
     return lowered
+
+
+def _operators(graph: torch.fx.Graph) -> list[torch.fx.Node]:
+    """The graph's ATen operator calls (not getitem or other Python calls)."""
+    return [n for n in graph.nodes if n.op == "call_function"
+            and op_name(n.target) not in (None, "getitem")]
 
 
 def _is_buffer(graph_module: torch.fx.GraphModule, index: int) -> bool:
@@ -76,8 +101,9 @@ def _partition(module: torch.fx.GraphModule) -> list[str]:
 
 
 def _replace_with_hpvm(module: torch.fx.GraphModule, name: str, constants: dict,
-                       targets: list[str], options: dict) -> None:
-    """Compile submodule ``name`` with hpvm and call it instead."""
+                       targets: list[str], options: dict) -> str | None:
+    """Compile submodule ``name`` with hpvm and call it instead; None, or
+    why it stays in PyTorch."""
     part = getattr(module, name)
     call = next(n for n in module.graph.nodes if n.op == "call_module" and n.target == name)
     inner = [n for n in part.graph.nodes if n.op == "placeholder"]
@@ -91,10 +117,11 @@ def _replace_with_hpvm(module: torch.fx.GraphModule, name: str, constants: dict,
         program, outputs = convert_graph(part.graph, inputs, weights, name)
         names = [p.name for p in program.root_graph.params if p.direction == "in"]
         executable = compile(run_pipeline(program, TENSOR_PIPELINE), targets, options)
-    except HpvmError:
-        return  # this piece stays in PyTorch
+    except HpvmError as error:  # this piece stays in PyTorch
+        return str(error).strip().splitlines()[0]
     setattr(module, name, HpvmPiece(executable, names, outputs, _returns_tuple(part)))
     call.args = tuple(a for a, p in zip(call.args, inner) if p.name in inputs)
+    return None
 
 
 def _example(node) -> torch.Tensor:

@@ -161,6 +161,31 @@ def _attention(c, name: str, a: dict):
     return c.onnx(name, "Attention", inputs, attrs)[0]
 
 
+def _einsum(c, name: str, a: dict):
+    return c.onnx(name, "Einsum", list(a["tensors"]), {"equation": a["equation"]})[0]
+
+
+def _upsample(mode: str) -> Translation:
+    """aten.upsample_{nearest,bilinear}2d as ONNX Resize to the sizes
+    PyTorch computes, with PyTorch's coordinate rules."""
+    def translate(c, name: str, a: dict):
+        x = a["input"]
+        shape = _shape(x)
+        sizes = a.get("output_size")
+        if sizes is None:
+            factors = a.get("scale_factors") or (a.get("scales_h"), a.get("scales_w"))
+            sizes = [int(d * f) for d, f in zip(shape[2:], factors)]
+        if mode == "nearest":
+            attrs = {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                     "nearest_mode": "floor"}
+        else:
+            corners = "align_corners" if a.get("align_corners") else "pytorch_half_pixel"
+            attrs = {"mode": "linear", "coordinate_transformation_mode": corners}
+        full = np.array(list(shape[:2]) + [int(s) for s in sizes], np.int64)
+        return c.onnx(name, "Resize", [x, None, None, full], attrs)[0]
+    return translate
+
+
 def _embedding(c, name: str, a: dict):
     return c.onnx(name, "Gather", [a["weight"], a["indices"]], {"axis": 0})[0]
 
@@ -325,7 +350,9 @@ TRANSFORMER_TRANSLATIONS: dict[str, Translation] = {
     "aten.layer_norm": _layer_norm, "aten.native_layer_norm": _native_layer_norm,
     "aten.rms_norm": _rms_norm, "aten.group_norm": _group_norm,
     "aten.gelu": _gelu, "aten.silu": _silu, "aten.scaled_dot_product_attention": _attention,
-    "aten.embedding": _embedding, "aten.masked_fill": _masked_fill, "aten.where": _where,
+    "aten.upsample_nearest2d": _upsample("nearest"),
+    "aten.upsample_bilinear2d": _upsample("linear"), "aten.einsum": _einsum, "aten.embedding": _embedding, "aten.masked_fill": _masked_fill,
+    "aten.where": _where,
     "aten.div": _div, "aten.pow": binary("Pow", "input", "exponent"),
     "aten.rsub": _reverse_sub, "aten.maximum": binary("Max"), "aten.minimum": binary("Min"),
     "aten.eq": binary("Equal"), "aten.lt": binary("Less"), "aten.gt": binary("Greater"),

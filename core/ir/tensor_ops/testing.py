@@ -12,7 +12,7 @@ import numpy as np
 
 from ..graph import BindIn, BindOut, ConstantBody, Edge, Graph, Module, Node, TensorBody
 from ..parameter import Parameter
-from ..types import F32, BufferType, scalar_type_of_dtype
+from ..types import BufferType, scalar_type_of_dtype
 from . import get_op, tensor_node
 
 
@@ -43,8 +43,9 @@ def single_op_module(op: str, inputs: Mapping[str, np.ndarray], attrs=None, cons
     """A module running one tensor op (node ``op``, with node
     ``attributes``) on graph inputs, and on constant nodes for the ports in
     ``constants``; its result is the graph output ``y``."""
-    types = {p: BufferType(F32, a.shape) for p, a in inputs.items()}
-    node = dataclasses.replace(tensor_node("op", op, types, attrs), attributes=dict(attributes or {}))
+    types = {p: BufferType(scalar_type_of_dtype(a.dtype), a.shape) for p, a in inputs.items()}
+    node = dataclasses.replace(tensor_node("op", op, types, attrs),
+                               attributes=dict(attributes or {}))
     nodes, edges, binds, params = [node], [], [], []
     for port, array in inputs.items():
         if port in constants:

@@ -12,6 +12,8 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from .primitive_ops import PRIMITIVE_OPS
+
 OpFunction = Callable[[dict, dict, tuple], torch.Tensor]
 
 
@@ -368,4 +370,5 @@ OPS: dict[str, OpFunction] = {
     "pad": pad,
     "elementwise": elementwise,
     "perforation_fill": perforation_fill,
+    **PRIMITIVE_OPS,
 }

@@ -1,7 +1,9 @@
 """The 'aten' target: tensor ops run by PyTorch's ATen kernels.
 
-Matcher: tensor-op nodes of the ops in :data:`ops.OPS` whose buffers are
-floats, and constant nodes read only by such nodes (so weights stay on the
+Matcher: tensor-op nodes of the ops in :data:`ops.OPS` (the pointwise,
+reduction, indexing and data-movement ops on any element type but u16,
+u32 and u64, which few ATen kernels take; the others on floats), and
+constant nodes read only by such nodes (so weights stay on the
 device); kernel nodes are left to other targets.  Code generator: nothing
 to generate; the artifact is the module's text.  Runtime shim:
 :class:`AtenDevice` on ``cuda`` when PyTorch sees a GPU, else ``cpu``.
@@ -22,6 +24,15 @@ from hpvm.options import Option
 from hpvm.target import Artifact, Availability, Device, NodeRef, Target
 
 MODULE_FILE = "module.hpvm"
+WIDE_UNSIGNED = ("u16", "u32", "u64")
+"""Element types few ATen kernels take: nodes with them are left to others."""
+ANY_TYPE_OPS = frozenset({
+    "unary", "binary", "select", "cast", "reduce", "arg_reduce", "expand", "gather",
+    "gather_elements", "cumsum", "add", "mul", "reshape", "flatten", "concat", "slice",
+    "transpose", "pad",
+})
+"""Ops aten runs on integers and bools too (the others, floats only: ATen's
+pooling pads with -inf, its CUDA matrix products take no integers)."""
 PRECISIONS = {"fp32": "float32", "float32": "float32", "fp16": "float16", "float16": "float16",
               "tf32": "tf32"}
 """Values of the ``precision`` option (and of its old name ``dtype``) ->
@@ -73,8 +84,11 @@ class AtenTarget(Target):
 
     def _runs(self, node: Node) -> bool:
         body = node.body
-        return (isinstance(body, TensorBody) and body.op in self.native_tensor_ops
-                and all(p.type.element.is_float for p in body.params))
+        if not isinstance(body, TensorBody) or body.op not in self.native_tensor_ops:
+            return False
+        if body.op in ANY_TYPE_OPS:
+            return not any(p.type.element.name in WIDE_UNSIGNED for p in body.params)
+        return all(p.type.element.is_float for p in body.params)
 
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
         from hpvm.ir.text import print_module

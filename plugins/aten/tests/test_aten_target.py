@@ -9,7 +9,7 @@ from hpvm.options import OptionError
 from hpvm.ir.graph import Graph, KernelBody, Node
 from hpvm.ir.tensor_ops import TENSOR_OPS, tensor_node
 from hpvm.ir.tensor_ops.testing import single_op_module
-from hpvm.ir.types import I32, BufferType
+from hpvm.ir.types import I32, U32, BufferType
 from hpvm.registry import get_registry
 from hpvm.runtime import compile
 
@@ -50,6 +50,17 @@ CASES = {
     "pad": ({"x": (2, 5, 4, 3)}, {"pads": (0, 1, 2, 0, 1, 0, 1, 2), "value": 0.5}),
     "lrn": ({"x": (2, 5, 3, 3)}, {"size": 4, "alpha": 0.3, "beta": 0.6, "bias": 1.5}),
     "perforation_fill": ({"x": (2, 3, 4, 5)}, {"axis": 2, "every": 3, "offset": 1, "size": 6}),
+    "unary": ({"x": (3, 4)}, {"fn": "erf"}),
+    "binary": ({"a": (2, 3, 4), "b": (3, 1)}, {"fn": "sub"}),
+    "select": ({"cond": RNG.random((3, 1)) < 0.5, "a": (2, 3, 4), "b": (4,)}, {}),
+    "cast": ({"x": (3, 4)}, {"to": "f16"}),
+    "reduce": ({"x": (2, 3, 4)}, {"fn": "max", "axes": (0, 2), "keepdims": 0}),
+    "arg_reduce": ({"x": (2, 3, 4)}, {"fn": "argmin", "axis": 1}),
+    "expand": ({"x": (3, 1)}, {"shape": (2, 3, 4)}),
+    "gather": ({"x": (5, 3), "indices": np.array([[4, -1], [0, 2]], np.int64)}, {"axis": 0}),
+    "gather_elements": ({"x": (3, 4), "indices": np.array([[3, -1, 0], [1, 1, 2]], np.int64)},
+                        {"axis": 1}),
+    "cumsum": ({"x": (2, 5)}, {"axis": 1, "reverse": 1}),
 }
 FP16_TOLERANCE = 2e-2
 """rtol and atol of FP16 results against the FP32 reference: half precision
@@ -59,8 +70,10 @@ CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="PyTorch sees no
 
 
 def case_inputs(op):
+    """f32 inputs of the shapes a case gives (or the arrays it gives)."""
     shapes, attrs = CASES[op]
-    inputs = {p: RNG.standard_normal(s).astype(np.float32) for p, s in shapes.items()}
+    inputs = {p: s if isinstance(s, np.ndarray) else RNG.standard_normal(s).astype(np.float32)
+              for p, s in shapes.items()}
     if "var" in inputs:
         inputs["var"] = np.abs(inputs["var"]) + 0.5
     return inputs, attrs
@@ -146,13 +159,18 @@ def test_constant_weights_are_claimed_with_their_reader():
                                atol=1e-5)
 
 
-def test_kernel_nodes_and_integer_tensor_ops_are_not_claimed():
+def test_kernel_nodes_integer_pooling_and_wide_unsigned_values_are_not_claimed():
     target = get_registry().target("aten").target
     kernel = Node("k", KernelBody("f"))
-    ints = tensor_node("r", "relu", {"x": BufferType(I32, (4,))})
+    ints = tensor_node("r", "cast", {"x": BufferType(I32, (4,))}, {"to": "f32"})
+    pooled = tensor_node("p", "max_pool", {"x": BufferType(I32, (1, 1, 4, 4))},
+                         {"kernel": (2, 2)})
+    wide = tensor_node("w", "cast", {"x": BufferType(U32, (4,))}, {"to": "f32"})
     graph = Graph("main", ())
     assert not target.claims(None, graph, kernel)
-    assert not target.claims(None, graph, ints)
+    assert target.claims(None, graph, ints)
+    assert not target.claims(None, graph, pooled)
+    assert not target.claims(None, graph, wide)
 
 
 def test_an_unknown_precision_is_rejected_naming_the_accepted_ones():

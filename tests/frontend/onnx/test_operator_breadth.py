@@ -150,3 +150,52 @@ def test_attention_with_grouped_heads_a_mask_and_a_cache(causal):
         got = [result[p.name] for p in module.root_graph.params if p.direction == "out"]
         for value, want in zip(got, expected):
             np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5, err_msg=target)
+
+
+@pytest.mark.parametrize("equation,shapes", [
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("abcd,ecd->abe", [(2, 3, 4, 5), (6, 4, 5)]),      # Keras's attention output
+    ("aecd,abcd->acbe", [(2, 5, 3, 4), (2, 6, 3, 4)]),  # Keras's attention scores
+    ("...ij,...jk", [(2, 3, 4), (2, 4, 5)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("ij->ji", [(3, 4)]),
+    ("ijk->i", [(3, 4, 5)]),
+])
+def test_einsum(equation, shapes):
+    operands = {f"x{i}": RNG.standard_normal(s).astype(np.float32)
+                for i, s in enumerate(shapes)}
+    check(one_node("Einsum", operands, equation=equation), operands)
+
+
+@pytest.mark.parametrize("mode,transform", [
+    ("nearest", "asymmetric"), ("linear", "half_pixel"), ("linear", "align_corners"),
+    ("cubic", "pytorch_half_pixel"),
+])
+def test_resize_by_scales(mode, transform):
+    x = RNG.standard_normal((1, 2, 4, 5)).astype(np.float32)
+    scales = numpy_helper.from_array(np.array([1, 1, 2.0, 1.6], np.float32), "scales")
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode,
+                            coordinate_transformation_mode=transform)
+    check(model([node], [info("x", x)], [helper.make_tensor_value_info("y", 0, None)],
+                [scales], opset=18), {"x": x})
+
+
+def test_one_dimensional_convolution_and_pooling():
+    x = RNG.standard_normal((2, 3, 10)).astype(np.float32)
+    w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3)).astype(np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1], strides=[2]),
+             helper.make_node("MaxPool", ["c"], ["y"], kernel_shape=[2])]
+    check(model(nodes, [info("x", x)], [helper.make_tensor_value_info("y", 0, None)], [w]),
+          {"x": x})
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_cross_entropy_with_weights_and_an_ignored_class(reduction):
+    scores = RNG.standard_normal((4, 5, 3)).astype(np.float32)
+    labels = np.array([[0, 4, 2], [1, 1, 3], [2, 0, 0], [4, 3, 1]], np.int64)
+    weights = numpy_helper.from_array(RNG.random(5).astype(np.float32) + 0.5, "weights")
+    node = helper.make_node("SoftmaxCrossEntropyLoss", ["scores", "labels", "weights"],
+                            ["loss"], reduction=reduction, ignore_index=1)
+    check(model([node], [info("scores", scores), info("labels", labels)],
+                [helper.make_tensor_value_info("loss", 0, None)], [weights]),
+          {"scores": scores, "labels": labels})

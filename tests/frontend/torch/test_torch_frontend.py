@@ -165,6 +165,32 @@ def test_torch_compile_leaves_missing_operators_to_pytorch(compiled_graphs):
     assert len(pieces(compiled_graphs[0])) == 2  # the convolutions; lgamma stays in torch
 
 
+def test_explain_counts_the_operators_hpvm_runs_and_says_why_the_rest_stay():
+    from hpvm.frontend.torch import explain
+    torch._dynamo.reset()
+    reports = explain(WithLogGamma().eval(), (torch.randn(2, 3, 9, 9),))
+    assert len(reports) == 1
+    report = reports[0]
+    assert report.on_hpvm == report.operators - 1
+    assert list(report.left) == [("aten.lgamma", "hpvm has no translation")]
+    assert "PyTorch runs aten.lgamma (hpvm has no translation)" in str(report)
+
+
+class OnlyLogGamma(torch.nn.Module):
+    def forward(self, x):
+        return torch.lgamma(x)
+
+
+def test_a_graph_pytorch_runs_whole_warns_and_logs(caplog):
+    from hpvm.frontend.torch import explain
+    torch._dynamo.reset()
+    with caplog.at_level("INFO", logger="hpvm.frontend.torch"):
+        with pytest.warns(UserWarning, match="PyTorch runs the whole graph"):
+            reports = explain(OnlyLogGamma(), (torch.rand(4) + 1,))
+    assert reports[0].on_hpvm == 0
+    assert "hpvm runs 0 of 1 operators" in caplog.text
+
+
 def test_the_backend_is_registered_by_name():
     assert "hpvm" in torch._dynamo.list_backends()
 

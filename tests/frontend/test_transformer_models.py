@@ -4,9 +4,6 @@ decoder block with a causal mask, each through torch.export and through
 the file torch.onnx.export writes, on interp, cpu, aten and movidius
 (where OpenVINO is installed), against PyTorch.  Ops a target does not
 take run on the cpu beside it."""
-import io
-import warnings
-
 import numpy as np
 import pytest
 
@@ -139,13 +136,8 @@ def made(name):
 
 def through_onnx(model, x):
     from hpvm.frontend.onnx import load
-    import onnx
-    buffer = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, (x,), buffer, dynamo=False, opset_version=17,
-                          input_names=["x"], output_names=["y"])
-    return load(onnx.load_from_string(buffer.getvalue()))
+    from hpvm.frontend.onnx.testing import export_example
+    return load(export_example(model, x))
 
 
 def through_export(model, x):

@@ -3,9 +3,6 @@ blocks, max pooling, upsampling by nearest and bilinear interpolation,
 concatenated skips, a 1-D convolution head over rows), through
 torch.export and through torch.onnx.export, on interp and cpu, against
 PyTorch."""
-import io
-import warnings
-
 import numpy as np
 import pytest
 
@@ -51,15 +48,9 @@ def made():
 
 
 def through_onnx(model, x):
-    import onnx
-
     from hpvm.frontend.onnx import load
-    buffer = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, (x,), buffer, dynamo=False, opset_version=17,
-                          input_names=["x"], output_names=["y"])
-    return load(onnx.load_from_string(buffer.getvalue()))
+    from hpvm.frontend.onnx.testing import export_example
+    return load(export_example(model, x))
 
 
 def through_export(model, x):

@@ -105,6 +105,20 @@ def export(model, input_shape: tuple, opset: int = 17):
     return onnx.load_from_string(buffer.getvalue())
 
 
+def export_example(model, example, opset: int = 17):
+    """``model`` as an onnx.ModelProto traced on the tensor ``example``
+    (fixed sizes), with input ``x`` and output ``y``."""
+    # torch (optional, heavy), onnx (heavy)
+    import onnx
+    import torch
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (example,), buffer, dynamo=False, opset_version=opset,
+                          input_names=["x"], output_names=["y"])
+    return onnx.load_from_string(buffer.getvalue())
+
+
 def digits(size: int = 8) -> tuple[np.ndarray, np.ndarray]:
     """scikit-learn's digits as float32 images [n, 1, size, size] in [0, 1]
     (8x8 scaled up by pixel repetition and centred) and int64 labels."""

@@ -86,7 +86,9 @@ def operators(model) -> set[str]:
             default = node.domain in ("", "ai.onnx")
             found.add(node.op_type if default else f"{node.domain}.{node.op_type}")
             for attribute in node.attribute:
-                for sub in list(attribute.g.node and [attribute.g] or []) + list(attribute.graphs):
+                if attribute.HasField("g"):
+                    visit(attribute.g)
+                for sub in attribute.graphs:
                     visit(sub)
     visit(model.graph)
     return found

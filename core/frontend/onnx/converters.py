@@ -40,8 +40,7 @@ def _spatial(node: OnnxNode, kernel: tuple[int, int], input_type, dilation=(1, 1
     resolved against the input's height and width."""
     stride = tuple(node.attr("strides", (1, 1)))
     pads = tuple(node.attr("pads", (0, 0, 0, 0)))
-    auto_pad = node.attr("auto_pad", b"NOTSET")
-    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    auto_pad = node.text("auto_pad", "NOTSET")
     if len(stride) != 2 or len(pads) != 4:
         raise Unsupported("only 2-D convolution and pooling (NCHW) is supported",
                           "use 4-D inputs")
@@ -288,8 +287,7 @@ def pad(state: GraphState, node: OnnxNode) -> list[Value]:
     full = [0] * (2 * rank)
     for position, axis in enumerate(axes):
         full[axis], full[rank + axis] = pads[position], pads[len(axes) + position]
-    mode = node.attr("mode", "constant")
-    attrs = {"pads": tuple(full), "mode": mode.decode() if isinstance(mode, bytes) else mode,
+    attrs = {"pads": tuple(full), "mode": node.text("mode", "constant"),
              "value": float(value)}
     return [state.add_op(node.name, "pad", {"x": x}, attrs)]
 

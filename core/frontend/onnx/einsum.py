@@ -92,8 +92,7 @@ def _pair(state: GraphState, node: OnnxNode, a: Value, ta: str, b: Value, tb: st
 
 def einsum(state: GraphState, node: OnnxNode) -> list[Value]:
     values = [state.value(name) for name in node.inputs if name]
-    equation = node.attr("equation")
-    equation = equation.decode() if isinstance(equation, bytes) else equation
+    equation = node.text("equation", "")
     terms, output = _parse(equation, [len(v.type.shape) for v in values])
     value, term = values[0], terms[0]
     for index in range(1, len(values)):

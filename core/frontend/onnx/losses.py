@@ -14,8 +14,7 @@ from .values import ConstValue, GraphState, OnnxNode, Unsupported, Value
 
 
 def _reduction(node: OnnxNode) -> str:
-    value = node.attr("reduction", b"mean")
-    value = value.decode() if isinstance(value, bytes) else value
+    value = node.text("reduction", "mean")
     if value not in ("none", "sum", "mean"):
         node.reject("reduction", value, "reduction none, sum or mean")
     return value

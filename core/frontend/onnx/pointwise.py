@@ -112,8 +112,7 @@ def pow_(state: GraphState, node: OnnxNode) -> list[Value]:
 
 
 def bit_shift(state: GraphState, node: OnnxNode) -> list[Value]:
-    direction = node.attr("direction", b"")
-    direction = direction.decode() if isinstance(direction, bytes) else direction
+    direction = node.text("direction", "")
     if direction not in ("LEFT", "RIGHT"):
         node.reject("direction", direction, "direction LEFT or RIGHT")
     fn = "shl" if direction == "LEFT" else "shr"
@@ -234,8 +233,7 @@ def _mish(f: _Formula, node: OnnxNode) -> Value:
 
 
 def _gelu(f: _Formula, node: OnnxNode) -> Value:
-    approximate = node.attr("approximate", b"none")
-    approximate = approximate.decode() if isinstance(approximate, bytes) else approximate
+    approximate = node.text("approximate", "none")
     if approximate == "tanh":
         cube = f.mul(f.mul(f.x, f.x), f.x)
         inner = f.mul(f.add(f.x, f.mul(cube, f.c(0.044715))), f.c(math.sqrt(2 / math.pi)))

@@ -14,11 +14,6 @@ import numpy as np
 from .values import ConstValue, GraphState, OnnxNode, Unsupported, Value
 
 
-def _text(value, default: str) -> str:
-    value = default if value is None else value
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def _optional_constant(state: GraphState, node: OnnxNode, index: int, what: str):
     if len(node.inputs) <= index or not node.inputs[index]:
         return None
@@ -123,7 +118,7 @@ def _sizes_and_scales(state, node, shape, axes, opset):
         scales = np.asarray(node.attr("scales"))
     if sizes is not None:
         sizes = [int(s) for s in sizes]
-        policy = _text(node.attr("keep_aspect_ratio_policy"), "stretch")
+        policy = node.text("keep_aspect_ratio_policy", "stretch")
         if policy != "stretch":
             ratios = [sizes[i] / shape[a] for i, a in enumerate(axes)]
             ratio = min(ratios) if policy == "not_larger" else max(ratios)
@@ -148,11 +143,11 @@ def resize(state: GraphState, node: OnnxNode, opset: int) -> list[Value]:
         raise Unsupported(f"{node.op_type} of symbolic sizes {x.type}", "give fixed sizes")
     sizes, scales = _sizes_and_scales(state, node, shape, axes, opset)
     upsample = node.op_type == "Upsample" or opset < 11  # their rules: asymmetric, floor
-    mode = _text(node.attr("mode"), "nearest")
-    transform = "asymmetric" if upsample else _text(
-        node.attr("coordinate_transformation_mode"), "half_pixel")
-    attrs = {"nearest_mode": "floor" if upsample else _text(node.attr("nearest_mode"),
-                                                              "round_prefer_floor"),
+    mode = node.text("mode", "nearest")
+    transform = "asymmetric" if upsample else node.text(
+        "coordinate_transformation_mode", "half_pixel")
+    attrs = {"nearest_mode": "floor" if upsample else node.text("nearest_mode",
+                                                                 "round_prefer_floor"),
              "cubic_coeff_a": float(node.attr("cubic_coeff_a", -0.75)),
              "exclude_outside": int(node.attr("exclude_outside", 0))}
     roi = _optional_constant(state, node, 1, "roi") if not upsample else None

@@ -198,6 +198,11 @@ class OnnxNode:
     def attr(self, name: str, default=None):
         return self.attrs.get(name, default)
 
+    def text(self, name: str, default: str) -> str:
+        """A string attribute (onnx gives them as bytes) as text."""
+        value = self.attrs.get(name, default)
+        return value.decode() if isinstance(value, bytes) else value
+
     def input(self, state: GraphState, index: int) -> Value | None:
         if index >= len(self.inputs) or not self.inputs[index]:
             return None

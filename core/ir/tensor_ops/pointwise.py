@@ -39,15 +39,11 @@ def _function(ctx: OpContext, table: dict[str, ScalarFunction]) -> ScalarFunctio
     return table[name]
 
 
-def _checked_element(ctx: OpContext, function: ScalarFunction, ports) -> ScalarType:
-    element = ctx.element(ports[0])
-    for port in ports[1:]:
-        if ctx.element(port) != element:
-            ctx.fail(f"input '{port}' has element type {ctx.element(port)} but '{ports[0]}' "
-                     f"has {element}", "cast the inputs to one element type", port)
+def _checked_element(ctx: OpContext, function: ScalarFunction) -> ScalarType:
+    element = ctx.same_element()
     if not function.accepts(element):
         ctx.fail(f"{function.name} takes {function.domain} inputs, got {element}",
-                 f"cast the input to a {function.domain} type", ports[0])
+                 f"cast the input to a {function.domain} type", next(iter(ctx.types)))
     return element
 
 
@@ -73,7 +69,7 @@ def _function_op(name: str, ports: tuple[str, ...], table: dict[str, ScalarFunct
                  summary: str) -> TensorOpSpec:
     def infer(ctx: OpContext) -> dict[str, BufferType]:
         function = _function(ctx, table)
-        element = _checked_element(ctx, function, ports)
+        element = _checked_element(ctx, function)
         return {"y": BufferType(function.result(element), broadcast_shape(ctx, ports))}
 
     def evaluate(ctx: OpContext, x: dict) -> dict:

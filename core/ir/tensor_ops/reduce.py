@@ -112,10 +112,10 @@ def reduced_loops(b: KernelBuilder, axes, indices: list[Expr], start: int = 0):
 
 
 def _lower_reduce(b: KernelBuilder) -> tuple[Expr, ...]:
-    fn = b.ctx.attrs["fn"]
-    i, indices, replication = output_instance(b, reduced_axes(b.ctx))
+    fn, axes = b.ctx.attrs["fn"], reduced_axes(b.ctx)
+    i, indices, replication = output_instance(b, axes)
     acc = b.let("acc", _initial(b, fn))
-    with reduced_loops(b, reduced_axes(b.ctx), indices):
+    with reduced_loops(b, axes, indices):
         b.assign(acc, _combine(fn, acc, b.load("x", *indices)))
     b.store("y", i, acc)
     return replication

@@ -15,18 +15,11 @@ DTYPES = {"bool": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch
           "f64": torch.float64}
 
 
-def _round(x):
-    return torch.round(x)  # half to even, as the IR's round
-
-
-def _sign(x):
-    return torch.sign(x)
-
-
-UNARY = {
-    "neg": torch.neg, "abs": torch.abs, "sign": _sign, "exp": torch.exp, "log": torch.log,
+UNARY = {  # torch.round rounds half to even, as the IR's round
+    "neg": torch.neg, "abs": torch.abs, "sign": torch.sign, "exp": torch.exp, "log": torch.log,
     "sqrt": torch.sqrt, "reciprocal": torch.reciprocal, "floor": torch.floor,
-    "ceil": torch.ceil, "round": _round, "erf": torch.erf, "sin": torch.sin, "cos": torch.cos,
+    "ceil": torch.ceil, "round": torch.round, "erf": torch.erf, "sin": torch.sin,
+    "cos": torch.cos,
     "tan": torch.tan, "asin": torch.asin, "acos": torch.acos, "atan": torch.atan,
     "sinh": torch.sinh, "cosh": torch.cosh, "asinh": torch.asinh, "acosh": torch.acosh,
     "atanh": torch.atanh, "not": torch.logical_not, "bitnot": torch.bitwise_not,

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..kernel import Const, Expr
 from ..types import I64, BufferType
-from . import tiled
+from . import conv_panels, tiled
 from .activation import activation_attr, apply_kernel, apply_numpy
 from .dims import describe, require_concrete, require_equal, window_dim
 from .lowering import KernelBuilder, add, in_range, mul, replication_over
@@ -141,11 +141,16 @@ def _evaluate_conv2d(ctx: OpContext, arrays: dict) -> dict:
 
 
 def _lower_conv2d(b: KernelBuilder) -> tuple[Expr, ...]:
-    """The register-tiled lowering where shapes allow, else one instance
-    per output element."""
+    """Panels for small images on vector targets (conv_panels.py), the
+    row-tiled lowering where shapes allow, else one instance per output
+    element."""
     groups = b.ctx.int_attr("groups")
     activation = activation_attr(b.ctx)
-    replication = tiled.lower_conv2d(b, *window_attrs(b.ctx), groups, activation)
+    attrs = window_attrs(b.ctx)
+    replication = conv_panels.lower_conv2d_panels(b, *attrs, activation) if groups == 1 \
+        else None
+    if replication is None:
+        replication = tiled.lower_conv2d(b, *attrs, groups, activation)
     return replication if replication is not None else _lower_conv2d_reference(b)
 
 

@@ -5,8 +5,11 @@ import numpy as np
 import pytest
 
 from hpvm.errors import Location
+from hpvm.ir.tensor_ops.conv import window_attrs
+from hpvm.ir.tensor_ops.conv_panels import plan as panel_plan
+from hpvm.ir.tensor_ops.lowering import KernelBuilder
 from hpvm.ir.shapes import bind_symbols, replication_sizes
-from hpvm.ir.tensor_ops import tensor_node
+from hpvm.ir.tensor_ops import get_op, tensor_node
 from hpvm.ir.tensor_ops.testing import evaluate_node, lowered_module, types_of
 from hpvm_cpu.codegen import compile_kernel_node
 from hpvm_cpu.codegen.machine import MachineSpec
@@ -51,6 +54,31 @@ def test_gemm_on_cpu_matches_evaluate(m, k, n, trans_b, threads, model):
 def test_conv2d_on_cpu_matches_evaluate(x, w, padding, model):
     inputs = arrays(7, x=x, w=w, b=(w[0],))
     node = tensor_node("conv", "conv2d", types_of(**inputs), {"padding": (padding,) * 4})
+    actual = run_on_cpu(node, inputs, 2, model)["y"]
+    np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("x, w, attrs", [
+    ((1, 64, 7, 7), (64, 64, 3, 3), {"padding": (1, 1, 1, 1)}),
+    ((2, 24, 14, 14), (40, 24, 3, 3), {"padding": (1, 1, 1, 1), "stride": (2, 2)}),
+    ((1, 32, 9, 10), (16, 32, 1, 1), {}),
+    ((1, 20, 11, 8), (12, 20, 3, 2), {"padding": (2, 0, 1, 1), "dilation": (2, 1),
+                                      "activation": "relu"}),
+    ((3, 16, 12, 12), (8, 16, 5, 5), {"padding": (2, 2, 2, 2), "stride": (3, 2)}),
+    ((1, 96, 7, 7), (320, 96, 1, 1), {}),
+    ((2, 8, 6, 7), (8, 8, 3, 3), {"dilation": (2, 1)}),
+])
+@pytest.mark.parametrize("model", MODELS)
+def test_conv2d_panels_on_cpu_match_evaluate(x, w, attrs, model):
+    """Small images, where the cpu lowers through panels (conv_panels.py):
+    strides, dilations, uneven padding, 1x1, channel counts that are not
+    multiples of the tiles."""
+    inputs = arrays(11, x=x, w=w, b=(w[0],))
+    node = tensor_node("conv", "conv2d", types_of(**inputs), attrs)
+    tiles = register_tiles(MachineSpec.for_model(model).vector_bits())
+    ctx = get_op("conv2d").context(types_of(**inputs), attrs)
+    planned = panel_plan(KernelBuilder(ctx, node.body.params, tiles), *window_attrs(ctx))
+    assert planned or tiles.cols == 8  # SSE's 8-lane tiles fill rows of 8 pixels and more
     actual = run_on_cpu(node, inputs, 2, model)["y"]
     np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
 

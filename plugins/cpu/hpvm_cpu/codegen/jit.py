@@ -96,10 +96,12 @@ class CompiledKernel:
         self._outputs = tuple(p.name for p in kernel.params if p.direction == "out" and p.is_buffer)
         self._private = any(b.scratch is not None for b in layout.buffers)
         self._per_chunk = instances_per_chunk(kernel)
-        self._unit = max(1, lanes) if layout.rank == 1 else 1
+        self._unit = max(1, lanes) if layout.rank == 1 and self._per_chunk >= lanes else 1
         """Instances a chunk of a one-dimensional node holds a multiple of:
         whole lane strips (``lanes``, lanes.py), which LLVM's vectoriser
-        also fills."""
+        also fills; 1 when fewer instances than a strip are worth a chunk
+        (a register-tiled convolution's 16 instances of a 7x7 image ran as
+        one strip on one core)."""
 
     @property
     def rank(self) -> int:

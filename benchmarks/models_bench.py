@@ -1,0 +1,146 @@
+"""Models of real size (benchmarks/models.py: ResNet-18, ResNet-50,
+MobileNetV2, a BERT-style encoder) on hpvm's cpu target against
+onnxruntime, OpenVINO and torch eager, in the same run (issue 39).
+
+    .venv/bin/python benchmarks/models_bench.py [--models resnet18,mobilenetv2]
+        [--batch 1,8] [--threads N] [--repeat 10] [--targets cpu] [--openvino]
+        [--device cuda] [--torch-compile MODE] [--nodes 10] [--json out.json]
+
+hpvm loads each model with ``hpvm.frontend.torch.load`` (torch.export, the
+default TENSOR_PIPELINE); onnxruntime and OpenVINO read the file
+``torch.onnx.export`` writes (opset 17).  Each implementation warms up for
+half a second and the table gives the median of ``--repeat`` calls, host
+input to host output.  Ratio = this row's time / onnxruntime's in the same
+run.  ``compile`` is hpvm's compile and first call, from a cold start of
+the process's compile cache (set ``HPVM_CACHE_DIR`` to an empty folder to
+time a cold compile).  ``--nodes K`` prints the K slowest nodes of hpvm's
+last run of each model (``exe.report()``).  With ``--device cuda`` the aten
+target and torch run on the GPU.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.onnx_bench import (  # noqa: E402
+    OPENVINO, Row, machine, median_ms, onnxruntime_runner, openvino_runner, relative_error,
+    torch_runner,
+)
+
+MODEL_NAMES = ("resnet18", "resnet50", "mobilenetv2", "bert")
+
+
+def hpvm_runner(module, target: str, options: dict, x: np.ndarray):
+    """(run, compile seconds, executable): the first call is part of the compile."""
+    from hpvm.runtime import compile
+    name = module.root_graph.params[0].name
+    began = time.perf_counter()
+    exe = compile(module, [target], options)
+    exe(**{name: x})
+    seconds = time.perf_counter() - began
+    output = next(p.name for p in module.root_graph.params if p.direction == "out")
+    return (lambda: exe(**{name: x})[output]), seconds, exe
+
+
+def slowest_nodes(exe, count: int) -> str:
+    records = sorted(exe.report().node_records, key=lambda r: -r.seconds)
+    total = sum(r.seconds for r in records)
+    lines = [f"  nodes: {total * 1e3:.2f} ms in all; the slowest:"]
+    lines += [f"    {r.node:<28} {r.seconds * 1e3:8.3f} ms" for r in records[:count]]
+    return "\n".join(lines)
+
+
+def bench(name: str, batch: int, args) -> list[Row]:
+    import torch
+    from hpvm.frontend.onnx.testing import export
+    from hpvm.frontend.torch import load
+
+    from benchmarks.models import MODELS
+    model, shape = MODELS[name]()
+    x = np.random.default_rng(0).standard_normal((batch,) + shape).astype(np.float32)
+    label = f"{name}, batch {batch}"
+    reference = torch_runner(model, x)()
+    module = load(model, (torch.from_numpy(x),))
+    runners = []
+    for target in args.targets:
+        options = ({"threads": args.threads} if target == "cpu" else
+                   {"device": args.device} if target == "aten" else {})
+        run, seconds, exe = hpvm_runner(module, target, options, x)
+        where = f" {args.device}" if target == "aten" else ""
+        runners.append((f"hpvm {target}{where}", run, f"compile {seconds:.1f} s", exe))
+    proto = export(model, shape)
+    runners.append(("onnxruntime", onnxruntime_runner(proto, x, args.threads), "", None))
+    if args.openvino:
+        runners.append((OPENVINO, openvino_runner(proto, x, args.threads), "", None))
+    runners.append(("torch (eager, no_grad)", torch_runner(model, x, args.device), "", None))
+    if args.torch_compile:
+        runners.append((f"torch.compile ({args.torch_compile})",
+                        torch_runner(model, x, args.device, args.torch_compile), "", None))
+    rows = []
+    for implementation, run, note, exe in runners:
+        error = relative_error(np.asarray(run()), reference)
+        rows.append(Row(label, implementation, median_ms(run, args.repeat), error, note))
+        if exe is not None and args.nodes:
+            print(f"{label}, {implementation}:\n{slowest_nodes(exe, args.nodes)}", flush=True)
+    return rows
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(MODEL_NAMES),
+                        help=f"comma-separated, from {', '.join(MODEL_NAMES)}")
+    parser.add_argument("--batch", default="1,8", help="batch sizes, comma-separated")
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--targets", default="cpu", help="hpvm targets, comma-separated")
+    parser.add_argument("--openvino", action="store_true", help="also OpenVINO's CPU plugin")
+    parser.add_argument("--device", default="cpu", help="aten's and torch's device")
+    parser.add_argument("--torch-compile", metavar="MODE", default=None)
+    parser.add_argument("--nodes", type=int, default=0, help="print the slowest hpvm nodes")
+    args = parser.parse_args(argv)
+    args.models = [m.strip() for m in args.models.split(",") if m.strip()]
+    unknown = [m for m in args.models if m not in MODEL_NAMES]
+    if unknown:
+        parser.error(f"unknown model(s) {', '.join(unknown)}; choose from "
+                     f"{', '.join(MODEL_NAMES)}")
+    args.batch = [int(b) for b in args.batch.split(",") if b.strip()]
+    args.targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    return args
+
+
+def format_table(rows: list[Row]) -> str:
+    lines = ["| model | implementation | median ms | ratio to onnxruntime | rel. error | note |",
+             "| --- | --- | ---: | ---: | ---: | --- |"]
+    for label in dict.fromkeys(r.model for r in rows):
+        mine = [r for r in rows if r.model == label]
+        peer = next(r.median_ms for r in mine if r.implementation == "onnxruntime")
+        lines += [f"| {label} | {r.implementation} | {r.median_ms:.2f} | "
+                  f"{r.median_ms / peer:.2f} | {r.error:.1e} | {r.note} |" for r in mine]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    import torch
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    rows = [row for name in args.models for batch in args.batch for row in bench(name, batch,
+                                                                                   args)]
+    command = " ".join(shlex.quote(a) for a in [".venv/bin/python", "benchmarks/models_bench.py",
+                                                 *(sys.argv[1:] if argv is None else argv)])
+    print(f"command: {command}")
+    print(f"machine: {machine()}; {args.threads} threads, median of {args.repeat}")
+    print()
+    print(format_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

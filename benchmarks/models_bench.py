@@ -31,8 +31,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.onnx_bench import (  # noqa: E402
-    OPENVINO, Row, machine, median_ms, onnxruntime_runner, openvino_runner, relative_error,
-    torch_runner,
+    OPENVINO, Row, format_table, machine, median_ms, onnxruntime_runner, openvino_runner,
+    relative_error, torch_runner,
 )
 
 MODEL_NAMES = ("resnet18", "resnet50", "mobilenetv2", "bert")
@@ -114,17 +114,6 @@ def parse_args(argv=None):
     args.batch = [int(b) for b in args.batch.split(",") if b.strip()]
     args.targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     return args
-
-
-def format_table(rows: list[Row]) -> str:
-    lines = ["| model | implementation | median ms | ratio to onnxruntime | rel. error | note |",
-             "| --- | --- | ---: | ---: | ---: | --- |"]
-    for label in dict.fromkeys(r.model for r in rows):
-        mine = [r for r in rows if r.model == label]
-        peer = next(r.median_ms for r in mine if r.implementation == "onnxruntime")
-        lines += [f"| {label} | {r.implementation} | {r.median_ms:.2f} | "
-                  f"{r.median_ms / peer:.2f} | {r.error:.1e} | {r.note} |" for r in mine]
-    return "\n".join(lines)
 
 
 def main(argv=None) -> int:

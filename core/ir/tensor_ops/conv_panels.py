@@ -31,12 +31,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..kernel import ArrayDecl, Const, Expr, InstanceId, Load
-from ..types import I64
+from ..kernel import ArrayDecl, Expr, InstanceId, Load
 from .activation import apply_kernel
 from .lowering import KernelBuilder, add, div, in_range, maximum, minimum, mul
 from .perforation import skip_pattern
-from .tiled import ArrayTile, column_tiles, fixed_sizes
+from .tiled import ArrayTile, column_tiles, fixed_sizes, i64
 
 PANEL_ELEMENTS = 8192
 """Largest private panel or sums array (elements; 32 KiB of f32: a tile
@@ -50,17 +49,15 @@ INSTANCES_PER_IMAGE = 8
 gives at least this many instances, for the cores at batch 1."""
 
 
-def _i64(value: int) -> Const:
-    return Const(value, I64)
-
-
 @dataclass(frozen=True)
 class Plan:
     """How a node is lowered: ``group`` output channels per instance in
     tiles of ``tile_rows``; input channels in blocks of ``block``; the
     panel's ``kind`` (direct, im2col), its row ``pitch`` in pixels and
-    the ``pixels`` the tiles cover."""
+    the ``pixels`` the tiles cover; ``sizes``: x's C, H, W, w's four
+    sizes and y's K, OH, OW."""
 
+    sizes: tuple[int, ...]
     group: int
     tile_rows: int
     block: int
@@ -99,7 +96,7 @@ def plan(b: KernelBuilder, stride, padding, dilation) -> Plan | None:
         return None
     if blocks[0] < channels and group * pixels > PANEL_ELEMENTS:
         return None
-    return Plan(group, tile_rows, blocks[0], kind, pitch, pixels)
+    return Plan(tuple(sizes), group, tile_rows, blocks[0], kind, pitch, pixels)
 
 
 def lower_conv2d_panels(b: KernelBuilder, stride, padding, dilation,
@@ -109,12 +106,12 @@ def lower_conv2d_panels(b: KernelBuilder, stride, padding, dilation,
     p = plan(b, stride, padding, dilation)
     if p is None:
         return None
-    sizes = fixed_sizes(b.dims("x")[1:] + b.dims("w") + b.dims("y")[1:])
+    sizes = p.sizes
     channels, _, _, kernels, _, rows, cols, _, out_h, out_w = sizes
     groups_per_image = kernels // p.group
     instance = b.let("i", InstanceId(0))
-    n = b.let("n", div(instance, _i64(groups_per_image)))
-    k0 = b.let("k0", mul(instance % _i64(groups_per_image), _i64(p.group)))
+    n = b.let("n", div(instance, i64(groups_per_image)))
+    k0 = b.let("k0", mul(instance % i64(groups_per_image), i64(p.group)))
     blocks = channels // p.block
     sums = None
     if blocks > 1:
@@ -122,24 +119,24 @@ def lower_conv2d_panels(b: KernelBuilder, stride, padding, dilation,
         b.emit(ArrayDecl(sums, b.element("y"), (p.group, p.pixels), "private"))
     make_panel = _direct if p.kind == "direct" else _im2col
     read = make_panel(b, p, n, sizes, stride, padding, dilation)
-    with b.loop("cb", _i64(blocks)) as cb:
-        c0 = b.let("c0", mul(cb, _i64(p.block)))
+    with b.loop("cb", i64(blocks)) as cb:
+        c0 = b.let("c0", mul(cb, i64(p.block)))
         tap_value = read(c0)
-        with b.loop("kg", _i64(p.group // p.tile_rows)) as kg:
-            first = b.let("kr", mul(kg, _i64(p.tile_rows)))
+        with b.loop("kg", i64(p.group // p.tile_rows)) as kg:
+            first = b.let("kr", mul(kg, i64(p.tile_rows)))
 
             def tile(p0: Expr, width: int, done: int = 0) -> None:
                 acc = ArrayTile(b, p.tile_rows, width)
-                with b.loop("c", _i64(p.block)) as c:
-                    with b.loop("r", _i64(rows)) as r:
-                        with b.loop("s", _i64(cols)) as s:
+                with b.loop("c", i64(p.block)) as c:
+                    with b.loop("r", i64(rows)) as r:
+                        with b.loop("s", i64(cols)) as s:
                             value = tap_value(c, r, s, p0)
-                            weights = [b.let("wk", b.load("w", add(k0, add(first, _i64(i))),
+                            weights = [b.let("wk", b.load("w", add(k0, add(first, i64(i))),
                                                           add(c0, c), r, s))
                                        for i in range(p.tile_rows)]
                             acc.accumulate(weights, value)
                 for i in range(p.tile_rows):
-                    k = add(first, _i64(i))
+                    k = add(first, i64(i))
                     if sums is None:
                         acc.store(i, lambda j, v, k=k: _store_result(
                             b, p, n, add(k0, k), add(p0, j), v, activation, out_w), done)
@@ -151,11 +148,11 @@ def lower_conv2d_panels(b: KernelBuilder, stride, padding, dilation,
 
             _pixel_tiles(b, p.pixels, tile)
     if sums is not None:
-        with b.loop("k", _i64(p.group)) as k:
-            with b.loop("q", _i64(p.pixels)) as q:
+        with b.loop("k", i64(p.group)) as k:
+            with b.loop("q", i64(p.pixels)) as q:
                 _store_result(b, p, n, add(k0, k), q, Load(sums, (k, q), b.element("y")),
                               activation, out_w)
-    return (mul(b.dim("x", 0), _i64(groups_per_image)),)
+    return (mul(b.dim("x", 0), i64(groups_per_image)),)
 
 
 def _pixel_tiles(b: KernelBuilder, count: int, emit: Callable[..., None]) -> None:
@@ -171,17 +168,17 @@ def _pixel_tiles(b: KernelBuilder, count: int, emit: Callable[..., None]) -> Non
     full, rest = divmod(count, width)
     column_tiles(b, full * width, emit, width)
     if rest:
-        emit(_i64(count - width), width, width - rest)
+        emit(i64(count - width), width, width - rest)
 
 
 def _store_result(b: KernelBuilder, p: Plan, n: Expr, k: Expr, q: Expr, value: Expr,
                   activation: str, out_w: int) -> None:
     """y[n, k, q / pitch, q % pitch] = act(value + bias) where the column
     is an output column (not past a row's end)."""
-    oh, ow = div(q, _i64(p.pitch)), q % _i64(p.pitch)
+    oh, ow = div(q, i64(p.pitch)), q % i64(p.pitch)
     if "b" in b.types:
         value = value + b.load("b", k)
-    with b.guard(p.pitch != out_w, ow.lt(_i64(out_w))):
+    with b.guard(p.pitch != out_w, ow.lt(i64(out_w))):
         b.store("y", (n, k, oh, ow), apply_kernel(activation, value))
 
 
@@ -197,11 +194,11 @@ def _direct(b: KernelBuilder, p: Plan, n: Expr, sizes, stride, padding, dilation
     element = b.element("x")
 
     def read(c0: Expr):
-        image = b.let("image", mul(add(mul(n, _i64(channels)), c0), _i64(height * width)))
+        image = b.let("image", mul(add(mul(n, i64(channels)), c0), i64(height * width)))
 
         def tap_value(c, r, s, p0):
-            start = b.let("at", add(add(image, mul(c, _i64(height * width))), add(
-                add(mul(r, _i64(dh * width)), mul(s, _i64(dw))), p0)))
+            start = b.let("at", add(add(image, mul(c, i64(height * width))), add(
+                add(mul(r, i64(dh * width)), mul(s, i64(dw))), p0)))
             return lambda j: Load("x", (add(start, j),), element)
         return tap_value
     return read
@@ -215,28 +212,28 @@ def _im2col(b: KernelBuilder, p: Plan, n: Expr, sizes, stride, padding, dilation
     b.emit(ArrayDecl(panel, element, (p.block * rows * cols, p.pixels), "private"))
 
     def tap_row(c, r, s):
-        return add(mul(add(mul(c, _i64(rows)), r), _i64(cols)), s)
+        return add(mul(add(mul(c, i64(rows)), r), i64(cols)), s)
 
     def read(c0: Expr):
-        with b.loop("c", _i64(p.block)) as c:
-            with b.loop("r", _i64(rows)) as r:
-                with b.loop("s", _i64(cols)) as s:
+        with b.loop("c", i64(p.block)) as c:
+            with b.loop("r", i64(rows)) as r:
+                with b.loop("s", i64(cols)) as s:
                     row = b.let("tap", tap_row(c, r, s))
                     # the output columns whose input column ow * sw - shift
                     # lies inside the image; the others keep their zeros
                     # (the same for every block)
-                    shift = b.let("shift", add(_i64(left), mul(s, _i64(-dw))))
-                    first = b.let("ow0", div(add(maximum(shift, _i64(0)), _i64(sw - 1)),
-                                             _i64(sw)))
-                    last = b.let("ow1", minimum(_i64(out_w), div(add(maximum(
-                        add(shift, _i64(width - 1)), _i64(-1)), _i64(sw)), _i64(sw))))
-                    with b.loop("oh", _i64(out_h)) as oh:
-                        ih = b.let("ih", add(add(mul(oh, _i64(sh)), _i64(-top)),
-                                             mul(r, _i64(dh))))
-                        with b.guard(top + bottom > 0, in_range(ih, _i64(height))):
+                    shift = b.let("shift", add(i64(left), mul(s, i64(-dw))))
+                    first = b.let("ow0", div(add(maximum(shift, i64(0)), i64(sw - 1)),
+                                             i64(sw)))
+                    last = b.let("ow1", minimum(i64(out_w), div(add(maximum(
+                        add(shift, i64(width - 1)), i64(-1)), i64(sw)), i64(sw))))
+                    with b.loop("oh", i64(out_h)) as oh:
+                        ih = b.let("ih", add(add(mul(oh, i64(sh)), i64(-top)),
+                                             mul(r, i64(dh))))
+                        with b.guard(top + bottom > 0, in_range(ih, i64(height))):
                             with b.loop("ow", last, start=first) as ow:
-                                iw = add(mul(ow, _i64(sw)), mul(shift, _i64(-1)))
-                                b.store(panel, (row, add(mul(oh, _i64(out_w)), ow)),
+                                iw = add(mul(ow, i64(sw)), mul(shift, i64(-1)))
+                                b.store(panel, (row, add(mul(oh, i64(out_w)), ow)),
                                         b.load("x", n, add(c0, c), ih, iw))
 
         def tap_value(c, r, s, p0):

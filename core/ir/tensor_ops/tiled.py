@@ -38,7 +38,8 @@ MAX_PADDED_ROWS = 32768
 """Largest private copy of padded input rows (elements) a conv instance makes."""
 
 
-def _i64(value: int) -> Const:
+def i64(value: int) -> Const:
+    """An index constant."""
     return Const(value, I64)
 
 
@@ -59,40 +60,40 @@ class ArrayTile:
         b.emit(ArrayDecl(self.name, self.element, (rows, cols), "private"))
 
     def cell(self, row: int, col: Expr) -> Load:
-        return Load(self.name, (_i64(row), col), self.element)
+        return Load(self.name, (i64(row), col), self.element)
 
     def accumulate(self, row_values: list[Expr], column: Callable[[Var], Expr]) -> None:
         """acc[i][j] += row_values[i] * column(j) for every cell."""
-        with self.b.loop("j", _i64(self.cols), unroll=self.unroll) as j:
+        with self.b.loop("j", i64(self.cols), unroll=self.unroll) as j:
             value = self.b.let("v", column(j))
             for row, factor in enumerate(row_values):
-                self.b.store(self.name, (_i64(row), j), self.cell(row, j) + factor * value)
+                self.b.store(self.name, (i64(row), j), self.cell(row, j) + factor * value)
 
     def store(self, row: int, emit: Callable[[Var, Expr], None], first: int = 0) -> None:
         """Call ``emit(j, acc[row][j])`` inside a loop over the columns
         from ``first``, unrolled like the accumulation (a loop left rolled
         indexes the tile with a variable and keeps it out of registers:
         a 1x1 convolution with a ReLU ran 8x slower)."""
-        with self.b.loop("j", _i64(self.cols), start=_i64(first), unroll=self.unroll) as j:
+        with self.b.loop("j", i64(self.cols), start=i64(first), unroll=self.unroll) as j:
             emit(j, self.cell(row, j))
 
 
 def column_tiles(b: KernelBuilder, count: int, emit: Callable[[Expr, int], None],
-                  width: int | None = None) -> None:
+                 width: int | None = None) -> None:
     """Call ``emit(start, width)`` for the full tiles covering ``count``
     columns (in a loop), then for the remainder: one tile, or for vector
     tiles one per power of two it holds (13: 8, 4, 1)."""
     width = width or b.tiles.cols
     full, rest = divmod(count, width)
     if full == 1:
-        emit(_i64(0), width)
+        emit(i64(0), width)
     elif full > 1:
-        with b.loop("t", _i64(full)) as t:
-            emit(b.let("col", mul(t, _i64(width))), width)
+        with b.loop("t", i64(full)) as t:
+            emit(b.let("col", mul(t, i64(width))), width)
     start = full * width
     while rest:
         piece = 1 << (rest.bit_length() - 1) if b.tiles.vectors else rest
-        emit(_i64(start), piece)
+        emit(i64(start), piece)
         start, rest = start + piece, rest - piece
 
 
@@ -116,10 +117,10 @@ def lower_conv2d(b: KernelBuilder, stride, padding, dilation, groups,
         return None
     block = max(r for r in range(1, b.tiles.rows + 1) if kernels % r == 0)
     instance = b.let("i", InstanceId(0))
-    n = b.let("n", div(instance, _i64(out_h)))
-    oh = b.let("oh", instance % _i64(out_h)) if out_h > 1 else _i64(0)
+    n = b.let("n", div(instance, i64(out_h)))
+    oh = b.let("oh", instance % i64(out_h)) if out_h > 1 else i64(0)
     real_oh = oh if row_pattern is None else b.let("real_oh", real_position(oh, *row_pattern))
-    ih0 = b.let("ih0", add(mul(real_oh, _i64(sh)), _i64(-top)))
+    ih0 = b.let("ih0", add(mul(real_oh, i64(sh)), i64(-top)))
     if strided:
         tap = _copy_strided_taps(b, n, ih0, (channels, rows, cols, out_w), (sw, dh, dw), left,
                                  width, height)
@@ -128,25 +129,25 @@ def lower_conv2d(b: KernelBuilder, stride, padding, dilation, groups,
                                    width, height)
     else:
         def source(c, r, col):
-            return b.load("x", n, c, add(ih0, mul(r, _i64(dh))), col)
+            return b.load("x", n, c, add(ih0, mul(r, i64(dh))), col)
     if not strided:
         def tap(c, r, s, ow0, j):
-            col0 = b.let("col0", add(mul(ow0, _i64(sw)), mul(s, _i64(dw))))
-            return source(c, r, add(col0, mul(j, _i64(sw))))
+            col0 = b.let("col0", add(mul(ow0, i64(sw)), mul(s, i64(dw))))
+            return source(c, r, add(col0, mul(j, i64(sw))))
     # Rows in the padding are skipped (the copies hold zeros for them).
     row_guard = top + bottom > 0 and not (copy_rows or strided)
-    with b.loop("kb", _i64(kernels // block)) as kb:
-        k0 = b.let("k0", mul(kb, _i64(block)))
-        ks = [add(k0, _i64(kk)) for kk in range(block)]
+    with b.loop("kb", i64(kernels // block)) as kb:
+        k0 = b.let("k0", mul(kb, i64(block)))
+        ks = [add(k0, i64(kk)) for kk in range(block)]
 
         def tile(ow0: Expr, width: int) -> None:
             acc = ArrayTile(b, block, width)
-            with b.loop("c", _i64(channels)) as c:
-                with b.loop("r", _i64(rows)) as r:
-                    ih = add(ih0, mul(r, _i64(dh)))
-                    with b.guard(row_guard, in_range(ih, _i64(height))):
-                        with b.loop("s", _i64(cols)) as s, \
-                                sampled_tap(b, sampling, (c, r, s), (_i64(rows), _i64(cols))):
+            with b.loop("c", i64(channels)) as c:
+                with b.loop("r", i64(rows)) as r:
+                    ih = add(ih0, mul(r, i64(dh)))
+                    with b.guard(row_guard, in_range(ih, i64(height))):
+                        with b.loop("s", i64(cols)) as s, \
+                                sampled_tap(b, sampling, (c, r, s), (i64(rows), i64(cols))):
                             weights = [b.let("wk", b.load("w", k, c, r, s)) for k in ks]
                             acc.accumulate(weights, lambda j: tap(c, r, s, ow0, j))
             for row, k in enumerate(ks):
@@ -158,7 +159,7 @@ def lower_conv2d(b: KernelBuilder, stride, padding, dilation, groups,
                 acc.store(row, emit)
 
         column_tiles(b, out_w, tile)
-    return (mul(b.dim("x", 0), _i64(out_h)),)
+    return (mul(b.dim("x", 0), i64(out_h)),)
 
 
 def _copy_strided_taps(b, n, ih0, shape, steps, left, width, height):
@@ -171,10 +172,10 @@ def _copy_strided_taps(b, n, ih0, shape, steps, left, width, height):
     sw, dh, dw = steps
 
     def fill(name, c, r, ih):
-        with b.loop("s", _i64(cols)) as s:
-            with b.loop("j", _i64(out_w)) as j:
-                iw = b.let("iw", add(add(mul(j, _i64(sw)), mul(s, _i64(dw))), _i64(-left)))
-                with b.when(in_range(iw, _i64(width))):
+        with b.loop("s", i64(cols)) as s:
+            with b.loop("j", i64(out_w)) as j:
+                iw = b.let("iw", add(add(mul(j, i64(sw)), mul(s, i64(dw))), i64(-left)))
+                with b.when(in_range(iw, i64(width))):
                     b.store(name, (c, r, s, j), b.load("x", n, c, ih, iw))
 
     name, element = _input_rows_copy(b, "taps", shape, ih0, dh, height, fill)
@@ -192,8 +193,8 @@ def _copy_padded_rows(b, n, ih0, shape, dh, left, width, height):
 
     def fill(name, c, r, ih):
         last = min(padded_width, width + left)
-        with b.loop("j", _i64(last), start=_i64(left)) as j:
-            b.store(name, (c, r, j), b.load("x", n, c, ih, add(j, _i64(-left))))
+        with b.loop("j", i64(last), start=i64(left)) as j:
+            b.store(name, (c, r, j), b.load("x", n, c, ih, add(j, i64(-left))))
 
     name, element = _input_rows_copy(b, "rows", shape, ih0, dh, height, fill)
 
@@ -209,10 +210,10 @@ def _input_rows_copy(b, hint: str, shape, ih0, dh, height, fill) -> tuple[str, o
     name = b.fresh(hint)
     element = b.element("x")
     b.emit(ArrayDecl(name, element, shape, "private"))
-    with b.loop("c", _i64(shape[0])) as c:
-        with b.loop("r", _i64(shape[1])) as r:
-            ih = b.let("ih", add(ih0, mul(r, _i64(dh))))
-            with b.when(in_range(ih, _i64(height))):
+    with b.loop("c", i64(shape[0])) as c:
+        with b.loop("r", i64(shape[1])) as r:
+            ih = b.let("ih", add(ih0, mul(r, i64(dh))))
+            with b.when(in_range(ih, i64(height))):
                 fill(name, c, r, ih)
     return name, element
 
@@ -230,13 +231,13 @@ class RowBlock:
         self.rows = max_rows if fixed_rows is None else min(max_rows, fixed_rows)
         self.ragged = fixed_rows is None or fixed_rows % self.rows != 0
         self.out_rows = out_rows
-        m0 = b.let("m0", mul(InstanceId(0), _i64(self.rows)))
-        self.ms = [add(m0, _i64(i)) for i in range(self.rows)]
-        last_row = add(out_rows, _i64(-1))
+        m0 = b.let("m0", mul(InstanceId(0), i64(self.rows)))
+        self.ms = [add(m0, i64(i)) for i in range(self.rows)]
+        last_row = add(out_rows, i64(-1))
         self.reads = [b.let("mr", Intrinsic("min", (m, last_row)) if self.ragged else m)
                       for m in self.ms]
         self.replication = (out_rows if self.rows == 1 else
-                            div(add(out_rows, _i64(self.rows - 1)), _i64(self.rows)),)
+                            div(add(out_rows, i64(self.rows - 1)), i64(self.rows)),)
 
     def guard(self, b: KernelBuilder, row: int):
         """Skip the stores of a row past the end."""
@@ -288,14 +289,14 @@ def _reduction(b: KernelBuilder, count: Expr, step: Callable[[Expr], None],
     """``step(k)`` for k in [0, count): in blocks of ``unrolled`` steps, each
     block unrolled, then the remainder."""
     fixed = const_value(count)
-    blocks = div(count, _i64(unrolled)) if fixed is None else _i64(fixed // unrolled)
+    blocks = div(count, i64(unrolled)) if fixed is None else i64(fixed // unrolled)
     if unrolled > 1 and const_value(blocks) != 0:
         with b.loop("kb", blocks) as kb:
-            with b.loop("kk", _i64(unrolled), unroll=unrolled) as kk:
-                step(add(mul(kb, _i64(unrolled)), kk))
-        start = mul(blocks, _i64(unrolled))
+            with b.loop("kk", i64(unrolled), unroll=unrolled) as kk:
+                step(add(mul(kb, i64(unrolled)), kk))
+        start = mul(blocks, i64(unrolled))
     else:
-        start = _i64(0)
+        start = i64(0)
     if fixed is None or fixed != const_value(start):
         with b.loop("k", count, start=start) as k:
             step(k)
@@ -311,9 +312,9 @@ def lower_dot_products(b: KernelBuilder, cols: int, alpha: float, beta: float,
     updates the partial sums of a block of DOT_ROWS x DOT_COLS results."""
     inner = b.dim("a", 1)
     block = RowBlock(b, DOT_ROWS)
-    lanes = _i64(DOT_LANES)
+    lanes = i64(DOT_LANES)
     fixed_inner = const_value(inner)
-    steps = div(inner, lanes) if fixed_inner is None else _i64(fixed_inner // DOT_LANES)
+    steps = div(inner, lanes) if fixed_inner is None else i64(fixed_inner // DOT_LANES)
 
     def tile(n0: Expr, width: int) -> None:
         name = b.fresh("acc")
@@ -322,10 +323,10 @@ def lower_dot_products(b: KernelBuilder, cols: int, alpha: float, beta: float,
 
         def update(k: Expr, lane: Expr) -> None:
             lhs = [b.let("av", b.load("a", m, k)) for m in block.reads]
-            rhs = [b.let("bv", b.load("b", add(n0, _i64(c)), k)) for c in range(width)]
+            rhs = [b.let("bv", b.load("b", add(n0, i64(c)), k)) for c in range(width)]
             for row, av in enumerate(lhs):
                 for col, bv in enumerate(rhs):
-                    cell = (_i64(row), _i64(col), lane)
+                    cell = (i64(row), i64(col), lane)
                     b.store(name, cell, Load(name, cell, element) + av * bv)
 
         # Unrolling this loop fully would stop LLVM vectorising the one in it.
@@ -335,14 +336,14 @@ def lower_dot_products(b: KernelBuilder, cols: int, alpha: float, beta: float,
                 update(add(k0, p), p)
         if fixed_inner is None or fixed_inner % DOT_LANES:
             with b.loop("k", inner, start=mul(steps, lanes)) as k:
-                update(k, _i64(0))
+                update(k, i64(0))
         for row, m in enumerate(block.ms):
             with block.guard(b, row):
                 for col in range(width):
                     total = b.let("sum", b.const(0))
                     with b.loop("p", lanes) as p:
-                        b.assign(total, total + Load(name, (_i64(row), _i64(col), p), element))
-                    store_product(b, m, add(n0, _i64(col)), total, alpha, beta, activation)
+                        b.assign(total, total + Load(name, (i64(row), i64(col), p), element))
+                    store_product(b, m, add(n0, i64(col)), total, alpha, beta, activation)
 
     column_tiles(b, cols, tile, DOT_COLS)
     return block.replication

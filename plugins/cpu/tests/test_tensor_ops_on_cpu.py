@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 from hpvm.errors import Location
+from hpvm.ir.shapes import bind_symbols, replication_sizes
+from hpvm.ir.tensor_ops import get_op, tensor_node
 from hpvm.ir.tensor_ops.conv import window_attrs
 from hpvm.ir.tensor_ops.conv_panels import plan as panel_plan
 from hpvm.ir.tensor_ops.lowering import KernelBuilder
-from hpvm.ir.shapes import bind_symbols, replication_sizes
-from hpvm.ir.tensor_ops import get_op, tensor_node
 from hpvm.ir.tensor_ops.testing import evaluate_node, lowered_module, types_of
 from hpvm_cpu.codegen import compile_kernel_node
 from hpvm_cpu.codegen.machine import MachineSpec

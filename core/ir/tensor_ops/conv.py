@@ -19,7 +19,7 @@ import numpy as np
 
 from ..kernel import Const, Expr
 from ..types import I64, BufferType
-from . import conv_panels, tiled
+from . import conv_grouped, conv_panels, tiled
 from .activation import activation_attr, apply_kernel, apply_numpy
 from .dims import describe, require_concrete, require_equal, window_dim
 from .lowering import KernelBuilder, add, in_range, mul, replication_over
@@ -141,14 +141,16 @@ def _evaluate_conv2d(ctx: OpContext, arrays: dict) -> dict:
 
 
 def _lower_conv2d(b: KernelBuilder) -> tuple[Expr, ...]:
-    """Panels for small images on vector targets (conv_panels.py), the
-    row-tiled lowering where shapes allow, else one instance per output
-    element."""
+    """On vector targets, panels for small images (conv_panels.py) and
+    pixel tiles for grouped convolutions (conv_grouped.py); the row-tiled
+    lowering where shapes allow; else one instance per output element."""
     groups = b.ctx.int_attr("groups")
     activation = activation_attr(b.ctx)
     attrs = window_attrs(b.ctx)
-    replication = conv_panels.lower_conv2d_panels(b, *attrs, activation) if groups == 1 \
-        else None
+    if groups == 1:
+        replication = conv_panels.lower_conv2d_panels(b, *attrs, activation)
+    else:
+        replication = conv_grouped.lower_conv2d_grouped(b, *attrs, groups, activation)
     if replication is None:
         replication = tiled.lower_conv2d(b, *attrs, groups, activation)
     return replication if replication is not None else _lower_conv2d_reference(b)

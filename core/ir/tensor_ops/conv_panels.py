@@ -35,7 +35,7 @@ from ..kernel import ArrayDecl, Expr, InstanceId, Load
 from .activation import apply_kernel
 from .lowering import KernelBuilder, add, div, in_range, maximum, minimum, mul
 from .perforation import skip_pattern
-from .tiled import ArrayTile, column_tiles, fixed_sizes, i64
+from .tiled import ArrayTile, fixed_sizes, i64, pixel_tiles
 
 PANEL_ELEMENTS = 8192
 """Largest private panel or sums array (elements; 32 KiB of f32: a tile
@@ -146,29 +146,13 @@ def lower_conv2d_panels(b: KernelBuilder, stride, padding, dilation,
                             b.store(sums, cell, Load(sums, cell, b.element("y")) + v)
                         acc.store(i, add_in, done)
 
-            _pixel_tiles(b, p.pixels, tile)
+            pixel_tiles(b, p.pixels, tile)
     if sums is not None:
         with b.loop("k", i64(p.group)) as k:
             with b.loop("q", i64(p.pixels)) as q:
                 _store_result(b, p, n, add(k0, k), q, Load(sums, (k, q), b.element("y")),
                               activation, out_w)
     return (mul(b.dim("x", 0), i64(groups_per_image)),)
-
-
-def _pixel_tiles(b: KernelBuilder, count: int, emit: Callable[..., None]) -> None:
-    """``emit(start, width, done)`` for tiles covering ``count`` pixels:
-    full tiles, then one full tile ending at the last pixel whose first
-    ``done`` columns (stored already) are not stored again: a 49-pixel image
-    takes four passes where power-of-two pieces (16, 16, 16, 1) would
-    take as many, and 61 pixels four instead of six (16, 16, 16, 8, 4, 1)."""
-    width = b.tiles.cols
-    if count <= width:
-        column_tiles(b, count, emit)
-        return
-    full, rest = divmod(count, width)
-    column_tiles(b, full * width, emit, width)
-    if rest:
-        emit(i64(count - width), width, width - rest)
 
 
 def _store_result(b: KernelBuilder, p: Plan, n: Expr, k: Expr, q: Expr, value: Expr,

@@ -69,12 +69,15 @@ class ArrayTile:
             for row, factor in enumerate(row_values):
                 self.b.store(self.name, (i64(row), j), self.cell(row, j) + factor * value)
 
-    def store(self, row: int, emit: Callable[[Var, Expr], None], first: int = 0) -> None:
+    def store(self, row: int, emit: Callable[[Var, Expr], None], first: int = 0,
+              stop: int | None = None) -> None:
         """Call ``emit(j, acc[row][j])`` inside a loop over the columns
-        from ``first``, unrolled like the accumulation (a loop left rolled
-        indexes the tile with a variable and keeps it out of registers:
-        a 1x1 convolution with a ReLU ran 8x slower)."""
-        with self.b.loop("j", i64(self.cols), start=i64(first), unroll=self.unroll) as j:
+        from ``first`` to ``stop`` (the last by default), unrolled like the
+        accumulation (a loop left rolled indexes the tile with a variable
+        and keeps it out of registers: a 1x1 convolution with a ReLU ran
+        8x slower)."""
+        stop = self.cols if stop is None else stop
+        with self.b.loop("j", i64(stop), start=i64(first), unroll=self.unroll) as j:
             emit(j, self.cell(row, j))
 
 
@@ -95,6 +98,24 @@ def column_tiles(b: KernelBuilder, count: int, emit: Callable[[Expr, int], None]
         piece = 1 << (rest.bit_length() - 1) if b.tiles.vectors else rest
         emit(i64(start), piece)
         start, rest = start + piece, rest - piece
+
+
+def pixel_tiles(b: KernelBuilder, count: int, emit: Callable[..., None],
+                width: int | None = None) -> None:
+    """``emit(start, width, done)`` for tiles covering ``count`` flattened
+    pixels: full tiles, then one full tile ending at the last pixel whose
+    first ``done`` columns (stored already) are not stored again: a
+    49-pixel image takes four passes of 16 where power-of-two pieces (16,
+    16, 16, 1) would take as many, and 61 pixels four instead of six (16,
+    16, 16, 8, 4, 1).  Fewer pixels than a tile: ``column_tiles``."""
+    width = width or b.tiles.cols
+    if count <= width:
+        column_tiles(b, count, emit, width)
+        return
+    full, rest = divmod(count, width)
+    column_tiles(b, full * width, emit, width)
+    if rest:
+        emit(i64(count - width), width, width - rest)
 
 
 # conv2d -------------------------------------------------------------------

@@ -8,6 +8,7 @@ from hpvm.errors import Location
 from hpvm.ir.shapes import bind_symbols, replication_sizes
 from hpvm.ir.tensor_ops import get_op, tensor_node
 from hpvm.ir.tensor_ops.conv import window_attrs
+from hpvm.ir.tensor_ops.conv_grouped import plan as grouped_plan
 from hpvm.ir.tensor_ops.conv_panels import plan as panel_plan
 from hpvm.ir.tensor_ops.lowering import KernelBuilder
 from hpvm.ir.tensor_ops.testing import evaluate_node, lowered_module, types_of
@@ -79,6 +80,33 @@ def test_conv2d_panels_on_cpu_match_evaluate(x, w, attrs, model):
     ctx = get_op("conv2d").context(types_of(**inputs), attrs)
     planned = panel_plan(KernelBuilder(ctx, node.body.params, tiles), *window_attrs(ctx))
     assert planned or tiles.cols == 8  # SSE's 8-lane tiles fill rows of 8 pixels and more
+    actual = run_on_cpu(node, inputs, 2, model)["y"]
+    np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("x, w, attrs", [
+    ((1, 32, 112, 112), (32, 1, 3, 3), {"padding": (1, 1, 1, 1), "activation": "relu"}),
+    ((2, 16, 40, 37), (16, 1, 3, 3), {"padding": (1, 1, 1, 1), "stride": (2, 2)}),
+    ((1, 24, 7, 7), (24, 1, 3, 3), {"padding": (1, 1, 1, 1)}),
+    ((2, 6, 3, 2), (12, 1, 3, 3), {"padding": (1, 1, 1, 1), "groups": 6}),
+    ((1, 8, 23, 19), (8, 1, 5, 5), {"padding": (2, 1, 3, 2), "stride": (3, 2),
+                                    "dilation": (1, 2)}),
+    ((1, 12, 9, 10), (6, 4, 3, 3), {"groups": 3, "dilation": (2, 2)}),
+    ((1, 8, 160, 150), (8, 1, 7, 7), {"padding": (3, 3, 3, 3)}),
+])
+@pytest.mark.parametrize("model", MODELS)
+def test_conv2d_grouped_on_cpu_match_evaluate(x, w, attrs, model):
+    """Grouped and depthwise convolutions, lowered as pixel tiles over
+    phase copies (conv_grouped.py): channel multipliers, several channels
+    a group, strides, dilations, uneven padding, images smaller than a
+    tile and images cut into bands."""
+    attrs = {"groups": x[1], **attrs}
+    inputs = arrays(13, x=x, w=w, b=(w[0],))
+    node = tensor_node("conv", "conv2d", types_of(**inputs), attrs)
+    tiles = register_tiles(MachineSpec.for_model(model).vector_bits())
+    ctx = get_op("conv2d").context(types_of(**inputs), attrs)
+    assert grouped_plan(KernelBuilder(ctx, node.body.params, tiles), *window_attrs(ctx),
+                        attrs["groups"])
     actual = run_on_cpu(node, inputs, 2, model)["y"]
     np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
 

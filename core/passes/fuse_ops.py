@@ -10,7 +10,8 @@ other reader and must not be a graph output):
 - gemm without ``c`` -> bias_add (axis 1) or add of a tensor broadcasting to
   its result: the gemm takes it as ``c`` (beta 1);
 - matmul (rank 2) -> add: a gemm with ``c``;
-- conv2d or gemm -> relu / tanh / sigmoid: the producer's ``activation``.
+- conv2d or gemm -> relu / tanh / sigmoid / clipped_relu: the producer's
+  ``activation`` (a clip as ``("clipped_relu", min, max)``).
 
 The fused ops are ordinary tensor ops (conv2d and gemm with attributes),
 so every target runs them: natively (aten) or through their lowering.
@@ -22,7 +23,7 @@ import dataclasses
 import numpy as np
 
 from ..ir.graph import ConstantBody, Edge, Graph, Module, Node, TensorBody
-from ..ir.tensor_ops import tensor_node
+from ..ir.tensor_ops import get_op, tensor_node
 from ..ir.types import BufferType
 from .registry import register_pass
 from .tensor_graph import (
@@ -30,7 +31,7 @@ from .tensor_graph import (
     tensor_inputs, unused_constants,
 )
 
-ACTIVATION_OPS = ("relu", "tanh", "sigmoid")
+ACTIVATION_OPS = ("relu", "tanh", "sigmoid", "clipped_relu")
 
 
 @register_pass("fuse-ops")
@@ -71,7 +72,11 @@ def _activation(graph, node, consumer, port):
         return None
     if attrs.get("activation", "none") != "none":
         return None
-    fused = _rebuilt(node, tensor_inputs(node), {**attrs, "activation": consumer.body.op})
+    activation = consumer.body.op
+    if activation == "clipped_relu":
+        bounds = {**get_op(activation).attrs, **consumer.body.attrs}
+        activation = (activation, float(bounds["min"]), float(bounds["max"]))
+    fused = _rebuilt(node, tensor_inputs(node), {**attrs, "activation": activation})
     return _absorb(graph, fused, consumer, moves={})
 
 

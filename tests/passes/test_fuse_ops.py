@@ -91,3 +91,31 @@ def test_a_result_read_twice_is_not_fused():
                    {"w": RNG.standard_normal((3, 3))})
     after = run_pipeline(before, "fuse-ops", verify_each=True)
     assert ops(after) == ops(before)
+
+
+def test_a_clip_after_conv_or_gemm_becomes_their_activation_on_every_target():
+    """ReLU6 (Clip 0..6) and another clip fold into a depthwise conv and a
+    gemm as ("clipped_relu", min, max); each target that runs tensor ops
+    agrees with the unfused module."""
+    from hpvm.registry import get_registry
+    bound = lambda name, value: helper.make_node(  # noqa: E731
+        "Constant", [], [name], value=numpy_helper.from_array(np.float32(value), name))
+    before = model([
+        bound("lo", 0.0), bound("hi", 6.0), bound("lo2", -0.5), bound("hi2", 0.75),
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], group=4),
+        helper.make_node("Clip", ["c", "lo", "hi"], ["r"]),
+        helper.make_node("Flatten", ["r"], ["f"]),
+        helper.make_node("Gemm", ["f", "fc"], ["g"]),
+        helper.make_node("Clip", ["g", "lo2", "hi2"], ["y"])], [2, 4, 5, 5],
+        {"w": RNG.standard_normal((4, 1, 3, 3)) * 3, "fc": RNG.standard_normal((100, 7))})
+    after = run_pipeline(before, "fuse-ops", verify_each=True)
+    assert "clipped_relu" not in ops(after)
+    assert op_node(after, "conv2d").body.attrs["activation"] == ("clipped_relu", 0.0, 6.0)
+    assert op_node(after, "gemm").body.attrs["activation"] == ("clipped_relu", -0.5, 0.75)
+    x = RNG.standard_normal((2, 4, 5, 5)).astype(np.float32)
+    expected = compile(before, ["interp"])(x=x)["y"]
+    registry = get_registry()
+    for target in ("interp", "cpu", "aten", "movidius"):
+        if registry.target(target).availability.available:
+            np.testing.assert_allclose(compile(after, [target])(x=x)["y"], expected,
+                                       rtol=1e-4, atol=1e-5, err_msg=target)

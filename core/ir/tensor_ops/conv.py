@@ -3,8 +3,8 @@
 Ports: x [N, C, H, W], w [K, C/groups, R, S], optional b [K]; y [N, K, OH, OW]
 with OH = (H + top + bottom - dh*(R-1) - 1) / sh + 1 (OW likewise).
 Attributes: stride [sh, sw], padding [top, left, bottom, right],
-dilation [dh, dw], groups, activation (none, relu, tanh, sigmoid: applied
-to each result; set by operator fusion).
+dilation [dh, dw], groups, activation (activation.py: none, relu, tanh,
+sigmoid or a clip, applied to each result; set by operator fusion).
 
 Approximations (ApproxHPVM; default ``()``, exact): ``perforate_rows`` /
 ``perforate_cols`` ``(every, offset)`` compute only the kept output rows /

@@ -5,7 +5,8 @@ matmul: a [..., M, K], b [..., K, N]; y [..., M, N]; the batch dims
 side, or absent).  Front ends make rank-1 operands rank 2 around it.
 gemm: y = alpha * A' @ B' + beta * c, A' = a or a^T (trans_a), B' = b or
 b^T (trans_b); the optional c broadcasts to [M, N] like a bias; attribute
-activation (none, relu, tanh, sigmoid) is applied to y (operator fusion).
+activation (activation.py: none, relu, tanh, sigmoid or a clip) is applied
+to y (operator fusion).
 Rank-2 products with a fixed N lower to register tiles (tiled.py).
 """
 from __future__ import annotations

@@ -12,12 +12,17 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from hpvm.ir.tensor_ops.activation import clip_bounds
+
 from .primitive_ops import PRIMITIVE_OPS
 
 OpFunction = Callable[[dict, dict, tuple], torch.Tensor]
 
 
-def _activation(y: torch.Tensor, name: str) -> torch.Tensor:
+def _activation(y: torch.Tensor, name) -> torch.Tensor:
+    bounds = clip_bounds(name)
+    if bounds is not None:
+        return torch.clamp(y, *bounds)
     if name == "relu":
         return torch.relu(y)
     if name == "tanh":

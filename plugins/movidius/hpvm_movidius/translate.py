@@ -21,6 +21,7 @@ from openvino import opset13 as ops
 
 from hpvm.ir.graph import ConstantBody, Graph, Module, TensorBody
 from hpvm.ir.tensor_ops import get_op
+from hpvm.ir.tensor_ops.activation import clip_bounds
 from hpvm.ir.types import BufferType
 
 Source = Callable[[str, str], ov.Output]
@@ -116,6 +117,9 @@ def build_model(module: Module, graph: Graph, names: list[str], source: Source,
 # the ops -----------------------------------------------------------------
 def _activation(n: _Node, y):
     kind = n.attrs.get("activation", "none")
+    bounds = clip_bounds(kind)
+    if bounds is not None:
+        return _clamp(n, y, *bounds)
     if kind == "relu":
         return ops.relu(y, name=n.label("relu"))
     if kind == "tanh":
@@ -243,9 +247,15 @@ def _flatten(n: _Node):
     return ops.reshape(n.x["x"], n.const(shape), False, name=n.label("reshape"))
 
 
+def _clamp(n: _Node, value, low, high):
+    """min(max(value, low), high), the bounds rounded to the result's type."""
+    dtype = n.out.element.numpy_dtype
+    return ops.clamp(value, float(np.asarray(low, dtype)), float(np.asarray(high, dtype)),
+                     name=n.label())
+
+
 def _elementwise(n: _Node):
     value = n.x["x0"]
-    dtype = n.out.element.numpy_dtype
     for step in n.attrs["steps"]:
         kind = step[0]
         if kind == "add":
@@ -253,8 +263,7 @@ def _elementwise(n: _Node):
         elif kind == "mul":
             value = ops.multiply(value, n.x[f"x{step[1]}"], name=n.label())
         elif kind == "clipped_relu":
-            value = ops.clamp(value, float(np.asarray(step[1], dtype)),
-                              float(np.asarray(step[2], dtype)), name=n.label())
+            value = _clamp(n, value, step[1], step[2])
         else:
             value = _UNARY[kind](value, name=n.label())
     return value

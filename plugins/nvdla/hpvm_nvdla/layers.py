@@ -25,6 +25,7 @@ import numpy as np
 
 from hpvm.ir.graph import ConstantBody, Graph, TensorBody
 from hpvm.ir.tensor_ops import get_op
+from hpvm.ir.tensor_ops.activation import clip_bounds
 from hpvm.passes.outline import Members
 
 CONV_OPS = ("conv2d",)
@@ -180,7 +181,10 @@ def _core_layer(engine, op, name, attrs, inputs, constants, value, shape) -> Lay
         layer = Layer(name, "fc", [name], [inputs["a"]], value, shape, {},
                       np.ascontiguousarray(weight, np.float32), bias)
     activation = attrs.get("activation", "none")
-    if activation != "none":
+    bounds = clip_bounds(activation)
+    if bounds is not None:
+        layer.steps.append(("clip", bounds))
+    elif activation != "none":
         layer.steps.append((activation, None))
     return layer
 

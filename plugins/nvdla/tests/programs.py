@@ -141,6 +141,7 @@ LAYER_PROGRAMS = {
     "cdp lrn": lambda: normalisation(3),
     "cdp lrn, even window": lambda: normalisation(4),
     "conv+bias+relu": conv_layer,
+    "conv+bias+relu6": lambda: conv_layer(activation=("clipped_relu", 0.0, 6.0)),
     "conv+bn folded": lambda: conv_layer(activation="none", batchnorm=True),
     "depthwise conv": lambda: conv_layer(groups=8),
     "dilated conv": lambda: conv_layer(dilation=(2, 2)),

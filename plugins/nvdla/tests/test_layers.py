@@ -20,6 +20,7 @@ LAYERS = {  # program -> the fused layers' ops, in order
     "cdp lrn": ["cdp"],
     "cdp lrn, even window": ["cdp"],
     "conv+bias+relu": ["conv+bias+relu"],
+    "conv+bias+relu6": ["conv+bias+clip"],
     "conv+bn folded": ["conv+bias"],
     "depthwise conv": ["conv+bias+relu"],
     "dilated conv": ["conv+bias+relu"],

@@ -5,6 +5,7 @@ onnxruntime, OpenVINO and torch eager, in the same run (issue 39).
     .venv/bin/python benchmarks/models_bench.py [--models resnet18,mobilenetv2]
         [--batch 1,8] [--threads N] [--repeat 10] [--targets cpu] [--openvino]
         [--device cuda] [--torch-compile MODE] [--nodes 10] [--json out.json]
+        [--cpu-variant blas=False]
 
 hpvm loads each model with ``hpvm.frontend.torch.load`` (torch.export, the
 default TENSOR_PIPELINE); onnxruntime and OpenVINO read the file
@@ -20,6 +21,7 @@ target and torch run on the GPU.
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import shlex
 import sys
@@ -76,6 +78,10 @@ def bench(name: str, batch: int, args) -> list[Row]:
         run, seconds, exe = hpvm_runner(module, target, options, x)
         where = f" {args.device}" if target == "aten" else ""
         runners.append((f"hpvm {target}{where}", run, f"compile {seconds:.1f} s", exe))
+    for variant in args.cpu_variant:
+        options = {"threads": args.threads, **variant_options(variant)}
+        run, seconds, exe = hpvm_runner(module, "cpu", options, x)
+        runners.append((f"hpvm cpu ({variant})", run, f"compile {seconds:.1f} s", exe))
     proto = export(model, shape)
     runners.append(("onnxruntime", onnxruntime_runner(proto, x, args.threads), "", None))
     if args.openvino:
@@ -93,6 +99,18 @@ def bench(name: str, batch: int, args) -> list[Row]:
     return rows
 
 
+def variant_options(text: str) -> dict:
+    """``blas=False,lanes=8`` as cpu options (values are Python literals)."""
+    options = {}
+    for item in filter(None, text.split(",")):
+        key, _, value = item.partition("=")
+        try:
+            options[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            options[key.strip()] = value.strip()
+    return options
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODEL_NAMES),
@@ -105,6 +123,8 @@ def parse_args(argv=None):
     parser.add_argument("--device", default="cpu", help="aten's and torch's device")
     parser.add_argument("--torch-compile", metavar="MODE", default=None)
     parser.add_argument("--nodes", type=int, default=0, help="print the slowest hpvm nodes")
+    parser.add_argument("--cpu-variant", action="append", default=[], metavar="KEY=VALUE,...",
+                        help="another hpvm cpu row compiled with these options (repeatable)")
     args = parser.parse_args(argv)
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in args.models if m not in MODEL_NAMES]

@@ -7,7 +7,7 @@ gemm: y = alpha * A' @ B' + beta * c, A' = a or a^T (trans_a), B' = b or
 b^T (trans_b); the optional c broadcasts to [M, N] like a bias; attribute
 activation (activation.py: none, relu, tanh, sigmoid or a clip) is applied
 to y (operator fusion).
-Rank-2 products with a fixed N lower to register tiles (tiled.py).
+Products with a fixed N lower to register tiles (matrix_tiles.py).
 """
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ import numpy as np
 
 from ..kernel import Const, Expr
 from ..types import I64, BufferType
-from . import tiled
+from . import matrix_tiles
+from .packed_products import lower_packed_product
 from .activation import activation_attr, apply_kernel, apply_numpy
 from .dims import broadcast_shape, require_equal
-from .lowering import KernelBuilder, replication_over
+from .lowering import KernelBuilder, const_value, replication_over
 from .spec import OpContext, TensorOpSpec
 
 
@@ -45,10 +46,9 @@ def _batch_index(b: KernelBuilder, port: str, batch: list[Expr]) -> tuple[Expr, 
 
 
 def _lower_matmul(b: KernelBuilder) -> tuple[Expr, ...]:
-    if b.ctx.rank("a") == b.ctx.rank("b") == 2:
-        replication = tiled.lower_matrix_product(b, False, False, 1.0, 1.0, "none")
-        if replication is not None:
-            return replication
+    replication = _lower_product(b, False, False, 1.0, 1.0, "none")
+    if replication is not None:
+        return replication
     out_dims = b.dims("y")
     hints = [f"batch{axis}" for axis in range(len(out_dims) - 2)] + ["m", "n"]
     i, indices = b.instance_indices(out_dims, hints)
@@ -66,6 +66,23 @@ MATMUL = TensorOpSpec(
     "matmul", ("a", "b"), ("y",), _infer_matmul,
     lambda ctx, x: {"y": np.matmul(x["a"], x["b"])}, _lower_matmul,
     summary="matrix product, batched over broadcast leading dims (ONNX MatMul)")
+
+
+def _lower_product(b: KernelBuilder, trans_a: bool, trans_b: bool, alpha: float,
+                   beta: float, activation) -> tuple[Expr, ...] | None:
+    """y[..., M, N] = act(alpha * a' @ b' + beta * c) as register tiles:
+    packed where large (packed_products.py), else read in place
+    (matrix_tiles.py); None unless N is fixed."""
+    if const_value(b.dim("y", -1)) is None:
+        return None
+    finish = matrix_tiles.gemm_finish(alpha, beta, activation)
+    product = matrix_tiles.port_product(b, trans_a, trans_b, finish)
+    packed = lower_packed_product(b, product)
+    if packed is not None:
+        return packed
+    if trans_b and not trans_a:
+        return matrix_tiles.lower_dot_products(b, product)
+    return matrix_tiles.lower_row_tiles(b, product)
 
 
 # gemm ---------------------------------------------------------------------
@@ -105,7 +122,7 @@ def _evaluate_gemm(ctx: OpContext, x: dict) -> dict:
 def _lower_gemm(b: KernelBuilder) -> tuple[Expr, ...]:
     alpha, beta, trans_a, trans_b = _gemm_attrs(b.ctx)
     activation = activation_attr(b.ctx)
-    replication = tiled.lower_matrix_product(b, trans_a, trans_b, alpha, beta, activation)
+    replication = _lower_product(b, trans_a, trans_b, alpha, beta, activation)
     if replication is not None:
         return replication
     out_dims = b.dims("y")

@@ -1,4 +1,5 @@
-"""Register-tiled lowerings of conv2d and gemm/matmul, for scalar targets.
+"""Register-tiled lowering of conv2d, and the tiles matrix products
+(matrix_tiles.py) and the other convolution lowerings share.
 
 Each instance computes tiles of results: a tile is a small private array
 ``acc[rows][cols]`` that one walk over the reduction fills.  Per reduction
@@ -21,19 +22,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..kernel import ArrayDecl, Const, Expr, InstanceId, Intrinsic, Load, Var
+from ..kernel import ArrayDecl, Const, Expr, InstanceId, Load, Var
 from ..types import I64
 from .activation import apply_kernel
 from .lowering import KernelBuilder, add, const_value, div, in_range, mul
 from .perforation import real_position, sampled_sum, sampled_tap, skip_pattern
 
-VECTOR_K_STEPS = 8
-"""Reduction steps of a vector-tiled matrix product unrolled together: the
-SLP vectoriser then reads each row of ``a`` as vectors, not as a gather of
-one value per row (fc 400->120 with b as [K, N]: 0.14 -> 0.09 ms)."""
-DOT_ROWS, DOT_COLS, DOT_LANES = 4, 2, 8
-"""Block of results per step of a dot-product gemm (b transposed), and its
-partial sums per result: 8 vectors of 8 f32 in registers."""
 MAX_PADDED_ROWS = 32768
 """Largest private copy of padded input rows (elements) a conv instance makes."""
 
@@ -237,134 +231,3 @@ def _input_rows_copy(b, hint: str, shape, ih0, dh, height, fill) -> tuple[str, o
             with b.when(in_range(ih, i64(height))):
                 fill(name, c, r, ih)
     return name, element
-
-
-# gemm / matmul --------------------------------------------------------------
-class RowBlock:
-    """The rows of ``y`` one instance computes: ``rows`` consecutive rows
-    from ``InstanceId(0) * rows``.  ``reads`` index the operand rows (rows
-    past the end, in the last block, read the last row; they are not
-    stored); ``replication`` is the number of blocks."""
-
-    def __init__(self, b: KernelBuilder, max_rows: int):
-        out_rows = b.dim("y", 0)
-        fixed_rows = const_value(out_rows)
-        self.rows = max_rows if fixed_rows is None else min(max_rows, fixed_rows)
-        self.ragged = fixed_rows is None or fixed_rows % self.rows != 0
-        self.out_rows = out_rows
-        m0 = b.let("m0", mul(InstanceId(0), i64(self.rows)))
-        self.ms = [add(m0, i64(i)) for i in range(self.rows)]
-        last_row = add(out_rows, i64(-1))
-        self.reads = [b.let("mr", Intrinsic("min", (m, last_row)) if self.ragged else m)
-                      for m in self.ms]
-        self.replication = (out_rows if self.rows == 1 else
-                            div(add(out_rows, i64(self.rows - 1)), i64(self.rows)),)
-
-    def guard(self, b: KernelBuilder, row: int):
-        """Skip the stores of a row past the end."""
-        return b.guard(self.ragged, self.ms[row].lt(self.out_rows))
-
-
-def store_product(b: KernelBuilder, m: Expr, n: Expr, value: Expr, alpha: float, beta: float,
-                  activation: str) -> None:
-    """y[m, n] = act(alpha * value + beta * c[m, n]) (c broadcast, if given)."""
-    result = value if alpha == 1.0 else b.const(alpha) * value
-    if "c" in b.types:
-        bias = b.load_broadcast("c", [m, n])
-        result = result + (bias if beta == 1.0 else b.const(beta) * bias)
-    b.store("y", (m, n), apply_kernel(activation, result))
-
-
-def lower_matrix_product(b: KernelBuilder, trans_a: bool, trans_b: bool, alpha: float,
-                         beta: float, activation: str) -> tuple[Expr, ...] | None:
-    """y[M, N] = act(alpha * a' @ b' + beta * c): one instance per block of
-    ``b.tiles.rows`` rows, tiles across N; None unless N is fixed."""
-    cols = const_value(b.dim("y", 1))
-    if cols is None:
-        return None
-    if trans_b and not trans_a:
-        return lower_dot_products(b, cols, alpha, beta, activation)
-    inner = b.dim("a", 0 if trans_a else 1)
-    block = RowBlock(b, b.tiles.rows)
-
-    def tile(n0: Expr, width: int) -> None:
-        acc = ArrayTile(b, block.rows, width)
-
-        def step(k: Expr) -> None:
-            lhs = [b.let("av", b.load("a", k, m) if trans_a else b.load("a", m, k))
-                   for m in block.reads]
-            acc.accumulate(lhs, lambda j: b.load("b", add(n0, j), k) if trans_b
-                           else b.load("b", k, add(n0, j)))
-        _reduction(b, inner, step, VECTOR_K_STEPS if b.tiles.vectors else 1)
-        for row, m in enumerate(block.ms):
-            with block.guard(b, row):
-                acc.store(row, lambda j, value, m=m: store_product(
-                    b, m, add(n0, j), value, alpha, beta, activation))
-
-    column_tiles(b, cols, tile)
-    return block.replication
-
-
-def _reduction(b: KernelBuilder, count: Expr, step: Callable[[Expr], None],
-               unrolled: int) -> None:
-    """``step(k)`` for k in [0, count): in blocks of ``unrolled`` steps, each
-    block unrolled, then the remainder."""
-    fixed = const_value(count)
-    blocks = div(count, i64(unrolled)) if fixed is None else i64(fixed // unrolled)
-    if unrolled > 1 and const_value(blocks) != 0:
-        with b.loop("kb", blocks) as kb:
-            with b.loop("kk", i64(unrolled), unroll=unrolled) as kk:
-                step(add(mul(kb, i64(unrolled)), kk))
-        start = mul(blocks, i64(unrolled))
-    else:
-        start = i64(0)
-    if fixed is None or fixed != const_value(start):
-        with b.loop("k", count, start=start) as k:
-            step(k)
-
-
-def lower_dot_products(b: KernelBuilder, cols: int, alpha: float, beta: float,
-                       activation: str) -> tuple[Expr, ...]:
-    """y = act(alpha * a @ b^T + beta * c) with a [M, K], b [N, K]: rows of
-    both operands are contiguous in k, so each result is a dot product,
-    summed as DOT_LANES partial sums (element p sums the k = p mod
-    DOT_LANES) added at the end.  Per step of DOT_LANES k, an inner loop
-    over p loads DOT_LANES consecutive values of each operand row and
-    updates the partial sums of a block of DOT_ROWS x DOT_COLS results."""
-    inner = b.dim("a", 1)
-    block = RowBlock(b, DOT_ROWS)
-    lanes = i64(DOT_LANES)
-    fixed_inner = const_value(inner)
-    steps = div(inner, lanes) if fixed_inner is None else i64(fixed_inner // DOT_LANES)
-
-    def tile(n0: Expr, width: int) -> None:
-        name = b.fresh("acc")
-        element = b.element("y")
-        b.emit(ArrayDecl(name, element, (block.rows, width, DOT_LANES), "private"))
-
-        def update(k: Expr, lane: Expr) -> None:
-            lhs = [b.let("av", b.load("a", m, k)) for m in block.reads]
-            rhs = [b.let("bv", b.load("b", add(n0, i64(c)), k)) for c in range(width)]
-            for row, av in enumerate(lhs):
-                for col, bv in enumerate(rhs):
-                    cell = (i64(row), i64(col), lane)
-                    b.store(name, cell, Load(name, cell, element) + av * bv)
-
-        # Unrolling this loop fully would stop LLVM vectorising the one in it.
-        with b.loop("ks", steps, unroll=1) as ks:
-            k0 = b.let("k0", mul(ks, lanes))
-            with b.loop("p", lanes, unroll=1, ivdep=True) as p:
-                update(add(k0, p), p)
-        if fixed_inner is None or fixed_inner % DOT_LANES:
-            with b.loop("k", inner, start=mul(steps, lanes)) as k:
-                update(k, i64(0))
-        for row, m in enumerate(block.ms):
-            with block.guard(b, row):
-                for col in range(width):
-                    total = b.let("sum", b.const(0))
-                    with b.loop("p", lanes) as p:
-                        b.assign(total, total + Load(name, (i64(row), i64(col), p), element))
-                    store_product(b, m, add(n0, i64(col)), total, alpha, beta, activation)
-
-    column_tiles(b, cols, tile, DOT_COLS)
-    return block.replication

@@ -1,9 +1,9 @@
 """The 'cpu' target: leaf nodes compiled to machine code through LLVM.
 
 Matcher: every kernel node without barriers, every constant node, and
-every tensor op, taken natively: large matmuls and gemms run through
-numpy's BLAS (option ``blas``), the others are lowered to kernels here,
-register-tiled for the widest vectors the machine has (``register_tiles``).
+every tensor op, taken natively: lowered to kernels here, register-tiled
+for the widest vectors the machine has (``register_tiles``); with the
+option ``blas``, large matmuls and gemms run through numpy's BLAS instead.
 Code generator: one optimised LLVM module per node kernel (codegen/); the
 artifact keeps the portable module and the optimised IR, so loading it in
 another process only re-runs machine-code generation.  Runtime shim: host
@@ -41,8 +41,9 @@ OPTIONS = [
            "x86-64-v3, neoverse-v2 ...); None: $HPVM_CPU_MODEL, else this machine"),
     Option("triple", str, None, "make object code for this LLVM triple "
            "(aarch64-linux-gnu ...) instead of code that runs here"),
-    Option("blas", bool, True, "run large matmuls and gemms (2^22 multiply-adds or more) "
-           "through the BLAS numpy links instead of generated code"),
+    Option("blas", bool, False, "run large matmuls and gemms (2^22 multiply-adds or more) "
+           "through the BLAS numpy links instead of generated code (its threads spin "
+           "between calls and slow the kernels after them: in models, slower)"),
 ]
 PARALLEL_CLEAR_BYTES = 1 << 20
 """From this size the cpu device clears and copies a buffer on every core.
@@ -52,9 +53,12 @@ instead; kept in the arena and cleared by the pool, camera with the default
 pipeline took 3.0 ms per call on 16 threads of the lent Xeon instead of
 3.9, and srad 16-17 ms instead of 39 (its 64 MB copy)."""
 BLAS_OPS = frozenset({"matmul", "gemm"})
-"""Tensor ops the cpu runs through numpy's BLAS (option ``blas``) when they
-are large: on 16 cores sgemm 2048^3 took 14.4 ms there, 116 ms as a
-generated kernel; LeNet's 64x400x120 gemm 152 us there, 55 us generated."""
+"""Tensor ops the cpu runs through numpy's BLAS when option ``blas`` is on
+and they are large.  Off by default: OpenBLAS's threads spin for a while
+after each call and take the cores from the kernels that follow (on 16
+cores MobileNetV2 at batch 8 took 119 ms with BLAS for its classifier, 22
+without); the packed matrix products (matrix_tiles.py) run 2048^3 within
+15% of it on 2 cores, and BERT-sized layers faster in a model."""
 BLAS_MIN_PRODUCTS = 1 << 22
 """Multiply-adds (counting only the sizes known when compiling) from which a
 product goes to BLAS."""
@@ -104,7 +108,7 @@ class CpuTarget(Target):
         from hpvm.ir.text import print_module
         from hpvm.passes.legalize_tensor_ops import lower_tensor_nodes
         from .codegen.machine import MachineSpec
-        blas = options.get("blas", True) and not options.get("triple")
+        blas = options.get("blas", False) and not options.get("triple")
         vector_bits = MachineSpec.from_options(options).vector_bits()
         lowered = lower_tensor_nodes(module, lambda node: not (blas and worth_blas(node)),
                                      register_tiles(vector_bits))

@@ -3,15 +3,18 @@ ops' reference semantics (evaluate) on ragged and single-element shapes,
 with the register tiles the cpu picks for each kind of vector unit."""
 import numpy as np
 import pytest
-
 from hpvm.errors import Location
+from hpvm.ir.kernel import ArrayDecl
 from hpvm.ir.shapes import bind_symbols, replication_sizes
 from hpvm.ir.tensor_ops import get_op, tensor_node
 from hpvm.ir.tensor_ops.conv import window_attrs
 from hpvm.ir.tensor_ops.conv_grouped import plan as grouped_plan
 from hpvm.ir.tensor_ops.conv_panels import plan as panel_plan
-from hpvm.ir.tensor_ops.lowering import KernelBuilder
+from hpvm.ir.tensor_ops.lowering import KernelBuilder, const_value
+from hpvm.ir.tensor_ops.matrix_tiles import port_product
+from hpvm.ir.tensor_ops.packed_products import lower_packed_product
 from hpvm.ir.tensor_ops.testing import evaluate_node, lowered_module, types_of
+from hpvm.ir.visit import walk
 from hpvm_cpu.codegen import compile_kernel_node
 from hpvm_cpu.codegen.machine import MachineSpec
 from hpvm_cpu.target import register_tiles
@@ -44,6 +47,62 @@ def test_gemm_on_cpu_matches_evaluate(m, k, n, trans_b, threads, model):
     inputs = arrays(m + k + n, a=(m, k), b=(n, k) if trans_b else (k, n), c=(n,))
     node = tensor_node("fc", "gemm", types_of(**inputs), {"trans_b": trans_b})
     actual = run_on_cpu(node, inputs, threads, model)["y"]
+    np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("m, k, n, trans_b", [(1, 50, 1000, False), (1, 50, 999, True),
+                                              (3, 20, 300, False), (9, 16, 130, True)])
+def test_gemm_of_few_rows_split_in_column_groups_matches_evaluate(m, k, n, trans_b):
+    """Few rows: the instances take groups of columns (matrix_tiles.py),
+    the last group narrower where N is not a multiple of the group."""
+    inputs = arrays(m * n, a=(m, k), b=(n, k) if trans_b else (k, n), c=(n,))
+    node = tensor_node("fc", "gemm", types_of(**inputs), {"trans_b": trans_b,
+                                                           "activation": "relu"})
+    module, _, replication = lowered_module(node, register_tiles(512))
+    assert const_value(replication[0]) > -(-m // 8)
+    actual = run_on_cpu(node, inputs, 2)["y"]
+    np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("trans_b", [False, True])
+@pytest.mark.parametrize("model", MODELS)
+def test_packed_gemm_on_cpu_matches_evaluate(trans_a, trans_b, model):
+    """Large products pack panels of b (packed_products.py): ragged rows
+    (37 of 8-row blocks), a last panel narrower than the others (300
+    columns), either operand transposed, bias and activation."""
+    m, k, n = 37, 150, 300
+    inputs = arrays(5, a=(k, m) if trans_a else (m, k), b=(n, k) if trans_b else (k, n),
+                    c=(n,))
+    attrs = {"trans_a": trans_a, "trans_b": trans_b, "alpha": 0.5, "beta": 2.0,
+             "activation": ("clipped_relu", -1.0, 1.5)}
+    node = tensor_node("fc", "gemm", types_of(**inputs), attrs)
+    tiles = register_tiles(MachineSpec.for_model(model).vector_bits())
+    builder = KernelBuilder(get_op("gemm").context(types_of(**inputs), attrs),
+                            node.body.params, tiles)
+    assert lower_packed_product(builder, port_product(builder, trans_a, trans_b,
+                                                      lambda b, m, n, total: total))
+    actual = run_on_cpu(node, inputs, 2, model)["y"]
+    np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("a, b", [((2, 3, 40, 150), (3, 150, 130)), ((1, 200, 64), (64, 512))])
+def test_packed_batched_matmul_on_cpu_matches_evaluate(a, b):
+    inputs = arrays(6, a=a, b=b)
+    node = tensor_node("mm", "matmul", types_of(**inputs), {})
+    actual = run_on_cpu(node, inputs, 2)["y"]
+    np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("a, b", [((1, 128, 40), (40, 200)), ((2, 3, 5, 17), (3, 17, 70)),
+                                  ((4, 7, 9), (4, 9, 33)), ((2, 1, 6, 8), (1, 5, 8, 3))])
+@pytest.mark.parametrize("model", MODELS)
+def test_batched_matmul_on_cpu_matches_evaluate(a, b, model):
+    """Batched matmuls take register tiles per matrix of the batch,
+    operands broadcast along the batch dims."""
+    inputs = arrays(len(a) + len(b), a=a, b=b)
+    node = tensor_node("mm", "matmul", types_of(**inputs), {})
+    actual = run_on_cpu(node, inputs, 2, model)["y"]
     np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
 
 
@@ -81,6 +140,22 @@ def test_conv2d_panels_on_cpu_match_evaluate(x, w, attrs, model):
     planned = panel_plan(KernelBuilder(ctx, node.body.params, tiles), *window_attrs(ctx))
     assert planned or tiles.cols == 8  # SSE's 8-lane tiles fill rows of 8 pixels and more
     actual = run_on_cpu(node, inputs, 2, model)["y"]
+    np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("x, w", [((2, 100, 14, 13), (24, 100, 1, 1)),
+                                  ((1, 150, 12, 12), (70, 150, 1, 1))])
+def test_pointwise_conv2d_as_a_packed_product_matches_evaluate(x, w):
+    """1x1 convolutions of small images are products w @ x per image,
+    packed (packed_products.py), with the bias and activation fused."""
+    inputs = arrays(17, x=x, w=w, b=(w[0],))
+    attrs = {"activation": ("clipped_relu", 0.0, 6.0)}
+    node = tensor_node("conv", "conv2d", types_of(**inputs), attrs)
+    module, _, _ = lowered_module(node, register_tiles(512))
+    [function] = module.functions.values()
+    assert any(isinstance(s, ArrayDecl) and s.name.startswith("panel")
+               for s in walk(function.body))
+    actual = run_on_cpu(node, inputs, 2)["y"]
     np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
 
 

@@ -1,5 +1,5 @@
 """gemm with b transposed (ONNX Linear layers) lowers to blocked dot
-products with partial sums (tiled.lower_dot_products): equal to evaluate
+products with partial sums (matrix_tiles.lower_dot_products): equal to evaluate
 on ragged sizes, single-element dims and symbolic sizes."""
 import numpy as np
 import pytest
@@ -9,7 +9,7 @@ from hpvm.ir import F32, BufferType
 from hpvm.ir.kernel import ArrayDecl, For
 from hpvm.ir.tensor_ops import get_op, tensor_node
 from hpvm.ir.tensor_ops.testing import types_of
-from hpvm.ir.tensor_ops.tiled import DOT_LANES
+from hpvm.ir.tensor_ops.matrix_tiles import DOT_LANES
 from hpvm.ir.visit import walk
 
 pytest.importorskip("hpvm.interp")

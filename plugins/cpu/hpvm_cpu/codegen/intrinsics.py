@@ -2,7 +2,8 @@
 
 Float math maps to LLVM intrinsics (``llvm.sqrt.f32`` ...), which LLVM turns
 into instructions or libm calls; ``tanh`` has no LLVM intrinsic and calls
-libm's ``tanhf``/``tanh``.  ``min``/``max`` on floats are C's fmin/fmax
+libm's ``tanhf``/``tanh``; ``exp`` on f32 (and f16) is written out as
+instructions (vector_math.py), so that loops using it vectorise.  ``min``/``max`` on floats are C's fmin/fmax
 (a NaN operand yields the other operand, as the reference interpreter
 does), written as compares and selects rather than ``llvm.minnum`` /
 ``llvm.maxnum``: LLVM 22's loop vectoriser turns a minnum/maxnum reduction
@@ -19,6 +20,8 @@ from hpvm.errors import TargetError
 from hpvm.ir.types import ScalarType
 
 from .arithmetic import narrow, widen
+from .llvm_types import FLOAT
+from .vector_math import exp_f32
 
 _LLVM_FLOAT_INTRINSICS = {
     "sqrt": "llvm.sqrt", "exp": "llvm.exp", "log": "llvm.log", "sin": "llvm.sin",
@@ -44,6 +47,8 @@ def _float_intrinsic(builder: ir.IRBuilder, name: str, args: list, type: ScalarT
     module = builder.module
     if name in ("min", "max"):
         return narrow(builder, _float_min_max(builder, name, *wide), type)
+    if name == "exp" and value_type == FLOAT:
+        return narrow(builder, exp_f32(builder, wide[0]), type)
     if name in _LLVM_FLOAT_INTRINSICS:
         signature = ir.FunctionType(value_type, [value_type] * len(args))
         function = module.declare_intrinsic(_LLVM_FLOAT_INTRINSICS[name], [value_type], signature)

@@ -130,3 +130,17 @@ def test_select_picks_per_element(type):
     a = RNG.integers(0, 100, 64).astype(type.numpy_dtype)
     b = RNG.integers(0, 100, 64).astype(type.numpy_dtype)
     check_map({"c": c, "a": a, "b": b}, type, lambda c, a, b: Select(c, a, b), np.where(c, a, b))
+
+
+def test_f32_exp_is_within_two_ulp_over_its_whole_range():
+    """exp on f32 is written out as instructions (vector_math.py, so that
+    loops using it vectorise): within 2 ulp of numpy's from overflow down
+    through the denormals, and exact at the ends."""
+    a = np.concatenate([np.linspace(-104.5, 89.5, 4001), RNG.normal(size=500) * 3,
+                        [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-30, -1e-30, 88.72, -87.4,
+                         -100.0, -103.9]]).astype(np.float32)
+    with np.errstate(over="ignore"):
+        expected = np.exp(a)
+    got = check_map({"a": a}, F32, lambda a: Intrinsic("exp", (a,)), expected, rtol=2.4e-7,
+                    atol=3e-45)
+    assert got[-11] == np.inf and got[-10] == 0.0 and np.isnan(got[-9])

@@ -173,8 +173,8 @@ def in_groups(b: KernelBuilder, start: Expr, group: int, count: int,
     ``group`` of them, or in the last group what is left of ``count``
     (each case its own code, as tile widths are fixed when lowering)."""
     full = count // group * group
-    if full == count:
-        emit(start, group)
+    if full in (0, count):
+        emit(start, group if full else count)
         return
     with b.when(start.lt(i64(full))):
         emit(start, group)

@@ -104,11 +104,14 @@ class RegisterTiles:
     wide; the default suits targets that run one instance per thread.
     ``vectors``: widths are made for a vector unit: a row's remainder is
     split into power-of-two tiles and the column loop unrolled, so that
-    each tile row is whole vectors held in registers."""
+    each tile row is whole vectors held in registers.  ``registers``:
+    the vector registers there are (packed products, packed_products.py,
+    take tiles of twice the columns where there are 32)."""
 
     cols: int = 8
     rows: int = 4
     vectors: bool = False
+    registers: int = 16
 
 
 class KernelBuilder:

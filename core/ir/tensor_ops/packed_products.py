@@ -10,9 +10,10 @@ rows N apart: with N = 3072 every step of the unpacked tiles touched a new
 cache line).  It then runs every row block of its chunk of rows against
 the panel, which stays in the core's L2 (PANEL_ELEMENTS); a value of
 ``b`` is read from memory once per chunk instead of once per row block.
-Register tiles are ``b.tiles.rows`` rows x PACKED_VECTORS vectors: per
-step one broadcast per row and PACKED_VECTORS loads feed rows x
-PACKED_VECTORS multiply-adds.
+Register tiles (``packed_tile``) are PACKED_ROWS rows x PACKED_VECTORS
+vectors where the target has 32 vector registers: per step one broadcast
+per row and PACKED_VECTORS loads feed rows x PACKED_VECTORS
+multiply-adds.
 
 Instances: batch x panels x chunks of rows, chunks only where batch x
 panels is under MIN_PACKED_INSTANCES (each chunk packs its panel anew).
@@ -33,9 +34,11 @@ PANEL_ELEMENTS = 65536
 L2 beside the rows of ``a`` streaming past it)."""
 MAX_PANEL_TILES = 8
 """Widest packed panel, in tiles."""
+PACKED_ROWS = 8
 PACKED_VECTORS = 2
-"""Vectors per tile row: sixteen accumulators on AVX-512 (one vector per
-row measured 20% slower: two loads a multiply-add)."""
+"""With 32 vector registers, tiles of PACKED_ROWS rows of PACKED_VECTORS
+vectors: sixteen accumulators on AVX-512 (one vector per row, the
+target's tile, measured 20% slower); with 16, the target's tile."""
 PACKED_K_STEPS = 4
 """Reduction steps unrolled together (1 to 4 measured within 5%)."""
 MIN_PACKED_INSTANCES = 16
@@ -55,7 +58,7 @@ def lower_packed_product(b: KernelBuilder, product: Product) -> tuple[Expr, ...]
     inner, cols = const_value(product.a.cols), const_value(product.y.cols)
     out_rows = product.y.rows
     fixed_rows = const_value(out_rows)
-    tile_rows, tile_cols = b.tiles.rows, PACKED_VECTORS * b.tiles.cols
+    tile_rows, tile_cols = packed_tile(b.tiles)
     if not b.tiles.vectors or inner is None or cols is None or cols < tile_cols or \
             inner * cols < MIN_PACKED_ELEMENTS or (
                 fixed_rows is not None and fixed_rows < MIN_PACKED_ROWS):
@@ -116,6 +119,13 @@ def lower_packed_product(b: KernelBuilder, product: Product) -> tuple[Expr, ...]
 
     in_groups(b, n0, width, cols, panel)
     return (mul(mul(matrices, chunks), i64(panels)),)
+
+
+def packed_tile(tiles) -> tuple[int, int]:
+    """(rows, columns) of a packed product's register tile."""
+    if tiles.registers >= 32:
+        return PACKED_ROWS, PACKED_VECTORS * tiles.cols
+    return tiles.rows, tiles.cols
 
 
 def padded_tiles(b: KernelBuilder, count: int, width: int,

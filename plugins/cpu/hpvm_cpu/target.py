@@ -173,10 +173,12 @@ def register_tiles(vector_bits: int):
     """Tiles of eight vector accumulators (each FMA's latency hidden by the
     seven others) in vector registers of ``vector_bits``: 8 x 16 f32 in
     AVX-512's zmm registers, 4 x 16 in AVX2's ymm, 4 x 8 in SSE's or
-    NEON's 128-bit ones (of which there are 16 or 32)."""
+    NEON's 128-bit ones (of which there are 16 or 32: 32 counted only
+    with AVX-512)."""
     from hpvm.ir.tensor_ops.lowering import RegisterTiles
-    return RegisterTiles(cols=16 if vector_bits >= 256 else 8,
-                         rows=8 if vector_bits >= 512 else 4, vectors=True)
+    wide = vector_bits >= 512
+    return RegisterTiles(cols=16 if vector_bits >= 256 else 8, rows=8 if wide else 4,
+                         vectors=True, registers=32 if wide else 16)
 
 
 def _codegen_options(options: dict) -> dict:

@@ -12,7 +12,7 @@ from hpvm.ir.tensor_ops.conv_grouped import plan as grouped_plan
 from hpvm.ir.tensor_ops.conv_panels import plan as panel_plan
 from hpvm.ir.tensor_ops.lowering import KernelBuilder, const_value
 from hpvm.ir.tensor_ops.matrix_tiles import port_product
-from hpvm.ir.tensor_ops.packed_products import lower_packed_product
+from hpvm.ir.tensor_ops.packed_products import lower_packed_product, packed_tile
 from hpvm.ir.tensor_ops.testing import evaluate_node, lowered_module, types_of
 from hpvm.ir.visit import walk
 from hpvm_cpu.codegen import compile_kernel_node
@@ -193,6 +193,13 @@ def test_conv2d_grouped_on_cpu_match_evaluate(x, w, attrs, model):
 def test_register_tiles_hold_eight_vector_accumulators(options, shape):
     tiles = register_tiles(MachineSpec.from_options(options).vector_bits())
     assert (tiles.cols, tiles.rows) == shape and tiles.vectors
+
+
+@pytest.mark.parametrize("bits, tile", [(512, (8, 32)), (256, (4, 16)), (128, (4, 8))])
+def test_packed_tiles_take_sixteen_accumulators_only_with_32_registers(bits, tile):
+    """AVX-512's 32 registers hold a packed tile of 8 x 2 vectors; with 16
+    (AVX2, SSE) the packed product keeps the eight-accumulator tile."""
+    assert packed_tile(register_tiles(bits)) == tile
 
 
 def test_the_cpu_makes_its_tensor_kernels_for_the_widest_vectors_only():

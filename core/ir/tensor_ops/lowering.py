@@ -106,12 +106,14 @@ class RegisterTiles:
     split into power-of-two tiles and the column loop unrolled, so that
     each tile row is whole vectors held in registers.  ``registers``:
     the vector registers there are (packed products, packed_products.py,
-    take tiles of twice the columns where there are 32)."""
+    take tiles of twice the columns where there are 32).  ``cores``: the
+    instances that run at once, which the lowerings give work enough."""
 
     cols: int = 8
     rows: int = 4
     vectors: bool = False
     registers: int = 16
+    cores: int = 16
 
 
 class KernelBuilder:

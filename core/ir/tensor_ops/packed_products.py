@@ -16,7 +16,8 @@ per row and PACKED_VECTORS loads feed rows x PACKED_VECTORS
 multiply-adds.
 
 Instances: batch x panels x chunks of rows, chunks only where batch x
-panels is under MIN_PACKED_INSTANCES (each chunk packs its panel anew).
+panels is under INSTANCES_PER_CORE per core (each chunk packs its panel
+anew).
 Measured on one core of the 2-core Xeon, 128x768 @ 768x3072: 37 GFLOP/s
 with the unpacked tiles, 105 packed (numpy's OpenBLAS: 118).
 """
@@ -41,10 +42,11 @@ vectors: sixteen accumulators on AVX-512 (one vector per row, the
 target's tile, measured 20% slower); with 16, the target's tile."""
 PACKED_K_STEPS = 4
 """Reduction steps unrolled together (1 to 4 measured within 5%)."""
-MIN_PACKED_INSTANCES = 16
-"""Fewest instances where the shape allows (chunks of rows): each chunk
-packs its panel again, and at 32 a 128x3072 @ 3072x768 product ran 40%
-slower on one core."""
+INSTANCES_PER_CORE = 3
+"""Instances per core (``b.tiles.cores``) made where the shape allows,
+by cutting the rows into chunks: each chunk packs its panel again and
+reads b from memory again (a 128x3072 @ 3072x768 product cut in two ran
+40% slower on one core), so chunks are made only for the cores' sake."""
 MIN_PACKED_ROWS = 16
 """Fewest rows for which packing ``b`` pays: each packed value is then
 used at least this many times."""
@@ -70,7 +72,8 @@ def lower_packed_product(b: KernelBuilder, product: Product) -> tuple[Expr, ...]
     width = -(-cols // -(-cols // widest) // vector) * vector
     panels = -(-cols // width)
     matrices = size_product(product.batch)
-    chunk_blocks = _chunk_blocks(fixed_rows, const_value(matrices), panels, tile_rows)
+    chunk_blocks = _chunk_blocks(fixed_rows, const_value(matrices), panels, tile_rows,
+                                 INSTANCES_PER_CORE * b.tiles.cores)
     blocks = div(add(out_rows, i64(tile_rows - 1)), i64(tile_rows))
     chunks = i64(1) if chunk_blocks is None else div(add(blocks, i64(chunk_blocks - 1)),
                                                      i64(chunk_blocks))
@@ -144,10 +147,11 @@ def padded_tiles(b: KernelBuilder, count: int, width: int,
         emit(i64(full * width), rest)
 
 
-def _chunk_blocks(rows: int | None, matrices: int | None, panels: int,
-                  tile_rows: int) -> int | None:
-    """Row blocks per chunk, or None for one chunk of all rows."""
-    if rows is None or matrices is None or matrices * panels >= MIN_PACKED_INSTANCES:
+def _chunk_blocks(rows: int | None, matrices: int | None, panels: int, tile_rows: int,
+                  instances: int) -> int | None:
+    """Row blocks per chunk for at least ``instances`` instances, or None
+    for one chunk of all rows."""
+    if rows is None or matrices is None or matrices * panels >= instances:
         return None
-    chunks = -(-MIN_PACKED_INSTANCES // (matrices * panels))
+    chunks = -(-instances // (matrices * panels))
     return max(MIN_PACKED_ROWS // tile_rows, -(-rows // tile_rows // chunks))

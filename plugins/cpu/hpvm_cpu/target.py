@@ -111,7 +111,7 @@ class CpuTarget(Target):
         blas = options.get("blas", False) and not options.get("triple")
         vector_bits = MachineSpec.from_options(options).vector_bits()
         lowered = lower_tensor_nodes(module, lambda node: not (blas and worth_blas(node)),
-                                     register_tiles(vector_bits))
+                                     register_tiles(vector_bits, _threads(options)))
         tensor_kernels = set(lowered.functions) - set(module.functions)
         module = lowered
         ranks = _kernel_ranks(module, nodes)
@@ -169,16 +169,21 @@ def worth_blas(node: Node) -> bool:
     return math.isqrt(math.prod(sizes)) >= BLAS_MIN_PRODUCTS
 
 
-def register_tiles(vector_bits: int):
+def register_tiles(vector_bits: int, cores: int = 16):
     """Tiles of eight vector accumulators (each FMA's latency hidden by the
     seven others) in vector registers of ``vector_bits``: 8 x 16 f32 in
     AVX-512's zmm registers, 4 x 16 in AVX2's ymm, 4 x 8 in SSE's or
     NEON's 128-bit ones (of which there are 16 or 32: 32 counted only
-    with AVX-512)."""
+    with AVX-512).  ``cores``: the threads a node's instances run on."""
     from hpvm.ir.tensor_ops.lowering import RegisterTiles
     wide = vector_bits >= 512
     return RegisterTiles(cols=16 if vector_bits >= 256 else 8, rows=8 if wide else 4,
-                         vectors=True, registers=32 if wide else 16)
+                         vectors=True, registers=32 if wide else 16, cores=cores)
+
+
+def _threads(options: dict) -> int:
+    from hpvm.threads import available_cores
+    return options.get("threads") or available_cores()
 
 
 def _codegen_options(options: dict) -> dict:

@@ -5,7 +5,8 @@ An instance takes a *panel* of columns of the result and copies that
 panel of ``b`` into a private array, tile by tile (``[tile][k][column]``),
 so that each step of a register tile reads one contiguous run of
 ``PACKED_VECTORS`` vectors whatever the layout of ``b`` (a last tile
-narrower than that is padded with zeros) (transposed, or
+narrower than that is padded with zeros, so that it is whole vectors too:
+49 columns are two tiles of 32, not 32, 16 and 1) (transposed, or
 rows N apart: with N = 3072 every step of the unpacked tiles touched a new
 cache line).  It then runs every row block of its chunk of rows against
 the panel, which stays in the core's L2 (PANEL_ELEMENTS); a value of
@@ -23,12 +24,10 @@ with the unpacked tiles, 105 packed (numpy's OpenBLAS: 118).
 """
 from __future__ import annotations
 
-from typing import Callable
-
 from ..kernel import ArrayDecl, Expr, InstanceId, Intrinsic, Load
 from .lowering import KernelBuilder, add, const_value, div, mul, product as size_product
 from .matrix_tiles import Operands, Product, clamped_rows, in_groups, reduction
-from .tiled import ArrayTile, i64
+from .tiled import ArrayTile, column_tiles, i64
 
 PANEL_ELEMENTS = 65536
 """Largest packed panel of ``b`` (elements; 256 KiB of f32, in a core's
@@ -99,7 +98,7 @@ def lower_packed_product(b: KernelBuilder, product: Product) -> tuple[Expr, ...]
                 row = b.let("row", add(base, mul(k, i64(tile_cols))))
                 with b.loop("j", i64(used)) as j:
                     b.store(name, (add(row, j),), operands.load("b", k, add(add(start, at), j)))
-        padded_tiles(b, count, tile_cols, pack)
+        column_tiles(b, count, pack, tile_cols, one_rest=True)
         with b.loop("rb", last_block, start=first_block) as block:
             m0 = b.let("m0", mul(block, i64(tile_rows)))
             ms = [add(m0, i64(r)) for r in range(tile_rows)]
@@ -118,7 +117,7 @@ def lower_packed_product(b: KernelBuilder, product: Product) -> tuple[Expr, ...]
                     with b.guard(ragged, m.lt(out_rows)):
                         acc.store(r, lambda j, value, m=m: operands.store(
                             m, add(add(start, at), j), value), stop=used)
-            padded_tiles(b, count, tile_cols, tile)
+            column_tiles(b, count, tile, tile_cols, one_rest=True)
 
     in_groups(b, n0, width, cols, panel)
     return (mul(mul(matrices, chunks), i64(panels)),)
@@ -129,22 +128,6 @@ def packed_tile(tiles) -> tuple[int, int]:
     if tiles.registers >= 32:
         return PACKED_ROWS, PACKED_VECTORS * tiles.cols
     return tiles.rows, tiles.cols
-
-
-def padded_tiles(b: KernelBuilder, count: int, width: int,
-                 emit: Callable[[Expr, int], None]) -> None:
-    """``emit(start, used)`` for tiles of ``width`` columns covering
-    ``count``: full ones in a loop, then one whose first ``used`` columns
-    are real (the packed panel holds zeros past them, so the tile is
-    whole vectors: 49 columns are two tiles of 32, not 32, 16 and 1)."""
-    full, rest = divmod(count, width)
-    if full == 1:
-        emit(i64(0), width)
-    elif full > 1:
-        with b.loop("t", i64(full)) as t:
-            emit(b.let("col", mul(t, i64(width))), width)
-    if rest:
-        emit(i64(full * width), rest)
 
 
 def _chunk_blocks(rows: int | None, matrices: int | None, panels: int, tile_rows: int,

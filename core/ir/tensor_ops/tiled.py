@@ -76,10 +76,11 @@ class ArrayTile:
 
 
 def column_tiles(b: KernelBuilder, count: int, emit: Callable[[Expr, int], None],
-                 width: int | None = None) -> None:
+                 width: int | None = None, one_rest: bool = False) -> None:
     """Call ``emit(start, width)`` for the full tiles covering ``count``
     columns (in a loop), then for the remainder: one tile, or for vector
-    tiles one per power of two it holds (13: 8, 4, 1)."""
+    tiles one per power of two it holds (13: 8, 4, 1) unless ``one_rest``
+    (a caller that pads the last tile to whole vectors)."""
     width = width or b.tiles.cols
     full, rest = divmod(count, width)
     if full == 1:
@@ -89,7 +90,7 @@ def column_tiles(b: KernelBuilder, count: int, emit: Callable[[Expr, int], None]
             emit(b.let("col", mul(t, i64(width))), width)
     start = full * width
     while rest:
-        piece = 1 << (rest.bit_length() - 1) if b.tiles.vectors else rest
+        piece = 1 << (rest.bit_length() - 1) if b.tiles.vectors and not one_rest else rest
         emit(i64(start), piece)
         start, rest = start + piece, rest - piece
 

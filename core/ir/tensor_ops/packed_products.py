@@ -16,9 +16,8 @@ vectors where the target has 32 vector registers: per step one broadcast
 per row and PACKED_VECTORS loads feed rows x PACKED_VECTORS
 multiply-adds.
 
-Instances: batch x panels x chunks of rows, chunks only where batch x
-panels is under INSTANCES_PER_CORE per core (each chunk packs its panel
-anew).
+Instances: batch x panels x chunks of rows, chunks only where the cores
+finish sooner for them (each chunk packs its panel anew: PACK_COST_ROWS).
 Measured on one core of the 2-core Xeon, 128x768 @ 768x3072: 37 GFLOP/s
 with the unpacked tiles, 105 packed (numpy's OpenBLAS: 118).
 """
@@ -41,11 +40,14 @@ vectors: sixteen accumulators on AVX-512 (one vector per row, the
 target's tile, measured 20% slower); with 16, the target's tile."""
 PACKED_K_STEPS = 4
 """Reduction steps unrolled together (1 to 4 measured within 5%)."""
-INSTANCES_PER_CORE = 3
-"""Instances per core (``b.tiles.cores``) made where the shape allows,
-by cutting the rows into chunks: each chunk packs its panel again and
-reads b from memory again (a 128x3072 @ 3072x768 product cut in two ran
-40% slower on one core), so chunks are made only for the cores' sake."""
+PACK_COST_ROWS = 48
+"""Packing a panel costs about as much as computing this many of its
+rows (a strided load and a store per value, against a sixteenth of a
+multiply-add per row): rows are cut into chunks, each packing its panel
+anew, only where the rounds of instances over ``b.tiles.cores`` saved
+outweigh that (on 16 cores, 128x768 @ 768x768 in four chunks of 32
+rows took 0.81 ms, in one 0.2; on one core, 128x3072 @ 3072x768 in two
+chunks ran 40% slower)."""
 MIN_PACKED_ROWS = 16
 """Fewest rows for which packing ``b`` pays: each packed value is then
 used at least this many times."""
@@ -72,7 +74,7 @@ def lower_packed_product(b: KernelBuilder, product: Product) -> tuple[Expr, ...]
     panels = -(-cols // width)
     matrices = size_product(product.batch)
     chunk_blocks = _chunk_blocks(fixed_rows, const_value(matrices), panels, tile_rows,
-                                 INSTANCES_PER_CORE * b.tiles.cores)
+                                 b.tiles.cores)
     blocks = div(add(out_rows, i64(tile_rows - 1)), i64(tile_rows))
     chunks = i64(1) if chunk_blocks is None else div(add(blocks, i64(chunk_blocks - 1)),
                                                      i64(chunk_blocks))
@@ -131,10 +133,19 @@ def packed_tile(tiles) -> tuple[int, int]:
 
 
 def _chunk_blocks(rows: int | None, matrices: int | None, panels: int, tile_rows: int,
-                  instances: int) -> int | None:
-    """Row blocks per chunk for at least ``instances`` instances, or None
-    for one chunk of all rows."""
-    if rows is None or matrices is None or matrices * panels >= instances:
+                  cores: int) -> int | None:
+    """Row blocks per chunk, or None for one chunk of all rows: the
+    chunking whose rounds of instances over ``cores``, each as long as
+    its chunk's rows plus PACK_COST_ROWS, take least time (chunks of at
+    least MIN_PACKED_ROWS rows)."""
+    if rows is None or matrices is None:
         return None
-    chunks = -(-instances // (matrices * panels))
-    return max(MIN_PACKED_ROWS // tile_rows, -(-rows // tile_rows // chunks))
+    blocks = -(-rows // tile_rows)
+
+    def cost(chunk_blocks: int) -> tuple[int, int]:
+        chunks = -(-blocks // chunk_blocks)
+        rounds = -(-matrices * panels * chunks // cores)
+        return rounds * (chunk_blocks * tile_rows + PACK_COST_ROWS), -chunk_blocks
+    least = max(1, MIN_PACKED_ROWS // tile_rows)
+    best = min(range(least, blocks + 1), key=cost)
+    return None if best == blocks else best

@@ -68,9 +68,9 @@ def lower_packed_product(b: KernelBuilder, product: Product) -> tuple[Expr, ...]
         return None
     widest = max(tile_cols, min(MAX_PANEL_TILES * tile_cols,
                                 PANEL_ELEMENTS // inner // tile_cols * tile_cols))
-    # panels of even width (in vectors), not full ones and a sliver
-    vector = b.tiles.cols
-    width = -(-cols // -(-cols // widest) // vector) * vector
+    # panels of even width in whole tiles (a part of a tile is computed in
+    # full), not full ones and a sliver
+    width = -(-cols // -(-cols // widest) // tile_cols) * tile_cols
     panels = -(-cols // width)
     matrices = size_product(product.batch)
     chunk_blocks = _chunk_blocks(fixed_rows, const_value(matrices), panels, tile_rows,

@@ -5,7 +5,7 @@ onnxruntime, OpenVINO and torch eager, in the same run (issue 39).
     .venv/bin/python benchmarks/models_bench.py [--models resnet18,mobilenetv2]
         [--batch 1,8] [--threads N] [--repeat 10] [--targets cpu] [--openvino]
         [--device cuda] [--torch-compile MODE] [--nodes 10] [--json out.json]
-        [--cpu-variant blas=False]
+        [--compare earlier.json] [--cpu-variant blas=False]
 
 hpvm loads each model with ``hpvm.frontend.torch.load`` (torch.export, the
 default TENSOR_PIPELINE); onnxruntime and OpenVINO read the file
@@ -16,22 +16,29 @@ run.  ``compile`` is hpvm's compile and first call, from a cold start of
 the process's compile cache (set ``HPVM_CACHE_DIR`` to an empty folder to
 time a cold compile).  ``--nodes K`` prints the K slowest nodes of hpvm's
 last run of each model (``exe.report()``).  With ``--device cuda`` the aten
-target and torch run on the GPU.
+target and torch run on the GPU.  ``--cpu-variant`` adds a row of the cpu
+target compiled with other options.  ``--json`` records the run (command,
+machine, each row with its ratio); ``--compare`` prints each ratio beside
+a recorded run's (benchmarks/compare.py), marking those that moved past
+10%.
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import shlex
 import sys
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.compare import CompareError, comparison_table, recorded_ratios  # noqa: E402
 from benchmarks.onnx_bench import (  # noqa: E402
     OPENVINO, Row, format_table, machine, median_ms, onnxruntime_runner, openvino_runner,
     relative_error, torch_runner,
@@ -125,6 +132,9 @@ def parse_args(argv=None):
     parser.add_argument("--nodes", type=int, default=0, help="print the slowest hpvm nodes")
     parser.add_argument("--cpu-variant", action="append", default=[], metavar="KEY=VALUE,...",
                         help="another hpvm cpu row compiled with these options (repeatable)")
+    parser.add_argument("--json", type=Path, help="write the command, machine and rows here")
+    parser.add_argument("--compare", type=Path, help="a --json file of an earlier run: print "
+                                                     "each ratio then and now")
     args = parser.parse_args(argv)
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in args.models if m not in MODEL_NAMES]
@@ -136,9 +146,35 @@ def parse_args(argv=None):
     return args
 
 
+@dataclass(frozen=True)
+class RatioRow:
+    """A row as benchmarks/compare.py matches them: the model and batch
+    (program), the implementation (target), onnxruntime (peer)."""
+
+    program: str
+    target: str
+    peer: str
+    ratio: float
+    median_ms: float
+    error: float
+    note: str
+
+
+def ratio_rows(rows: list[Row]) -> list[RatioRow]:
+    peers = {r.model: r.median_ms for r in rows if r.implementation == "onnxruntime"}
+    return [RatioRow(r.model, r.implementation, "onnxruntime", r.median_ms / peers[r.model],
+                     r.median_ms, r.error, r.note) for r in rows]
+
+
 def main(argv=None) -> int:
     import torch
     args = parse_args(argv)
+    if args.compare is not None:
+        try:
+            recorded_ratios(args.compare)
+        except CompareError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     torch.set_num_threads(args.threads)
     rows = [row for name in args.models for batch in args.batch for row in bench(name, batch,
                                                                                    args)]
@@ -148,6 +184,13 @@ def main(argv=None) -> int:
     print(f"machine: {machine()}; {args.threads} threads, median of {args.repeat}")
     print()
     print(format_table(rows))
+    ratios = ratio_rows(rows)
+    if args.compare is not None:
+        print("\n" + comparison_table(ratios, args.compare, None))
+    if args.json is not None:
+        record = {"command": command, "machine": machine(), "threads": args.threads,
+                  "size": None, "rows": [asdict(r) for r in ratios]}
+        args.json.write_text(json.dumps(record, indent=2) + "\n")
     return 0
 
 

@@ -20,18 +20,17 @@ import numpy as np
 from ..kernel import Const, Expr
 from ..types import I64, BufferType
 from . import conv_grouped, conv_panels, tiled
-from .activation import activation_attr, apply_kernel, apply_numpy
+from .activation import Activation, activation_attr, apply_kernel, apply_numpy
 from .dims import describe, require_concrete, require_equal, window_dim
 from .lowering import KernelBuilder, add, const_value, in_range, mul, replication_over
 from .matrix_tiles import MatrixView, Product
 from .packed_products import lower_packed_product
 from .perforation import (
-    kept_positions, perforated, real_position, sampled_sum, sampled_tap, skip_pattern,
+    approximated, kept_positions, perforated, real_position, sampled_sum, sampled_tap,
+    skip_pattern,
 )
 from .spec import OpContext, TensorOpSpec
 
-APPROXIMATIONS = ("perforate_rows", "perforate_cols", "sample_filter")
-"""conv2d's approximation attributes."""
 MIN_PACKED_PIXELS_TILES = 8
 """Fewest pixels, in vectors, of a 1x1 convolution lowered as a packed
 product."""
@@ -163,7 +162,8 @@ def _lower_conv2d(b: KernelBuilder) -> tuple[Expr, ...]:
     return replication if replication is not None else _lower_conv2d_reference(b)
 
 
-def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation) -> tuple[Expr, ...] | None:
+def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation: Activation
+                            ) -> tuple[Expr, ...] | None:
     """A 1x1 convolution of stride 1 without padding is a matrix product
     per image, w [K, C] @ x [C, H*W]: packed (packed_products.py) for
     images whose rows are narrower than a register tile (the row tiles
@@ -176,7 +176,7 @@ def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation) -> tuple[Expr, 
     kernels = b.dim("w", 0)
     fixed_width, pixels = const_value(width), mul(height, width)
     if stride != (1, 1) or any(padding) or [const_value(d) for d in b.dims("w")[2:]] != [1, 1] \
-            or any(skip_pattern(b.ctx, name) is not None for name in APPROXIMATIONS) \
+            or approximated(b.ctx) \
             or fixed_width is None or fixed_width >= b.tiles.cols \
             or (const_value(pixels) or 0) < MIN_PACKED_PIXELS_TILES * b.tiles.cols:
         return None

@@ -25,14 +25,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..kernel import ArrayDecl, Expr, InstanceId, Load
-from .activation import apply_kernel
+from .activation import Activation, apply_kernel
 from .lowering import KernelBuilder, add, div, in_range, mul
-from .perforation import skip_pattern
+from .perforation import approximated
 from .tiled import fixed_sizes, i64
 
 PHASE_ELEMENTS = 16384
 """Largest private copy of input rows an instance makes (elements; 64 KiB
 of f32, within a core's L2): larger images are cut into bands of rows."""
+
+
 @dataclass(frozen=True)
 class Plan:
     """How a node is lowered: ``band`` output rows per instance, ``bands``
@@ -60,9 +62,7 @@ def plan(b: KernelBuilder, stride, padding, dilation, groups: int) -> Plan | Non
     groups of 1, symbolic sizes, a target without vectors, approximations,
     or a filter too tall for the largest copy."""
     sizes = fixed_sizes(b.dims("x")[1:] + b.dims("w") + b.dims("y")[1:])
-    if groups == 1 or sizes is None or not b.tiles.vectors or any(
-            skip_pattern(b.ctx, name) is not None
-            for name in ("perforate_rows", "perforate_cols", "sample_filter")):
+    if groups == 1 or sizes is None or not b.tiles.vectors or approximated(b.ctx):
         return None
     _, _, width, _, per_group, rows, _, _, out_h, _ = sizes
     (sh, sw), (_, left, _, right), (dh, _) = stride, padding, dilation
@@ -82,7 +82,7 @@ def plan(b: KernelBuilder, stride, padding, dilation, groups: int) -> Plan | Non
 
 
 def lower_conv2d_grouped(b: KernelBuilder, stride, padding, dilation, groups: int,
-                         activation: str) -> tuple[Expr, ...] | None:
+                         activation: Activation) -> tuple[Expr, ...] | None:
     """One instance per image, output channel and band of rows (see the
     module's text); None when ``plan`` declines."""
     p = plan(b, stride, padding, dilation, groups)

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..kernel import ArrayDecl, Expr, InstanceId, Load
-from .activation import apply_kernel
+from .activation import Activation, apply_kernel
 from .lowering import KernelBuilder, add, div, in_range, maximum, minimum, mul
-from .perforation import skip_pattern
+from .perforation import approximated
 from .tiled import ArrayTile, fixed_sizes, i64, pixel_tiles
 
 PANEL_ELEMENTS = 8192
@@ -71,9 +71,7 @@ def plan(b: KernelBuilder, stride, padding, dilation) -> Plan | None:
     symbolic sizes, a target without vectors, rows wide enough for the
     row tiles, approximations, or blocks of too few taps."""
     sizes = fixed_sizes(b.dims("x")[1:] + b.dims("w") + b.dims("y")[1:])
-    if sizes is None or not b.tiles.vectors or any(
-            skip_pattern(b.ctx, name) is not None
-            for name in ("perforate_rows", "perforate_cols", "sample_filter")):
+    if sizes is None or not b.tiles.vectors or approximated(b.ctx):
         return None
     channels, height, width, kernels, _, rows, cols, _, out_h, out_w = sizes
     if out_w >= b.tiles.cols:
@@ -100,7 +98,7 @@ def plan(b: KernelBuilder, stride, padding, dilation) -> Plan | None:
 
 
 def lower_conv2d_panels(b: KernelBuilder, stride, padding, dilation,
-                        activation: str) -> tuple[Expr, ...] | None:
+                        activation: Activation) -> tuple[Expr, ...] | None:
     """One instance per image and channel group (see the module's text);
     None when ``plan`` declines."""
     p = plan(b, stride, padding, dilation)
@@ -156,7 +154,7 @@ def lower_conv2d_panels(b: KernelBuilder, stride, padding, dilation,
 
 
 def _store_result(b: KernelBuilder, p: Plan, n: Expr, k: Expr, q: Expr, value: Expr,
-                  activation: str, out_w: int) -> None:
+                  activation: Activation, out_w: int) -> None:
     """y[n, k, q / pitch, q % pitch] = act(value + bias) where the column
     is an output column (not past a row's end)."""
     oh, ow = div(q, i64(p.pitch)), q % i64(p.pitch)

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernel import Const, Expr
-from ..types import I64, BufferType
+from ..kernel import Expr
+from ..types import BufferType
 from . import matrix_tiles
 from .packed_products import lower_packed_product
 from .activation import activation_attr, apply_kernel, apply_numpy
 from .dims import broadcast_shape, require_equal
-from .lowering import KernelBuilder, const_value, replication_over
+from .lowering import KernelBuilder, broadcast_indices, const_value, replication_over
 from .spec import OpContext, TensorOpSpec
 
 
@@ -36,15 +36,6 @@ def _infer_matmul(ctx: OpContext) -> dict[str, BufferType]:
     return {"y": BufferType(element, batch + (a[-2], b[-1]))}
 
 
-def _batch_index(b: KernelBuilder, port: str, batch: list[Expr]) -> tuple[Expr, ...]:
-    """``port``'s batch indices at the result's ``batch`` indices (numpy
-    broadcasting: aligned on the right, a size-1 dim reads 0)."""
-    shape = b.types[port].shape[:-2]
-    offset = len(batch) - len(shape)
-    return tuple(Const(0, I64) if dim == 1 else batch[offset + axis]
-                 for axis, dim in enumerate(shape))
-
-
 def _lower_matmul(b: KernelBuilder) -> tuple[Expr, ...]:
     replication = _lower_product(b, False, False, 1.0, 1.0, "none")
     if replication is not None:
@@ -55,8 +46,8 @@ def _lower_matmul(b: KernelBuilder) -> tuple[Expr, ...]:
     batch, (m, n) = indices[:-2], indices[-2:]
     acc = b.let("acc", b.const(0))
     with b.loop("k", b.dim("a", -1)) as k:
-        lhs = b.load("a", *_batch_index(b, "a", batch), m, k)
-        rhs = b.load("b", *_batch_index(b, "b", batch), k, n)
+        lhs = b.load("a", *broadcast_indices(b.dims("a")[:-2], batch), m, k)
+        rhs = b.load("b", *broadcast_indices(b.dims("b")[:-2], batch), k, n)
         b.assign(acc, acc + lhs * rhs)
     b.store("y", i, acc)
     return replication_over(out_dims)

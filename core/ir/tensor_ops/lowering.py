@@ -83,6 +83,14 @@ def flat_index(indices, dims) -> Expr:
     return flat
 
 
+def broadcast_indices(dims: list[Expr], indices: list[Expr]) -> list[Expr]:
+    """The indices into an array of ``dims`` at ``indices`` of a result it
+    broadcasts to (numpy: dims aligned on the right, a size-1 dim reads 0)."""
+    shift = len(indices) - len(dims)
+    return [Const(0, I64) if const_value(dim) == 1 else indices[shift + axis]
+            for axis, dim in enumerate(dims)]
+
+
 def in_range(index: Expr, stop: Expr) -> Expr:
     """``0 <= index < stop`` (short-circuit)."""
     return Binary("land", index.ge(Const(0, I64)), index.lt(stop))
@@ -178,12 +186,9 @@ class KernelBuilder:
     def load_broadcast(self, port: str, out_indices: list[Expr]) -> Load:
         """``port``'s element at output position ``out_indices`` under
         numpy broadcasting: dims align on the right, size-1 dims read 0."""
-        shape = self.types[port].shape
-        if not shape:
+        if not self.types[port].shape:
             return self.load(port, Const(0, I64))
-        offset = len(out_indices) - len(shape)
-        return self.load(port, *(Const(0, I64) if dim == 1 else out_indices[offset + axis]
-                                 for axis, dim in enumerate(shape)))
+        return self.load(port, *broadcast_indices(self.dims(port), out_indices))
 
     def store(self, port: str, indices, value: Expr) -> None:
         indices = tuple(indices) if isinstance(indices, (tuple, list)) else (indices,)

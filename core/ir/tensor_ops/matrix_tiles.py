@@ -17,10 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..kernel import ArrayDecl, Const, Expr, InstanceId, Intrinsic, Load
-from ..types import I64
+from ..kernel import ArrayDecl, Expr, InstanceId, Intrinsic, Load
 from .activation import apply_kernel
-from .lowering import KernelBuilder, add, const_value, div, flat_index, mul
+from .lowering import KernelBuilder, add, broadcast_indices, const_value, div, flat_index, mul
 from .lowering import product as size_product
 from .tiled import ArrayTile, column_tiles, i64
 
@@ -38,6 +37,7 @@ MIN_GROUP_TILES = 4
 """Narrowest column group, in tiles: narrower, and re-reading a block's
 rows of ``a`` for each group costs more than the cores gain."""
 
+
 @dataclass(frozen=True)
 class MatrixView:
     """A port read or written as a batch of matrices: ``batch`` dims (numpy
@@ -54,9 +54,7 @@ class MatrixView:
 
     def offset(self, b: KernelBuilder, batch: list[Expr]) -> Expr:
         """The flat offset of the matrix at the product's ``batch`` indices."""
-        shift = len(batch) - len(self.batch)
-        indices = [Const(0, I64) if const_value(dim) == 1 else batch[shift + axis]
-                   for axis, dim in enumerate(self.batch)]
+        indices = broadcast_indices(list(self.batch), batch)
         return mul(flat_index(indices, list(self.batch)), mul(self.rows, self.cols))
 
     def index(self, base: Expr, row: Expr, col: Expr) -> Expr:

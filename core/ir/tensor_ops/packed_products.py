@@ -4,11 +4,11 @@ vector units (``RegisterTiles.vectors``).
 An instance takes a *panel* of columns of the result and copies that
 panel of ``b`` into a private array, tile by tile (``[tile][k][column]``),
 so that each step of a register tile reads one contiguous run of
-``PACKED_VECTORS`` vectors whatever the layout of ``b`` (a last tile
-narrower than that is padded with zeros, so that it is whole vectors too:
-49 columns are two tiles of 32, not 32, 16 and 1) (transposed, or
+``PACKED_VECTORS`` vectors whatever the layout of ``b`` (transposed, or
 rows N apart: with N = 3072 every step of the unpacked tiles touched a new
-cache line).  It then runs every row block of its chunk of rows against
+cache line).  A last tile narrower than that is padded with zeros, so
+that it is whole vectors too: 49 columns are two tiles of 32, not 32, 16
+and 1.  It then runs every row block of its chunk of rows against
 the panel, which stays in the core's L2 (PANEL_ELEMENTS); a value of
 ``b`` is read from memory once per chunk instead of once per row block.
 Register tiles (``packed_tile``) are PACKED_ROWS rows x PACKED_VECTORS

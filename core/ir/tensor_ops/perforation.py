@@ -31,6 +31,8 @@ from .spec import REQUIRED, OpContext, TensorOpSpec
 
 MAX_EVERY = 16
 """Largest ``every`` of a skip pattern."""
+CONV_APPROXIMATIONS = ("perforate_rows", "perforate_cols", "sample_filter")
+"""conv2d's approximation attributes."""
 
 
 def skip_pattern(ctx: OpContext, name: str) -> tuple[int, int] | None:
@@ -46,6 +48,12 @@ def skip_pattern(ctx: OpContext, name: str) -> tuple[int, int] | None:
                  f"{MAX_EVERY} and 0 <= offset < every, got {value!r}",
                  f"set {name} to e.g. (2, 0): skip the positions i with i % 2 == 0")
     return value
+
+
+def approximated(ctx: OpContext, names=CONV_APPROXIMATIONS) -> bool:
+    """Whether any of the skip-pattern attributes ``names`` is set (the
+    lowerings that compute every output exactly decline then)."""
+    return any(skip_pattern(ctx, name) is not None for name in names)
 
 
 def kept_length(size: int, every: int, offset: int) -> int:

@@ -78,17 +78,17 @@ def bench(name: str, batch: int, args) -> list[Row]:
     label = f"{name}, batch {batch}"
     reference = torch_runner(model, x)()
     module = load(model, (torch.from_numpy(x),))
+    hpvm_rows = [(f"hpvm {target}" + (f" {args.device}" if target == "aten" else ""), target,
+                  {"threads": args.threads} if target == "cpu" else
+                  {"device": args.device} if target == "aten" else {})
+                 for target in args.targets]
+    hpvm_rows += [(f"hpvm cpu ({variant})", "cpu",
+                   {"threads": args.threads, **variant_options(variant)})
+                  for variant in args.cpu_variant]
     runners = []
-    for target in args.targets:
-        options = ({"threads": args.threads} if target == "cpu" else
-                   {"device": args.device} if target == "aten" else {})
+    for implementation, target, options in hpvm_rows:
         run, seconds, exe = hpvm_runner(module, target, options, x)
-        where = f" {args.device}" if target == "aten" else ""
-        runners.append((f"hpvm {target}{where}", run, f"compile {seconds:.1f} s", exe))
-    for variant in args.cpu_variant:
-        options = {"threads": args.threads, **variant_options(variant)}
-        run, seconds, exe = hpvm_runner(module, "cpu", options, x)
-        runners.append((f"hpvm cpu ({variant})", run, f"compile {seconds:.1f} s", exe))
+        runners.append((implementation, run, f"compile {seconds:.1f} s", exe))
     proto = export(model, shape)
     runners.append(("onnxruntime", onnxruntime_runner(proto, x, args.threads), "", None))
     if args.openvino:

@@ -57,7 +57,7 @@ BLAS_OPS = frozenset({"matmul", "gemm"})
 and they are large.  Off by default: OpenBLAS's threads spin for a while
 after each call and take the cores from the kernels that follow (on 16
 cores MobileNetV2 at batch 8 took 119 ms with BLAS for its classifier, 22
-without); the packed matrix products (matrix_tiles.py) run 2048^3 within
+without); the packed matrix products (packed_products.py) run 2048^3 within
 15% of it on 2 cores, and BERT-sized layers faster in a model."""
 BLAS_MIN_PRODUCTS = 1 << 22
 """Multiply-adds (counting only the sizes known when compiling) from which a

@@ -3,9 +3,10 @@
 Float math maps to LLVM intrinsics (``llvm.sqrt.f32`` ...), which LLVM turns
 into instructions or libm calls; ``tanh`` has no LLVM intrinsic and calls
 libm's ``tanhf``/``tanh``; ``exp`` on f32 (and f16) is written out as
-instructions (vector_math.py), so that loops using it vectorise.  ``min``/``max`` on floats are C's fmin/fmax
-(a NaN operand yields the other operand, as the reference interpreter
-does), written as compares and selects rather than ``llvm.minnum`` /
+instructions (vector_math.py), so that loops using it vectorise.
+``min``/``max`` on floats are C's fmin/fmax (a NaN operand yields the
+other operand, as the reference interpreter does), written as compares
+and selects rather than ``llvm.minnum`` /
 ``llvm.maxnum``: LLVM 22's loop vectoriser turns a minnum/maxnum reduction
 in an inner loop whose trip count is not a multiple of the vector width
 into code that skips the last iterations (max pooling, ``acc = max(acc,

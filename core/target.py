@@ -186,10 +186,37 @@ class Device:
         handle.fill(0)
 
     def copy_buffer(self, to, source) -> None:
-        """Copy one buffer in host memory into another of its shape and
-        dtype (devices with ``host_memory``): a value a node updates in
-        place while others still read it."""
+        """Copy one buffer of this device into another of its shape and
+        dtype: a value a node updates in place while others still read it
+        (host memory), an input taken from another library into the buffer
+        a captured replay reads (own memory).  The default is for buffers in
+        host memory."""
         np.copyto(to, source)
+
+    def empty(self, shape: tuple[int, ...], dtype) -> Any:
+        """A buffer whose first contents do not matter: the node making it
+        writes it whole.  The default allocates (zero-filled)."""
+        return self.allocate(shape, dtype)
+
+    def adopt(self, array) -> "tuple[Any, tuple[int, ...], np.dtype] | None":
+        """``array``, an input from another library, as ``(handle, shape,
+        dtype)`` of a buffer of this device over the same memory, when it
+        lives in this device's memory (a CUDA tensor on aten's CUDA
+        device, a ``pyopencl.array.Array`` of gpu_opencl's context); None
+        when it lives elsewhere (the runtime then copies it, once, through
+        the host).  Raise :class:`ArrayRefused` for an array of this
+        device's kind that it cannot take (another device or context, an
+        array that is not dense).  The runtime never frees or writes an
+        adopted buffer."""
+        return None
+
+    def export(self, handle) -> Any:
+        """``handle``'s value as this device's own array type, for runs
+        asked for ``outputs="device"`` (a torch tensor, a pyopencl array):
+        the caller owns it from then on, and the runtime never frees
+        ``handle`` again.  None: the device has no array type of its own,
+        and the runtime copies the value to the host."""
+        return None
 
     def free(self, handle) -> None:
         """Release a buffer; the default leaves it to garbage collection."""
@@ -239,6 +266,15 @@ class Device:
         that is not the host's wall time (an emulator's cycle model; say so
         in ``timing_label``); None: the run report times the launch."""
         return None
+
+
+class ArrayRefused(Exception):
+    """Raised by :meth:`Device.adopt` for an array of the device's kind
+    that it cannot take; the runtime reports it against the input."""
+
+    def __init__(self, problem: str, fix: str):
+        super().__init__(problem)
+        self.problem, self.fix = problem, fix
 
 
 def port_let_go(location: Location) -> ExecutionError:

@@ -88,9 +88,9 @@ class ApproximationsMixin:
         """(run, seconds, configuration index) of every run under a goal."""
         return list(self._goal.history) if self._goal is not None else []
 
-    def _adapting_call(self, inputs: dict) -> dict:
+    def _adapting_call(self, inputs: dict, place: str) -> dict:
         started = self._clock()
-        outputs = self._runner._run(inputs)
+        outputs = self._runner._run(inputs, place)
         switch = self._goal.observe(self._clock() - started)
         if switch is not None:
             self.use(switch)

@@ -16,7 +16,7 @@ import tempfile
 import threading
 from collections import deque
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -34,8 +34,9 @@ from .approximations import ApproximationsMixin, runs_active
 from .compiler import build
 from .execution import Frame, Report
 from .flatten import flatten
+from .device_arrays import HOST_OUTPUTS, DeviceArrays, output_place
 from .inputs import InputChecker, validate_inputs
-from .memory import CopyStats, MemoryTracker, Value
+from .memory import ALWAYS, CopyStats, MemoryTracker, Value
 from .placement import Placement
 from .scheduler import DagScheduler
 from .static_run import StaticProgram, static_schedule_fits
@@ -44,6 +45,8 @@ from .task_plan import plan_program
 EXECUTABLE_FORMAT = 2
 """2: every file carries its sha256 in the manifests."""
 MODULE_FILE = "module.hpvm"
+OUTPUTS_KEYWORD = "outputs"
+"""The keyword of a call that says where its outputs go (device_arrays.py)."""
 
 
 def compile(program, targets: Sequence[str] | None = None, options: dict | None = None,
@@ -89,18 +92,65 @@ class Executable(ApproximationsMixin):
         self._static: StaticProgram | None | bool = None
         """The static schedule (static_run.py); False where it does not fit."""
         self._inputs = InputChecker(module.root_graph)
+        self._input_names = frozenset(p.name for p in module.root_graph.params if p.reads)
+        self._arrays: DeviceArrays | None = None
         self._init_approximations()
 
     # -- running -----------------------------------------------------------
     def __call__(self, **inputs) -> dict:
+        """One run: ``exe(x=array, ...)`` returns the outputs by name, numpy
+        arrays on the host; ``outputs="device"`` leaves them on the devices
+        that made them (device_arrays.py), unless the program has an input
+        named ``outputs`` (then use :meth:`run`)."""
+        outputs = self._outputs_keyword(inputs)
+        return self.run(inputs, outputs)
+
+    def run(self, inputs: Mapping[str, Any], outputs: str = HOST_OUTPUTS) -> dict:
+        """One run on ``inputs`` (name -> value: numpy arrays, arrays of
+        other libraries in host memory or on a device, scalars), as
+        ``exe(**inputs)``; names need not be Python identifiers."""
+        outputs = output_place(outputs)
         if self._goal is not None:
-            return self._adapting_call(inputs)
-        return self._runner._run(inputs)
+            return self._adapting_call(dict(inputs), outputs)
+        return self._runner._run(dict(inputs), outputs)
+
+    def launch(self, **inputs) -> Launch:
+        """Start a run and return at once (``outputs=`` as for a call)."""
+        outputs = self._outputs_keyword(inputs)
+        return self._launch(inputs, output_place(outputs))
 
     @runs_active
-    def launch(self, **inputs) -> Launch:
-        """Start a run and return at once."""
-        return Launch(self._start_run(inputs))
+    def _launch(self, inputs: dict, outputs: str) -> Launch:
+        return Launch(self._start_run(inputs, outputs))
+
+    def device_array(self, array, target: str | None = None):
+        """``array`` copied to the device of ``target`` (by default the one
+        target of this executable with memory of its own), as that
+        device's own array type: a ``pyopencl.array.Array`` of
+        gpu_opencl's context, a torch tensor on aten's CUDA device.  Runs
+        take it as an input without a copy."""
+        devices = self._get_devices()
+        own = sorted(name for name, device in devices.items() if not device.host_memory)
+        if target is None and len(own) != 1:
+            raise HpvmError(f"device_array: this executable has {len(own)} targets with memory "
+                            f"of their own ({', '.join(own) or 'none'}); fix: name one with "
+                            "target=..." if own else "device_array: every target of this "
+                            "executable works in host memory; fix: pass numpy arrays as they "
+                            "are")
+        target = target if target is not None else own[0]
+        if target not in own:
+            raise HpvmError(f"device_array: '{target}' is not a target of this executable with "
+                            f"memory of its own; fix: name one of {own}")
+        device = devices[target]
+        host = np.ascontiguousarray(array)
+        handle = device.empty(host.shape, host.dtype)
+        device.copy_in(handle, host)
+        exported = device.export(handle)
+        if exported is None:
+            device.free(handle)
+            raise HpvmError(f"device_array: target '{target}' has no array type of its own; "
+                            "fix: pass numpy arrays, or stage them with exe.stage(...)")
+        return exported
 
     @runs_active
     def stage(self, **inputs) -> dict:
@@ -109,7 +159,8 @@ class Executable(ApproximationsMixin):
         ``exe(**staged)`` as often as needed, with no copy in.  Staged
         inputs belong to this executable and its configuration in use."""
         graph = self.module.root_graph
-        checked = validate_inputs(graph, inputs, required=tuple(inputs))
+        checked = validate_inputs(graph, inputs, required=tuple(inputs),
+                                  arrays=self._device_arrays())
         tracker = MemoryTracker(self._get_devices())
         readers: dict[str, set[str]] = {}
         for plan in self._plan.tasks:
@@ -119,7 +170,7 @@ class Executable(ApproximationsMixin):
         staged = {}
         for name, value in checked.items():
             if isinstance(value, np.ndarray):
-                value = tracker.from_host(value, consumers=1 << 30)  # never freed by a run
+                value = tracker.from_host(value, consumers=ALWAYS)  # never freed by a run
                 for target in sorted(readers.get(name, ())):
                     tracker.acquire(value, target, CopyStats())
             staged[name] = value
@@ -131,12 +182,15 @@ class Executable(ApproximationsMixin):
         graph = self.module.root_graph
         streamed = {b.param for b in graph.bind_ins if b.streaming}
         fixed_names = tuple(p.name for p in graph.params if p.reads and p.name not in streamed)
-        checked = validate_inputs(graph, fixed_inputs, required=fixed_names)
+        copied = CopyStats()
+        checked = validate_inputs(graph, fixed_inputs, required=fixed_names,
+                                  arrays=self._device_arrays(), copied=copied)
         report = Report()
+        report.add_copies("<inputs>", copied)
         tracker = MemoryTracker(self._get_devices())
-        counts_hint = 1 << 30  # fixed inputs live for the whole stream
-        fixed = {name: tracker.from_host(v, counts_hint) if hasattr(v, "shape") and v.ndim else v
-                 for name, v in checked.items()}
+        tracker.bytes_copied = copied.total
+        fixed = {name: tracker.from_host(v, ALWAYS) if isinstance(v, np.ndarray) and v.ndim
+                 else v for name, v in checked.items()}  # fixed for the whole stream
         self._stream = {"fixed": fixed, "streamed": tuple(sorted(streamed)), "tracker": tracker,
                         "report": report, "frames": deque(), "previous": None, "count": 0}
 
@@ -144,9 +198,13 @@ class Executable(ApproximationsMixin):
     def push(self, **frame_inputs) -> None:
         """Feed one frame; stages of successive frames overlap."""
         stream = self._require_stream()
-        checked = validate_inputs(self.module.root_graph, frame_inputs, required=stream["streamed"])
+        copied = CopyStats()
+        checked = validate_inputs(self.module.root_graph, frame_inputs, required=stream["streamed"],
+                                  arrays=self._device_arrays(), copied=copied)
         frame = Frame(next(self._frame_ids), self._plan, self._get_devices(),
                       stream["tracker"], stream["report"], serial=self._serial)
+        frame.report.add_copies("<inputs>", copied, frame.id)
+        stream["tracker"].bytes_copied += copied.total
         stream["count"] += 1
         future = frame.start(self._get_scheduler(), {**stream["fixed"], **checked},
                              pinned=set(checked), previous=stream["previous"])
@@ -244,41 +302,60 @@ class Executable(ApproximationsMixin):
         return _loaded_from_files, (files,)
 
     # -- internals -----------------------------------------------------------
-    def _run(self, inputs: dict) -> dict:
+    def _run(self, inputs: dict, outputs: str = HOST_OUTPUTS) -> dict:
         """One run, the calling thread working on it (not only waiting)."""
-        checked, static = self._checked(inputs)
+        checked, static, report = self._checked(inputs)
+        self._last_report = report
         if static is not None:
-            report = self._last_report = Report()
-            return static.run(checked, report)
-        frame = self._new_frame(Report())
+            return static.run(checked, report, outputs)
+        frame = self._new_frame(report)
         return frame.start(self._get_scheduler(), checked, pinned=set(checked),
-                           run_here=True).result()
+                           run_here=True, outputs=outputs).result()
 
-    def _start_run(self, inputs: dict):
+    def _start_run(self, inputs: dict, outputs: str = HOST_OUTPUTS):
         """Check ``inputs`` (nothing runs if they are wrong) and start a
         run on the worker threads; returns the future of its outputs."""
-        checked, static = self._checked(inputs)
+        checked, static, report = self._checked(inputs)
+        self._last_report = report
         if static is not None:
-            report = self._last_report = Report()
             return self._get_scheduler().add(("static", next(self._frame_ids)), (),
-                                             lambda: static.run(checked, report))
-        frame = self._new_frame(Report())
-        return frame.start(self._get_scheduler(), checked, pinned=set(checked), run_here=False)
+                                             lambda: static.run(checked, report, outputs))
+        frame = self._new_frame(report)
+        return frame.start(self._get_scheduler(), checked, pinned=set(checked), run_here=False,
+                           outputs=outputs)
 
-    def _checked(self, inputs: dict) -> tuple[dict, StaticProgram | None]:
-        """``inputs`` checked, and the static schedule that runs them, if any."""
+    def _checked(self, inputs: dict) -> tuple[dict, StaticProgram | None, Report]:
+        """``inputs`` checked, the static schedule that runs them, if any,
+        and the run's report (with the copies of device arrays to the host
+        that taking the inputs made)."""
         graph = self.module.root_graph
         if graph.is_streaming:
             raise HpvmError(f"graph '@{graph.name}' is a streaming pipeline: use "
                             "start(...), push(...) and pop() instead of calling it")
-        checked = self._inputs.check(inputs)
+        copied = CopyStats()
+        checked = self._inputs.check(inputs, self._device_arrays(), copied)
+        report = Report()
+        report.add_copies("<inputs>", copied)
         static = self._static_program()
         if static is not None and any(isinstance(v, Value) for v in checked.values()):
             taken = static.staged_inputs(checked)
             if taken is None:  # staged where the schedule does not look
-                return checked, None
+                return checked, None, report
             checked = taken
-        return checked, static
+        return checked, static, report
+
+    def _outputs_keyword(self, inputs: dict) -> str:
+        """The ``outputs=`` of a call, taken out of ``inputs`` (unless the
+        program has an input of that name)."""
+        if OUTPUTS_KEYWORD in inputs and OUTPUTS_KEYWORD not in self._input_names:
+            return output_place(inputs.pop(OUTPUTS_KEYWORD))
+        return HOST_OUTPUTS
+
+    def _device_arrays(self) -> DeviceArrays:
+        with self._lock:
+            if self._arrays is None:
+                self._arrays = DeviceArrays(self._get_devices_locked())
+            return self._arrays
 
     def _static_program(self) -> StaticProgram | None:
         """The static schedule of runs, where the placement allows one."""
@@ -293,7 +370,9 @@ class Executable(ApproximationsMixin):
     def _new_frame(self, report: Report) -> Frame:
         self._last_report = report
         devices = self._get_devices()
-        return Frame(next(self._frame_ids), self._plan, devices, MemoryTracker(devices), report,
+        tracker = MemoryTracker(devices)
+        tracker.bytes_copied = report.bytes_copied  # the device arrays' copies to the host
+        return Frame(next(self._frame_ids), self._plan, devices, tracker, report,
                      serial=self._serial)
 
     @property
@@ -314,13 +393,16 @@ class Executable(ApproximationsMixin):
 
     def _get_devices(self) -> dict[str, Device]:
         with self._lock:
-            if self._devices is None:
-                registry = self._registry or _default_registry()
-                options = resolve_compile_options(self.options, list(self.artifacts), registry,
-                                                  strict=False)
-                self._devices = {name: registry.target(name).target.load(artifact, options[name])
-                                 for name, artifact in self.artifacts.items()}
-            return self._devices
+            return self._get_devices_locked()
+
+    def _get_devices_locked(self) -> dict[str, Device]:
+        if self._devices is None:
+            registry = self._registry or _default_registry()
+            options = resolve_compile_options(self.options, list(self.artifacts), registry,
+                                              strict=False)
+            self._devices = {name: registry.target(name).target.load(artifact, options[name])
+                             for name, artifact in self.artifacts.items()}
+        return self._devices
 
     def __del__(self):
         # Never wait here: a collector may run this in any thread, even one

@@ -16,6 +16,7 @@ from ..errors import Diagnostic, ExecutionError, HpvmError
 from ..ir.parameter import Parameter
 from ..ir.shapes import bind_symbols, check_allocation, output_shape
 from ..target import Device
+from .device_arrays import DEVICE_OUTPUTS, HOST_OUTPUTS
 from .flatten import Source
 from .memory import CopyStats, MemoryTracker, Value
 from .scheduler import DagScheduler
@@ -53,6 +54,22 @@ class Report:
         """The nodes' own times added up (the copies in and out left out)."""
         return sum(r.seconds for r in self.node_records)
 
+    def add_copies(self, name: str, stats: CopyStats, frame: int = 0,
+                   empty: bool = False) -> None:
+        """Count ``stats`` in the record ``name`` of ``frame`` (a run's
+        copies in or out: COPY_RECORDS), made if there is none yet (and
+        something was copied, or ``empty`` asks for it all the same)."""
+        if not (stats.total or empty):
+            return
+        for record in self.records:
+            if record.node == name and record.frame == frame:
+                record.copies.to_device += stats.to_device
+                record.copies.to_host += stats.to_host
+                break
+        else:
+            self.records.append(NodeRecord(name, "host", 0.0, stats, frame))
+        self.bytes_copied += stats.total
+
     def format(self) -> str:
         width = max([len(r.node) for r in self.records] + [4])
         tw = max([len(r.target) for r in self.records] + [12])
@@ -88,13 +105,17 @@ class Frame:
         self.report = report
         self.counts = plan.counts
         self.values: dict[Source, Any] = {}
+        self.outputs_place = HOST_OUTPUTS
 
     def start(self, scheduler: DagScheduler, inputs: dict[str, Any], pinned: set[str],
-              previous: "Frame | None" = None, run_here: bool = False) -> Any:
+              previous: "Frame | None" = None, run_here: bool = False,
+              outputs: str = HOST_OUTPUTS) -> Any:
         """Submit every task; returns the future of the final job.  With
         ``run_here`` the calling thread runs one of the first ready tasks
         (and the chain after it) before returning; the others go to the
-        scheduler's threads."""
+        scheduler's threads.  ``outputs``: where the outputs go
+        (device_arrays.OUTPUT_PLACES)."""
+        self.outputs_place = outputs
         for name, value in inputs.items():
             source = Source(None, name)
             consumers = self.counts.get(source, 0)
@@ -178,10 +199,14 @@ class Frame:
         stats = CopyStats()
         for name, source in self.plan.outputs.items():
             value = self.values[source]
-            array = self.tracker.to_host(value, stats)
             # The last reader of a value the run made owns it: no copy.
             handed_over = not value.pinned and value.consumers == 1
-            outputs[name] = array if handed_over else np.array(array, copy=True)
+            array = self.tracker.export(value, handed_over) \
+                if self.outputs_place == DEVICE_OUTPUTS else None
+            if array is None:
+                array = self.tracker.to_host(value, stats)
+                array = array if handed_over else np.array(array, copy=True)
+            outputs[name] = array
             self.tracker.release(value)
         if stats.total:
             self.report.records.append(NodeRecord("<outputs>", "host", 0.0, stats, self.id))

@@ -8,14 +8,20 @@ import numpy as np
 from ..errors import Diagnostic, ExecutionError, Location
 from ..ir.graph import Graph
 from ..ir.shapes import bind_symbols
-from .memory import Value
+from .device_arrays import DLPACK_CPU, HOST_COPY_FIX, DeviceArrays, device_name, dlpack_device
+from .memory import CopyStats, Value
 
 
 def validate_inputs(graph: Graph, inputs: Mapping[str, Any],
-                    required: tuple[str, ...] | None = None) -> dict[str, Any]:
+                    required: tuple[str, ...] | None = None,
+                    arrays: DeviceArrays | None = None,
+                    copied: CopyStats | None = None) -> dict[str, Any]:
     """``inputs`` checked and normalised: arrays of the declared dtype and
     rank, scalars as numpy scalars of the declared type.  ``required``
-    limits the check to some parameters (streaming frames)."""
+    limits the check to some parameters (streaming frames).  ``arrays``
+    takes inputs that live on devices (device_arrays.py), adding the bytes
+    it copies to the host to ``copied``."""
+    copied = copied if copied is not None else CopyStats()
     expected = [p for p in graph.params if p.reads and (required is None or p.name in required)]
     names = {p.name for p in expected}
     problems = []
@@ -34,11 +40,17 @@ def validate_inputs(graph: Graph, inputs: Mapping[str, Any],
             continue
         where = Location(graph=graph.name, port=p.name)
         value = inputs[p.name]
-        if p.is_buffer and isinstance(value, Value):  # staged by Executable.stage
+        if p.is_buffer and arrays is not None:
+            taken = arrays.take(value, where, copied)
+            if isinstance(taken, Diagnostic):
+                problems.append(taken)
+                continue
+            value = value if taken is None else taken
+        if p.is_buffer and isinstance(value, Value):  # staged, or on a device
             if value.dtype != p.type.element.numpy_dtype:
                 problems.append(Diagnostic(where, f"expects dtype {p.type.element.numpy_dtype} "
-                                           f"({p.type}), got a staged {value.dtype}",
-                                           "stage an array of the declared type"))
+                                           f"({p.type}), got a device array of {value.dtype}",
+                                           "pass an array of the declared type"))
             normalised[p.name] = value
         elif p.is_buffer:
             array = host_array(value, where)
@@ -66,13 +78,6 @@ def validate_inputs(graph: Graph, inputs: Mapping[str, Any],
     return normalised
 
 
-DLPACK_CPU = 1
-"""The DLPack device type (DLDeviceType) of host memory, which numpy reads."""
-DLPACK_DEVICES = {2: "CUDA", 3: "CUDA host (pinned)", 4: "OpenCL", 7: "Vulkan", 8: "Metal", 9: "VPI", 10: "ROCm",
-                  11: "ROCm host", 12: "an external device", 13: "CUDA managed", 14: "oneAPI",
-                  15: "WebGPU", 16: "Hexagon"}
-
-
 def host_array(value, where: Location) -> np.ndarray | Diagnostic:
     """``value`` (the input at ``where``) as a numpy array over the same
     memory (numpy, and through DLPack any array in host memory: PyTorch,
@@ -81,14 +86,11 @@ def host_array(value, where: Location) -> np.ndarray | Diagnostic:
     if isinstance(value, np.ndarray):
         return value
     try:
-        if hasattr(value, "__dlpack_device__"):
-            kind, index = value.__dlpack_device__()
-            if kind != DLPACK_CPU:
-                device = DLPACK_DEVICES.get(int(kind), f"DLPack device type {kind}")
-                return Diagnostic(where, f"got an array on a {device} device ({kind}:{index}), "
-                                  "not in host memory",
-                                  "copy it to the host first (torch: tensor.cpu(); CuPy: "
-                                  "cupy.asnumpy(x))")
+        place = dlpack_device(value)
+        if place is not None:
+            if place[0] != DLPACK_CPU:
+                return Diagnostic(where, f"got an array on a {device_name(place[0])} device "
+                                  f"({place[0]}:{place[1]}), not in host memory", HOST_COPY_FIX)
             return np.from_dlpack(value)
         return np.asarray(value)
     except (TypeError, ValueError, BufferError, RuntimeError) as error:
@@ -102,36 +104,65 @@ class InputChecker:
     """validate_inputs for repeated calls: inputs whose names, array shapes
     and dtypes and scalar values passed before, each array dense and
     writeable, are taken as they are and their scalars as normalised then
-    (the checks depend on nothing else)."""
+    (the checks depend on nothing else).  Arrays of other libraries of a
+    shape and dtype that a device took before are taken by a device again
+    (DeviceArrays.take), and must come out as before: a device's buffer of
+    the same dtype; anything else is checked in full."""
 
     KEPT = 16
     """Signatures remembered (any more are checked in full)."""
 
     def __init__(self, graph: Graph):
         self.graph = graph
-        self._passed: dict[tuple, dict[str, Any]] = {}
-        """signature -> the scalars as validate_inputs normalised them."""
+        self._passed: dict[tuple, tuple[dict[str, Any], dict[str, np.dtype]]] = {}
+        """signature -> (the scalars as validate_inputs normalised them, the
+        dtype of each input a device took)."""
 
-    def check(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    def check(self, inputs: Mapping[str, Any], arrays: DeviceArrays | None = None,
+              copied: CopyStats | None = None) -> dict[str, Any]:
+        """``inputs`` checked (validate_inputs says how)."""
         key = _signature(inputs)
-        scalars = self._passed.get(key) if key is not None else None
-        if scalars is not None:
-            return {**inputs, **scalars}
-        checked = validate_inputs(self.graph, inputs)
-        arrays = {name for name, value in inputs.items() if type(value) is np.ndarray}
+        passed = self._passed.get(key) if key is not None else None
+        if passed is not None:
+            taken = self._taken_again(inputs, passed[1], arrays)
+            if taken is not None:
+                return {**inputs, **passed[0], **taken}
+        checked = validate_inputs(self.graph, inputs, arrays=arrays, copied=copied)
+        on_device = {name: value.dtype for name, value in checked.items()
+                     if isinstance(value, Value) and not isinstance(inputs[name], Value)}
+        buffers = {name for name, value in inputs.items() if not isinstance(value, _SCALARS)}
         if key is not None and len(self._passed) < self.KEPT and \
-                all(checked[name] is inputs[name] for name in arrays):
-            self._passed[key] = {name: v for name, v in checked.items() if name not in arrays}
+                all(name in on_device or checked[name] is inputs[name] for name in buffers):
+            self._passed[key] = ({name: v for name, v in checked.items() if name not in buffers},
+                                 on_device)
         return checked
+
+    def _taken_again(self, inputs: Mapping[str, Any], on_device: dict[str, np.dtype],
+                     arrays: DeviceArrays | None) -> dict[str, Value] | None:
+        """The device arrays among ``inputs`` taken as they were before, or
+        None where one is not."""
+        if not on_device:
+            return {}
+        if arrays is None:
+            return None
+        taken = {}
+        for name, dtype in on_device.items():
+            value = arrays.take(inputs[name], Location(graph=self.graph.name, port=name),
+                                CopyStats())
+            if not isinstance(value, Value) or value.dtype != dtype:
+                return None
+            taken[name] = value
+        return taken
 
 
 _SCALARS = (bool, int, float, np.bool_, np.number)
 
 
 def _signature(inputs: Mapping[str, Any]) -> tuple | None:
-    """(name, shape, dtype) of every array input and (name, type, value)
-    of every scalar one, when the arrays are dense and writeable and the
-    rest are numbers; None otherwise."""
+    """(name, shape, dtype) of every numpy array input, (name, type, shape,
+    dtype) of every other array (another library's, or a staged Value),
+    and (name, type, value) of every scalar one, when the numpy arrays are
+    dense and writeable and the rest are numbers; None otherwise."""
     key = []
     for name, value in inputs.items():
         if type(value) is np.ndarray:
@@ -142,5 +173,9 @@ def _signature(inputs: Mapping[str, Any]) -> tuple | None:
         elif isinstance(value, _SCALARS):
             key.append((name, type(value), value))
         else:
-            return None
+            try:
+                key.append((name, type(value), tuple(value.shape), value.dtype))
+                hash(key[-1])
+            except (AttributeError, TypeError):
+                return None
     return tuple(key)

@@ -18,7 +18,31 @@ from ..hookspec import hookimpl
 from ..interp.target import InterpTarget
 from ..ir.graph import Graph, Module, Node
 from ..ir.tensor_ops.precision import PRECISIONS
-from ..target import Artifact, Device, NodeRef, Target
+from ..target import Artifact, ArrayRefused, Device, NodeRef, Target
+
+
+class LoopbackArray:
+    """An array in a loopback device's memory, as ``exe(...,
+    outputs="device")`` hands it out and runs take it back (the way a
+    device's own array type does: a torch CUDA tensor, a pyopencl array)."""
+
+    def __init__(self, device: "LoopbackDevice", handle: int):
+        self.device, self.handle = device, handle
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.device.store[self.handle].shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.device.store[self.handle].dtype
+
+    def get(self) -> np.ndarray:
+        """A host copy."""
+        return self.device.store[self.handle].copy()
+
+    def __del__(self):
+        self.device.free(self.handle)  # its memory goes with it, as a real device array's
 
 
 class LoopbackDevice(Device):
@@ -50,6 +74,20 @@ class LoopbackDevice(Device):
     def free(self, handle: int) -> None:
         with self._lock:
             self.store.pop(handle, None)
+
+    def copy_buffer(self, to: int, source: int) -> None:
+        self.store[to][...] = self.store[source]
+
+    def adopt(self, array):
+        if not isinstance(array, LoopbackArray):
+            return None
+        if array.device is not self:
+            raise ArrayRefused(f"got an array of another loopback device ({array.device.name})",
+                               "make it with this executable's exe.device_array(...)")
+        return array.handle, array.shape, array.dtype
+
+    def export(self, handle: int) -> LoopbackArray:
+        return LoopbackArray(self, handle)
 
     def launch(self, node: NodeRef, args: dict[str, Any]) -> None:
         arrays = {k: self.store[v] if isinstance(v, int) and not isinstance(v, bool)

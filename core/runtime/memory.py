@@ -17,6 +17,9 @@ import numpy as np
 from ..target import Device
 
 HOST = "host"
+ALWAYS = 1 << 30
+"""The consumers of a value no run frees: inputs staged for many runs, or
+taken from the caller's device arrays."""
 
 
 @dataclass
@@ -94,6 +97,29 @@ class MemoryTracker:
             value.copies.pop(place, None)
             self._free_copies(value)
             return handle
+
+    def export(self, value: Value, handed_over: bool) -> Any | None:
+        """``value`` as the array type of the device that made it (outputs
+        left on the device: ``Device.export``); ``handed_over``: the caller
+        is its last reader, so the device's own copy is handed over, else a
+        duplicate is.  None where the value was made in host memory, or its
+        device has no array type of its own."""
+        with self._lock:
+            if not value.copies:
+                return None
+            place, handle = next(iter(value.copies.items()))  # the first: its maker's
+            if place == HOST:
+                return None
+            device = self._devices[place]
+            if not handed_over:
+                handle = device.duplicate(handle, value.shape, value.dtype)
+            array = device.export(handle)
+            if array is None:
+                if not handed_over:
+                    device.free(handle)
+            elif handed_over:
+                value.copies.pop(place)  # the caller's now: never freed here
+            return array
 
     def to_host(self, value: Value, stats: CopyStats) -> np.ndarray:
         with self._lock:

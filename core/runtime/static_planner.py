@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -44,6 +44,18 @@ with the arena, 17.6 before).  Those written whole stay in the arena: no
 clearing, and no page faults in every run (whole_writes.py)."""
 
 
+class Fresh(NamedTuple):
+    """An array made in each run: in the host's output pool (``device``
+    None: written whole by its node, so made uncleared), or on ``device``,
+    uncleared where ``whole``."""
+
+    slot: int
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    device: Device | None
+    whole: bool = False
+
+
 @dataclass
 class Step:
     """One node's launch in the schedule."""
@@ -73,7 +85,8 @@ class Schedule:
     outputs (made per run, handed to the caller)."""
 
     def __init__(self, plan: ProgramPlan, devices: dict[str, Device], module: Module,
-                 resident: Device | None, captured: Device | None):
+                 resident: Device | None, captured: Device | None,
+                 device_outputs: bool = False):
         self.plan = plan
         self.devices = devices
         self.module = module
@@ -81,13 +94,18 @@ class Schedule:
         """The device holding every value of a run, or None (host memory)."""
         self.captured = captured
         """The device running the whole plan as one captured replay, or None."""
+        self.device_outputs = device_outputs
+        """The outputs stay on the resident device, handed to the caller as
+        its arrays: each is made in the run (uncleared where its node
+        writes it whole), not kept, unless the launches are captured."""
         self.kept: list[Any] = []
         """Each slot's value kept between runs (arena buffers, constants);
         None for the slots filled per run."""
+        self.layouts: list[tuple[tuple[int, ...], np.dtype] | None] = []
+        """Each slot's (shape, dtype); None for a scalar input."""
         self.inputs: list[tuple[str, int]] = []
-        self.fresh: list[tuple[int, tuple[int, ...], np.dtype, Device | None]] = []
-        """(slot, shape, dtype, device) of the arrays made in each run;
-        device None: written whole by its node, so made uncleared."""
+        self.fresh: list[Fresh] = []
+        """The arrays made in each run."""
         self.duplicates: dict[int, tuple[tuple[int, ...], np.dtype]] = {}
         """Slots of the resident device's private copies of values updated in
         place, made in each run (``Device.duplicate``): their layouts."""
@@ -106,7 +124,7 @@ class SchedulePlanner:
         self.schedule = schedule
         self.inputs = inputs
         self.kinds: list[str] = []
-        self.layouts: list[tuple] = []
+        self.layouts = schedule.layouts
         self.slot_of: dict[Source, int] = {}
         self.free: dict[tuple, list[int]] = {}
         self.staged: set[int] = set()
@@ -237,15 +255,15 @@ class SchedulePlanner:
         layout = (tuple(shape), np.dtype(dtype))
         large = math.prod(layout[0]) * layout[1].itemsize >= PER_RUN_BYTES
         if self._resident_run:
-            per_run = not whole
+            per_run = not whole or (self.schedule.device_outputs and source in self.outputs)
         else:
             per_run = source in self.outputs or (
                 large and not whole and (copy or not device.parallel_clear))
         if per_run:
             slot = self._new_slot(self.FRESH, layout)
             made_uncleared = (whole or copy) and device.host_memory
-            self.schedule.fresh.append((slot, layout[0], layout[1],
-                                        None if made_uncleared else device))
+            self.schedule.fresh.append(Fresh(slot, layout[0], layout[1],
+                                             None if made_uncleared else device, whole))
             return slot
         free = self.free.get(layout)
         if free:

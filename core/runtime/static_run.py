@@ -43,6 +43,7 @@ import numpy as np
 from ..errors import Diagnostic, ExecutionError, HpvmError, Location
 from ..ir.graph import Module
 from ..target import Device
+from .device_arrays import DEVICE_OUTPUTS, HOST_OUTPUTS
 from .execution import NodeRecord, Report, launch_failure, target_label
 from .memory import HOST, CopyStats, Value
 from .output_pool import OutputPool
@@ -101,12 +102,11 @@ class StaticProgram:
         self._idle: OrderedDict[tuple, list[_Schedule]] = OrderedDict()
 
     def staged_inputs(self, inputs: dict[str, Any]) -> dict[str, Any] | None:
-        """``inputs`` with every staged value (``Executable.stage``) as the
-        schedule takes it: its host array, or its buffer on the resident
-        device; None where one has no copy there (or the schedule replays
-        captured launches, which keep their own input buffers)."""
-        if self.captured is not None:
-            return None
+        """``inputs`` with every staged value (``Executable.stage``, or an
+        array of the caller's on the device) as the schedule takes it: its
+        host array, or its buffer on the resident device (a captured replay
+        copies it into the buffer it reads, on the device); None where one
+        has no copy there."""
         place = HOST if self.resident is None else self.plan.tasks[0].target
         taken = {}
         for name, value in inputs.items():
@@ -118,13 +118,17 @@ class StaticProgram:
             taken[name] = value
         return taken
 
-    def run(self, inputs: dict[str, Any], report: Report) -> dict[str, np.ndarray]:
+    def run(self, inputs: dict[str, Any], report: Report,
+            outputs: str = HOST_OUTPUTS) -> dict[str, Any]:
         """Outputs of one run on checked ``inputs`` (numpy arrays and
         scalars, or buffers staged on the resident device); the per-node
-        records go to ``report``."""
-        key = _signature(inputs)
+        records go to ``report``.  ``outputs``: where the outputs go
+        (device_arrays.OUTPUT_PLACES)."""
+        device_outputs = outputs == DEVICE_OUTPUTS and self.resident is not None
+        key = (_signature(inputs), device_outputs)
         schedule = self._take(key) or _Schedule.make(self.plan, self.devices, self.module,
-                                                     self.resident, self.captured, inputs)
+                                                     self.resident, self.captured, inputs,
+                                                     device_outputs)
         try:
             return schedule.run(inputs, report)
         finally:
@@ -165,8 +169,8 @@ class _Schedule(Schedule):
     devices' launches once and makes its per-run host arrays from a pool."""
 
     def __init__(self, plan: ProgramPlan, devices: dict[str, Device], module: Module,
-                 resident: Device | None, captured: Device | None):
-        super().__init__(plan, devices, module, resident, captured)
+                 resident: Device | None, captured: Device | None, device_outputs: bool):
+        super().__init__(plan, devices, module, resident, captured, device_outputs)
         self.replay: Callable[[], None] | None = None
         self.pool = OutputPool()
         """Memory of the host arrays made per run (output_pool.py)."""
@@ -174,16 +178,16 @@ class _Schedule(Schedule):
     @classmethod
     def make(cls, plan: ProgramPlan, devices: dict[str, Device], module: Module,
              resident: Device | None, captured: Device | None,
-             inputs: dict[str, Any]) -> "_Schedule":
-        schedule = cls(plan, devices, module, resident, captured)
+             inputs: dict[str, Any], device_outputs: bool) -> "_Schedule":
+        schedule = cls(plan, devices, module, resident, captured, device_outputs)
         SchedulePlanner(schedule, inputs).plan()
-        for _, shape, dtype, device in schedule.fresh:
-            if device is None:
-                schedule.pool.expect(shape, dtype)
+        for fresh in schedule.fresh:
+            if fresh.device is None:
+                schedule.pool.expect(fresh.shape, fresh.dtype)
         schedule._bind(inputs)
         return schedule
 
-    def run(self, inputs: dict[str, Any], report: Report) -> dict[str, np.ndarray]:
+    def run(self, inputs: dict[str, Any], report: Report) -> dict[str, Any]:
         if self.replay is not None:
             return self._replay(inputs, report)
         values = self._values(inputs)
@@ -191,8 +195,7 @@ class _Schedule(Schedule):
             if self.resident is not None:
                 stats = CopyStats()
                 self._copy_in(values, inputs, stats)
-                report.records.append(NodeRecord("<inputs>", "host", 0.0, stats))
-                report.bytes_copied += stats.total
+                report.add_copies("<inputs>", stats, empty=True)
             self._launch_steps(values, report)
             return self._outputs(values, report)
         finally:
@@ -229,27 +232,46 @@ class _Schedule(Schedule):
 
     def _copy_in(self, values: list[Any], inputs: dict[str, Any], stats: CopyStats) -> None:
         """The run's input arrays into their buffers on the resident device
-        (counted in ``stats``)."""
+        (counted in ``stats``); a captured replay's staged inputs copied on
+        the device into the buffers it reads."""
         for name, slot in self.inputs:
-            if isinstance(inputs[name], np.ndarray):
-                self.resident.copy_in(values[slot], inputs[name])
-                stats.to_device += inputs[name].nbytes
+            value = inputs[name]
+            if isinstance(value, np.ndarray):
+                self.resident.copy_in(values[slot], value)
+                stats.to_device += value.nbytes
+            elif isinstance(value, StagedBuffer) and self.captured is not None:
+                self.resident.copy_buffer(values[slot], value.handle)
 
-    def _copy_out(self, values: list[Any], stats: CopyStats) -> dict[str, np.ndarray]:
-        """The outputs copied out of the resident device's buffers (counted
-        in ``stats``): each buffer once, its other names get copies."""
+    def _copy_out(self, values: list[Any], stats: CopyStats) -> dict[str, Any]:
+        """The outputs out of the resident device's buffers: copied to the
+        host (counted in ``stats``), each buffer once, its other names get
+        copies; or, with ``device_outputs``, handed over as the device's
+        arrays (a buffer the schedule keeps, or handed over under another
+        name, as a duplicate)."""
         outputs, seen = {}, {}
-        for name, slot, _ in self.outputs:
+        device = self.resident
+        for name, slot, handed in self.outputs:
+            if self.device_outputs:
+                handle = values[slot] if handed and self.captured is None else \
+                    device.duplicate(values[slot], *self.layouts[slot])
+                array = device.export(handle)
+                if array is not None:
+                    outputs[name] = array
+                    if handle is values[slot]:
+                        values[slot] = None  # the caller's now: not freed with the run
+                    continue
+                if handle is not values[slot]:
+                    device.free(handle)
             if slot in seen:
                 outputs[name] = np.array(seen[slot], copy=True)
                 continue
-            outputs[name] = seen[slot] = np.asarray(self.resident.copy_out(values[slot]))
+            outputs[name] = seen[slot] = np.asarray(device.copy_out(values[slot]))
             stats.to_host += outputs[name].nbytes
         return outputs
 
-    def _outputs(self, values: list[Any], report: Report) -> dict[str, np.ndarray]:
-        """The run's outputs as host arrays: the arrays made for it handed
-        over, copied out of the resident device's buffers."""
+    def _outputs(self, values: list[Any], report: Report) -> dict[str, Any]:
+        """The run's outputs: host arrays made for it handed over; on a
+        resident device, copied out of its buffers or left there."""
         if self.resident is None:
             return {name: values[slot] if handed else np.array(values[slot], copy=True)
                     for name, slot, handed in self.outputs}
@@ -266,12 +288,16 @@ class _Schedule(Schedule):
         buffer and records its launches."""
         device = self.resident
         for name, slot in self.inputs:
-            if device is not None and isinstance(inputs[name], np.ndarray):
-                self.kept[slot] = device.allocate(inputs[name].shape, inputs[name].dtype)
-                device.copy_in(self.kept[slot], inputs[name])
+            value = inputs[name]
+            if device is not None and isinstance(value, np.ndarray):
+                self.kept[slot] = device.allocate(value.shape, value.dtype)
+                device.copy_in(self.kept[slot], value)
+            elif self.captured is not None and isinstance(value, StagedBuffer):
+                self.kept[slot] = device.allocate(value.shape, value.dtype)
+                device.copy_buffer(self.kept[slot], value.handle)
         if self.captured is not None:
-            for slot, shape, dtype, _ in self.fresh:
-                self.kept[slot] = device.allocate(shape, dtype)
+            for fresh in self.fresh:
+                self.kept[fresh.slot] = device.allocate(fresh.shape, fresh.dtype)
             values = list(self.kept)
         else:
             values = self._values(inputs)
@@ -288,7 +314,7 @@ class _Schedule(Schedule):
 
     def _free_per_run(self, values: list[Any]) -> None:
         """Free the resident device's buffers made for one run."""
-        for slot in [slot for slot, *_ in self.fresh] + list(self.duplicates):
+        for slot in [fresh.slot for fresh in self.fresh] + list(self.duplicates):
             if values[slot] is not None:
                 self.resident.free(values[slot])
 
@@ -300,9 +326,11 @@ class _Schedule(Schedule):
             if values[slot] is None:  # not a resident device's kept buffer
                 value = inputs[name]
                 values[slot] = value.handle if isinstance(value, StagedBuffer) else value
-        for slot, shape, dtype, device in self.fresh:
-            values[slot] = self.pool.empty(shape, dtype) if device is None else \
-                device.allocate(shape, dtype)
+        for fresh in self.fresh:
+            device = fresh.device
+            values[fresh.slot] = self.pool.empty(fresh.shape, fresh.dtype) if device is None \
+                else device.empty(fresh.shape, fresh.dtype) if fresh.whole \
+                else device.allocate(fresh.shape, fresh.dtype)
         return values
 
     def _launch_all(self) -> None:
@@ -316,10 +344,11 @@ class _Schedule(Schedule):
         device = self.captured
         stats = CopyStats()
         began = time.perf_counter()
+        values = list(self.kept)
         try:
-            self._copy_in(self.kept, inputs, stats)
+            self._copy_in(values, inputs, stats)
             self.replay()
-            outputs = self._copy_out(self.kept, stats)
+            outputs = self._copy_out(values, stats)
         except HpvmError:
             raise
         except Exception as error:  # a device or driver failing mid-run
@@ -333,5 +362,5 @@ class _Schedule(Schedule):
         report.records.append(NodeRecord(
             "<captured graph>", f"{target_label(target, device)}: {len(self.steps)} nodes, "
             "one replay", time.perf_counter() - began, stats))
-        report.bytes_copied = stats.total
+        report.bytes_copied += stats.total
         return outputs

@@ -1,6 +1,8 @@
 """Inputs from other array libraries: an array in host memory is taken
-through DLPack without a copy; one on a device, or a value that is no
-array, is refused with an error naming the input and the fix."""
+through DLPack without a copy; one on a device where no node runs is
+copied to the host once (counted in the report); a value that is no
+array, or a device array that cannot be copied, is refused with an error
+naming the input and the fix."""
 import numpy as np
 import pytest
 
@@ -48,12 +50,31 @@ def test_a_host_array_is_not_copied(exe, monkeypatch):
     assert np.shares_memory(taken[0], img)
 
 
-def test_an_array_on_a_device_is_refused_naming_the_input(exe):
+def test_an_array_on_a_device_where_no_node_runs_is_copied_once_and_counted(exe):
+    img = image()
+    out = exe(img=DLPackOnly(img, device=(2, 0)), threshold=THRESHOLD)
+    np.testing.assert_array_equal(out["edges"], exe(img=img, threshold=THRESHOLD)["edges"])
+    exe(img=DLPackOnly(img, device=(2, 0)), threshold=THRESHOLD)
+    records = exe.report().records
+    assert records[0].node == "<inputs>" and records[0].copies.to_host == img.nbytes
+    assert exe.report().bytes_copied == img.nbytes
+
+
+class NoHostCopy(DLPackOnly):
+    """An array on a device whose library cannot copy it to the host."""
+
+    def __dlpack__(self, *args, dl_device=None, **kwargs):
+        if dl_device is not None:
+            raise BufferError("cross-device copies are not supported")
+        return super().__dlpack__(*args, **kwargs)
+
+
+def test_an_array_on_a_device_that_cannot_come_to_the_host_is_refused_naming_the_input(exe):
     with pytest.raises(ExecutionError) as error:
-        exe(img=DLPackOnly(image(), device=(2, 0)), threshold=THRESHOLD)
+        exe(img=NoHostCopy(image(), device=(2, 0)), threshold=THRESHOLD)
     text = str(error.value)
-    assert "'img'" in text and "CUDA device (2:0), not in host memory" in text
-    assert "tensor.cpu()" in text
+    assert "'img'" in text and "CUDA device (2:0), where no node of this executable runs" in text
+    assert "cross-device copies are not supported" in text and "tensor.cpu()" in text
 
 
 def test_a_value_that_is_no_array_is_refused_naming_the_input(exe):

@@ -14,6 +14,7 @@ TF32 ones on tensor cores (tf32.py).
 """
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +26,7 @@ from hpvm.errors import Diagnostic, ExecutionError, Location
 from hpvm.ir.graph import ConstantBody, Module, TensorBody
 from hpvm.ir.tensor_ops import get_op
 from hpvm.ir.tensor_ops.precision import PRODUCT_OPS, operands
-from hpvm.target import Device, NodeRef
+from hpvm.target import ArrayRefused, Device, NodeRef
 
 from . import int8, tf32
 from .ops import OPS
@@ -74,6 +75,8 @@ class AtenDevice(Device):
         self.capture_failure: str | None = None
         """Why the last capture fell back to plain launches, if it did."""
         self.name = f"aten:{self.device}"
+        self._index = (self.device.index if self.device.index is not None
+                       else torch.cuda.current_device()) if self.device.type == "cuda" else None
         self._constants: dict = {}
         self._plans: dict[NodeRef, _Plan] = {}
 
@@ -135,6 +138,42 @@ class AtenDevice(Device):
     def free(self, handle) -> None:
         if isinstance(handle, Slot):
             handle.tensor = None
+
+    def copy_buffer(self, to, source) -> None:
+        if self.host_memory:
+            np.copyto(to, source)
+            return
+        value = self._tensor(source)
+        if to.tensor is not None and to.tensor.shape == value.shape and to.tensor.dtype == to.dtype:
+            to.tensor.copy_(value)  # into its own memory, where a captured graph reads
+        else:
+            to.fill(value.clone())
+
+    # tensors of the caller's (device_arrays.py) -------------------------------
+    def adopt(self, array):
+        """A tensor on this CUDA device (torch, or any DLPack producer:
+        CuPy, JAX ...) taken as it is; detached, never written."""
+        if self.host_memory:
+            return None  # host arrays come as numpy arrays
+        tensor = _cuda_tensor(array)
+        if tensor is None or tensor.device.type != self.device.type:
+            return None
+        if tensor.device.index != self._index:
+            raise ArrayRefused(f"got a tensor on {tensor.device}, not on {self.device}, where "
+                               "its nodes run", f"move it there first (tensor.to('{self.device}'))")
+        dtype = _numpy_dtype(tensor.dtype)
+        if dtype is None:
+            raise ArrayRefused(f"got a tensor of {tensor.dtype}, a type hpvm programs do not take",
+                               "convert it to the parameter's type (tensor.float() ...)")
+        tensor = tensor.detach()
+        return Slot(tensor.shape, tensor.dtype, tensor), tuple(tensor.shape), dtype
+
+    def export(self, handle):
+        """The buffer's tensor, as the buffer's type (a result kept in half
+        precision widened)."""
+        if self.host_memory:
+            return None
+        return self._tensor(handle)
 
     # running -----------------------------------------------------------------
     def launch(self, node: NodeRef, args: dict[str, Any]) -> None:
@@ -283,3 +322,32 @@ class _Plan:
 
 def _torch_dtype(dtype) -> torch.dtype:
     return torch.from_numpy(np.zeros(0, dtype)).dtype
+
+
+@functools.lru_cache(maxsize=None)
+def _numpy_dtype(dtype: torch.dtype) -> np.dtype | None:
+    """The numpy type of a torch type; None for one numpy has not (bfloat16)."""
+    try:
+        return torch.empty(0, dtype=dtype).numpy().dtype
+    except TypeError:
+        return None
+
+
+DLPACK_CUDA = (2, 13)
+"""DLPack device types of CUDA memory: device, managed."""
+
+
+def _cuda_tensor(array) -> torch.Tensor | None:
+    """``array`` as a torch tensor over the same memory when it is one, or a
+    DLPack producer in CUDA memory; None otherwise."""
+    if isinstance(array, torch.Tensor):
+        return array
+    if not hasattr(array, "__dlpack_device__") or not hasattr(array, "__dlpack__"):
+        return None
+    try:
+        kind, _ = array.__dlpack_device__()
+        return torch.from_dlpack(array) if int(kind) in DLPACK_CUDA else None
+    except (TypeError, ValueError, RuntimeError, BufferError):
+        return None
+
+

@@ -33,7 +33,7 @@ from hpvm.errors import Location
 from hpvm.ir.graph import ConstantBody, Module
 from hpvm.ir.shapes import bind_symbols, replication_sizes
 from hpvm.runtime.output_pool import OutputPool
-from hpvm.target import Device, NodeRef
+from hpvm.target import ArrayRefused, Device, NodeRef
 
 from .devices import DeviceRuntime
 from .launch import chosen_group, geometry
@@ -138,11 +138,16 @@ class OpenCLDevice(Device):
                 self.runtime.queue.finish()   # before a kernel queue uses it
         return handle
 
-    def _new_buffer(self, shape, dtype) -> DeviceBuffer:
+    def _new_buffer(self, shape, dtype, pooled: bool = True) -> DeviceBuffer:
+        """A buffer of ``shape`` and ``dtype``; ``pooled``: from the device's
+        memory pool (devices.DeviceRuntime.pool), for buffers the runtime
+        frees (``free``), not for those dropped while a launch may still
+        use them."""
         import pyopencl as cl
         shape, dtype = tuple(int(s) for s in shape), np.dtype(dtype)
-        nbytes = math.prod(shape) * dtype.itemsize
-        buffer = cl.Buffer(self.runtime.context, cl.mem_flags.READ_WRITE, max(nbytes, 1))
+        nbytes = max(math.prod(shape) * dtype.itemsize, 1)
+        buffer = self.runtime.pool.allocate(nbytes) if pooled else \
+            cl.Buffer(self.runtime.context, cl.mem_flags.READ_WRITE, nbytes)
         return DeviceBuffer(buffer, shape, dtype)
 
     def copy_in(self, handle: DeviceBuffer, array) -> None:
@@ -169,7 +174,53 @@ class OpenCLDevice(Device):
         return copy
 
     def free(self, handle: DeviceBuffer) -> None:
-        handle.buffer.release()  # OpenCL frees it once queued commands are done
+        if self.asynchronous:
+            handle.settled()  # its memory may be handed out again at once
+        handle.buffer.release()
+        self.runtime.trim_pool()
+
+    def empty(self, shape, dtype) -> DeviceBuffer:
+        return self._new_buffer(shape, dtype)
+
+    def copy_buffer(self, to: DeviceBuffer, source: DeviceBuffer) -> None:
+        import pyopencl as cl
+        if to.nbytes:
+            source.settled()
+            to.settled()
+            cl.enqueue_copy(self.runtime.queue, to.buffer, source.buffer, byte_count=to.nbytes)
+            self.runtime.queue.finish()
+
+    # -- arrays of pyopencl (device_arrays.py) ------------------------------
+    def adopt(self, array) -> tuple[DeviceBuffer, tuple[int, ...], np.dtype] | None:
+        """A ``pyopencl.array.Array`` of this device's context, dense from
+        the start of its buffer, taken as it is (its pending events waited
+        for first)."""
+        import sys
+        cl_array = sys.modules.get("pyopencl.array")
+        if cl_array is None or not isinstance(array, cl_array.Array):
+            return None  # a program that made none has none to pass
+        if array.context != self.runtime.context:
+            raise ArrayRefused(
+                "got a pyopencl array of another OpenCL context (on "
+                f"{array.context.devices[0].name}), not of this executable's "
+                f"({self.runtime.info.name})",
+                "make it with exe.device_array(x), or in exe.device_array's context "
+                "(exe.device_array(x).context)")
+        if not array.flags.c_contiguous or array.offset:
+            raise ArrayRefused("got a pyopencl array that is not dense from the start of its "
+                               "buffer (a strided view or an offset slice)",
+                               "pass array.copy(), which is")
+        array.finish()
+        return DeviceBuffer(array.base_data, tuple(array.shape), np.dtype(array.dtype)), \
+            tuple(array.shape), np.dtype(array.dtype)
+
+    def export(self, handle: DeviceBuffer):
+        """The buffer as a ``pyopencl.array.Array`` on this device's queue
+        (waiting for its last writer, where launches are asynchronous)."""
+        import pyopencl.array as cl_array
+        events = [handle.writer] if handle.writer is not None else None
+        return cl_array.Array(self.runtime.queue, handle.shape, handle.dtype,
+                              data=handle.buffer if handle.nbytes else None, events=events)
 
     # -- execution ---------------------------------------------------------
     def launch(self, node: NodeRef, args: dict[str, Any]):
@@ -255,7 +306,8 @@ class OpenCLDevice(Device):
         if argument.kind == "length":
             return np.int64(math.prod(handle.shape))
         # scratch: one private copy per instance, filled by the kernel
-        return self._new_buffer((math.prod(sizes),) + handle.shape, handle.dtype).buffer
+        return self._new_buffer((math.prod(sizes),) + handle.shape, handle.dtype,
+                                pooled=False).buffer
 
     def _copy_constant(self, key: str, body: ConstantBody, handle: DeviceBuffer):
         import pyopencl as cl

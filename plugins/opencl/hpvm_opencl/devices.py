@@ -135,16 +135,32 @@ def select_device(options: dict):
     return (gpus or candidates)[0]
 
 
+POOL_HELD_BYTES = 1 << 30
+"""The most memory a device's pool keeps for reuse once its buffers are
+freed; past it, the pool gives what it holds back to the driver."""
+
+
 @dataclass
 class DeviceRuntime:
     """A device's context and in-order queue (kernels run in launch order,
-    so a consumer never starts before its producer finished)."""
+    so a consumer never starts before its producer finished), and its
+    memory pool: buffers freed by one run (or dropped by the caller, for
+    the arrays ``outputs="device"`` hands out) are taken again by the next
+    instead of allocated from the driver, which maps new memory on first
+    use (a 256 MiB output cost 0.5 ms per call on an H200)."""
 
     device: object
     context: object
     queue: object
     info: DeviceInfo
     lock: threading.Lock
+    pool: object = None
+
+    def trim_pool(self) -> None:
+        """Give the pool's held memory back past POOL_HELD_BYTES."""
+        pool = self.pool
+        if pool.managed_bytes - pool.active_bytes > POOL_HELD_BYTES:
+            pool.free_held()
 
 
 _RUNTIMES: dict[int, DeviceRuntime] = {}
@@ -157,8 +173,10 @@ def runtime_for(device) -> DeviceRuntime:
     with _RUNTIMES_LOCK:
         runtime = _RUNTIMES.get(device.int_ptr)
         if runtime is None:
+            import pyopencl.tools as cl_tools
             context = cl.Context([device])
-            runtime = DeviceRuntime(device, context, cl.CommandQueue(context, device),
-                                    device_info(device), threading.Lock())
+            queue = cl.CommandQueue(context, device)
+            runtime = DeviceRuntime(device, context, queue, device_info(device), threading.Lock(),
+                                    cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue)))
             _RUNTIMES[device.int_ptr] = runtime
         return runtime

@@ -1,0 +1,167 @@
+"""Calls whose inputs and outputs stay on the device (issue 41): a whole
+call against its nodes' own time, beside the same call with host arrays.
+
+    python benchmarks/device_io_bench.py [--repeat 50] [--cases blur,edge,sgemm,lenet,resnet]
+        [--scale 1]
+
+gpu_opencl (default options): blur 8192x8192 (examples/ir/blur.hpvm), the
+edge pipeline 4096x4096 (hpvm.demo.edge_detection), sgemm 2048^3
+(examples/ir/matmul.hpvm).  Inputs are made once with
+``exe.device_array``; each call asks ``outputs="device"`` and finishes
+the queue.  Nodes' own time: the node times of those calls'
+reports (each kernel launched and waited for).
+
+aten on CUDA: LeNet at batch 64 and 512, the ResNet block at batch 8 and
+64 (the models of benchmarks/onnx_bench.py), run as one captured CUDA graph.
+Inputs are CUDA tensors, ``outputs="device"``.  Nodes' own time: the
+captured graph's replays alone, back to back, timed by CUDA events.  Calls
+are timed synchronised after each call, and back to back with the GPU
+synchronised once per 20 calls (what a pipeline of calls sees).
+
+"host" rows: the same executable called with numpy arrays in and out.
+Medians of ``--repeat``; ratio = call / nodes' own time.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+OPENCL_CASES = ("blur", "edge", "sgemm")
+ATEN_BATCHES = {"lenet": (64, 512), "resnet": (8, 64)}
+ATEN_CASES = tuple(ATEN_BATCHES)
+BACK_TO_BACK = 20
+"""Calls per GPU synchronisation in the back-to-back timing."""
+
+
+def median_time(call, finish, repeat: int, per: int = 1) -> float:
+    """Median seconds of ``call`` (``per`` of them between two
+    ``finish``es), after a warm-up."""
+    call()
+    finish()
+    times = []
+    for _ in range(repeat):
+        began = time.perf_counter()
+        for _ in range(per):
+            call()
+        finish()
+        times.append((time.perf_counter() - began) / per)
+    return statistics.median(times)
+
+
+def opencl_case(name: str, scale: int):
+    """(program, host inputs, label); sizes divided by ``scale``."""
+    from hpvm.ir.text import load_module
+    rng = np.random.default_rng(0)
+    if name == "blur":
+        n = 8192 // scale
+        return (load_module(ROOT / "examples" / "ir" / "blur.hpvm"),
+                {"image": rng.random((n, n), dtype=np.float32)}, f"blur {n}x{n}")
+    if name == "edge":
+        from hpvm.demo.edge_detection import edge_detect
+        n = 4096 // scale
+        return (edge_detect, {"img": rng.random((n, n), dtype=np.float32),
+                              "threshold": np.float32(0.3)}, f"edge {n}x{n}")
+    n = 2048 // scale
+    return (load_module(ROOT / "examples" / "ir" / "matmul.hpvm"),
+            {"a": rng.standard_normal((n, n), dtype=np.float32),
+             "b": rng.standard_normal((n, n), dtype=np.float32)}, f"sgemm {n}^3")
+
+
+def run_opencl(name: str, repeat: int, scale: int) -> list[tuple]:
+    import hpvm.runtime as rt
+    program, inputs, label = opencl_case(name, scale)
+    exe = rt.compile(program, targets=["gpu_opencl"])
+    on_device = {k: exe.device_array(v) if isinstance(v, np.ndarray) and v.ndim else v
+                 for k, v in inputs.items()}
+    queue = next(v for v in on_device.values() if hasattr(v, "queue")).queue
+    nodes = []
+
+    def device_call():
+        exe(**on_device, outputs="device")
+        nodes.append(exe.report().node_seconds)
+
+    device = median_time(device_call, queue.finish, repeat)
+    own = statistics.median(nodes[1:])
+    host = median_time(lambda: exe(**inputs), lambda: None, max(5, repeat // 4))
+    expected = exe(**inputs)
+    got = exe(**on_device, outputs="device")
+    for key, value in expected.items():
+        np.testing.assert_allclose(got[key].get(), value, rtol=1e-5, atol=1e-5)
+    return [(f"gpu_opencl {label}", "device in/out, synchronised", device, own),
+            (f"gpu_opencl {label}", "host in/out (copies)", host, own)]
+
+
+def run_aten(name: str, batch: int, repeat: int) -> list[tuple]:
+    import torch
+
+    import hpvm.runtime as rt
+    from benchmarks.onnx_bench import make_model
+    from hpvm.frontend.onnx import load, testing
+    model, shape, x = make_model(name, batch)
+    exe = rt.compile(load(testing.export(model, shape)), targets=["aten"],
+                     options={"device": "cuda"})
+    tensor = torch.from_numpy(x).cuda()
+    expected = exe(x=x)["y"]
+    np.testing.assert_allclose(exe(x=tensor, outputs="device")["y"].cpu().numpy(), expected,
+                               rtol=1e-4, atol=1e-4)
+    schedules = [s for idle in exe._static_program()._idle.values() for s in idle]
+    replay = next(s.replay for s in schedules if s.replay is not None)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    owns = []
+    for _ in range(repeat):
+        start.record()
+        for _ in range(BACK_TO_BACK):
+            replay()
+        end.record()
+        end.synchronize()
+        owns.append(start.elapsed_time(end) / 1e3 / BACK_TO_BACK)
+    own = statistics.median(owns)
+
+    def device_call():
+        return exe(x=tensor, outputs="device")
+    sync = torch.cuda.synchronize
+    label = f"aten cuda {'LeNet' if name == 'lenet' else 'ResNet block'}, batch {batch}"
+    return [(label, "device in/out, synchronised", median_time(device_call, sync, repeat), own),
+            (label, "device in/out, back to back",
+             median_time(device_call, sync, repeat, BACK_TO_BACK), own),
+            (label, "host in/out (copies)", median_time(lambda: exe(x=x), sync, repeat), own)]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--cases", default=",".join(OPENCL_CASES + ATEN_CASES))
+    parser.add_argument("--scale", type=int, default=1,
+                        help="divide the gpu_opencl sizes by this (a quick check without a GPU)")
+    args = parser.parse_args(argv)
+    rows = []
+    for name in args.cases.split(","):
+        if name not in OPENCL_CASES + ATEN_CASES:
+            raise SystemExit(f"unknown case '{name}'; choose from "
+                             f"{', '.join(OPENCL_CASES + ATEN_CASES)}")
+        if name in OPENCL_CASES:
+            rows += run_opencl(name, args.repeat, args.scale)
+        for batch in ATEN_BATCHES.get(name, ()):
+            rows += run_aten(name, batch, args.repeat)
+    print(f"command: python {shlex.join(sys.argv)}")
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus")
+    print("| program | call | call ms | nodes' own ms | call / nodes |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for program, call, seconds, own in rows:
+        print(f"| {program} | {call} | {seconds * 1e3:.3f} | {own * 1e3:.3f} | "
+              f"{seconds / own:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -9,7 +9,9 @@ edge pipeline 4096x4096 (hpvm.demo.edge_detection), sgemm 2048^3
 (examples/ir/matmul.hpvm).  Inputs are made once with
 ``exe.device_array``; each call asks ``outputs="device"`` and finishes
 the queue.  Nodes' own time: the node times of those calls'
-reports (each kernel launched and waited for).
+reports (each kernel launched and waited for).  The option
+``asynchronous`` (launches queued without host waits) gives a second row
+against the same nodes' time.
 
 aten on CUDA: LeNet at batch 64 and 512, the ResNet block at batch 8 and
 64 (the models of benchmarks/onnx_bench.py), run as one captured CUDA graph.
@@ -84,21 +86,28 @@ def run_opencl(name: str, repeat: int, scale: int) -> list[tuple]:
     exe = rt.compile(program, targets=["gpu_opencl"])
     on_device = {k: exe.device_array(v) if isinstance(v, np.ndarray) and v.ndim else v
                  for k, v in inputs.items()}
-    queue = next(v for v in on_device.values() if hasattr(v, "queue")).queue
-    nodes = []
+    nodes, last = [], []
 
-    def device_call():
-        exe(**on_device, outputs="device")
-        nodes.append(exe.report().node_seconds)
+    def device_call(executable=exe):
+        last[:] = executable(**on_device, outputs="device").values()
+        nodes.append(executable.report().node_seconds)
 
-    device = median_time(device_call, queue.finish, repeat)
+    def finish():  # the outputs' last writers (kernel queues of their own), then the queue
+        for array in last:
+            array.finish()
+        last[0].queue.finish()
+
+    device = median_time(device_call, finish, repeat)
     own = statistics.median(nodes[1:])
     host = median_time(lambda: exe(**inputs), lambda: None, max(5, repeat // 4))
     expected = exe(**inputs)
     got = exe(**on_device, outputs="device")
     for key, value in expected.items():
         np.testing.assert_allclose(got[key].get(), value, rtol=1e-5, atol=1e-5)
+    overlapped = rt.compile(program, targets=["gpu_opencl"], options={"asynchronous": True})
+    asynchronous = median_time(lambda: device_call(overlapped), finish, repeat)
     return [(f"gpu_opencl {label}", "device in/out, synchronised", device, own),
+            (f"gpu_opencl {label}", "device in/out, asynchronous launches", asynchronous, own),
             (f"gpu_opencl {label}", "host in/out (copies)", host, own)]
 
 

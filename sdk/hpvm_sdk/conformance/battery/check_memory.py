@@ -131,3 +131,38 @@ def test_user_arrays_are_never_modified(hpvm_target):
     exe(a=a)
     np.testing.assert_array_equal(a, before)
     exe.close()
+
+
+def test_exported_arrays_are_taken_back_over_the_same_memory(device):
+    """Device arrays (runtime/device_arrays.py): what ``export`` hands the
+    caller, ``adopt`` takes back as a buffer with the same values."""
+    if device.host_memory:
+        pytest.skip("works in host memory: outputs are numpy arrays")
+    handle = device.allocate(SHAPE, np.dtype(np.float32))
+    device.copy_in(handle, _values(np.float32, seed=3))
+    exported = device.export(handle)
+    if exported is None:
+        pytest.skip("the device has no array type of its own (export returns None)")
+    adopted = device.adopt(exported)
+    assert adopted is not None, "adopt() must take back what export() made"
+    taken, shape, dtype = adopted
+    assert tuple(shape) == SHAPE and np.dtype(dtype) == np.float32
+    np.testing.assert_array_equal(_read(device, taken, np.float32), _values(np.float32, seed=3))
+    assert device.adopt(_values(np.float32)) is None, "a numpy array is the runtime's to copy"
+
+
+def test_device_outputs_feed_the_next_call_without_copies(hpvm_target, device):
+    name = hpvm_target.name
+    module = hpvm_target.chain((name, name, name))
+    exe = hpvm_target.compile(module, targets=[name])
+    hpvm_target.require_placed(exe, "s", "t", "u")
+    a = _vector()
+    first = exe(a=a, outputs="device")["b"]
+    second = exe(a=first, outputs="device")["b"]
+    expected = run_module(module, {"a": run_module(module, {"a": a})["b"]})["b"]
+    host = second if isinstance(second, np.ndarray) else exe(a=first)["b"]
+    hpvm_target.assert_close({"b": host}, {"b": expected})
+    if not device.host_memory and device.export(device.allocate((1,), np.float32)) is not None:
+        exe(a=first, outputs="device")
+        assert exe.report().bytes_copied == 0, "device arrays in and out must not be copied"
+    exe.close()

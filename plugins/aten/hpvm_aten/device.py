@@ -156,17 +156,22 @@ class AtenDevice(Device):
         if self.host_memory:
             return None  # host arrays come as numpy arrays
         tensor = _cuda_tensor(array)
-        if tensor is None or tensor.device.type != self.device.type:
+        if tensor is None:
             return None
-        if tensor.device.index != self._index:
-            raise ArrayRefused(f"got a tensor on {tensor.device}, not on {self.device}, where "
+        device = tensor.device
+        if device.type != self.device.type:
+            return None
+        if device.index != self._index:
+            raise ArrayRefused(f"got a tensor on {device}, not on {self.device}, where "
                                "its nodes run", f"move it there first (tensor.to('{self.device}'))")
         dtype = _numpy_dtype(tensor.dtype)
         if dtype is None:
             raise ArrayRefused(f"got a tensor of {tensor.dtype}, a type hpvm programs do not take",
                                "convert it to the parameter's type (tensor.float() ...)")
-        tensor = tensor.detach()
-        return Slot(tensor.shape, tensor.dtype, tensor), tuple(tensor.shape), dtype
+        if tensor.requires_grad:
+            tensor = tensor.detach()
+        slot = Slot(tensor.shape, tensor.dtype, tensor)
+        return slot, slot.shape, dtype
 
     def export(self, handle):
         """The buffer's tensor, as the buffer's type (a result kept in half

@@ -49,6 +49,7 @@ from ..ir.kernel import (ArrayDecl, Assign, AtomicUpdate, Binary, Call, Cast, Co
                          KernelFunction, Let, Load, Return, Select, Store, Unary, Var, While)
 from ..ir.visit import walk
 from .const_fold import fold_function
+from .value_ranges import ValueRanges, difference, frozen_form
 
 COMMUTATIVE = frozenset({"add", "mul", "and", "or", "xor", "land", "lor", "min", "max", "eq", "ne"})
 ASSOCIATIVE = frozenset({"add", "mul", "and", "or", "xor", "min", "max"})
@@ -101,6 +102,12 @@ class _Builder:
         self.versions: dict[str, int] = {}
         self.region: tuple[int, str] | None = None
         self.fresh_version = 0
+        self.stores: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}
+        """(buffer, version) -> (the version before, the indices of the
+        store that made it): the stores a load may look past."""
+        self.ranges = ValueRanges(self.graph, frozenset(
+            d for p in pdg.function.params if p.is_buffer for d in p.type.shape
+            if isinstance(d, str)))
         for param in pdg.function.params:
             if param.is_buffer:
                 self.versions[param.name] = 0
@@ -182,15 +189,15 @@ class _Builder:
             for form in forms:
                 for atom, coefficient in form.items():
                     total[atom] = total.get(atom, 0) + coefficient
-            return _frozen(total)
+            return frozen_form(total)
         if op == "mul":
             constant_forms = [f for f in forms if set(f) == {1}]
             if len(constant_forms) == len(forms) - 1:
                 scale = math.prod(f[1] for f in constant_forms)
                 (form,) = [f for f in forms if set(f) != {1}]
-                return _frozen({atom: c * scale for atom, c in form.items()})
+                return frozen_form({atom: c * scale for atom, c in form.items()})
         if op == "neg":
-            return _frozen({atom: -c for atom, c in forms[0].items()})
+            return frozen_form({atom: -c for atom, c in forms[0].items()})
         return None
 
     def constant(self, value, type_: str) -> int:
@@ -279,11 +286,33 @@ class _Builder:
         return self.node("cast", type_, [(0, value)], key=("cast", type_, value))
 
     def _load(self, expr: Load) -> int:
-        indices = [self.value(i) for i in expr.indices]
-        version = self.versions.get(expr.buffer, 0)
+        indices = tuple(self.value(i) for i in expr.indices)
+        version = self._unchanged_since(expr.buffer, indices)
         return self.node("load", _type_of(expr.type), list(enumerate(indices)),
-                         key=("load", expr.buffer, tuple(indices), version),
-                         array=expr.buffer, indices=tuple(indices))
+                         key=("load", expr.buffer, indices, version),
+                         array=expr.buffer, indices=indices)
+
+    def _unchanged_since(self, buffer: str, indices: tuple[int, ...]) -> int:
+        """The earliest version of ``buffer`` whose element at ``indices``
+        no store since has changed: the walk back past stores to provably
+        other elements (value_ranges.py) stops at a load already made
+        there, at a store that may write the element, or where the
+        versions began (a loop or a branch merging)."""
+        version = self.versions.get(buffer, 0)
+        while ("load", buffer, indices, version) not in self.memo \
+                and (buffer, version) in self.stores:
+            before, written = self.stores[(buffer, version)]
+            if not self._elsewhere(indices, written):
+                break
+            version = before
+        return version
+
+    def _elsewhere(self, indices: tuple[int, ...], written: tuple[int, ...]) -> bool:
+        """Whether ``indices`` and ``written`` provably name two elements:
+        in some dimension they differ by a value never zero."""
+        return len(indices) == len(written) and any(
+            a != b and self.ranges.nonzero(difference(self.pdg.affine(a), self.pdg.affine(b)))
+            for a, b in zip(indices, written))
 
     def _intrinsic(self, expr: Intrinsic) -> int:
         return self.operation(expr.name, _type_of(expr.type), [self.value(a) for a in expr.args])
@@ -321,11 +350,13 @@ class _Builder:
         # Barrier: orders memory between instances, not within one
 
     def _store(self, statement) -> None:
-        indices = [self.value(i) for i in statement.indices]
+        indices = tuple(self.value(i) for i in statement.indices)
         label = "store" if isinstance(statement, Store) else f"atomic_{statement.op}"
         self.node(label, None, [*enumerate(indices), ("value", self.value(statement.value))],
-                  array=statement.buffer, indices=tuple(indices))
+                  array=statement.buffer, indices=indices)
+        before = self.versions.get(statement.buffer, 0)
         self.versions[statement.buffer] = self._new_version()
+        self.stores[(statement.buffer, self.versions[statement.buffer])] = (before, indices)
         if isinstance(statement, AtomicUpdate) and statement.result:
             self.env[statement.result] = self.node("atomic_result", None, [])
 
@@ -340,7 +371,9 @@ class _Builder:
         results = []
         for name, body in (("then", statement.then_body), ("else", statement.else_body)):
             self.env, self.versions, self.region = dict(before_env), dict(before_versions), (branch, name)
+            self.ranges.push(cond, holds=name == "then")
             self.statements(body)
+            self.ranges.pop()
             results.append((self.env, self.versions))
         self.region = outer
         (then_env, then_versions), (else_env, else_versions) = results
@@ -368,8 +401,10 @@ class _Builder:
         self.region = (loop, "body")
         phis = {}
         for name in carried:
-            phis[name] = self.node("phi", self.graph.nodes[self.env[name]]["type"],
-                                   [("init", self.env[name])], loop=loop)
+            initial = self.env[name]
+            phis[name] = self.node("phi", self.graph.nodes[initial]["type"],
+                                   [("init", initial)], loop=loop)
+            self.ranges.carry(phis[name], name, statement.body, initial)
             self.env[name] = phis[name]
         stored = _stored(statement.body)
         for array in stored:
@@ -378,9 +413,13 @@ class _Builder:
             index = self.node("index", "i", [], loop=loop)
             direction = self._negate(index, "i") if statement.step < 0 else index
             self.env[statement.var] = self.operation("add", "i", [start, direction])
+            self.ranges.push()
         else:
-            self._edge(self.value(statement.cond), loop, "data", "cond")
+            cond = self.value(statement.cond)
+            self._edge(cond, loop, "data", "cond")
+            self.ranges.push(cond)  # the condition holds in the body
         self.statements(statement.body)
+        self.ranges.pop()
         self.region = outer
         for name, phi in phis.items():
             if self.env.get(name) not in (None, phi):
@@ -459,7 +498,3 @@ def _order(position) -> tuple:
 
 def _positions(position) -> tuple:
     return position if isinstance(position, tuple) else (position,)
-
-
-def _frozen(form: dict):
-    return tuple(sorted(((atom, c) for atom, c in form.items() if c != 0), key=lambda p: str(p[0])))

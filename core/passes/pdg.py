@@ -34,7 +34,8 @@ facts for binding rules: ``array`` and ``indices`` (node ids) of loads and
 stores, ``value`` of constants, ``name`` of parameters and symbols,
 ``dim`` of instance ids, ``arity`` (the number of data operands),
 ``affine`` (integer nodes that are affine in other nodes: a tuple of
-(atom node id or 1, coefficient) pairs, sorted).
+(atom node id or UNIT, coefficient) pairs, sorted; UNIT, the string
+``"1"``, marks the constant term, never a node id).
 """
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ from ..ir.kernel import (ArrayDecl, Assign, AtomicUpdate, Binary, Call, Cast, Co
                          KernelFunction, Let, Load, Return, Select, Store, Unary, Var, While)
 from ..ir.visit import walk
 from .const_fold import fold_function
-from .value_ranges import ValueRanges, difference, frozen_form
+from .value_ranges import UNIT, ValueRanges, difference, frozen_form
 
 COMMUTATIVE = frozenset({"add", "mul", "and", "or", "xor", "land", "lor", "min", "max", "eq", "ne"})
 ASSOCIATIVE = frozenset({"add", "mul", "and", "or", "xor", "min", "max"})
@@ -78,7 +79,7 @@ class ProgramDependenceGraph:
         return [source for _, source in sorted(edges, key=lambda e: (_order(e[0]), e[1]))]
 
     def affine(self, node: int) -> dict:
-        """``node``'s value as {atom: coefficient} (atom 1: the constant
+        """``node``'s value as {atom: coefficient} (atom UNIT: the constant
         term); {node: 1} when it is not affine."""
         form = self.graph.nodes[node].get("affine")
         return dict(form) if form is not None else {node: 1}
@@ -191,10 +192,10 @@ class _Builder:
                     total[atom] = total.get(atom, 0) + coefficient
             return frozen_form(total)
         if op == "mul":
-            constant_forms = [f for f in forms if set(f) == {1}]
+            constant_forms = [f for f in forms if set(f) == {UNIT}]
             if len(constant_forms) == len(forms) - 1:
-                scale = math.prod(f[1] for f in constant_forms)
-                (form,) = [f for f in forms if set(f) != {1}]
+                scale = math.prod(f[UNIT] for f in constant_forms)
+                (form,) = [f for f in forms if set(f) != {UNIT}]
                 return frozen_form({atom: c * scale for atom, c in form.items()})
         if op == "neg":
             return frozen_form({atom: -c for atom, c in forms[0].items()})
@@ -202,7 +203,7 @@ class _Builder:
 
     def constant(self, value, type_: str) -> int:
         return self.node("const", type_, key=("const", type_, value), value=value,
-                         affine=((1, value),) if type_ == "i" else None)
+                         affine=((UNIT, value),) if type_ == "i" else None)
 
     # expressions --------------------------------------------------------------
     def value(self, expr: Expr) -> int:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from ..ir.kernel import Assign, Binary, Const, Expr, Var
+from ..ir.kernel import Assign, Binary, Const, Expr, Let, Var
 from ..ir.visit import walk
 
 INF = math.inf
@@ -69,6 +69,8 @@ class Interval:
 
 
 UNKNOWN = Interval()
+UNIT = "1"
+"""The atom of an affine form's constant term (node ids are integers)."""
 SELECT_ORDER = {"cond": 0, "then": 1, "else": 2}
 
 
@@ -79,7 +81,7 @@ def _times(a: float, b: float) -> float:
 @dataclass(frozen=True)
 class Fact:
     """``form >= 0`` (``nonzero``: ``form != 0``) over an affine form
-    ((atom or 1, coefficient) pairs)."""
+    ((atom or UNIT, coefficient) pairs)."""
 
     form: tuple
     nonzero: bool = False
@@ -124,7 +126,7 @@ class ValueRanges:
             a, b, strict = b, a, not strict
         gap = difference(b, a)
         if strict:
-            gap[1] = gap.get(1, 0) - 1
+            gap[UNIT] = gap.get(UNIT, 0) - 1
         return [Fact(frozen_form(gap))]
 
     # queries ------------------------------------------------------------------
@@ -140,7 +142,7 @@ class ValueRanges:
                 continue
             for sign in (1, -1):  # sign * form = known + c with c > 0: never zero
                 rest = difference(_scaled(form, sign), known)
-                if set(rest) <= {1} and rest.get(1, 0) > 0:
+                if set(rest) <= {UNIT} and rest.get(UNIT, 0) > 0:
                     return True
         return False
 
@@ -148,7 +150,7 @@ class ValueRanges:
         total = Interval(0, 0)
         cache: dict[int, Interval] = {}
         for atom, coefficient in form.items():
-            part = Interval(coefficient, coefficient) if atom == 1 else \
+            part = Interval(coefficient, coefficient) if atom == UNIT else \
                 self.interval(atom, cache).scaled(coefficient)
             total = total + part
         return total
@@ -201,9 +203,9 @@ class ValueRanges:
         bound = UNKNOWN
         for fact in self._all_facts():
             form = dict(fact.form)
-            if fact.nonzero or set(form) - {1} != {node} or abs(form[node]) != 1:
+            if fact.nonzero or set(form) - {UNIT} != {node} or abs(form[node]) != 1:
                 continue
-            c = form.get(1, 0)
+            c = form.get(UNIT, 0)
             bound = bound & (Interval(-c, INF) if form[node] == 1 else Interval(-INF, c))
         return bound
 
@@ -256,14 +258,33 @@ def recurrence(name: str, body) -> str | None:
     shift left or plus a constant that keeps a value at least 0 at least
     as large), "down" (divided or shifted right by one: keeps a value at
     least 0 in [0, itself]), "down-by-subtraction" (minus a constant at
-    least 0); None otherwise."""
-    directions = set()
-    for node in walk(body):
-        if isinstance(node, Assign) and node.name == name:
-            directions.add(_step_direction(name, node.value))
+    least 0); None otherwise.  A step may go through a local: ``step =
+    size * 2`` then ``size = step``, both directly in ``body``, the local
+    given its value once, before that assignment (so ``size`` cannot have
+    changed in between)."""
+    assignments = [node for node in walk(body) if isinstance(node, Assign) and node.name == name]
+    directions = {_step_direction(name, _through_local(name, node, body))
+                  for node in assignments}
     if len(directions) != 1:
         return None
     return directions.pop()
+
+
+def _through_local(name: str, assignment: Assign, body) -> Expr:
+    """The value of ``assignment`` (to ``name``), or, where it assigns a
+    local given its value once before it in ``body``, that local's value."""
+    value = assignment.value
+    if not isinstance(value, Var) or value.name == name:
+        return value
+    local = value.name
+    definitions = [node for node in walk(body)
+                   if isinstance(node, (Let, Assign)) and node.name == local]
+    statements = list(body)
+    if len(definitions) != 1 or definitions[0] not in statements or assignment not in statements \
+            or statements.index(definitions[0]) > statements.index(assignment) \
+            or definitions[0].value is None:
+        return value
+    return definitions[0].value
 
 
 def _step_direction(name: str, value: Expr) -> str | None:

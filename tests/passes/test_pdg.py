@@ -5,6 +5,7 @@ import networkx as nx
 import pytest
 
 from hpvm.passes.pdg import build_pdg
+from hpvm.passes.value_ranges import UNIT
 from hpvm.passes.pdg_match import Pattern, explain, find
 from hpvm.ir.text import parse_module
 
@@ -90,8 +91,19 @@ def test_index_expressions_carry_their_affine_form():
     graph = pdg("c[i] = a[2 * i + N - 1]")
     (load,) = [n for n in graph.graph if graph.label(n) == "load"]
     form = graph.affine(graph.facts(load)["indices"][0])
-    names = {graph.facts(atom).get("name", graph.label(atom)) if atom != 1 else 1: c for atom, c in form.items()}
-    assert names == {"instance_id": 2, "N": 1, 1: -1}
+    names = {graph.facts(atom).get("name", graph.label(atom)) if atom != UNIT else UNIT: c
+             for atom, c in form.items()}
+    assert names == {"instance_id": 2, "N": 1, UNIT: -1}
+
+
+@pytest.mark.parametrize("index", ["N", "N + i", "2 * N"])
+def test_no_node_is_taken_for_the_constant_term(index):
+    """The constant term's atom is no node id: the first nodes (node 1
+    here) are atoms like any other."""
+    graph = pdg(f"c[i] = a[{index}]")
+    (load,) = [n for n in graph.graph if graph.label(n) == "load"]
+    form = graph.affine(graph.facts(load)["indices"][0])
+    assert UNIT not in form and all(atom in graph.graph for atom in form)
 
 
 def dot_pattern() -> Pattern:

@@ -74,6 +74,11 @@ class NumpyBackend:
         in_row_blocks(transform, rows.shape[0])
         return spectrum.reshape(signal.shape)
 
+    def interleaved(self, values):
+        """Complex ``values`` as real and imaginary parts side by side
+        along the last axis (re0, im0, re1, im1 ...)."""
+        return np.stack([values.real, values.imag], axis=-1).reshape(values.shape[:-1] + (-1,))
+
     def matmul(self, left, right):
         return left @ right
 
@@ -157,6 +162,9 @@ class TorchBackend(NumpyBackend):
         if reorder_out is not None:
             spectrum = spectrum[..., self.torch.as_tensor(reorder_out, device=self.device)]
         return spectrum
+
+    def interleaved(self, values):
+        return self.torch.view_as_real(values).reshape(values.shape[:-1] + (-1,))
 
     def viterbi(self, obs, init, transition, emission):
         return self._decode(obs, init, transition, emission)   # the batch is one launch per step

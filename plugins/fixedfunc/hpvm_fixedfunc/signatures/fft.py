@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpvm.passes.pdg import ProgramDependenceGraph
+from hpvm.passes.value_ranges import UNIT, difference
 from hpvm.passes.pdg_match import Pattern
 
 from .base import Binding, Refusal, Signature, array_of, require_floats, symbol_sizes
@@ -99,7 +100,8 @@ def decimation_in_time() -> Pattern:
 class FFT(Signature):
     def __init__(self):
         super().__init__(
-            name="fft", description="radix-2 FFT (complex, split real/imaginary buffers)",
+            name="fft", description="radix-2 FFT (complex: split real/imaginary buffers, or one "
+                                     "interleaved buffer)",
             pattern_sets=[("decimation in frequency", [decimation_in_frequency()]),
                           ("decimation in time", [decimation_in_time()])])
 
@@ -119,26 +121,38 @@ class FFT(Signature):
                 raise Refusal(f"the butterfly writes its {lane} outputs to two buffers {sorted(written)}")
             writes[lane] = written.pop()
         if reads["re"] == reads["im"]:
-            raise Refusal("the real and imaginary parts are one buffer (interleaved); the accelerator "
-                          "takes them as two buffers")
+            _require_interleaved(pdg, roles)
+            reads, writes = {"data": reads["re"]}, {"data": writes["re"]}
+        readable = {p.name for p in pdg.function.params if p.direction in ("in", "inout")}
+        reads = {role: name if name in readable else _copied_from(pdg, name, readable)
+                 for role, name in reads.items()}
         for lane in ("re", "im"):
             twiddle = roles[f"w_{lane}"]
             if pdg.label(twiddle) == "load":
                 reads[f"tw_{lane}"] = array_of(pdg, twiddle)
         require_floats(types, reads)
         require_floats(types, writes)
+        order = _index_table(pdg, types)
+        if order is not None:
+            reads["order"] = order
         return Binding(reads, writes)
 
     def conventions(self, binding, types) -> list[dict]:
-        return [{"order_in": order_in, "order_out": order_out, "sign": sign}
+        layout = {"layout": "interleaved"} if "data" in binding.reads else {}
+        return [{"order_in": order_in, "order_out": order_out, "sign": sign, **layout}
                 for order_in in ORDERS for order_out in ORDERS for sign in (-1, 1)]
 
     def probe_inputs(self, binding, types, rng, scale, limits):
-        data = types[binding.reads["re"]]
-        fixed = data.shape[-1] if data.shape and isinstance(data.shape[-1], int) else None
+        lanes = ("data",) if "data" in binding.reads else ("re", "im")
+        data = types[binding.reads[lanes[0]]]
+        width = len(lanes) % 2 + 1  # values per point: 2 interleaved
+        fixed = data.shape[-1] // width if data.shape and isinstance(data.shape[-1], int) else None
         points = fixed or min((16, 64)[scale], limits.get("max_points", 64))
-        wanted = {"re": (3, points)[-(data.rank or 1):], "im": (3, points)[-(data.rank or 1):]}
-        shape_types = {"re": data, "im": types[binding.reads["im"]]}
+        wanted = {lane: (3, width * points)[-(data.rank or 1):] for lane in lanes}
+        shape_types = {lane: types[binding.reads[lane]] for lane in lanes}
+        if "order" in binding.reads:
+            wanted["order"] = (points,)
+            shape_types["order"] = types[binding.reads["order"]]
         for lane in ("re", "im"):
             if f"tw_{lane}" in binding.reads:
                 table = types[binding.reads[f"tw_{lane}"]]
@@ -146,7 +160,9 @@ class FFT(Signature):
                 wanted[f"tw_{lane}"] = (points if same else points // 2,)
                 shape_types[f"tw_{lane}"] = table
         shapes = symbol_sizes(shape_types, wanted)
-        inputs = {lane: rng.uniform(-1, 1, shapes[lane]) for lane in ("re", "im")}
+        inputs = {lane: rng.uniform(-1, 1, shapes[lane]) for lane in lanes}
+        if "order" in binding.reads:
+            inputs["order"] = bit_reversal(points)
         for lane, part in (("re", np.cos), ("im", lambda a: -np.sin(a))):
             if f"tw_{lane}" in shapes:
                 inputs[f"tw_{lane}"] = part(2 * np.pi * np.arange(shapes[f"tw_{lane}"][0]) / points)
@@ -157,13 +173,17 @@ class FFT(Signature):
         return {"max_points": 2 ** stages} if stages > 1 else {}
 
     def prepare(self, convention, inputs) -> dict:
-        points = inputs["re"].shape[-1]
+        points = _points(inputs)
         if points & (points - 1) or points < 2:
             raise Refusal(f"the signal has {points} points; the FFT accelerator takes powers of two")
         limit = convention.get("max_points")
         if limit and points > limit:
             raise Refusal(f"the signal has {points} points; the program's stage nodes transform at "
                           f"most {limit}")
+        if "order" in inputs and not np.array_equal(np.asarray(inputs["order"]),
+                                                    bit_reversal(points)):
+            raise Refusal("the index table is not the bit-reversal permutation of the signal's "
+                          "points; the FFT accelerator orders its output itself")
         table_sign = twiddle_sign(inputs, points)
         if table_sign is None:
             raise Refusal("the twiddle tables are not exp(-2 pi i k / N) nor its conjugate; the FFT "
@@ -172,13 +192,67 @@ class FFT(Signature):
         return {**convention, "sign": convention["sign"] * -table_sign}
 
     def run(self, convention, inputs, backend):
-        points = inputs["re"].shape[-1]
-        signal = backend.complex(inputs["re"], inputs["im"])
+        points = _points(inputs)
+        if "data" in inputs:
+            signal = backend.complex(inputs["data"][..., 0::2], inputs["data"][..., 1::2])
+        else:
+            signal = backend.complex(inputs["re"], inputs["im"])
         order = bit_reversal(points)
         spectrum = backend.fft(signal, inverse=convention["sign"] > 0,
                                reorder_in=order if convention["order_in"] == "bit-reversed" else None,
                                reorder_out=order if convention["order_out"] == "bit-reversed" else None)
+        if "data" in inputs:
+            return {"data": backend.interleaved(spectrum)}
         return {"re": spectrum.real, "im": spectrum.imag}
+
+
+def _points(inputs: dict) -> int:
+    """The points of the signal in ``inputs`` (split or interleaved)."""
+    if "data" in inputs:
+        return inputs["data"].shape[-1] // 2
+    return inputs["re"].shape[-1]
+
+
+def _require_interleaved(pdg: ProgramDependenceGraph, roles: dict) -> None:
+    """The real and imaginary parts in one buffer must be interleaved: each
+    imaginary part right after its real part (Refusal otherwise)."""
+    for part in ("even", "odd"):
+        re, im = (pdg.facts(roles[f"{part}_{lane}"])["indices"] for lane in ("re", "im"))
+        step = difference(pdg.affine(im[-1]), pdg.affine(re[-1]))
+        if re[:-1] != im[:-1] or step != {UNIT: 1}:
+            raise Refusal("the real and imaginary parts share one buffer, but the imaginary part "
+                          "is not the value after the real one (interleaved); the accelerator "
+                          "takes two buffers, or one interleaved")
+
+
+def _copied_from(pdg: ProgramDependenceGraph, array: str, readable: set[str]) -> str:
+    """The input the kernel copies into ``array`` before transforming it
+    there (out of place: the signal's buffer is an output the kernel fills
+    from an input, in some order); Refusal when there is not one."""
+    sources = {pdg.facts(value)["array"] for node, facts in pdg.graph.nodes(data=True)
+               if facts["label"] == "store" and facts.get("array") == array
+               for value, _, data in pdg.graph.in_edges(node, data=True)
+               if data["pos"] == "value" and pdg.label(value) == "load"
+               and pdg.facts(value)["array"] in readable}
+    if len(sources) != 1:
+        raise Refusal(f"the butterfly transforms '{array}', which the kernel does not read, and "
+                      f"fills it from {len(sources)} inputs ({', '.join(sorted(sources))}), not one")
+    return sources.pop()
+
+
+def _index_table(pdg: ProgramDependenceGraph, types: dict) -> str | None:
+    """The integer table the kernel reads (a bit-reversal permutation is the
+    only one an FFT has: the probe gives it that, and a run is refused
+    with another), or None; Refusal for several."""
+    tables = sorted({facts["array"] for _, facts in pdg.graph.nodes(data=True)
+                     if facts["label"] == "load" and facts["type"] == "i"
+                     and facts["array"] in types})
+    if len(tables) > 1:
+        raise Refusal(f"the kernel reads {len(tables)} index tables ({', '.join(tables)}); an FFT "
+                      "has at most one, its bit-reversal permutation")
+    if tables and types[tables[0]].rank != 1:
+        raise Refusal(f"the index table '{tables[0]}' has rank {types[tables[0]].rank}, not 1")
+    return tables[0] if tables else None
 
 
 def twiddle_sign(inputs: dict, points: int) -> int | None:

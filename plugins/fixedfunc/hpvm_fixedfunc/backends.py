@@ -89,33 +89,44 @@ class NumpyBackend:
         windows = np.lib.stride_tricks.sliding_window_view(signal, taps.shape[0], axis=-1)
         return windows @ taps
 
-    def viterbi(self, obs, init, transition, emission):
-        """Min-sum Viterbi over a batch: (likelihoods [B, T, S], path
-        [B, T]), sequences spread over threads."""
+    def viterbi(self, obs, init, transition, emission, maximum: bool = False):
+        """Viterbi over a batch: (likelihoods [B, T, S], path [B, T],
+        back-pointers [B, T, S]: each state's best predecessor, 0 at the
+        first step), sequences spread over threads.  Min-sum, or with
+        ``maximum`` max-product."""
         llike = self._empty((*obs.shape, init.shape[0]), init)
         path = self._empty(obs.shape, obs)
+        pointers = self._empty((*obs.shape, init.shape[0]), obs)
 
         def decode(start: int, stop: int) -> None:
-            llike[start:stop], path[start:stop] = self._decode(obs[start:stop], init, transition, emission)
+            llike[start:stop], path[start:stop], pointers[start:stop] = self._decode(
+                obs[start:stop], init, transition, emission, maximum)
         in_row_blocks(decode, obs.shape[0])
-        return llike, path
+        return llike, path, pointers
 
-    def _decode(self, obs, init, transition, emission):
+    def _decode(self, obs, init, transition, emission, maximum: bool):
         """The kernels' values exactly: min over prev of (llike + transition)
         + emission is (min over prev of llike + transition) + emission,
-        rounding being monotonic; first minima in the traceback."""
+        rounding being monotonic (and max over prev of llike * transition *
+        emission likewise, the factors being at least 0); first minima
+        (maxima) in the traceback."""
+        combine = (lambda a, b: a * b) if maximum else (lambda a, b: a + b)
+        pick, pick_at = (self._max, self._argmax) if maximum else (self._min, self._argmin)
         sequences, steps = obs.shape
         obs = self._index(obs)
         emitted = emission.T[obs]                       # [B, T, S]
         llike = self._empty((sequences, steps, init.shape[0]), init)
-        llike[:, 0] = init + emitted[:, 0]
+        pointers = self._zeros((sequences, steps, init.shape[0]), obs)
+        llike[:, 0] = combine(init, emitted[:, 0])
         for t in range(1, steps):
-            llike[:, t] = self._min(llike[:, t - 1, :, None] + transition[None], 1) + emitted[:, t]
+            candidates = combine(llike[:, t - 1, :, None], transition[None])
+            pointers[:, t] = pick_at(candidates, 1)
+            llike[:, t] = combine(pick(candidates, 1), emitted[:, t])
         path = self._empty(obs.shape, obs)
-        path[:, -1] = self._argmin(llike[:, -1], 1)
+        path[:, -1] = pick_at(llike[:, -1], 1)
         for t in range(steps - 2, -1, -1):
-            path[:, t] = self._argmin(llike[:, t] + transition[:, path[:, t + 1]].T, 1)
-        return llike, path
+            path[:, t] = pick_at(combine(llike[:, t], transition[:, path[:, t + 1]].T), 1)
+        return llike, path, pointers
 
     # the few calls where numpy and torch differ ---------------------------------
     def _index(self, values):
@@ -124,8 +135,17 @@ class NumpyBackend:
     def _empty(self, shape, like):
         return np.empty(shape, like.dtype)
 
+    def _zeros(self, shape, like):
+        return np.zeros(shape, like.dtype)
+
     def _min(self, values, axis: int):
         return values.min(axis=axis)
+
+    def _max(self, values, axis: int):
+        return values.max(axis=axis)
+
+    def _argmax(self, values, axis: int):
+        return values.argmax(axis=axis)
 
     def _argmin(self, values, axis: int):
         return values.argmin(axis=axis)
@@ -166,8 +186,9 @@ class TorchBackend(NumpyBackend):
     def interleaved(self, values):
         return self.torch.view_as_real(values).reshape(values.shape[:-1] + (-1,))
 
-    def viterbi(self, obs, init, transition, emission):
-        return self._decode(obs, init, transition, emission)   # the batch is one launch per step
+    def viterbi(self, obs, init, transition, emission, maximum: bool = False):
+        # the batch is one launch per step
+        return self._decode(obs, init, transition, emission, maximum)
 
     def flip(self, values):
         return self.torch.flip(values, (0,))
@@ -181,11 +202,20 @@ class TorchBackend(NumpyBackend):
     def _empty(self, shape, like):
         return self.torch.empty(shape, dtype=like.dtype, device=self.device)
 
+    def _zeros(self, shape, like):
+        return self.torch.zeros(shape, dtype=like.dtype, device=self.device)
+
     def _min(self, values, axis: int):
         return values.amin(dim=axis)
 
     def _argmin(self, values, axis: int):
         return values.argmin(dim=axis)
+
+    def _max(self, values, axis: int):
+        return values.amax(dim=axis)
+
+    def _argmax(self, values, axis: int):
+        return values.argmax(dim=axis)
 
 
 def cuda_present() -> bool:

@@ -27,52 +27,108 @@ from hpvm.passes.pdg_match import Pattern
 from .base import Binding, Refusal, Signature, array_of, symbol_sizes
 
 
-def add_compare_select() -> Pattern:
-    p = Pattern("viterbi add-compare-select")
+MIN_SUM = {"combine": "add", "pick": "min", "combined": "sum", "best": "least",
+           "compare": "sum < best (first minimum wins)"}
+MAX_PRODUCT = {"combine": "mul", "pick": "max", "combined": "product", "best": "greatest",
+               "compare": "best < product (first maximum wins)"}
+"""The two semirings a decoder is written in: -log probabilities that add,
+the best the least; probabilities that multiply, the best the greatest."""
+
+
+def add_compare_select(ring: dict = MIN_SUM) -> Pattern:
+    p = Pattern(f"viterbi {ring['combine']}-compare-select")
     loop = p.loop("loop over the previous states")
-    best = p.phi(loop, "least likelihood carried round the loop over previous states")
+    best = p.phi(loop, f"{ring['best']} likelihood carried round the loop over previous states")
     terms = [p.load(f"load of a likelihood term ({what})", role=f"term{n}")
              for n, what in enumerate(("previous step", "transition", "emission"))]
-    total = p.op("add", *terms, description="sum of three terms (previous likelihood + transition + "
-                                              "emission)")
-    least = p.op("min", total, best, description="minimum of the sum and the best so far")
+    total = p.op(ring["combine"], *terms, description=f"{ring['combined']} of three terms "
+                 "(previous likelihood, transition, emission)")
+    least = p.op(ring["pick"], total, best,
+                 description=f"{ring['pick']}imum of the {ring['combined']} and the best so far")
     p.feed(least, best, "next")
-    p.store(best, "store of the least likelihood", role="store")
+    p.store(best, f"store of the {ring['best']} likelihood", role="store")
     return p
 
 
-def traceback() -> Pattern:
+def traceback(ring: dict = MIN_SUM) -> Pattern:
     p = Pattern("viterbi traceback")
     loop = p.loop("traceback loop over the states")
-    best = p.phi(loop, "least likelihood carried round the traceback loop")
+    best = p.phi(loop, f"{ring['best']} likelihood carried round the traceback loop")
     best_state = p.phi(loop, "best state carried round the traceback loop", type_="i")
     terms = [p.load(f"load of a traceback term ({what})", role=f"term{n}")
              for n, what in enumerate(("likelihood", "transition"))]
-    total = p.op("add", *terms, description="sum likelihood + transition in the traceback")
-    better = p.op("lt", total, best, type_="b", description="comparison sum < best (first minimum wins)")
-    p.feed(p.op("min", total, best, description="new best likelihood min(sum, best)"), best, "next")
+    total = p.op(ring["combine"], *terms,
+                 description=f"{ring['combined']} likelihood and transition in the traceback")
+    better = p.op("lt", *((total, best) if ring["pick"] == "min" else (best, total)), type_="b",
+                  description=f"comparison {ring['compare']}")
+    p.feed(p.op(ring["pick"], total, best, description=f"new best likelihood "
+                f"{ring['pick']}({ring['combined']}, best)"), best, "next")
     state = p.any("i", "the state index")
-    choice = p.select(better, state, best_state, "selection of the state where the sum is less",
-                      type_="i")
+    choice = p.select(better, state, best_state,
+                      f"selection of the state where the {ring['combined']} is better", type_="i")
     p.feed(choice, best_state, "next")
     p.store(best_state, "store of the best state into the path", role="store")
     return p
 
 
+def pointer_select() -> Pattern:
+    """The forward pass keeping back-pointers: the least of likelihood +
+    transition over the previous states and the state it came from, the
+    emission added after the loop, the state stored into a table."""
+    p = Pattern("viterbi add-compare-select with back-pointers")
+    loop = p.loop("loop over the previous states")
+    best = p.phi(loop, "least likelihood carried round the loop over previous states")
+    best_state = p.phi(loop, "best previous state carried round the loop", type_="i")
+    terms = [p.load(f"load of a likelihood term ({what})", role=f"term{n}")
+             for n, what in enumerate(("previous step", "transition"))]
+    total = p.op("add", *terms, description="sum previous likelihood + transition")
+    better = p.op("lt", total, best, type_="b", description="comparison sum < best (first "
+                                                             "minimum wins)")
+    p.feed(p.op("min", total, best, description="new best min(sum, best)"), best, "next")
+    choice = p.select(better, p.any("i", "the previous state index"), best_state,
+                      "selection of the state where the sum is less", type_="i")
+    p.feed(choice, best_state, "next")
+    emission = p.load("load of the emission", role="emission")
+    p.store(p.op("add", best, emission, description="least likelihood + emission"),
+            "store of the least likelihood plus the emission", role="store")
+    p.store(best_state, "store of the best previous state (a back-pointer)", role="pointer")
+    return p
+
+
+def pointer_traceback() -> Pattern:
+    """The path read back through the pointers: a state carried round a
+    loop, each next one the pointer the current one indexes."""
+    p = Pattern("viterbi traceback through back-pointers")
+    loop = p.loop("traceback loop over the steps")
+    state = p.phi(loop, "state carried back through the pointers", type_="i")
+    pointer = p.load("load of the back-pointer of the current state", role="pointer",
+                     type_="i")
+    p.feed(state, pointer, None)
+    p.feed(pointer, state, "next")
+    p.store(pointer, "store of the state a pointer gives into the path", role="store")
+    return p
+
+
 class Viterbi(Signature):
     def __init__(self):
-        super().__init__(name="viterbi", description="Viterbi decoder (min-sum, -log probabilities)",
+        super().__init__(name="viterbi", description="Viterbi decoder (min-sum over -log "
+                                                      "probabilities, or max-product)",
                          pattern_sets=[("add-compare-select and traceback",
-                                        [add_compare_select(), traceback()])])
+                                        [add_compare_select(), traceback()]),
+                                       ("max-product and traceback",
+                                        [add_compare_select(MAX_PRODUCT), traceback(MAX_PRODUCT)]),
+                                       ("add-compare-select with back-pointers",
+                                        [pointer_select(), pointer_traceback()])])
 
     def bind(self, pdg: ProgramDependenceGraph, occurrences, types) -> Binding:
         acs, back = occurrences
         llike = array_of(pdg, acs["store"])
-        arrays = [array_of(pdg, acs[f"term{n}"]) for n in range(3)]
+        terms = [acs[role] for role in ("term0", "term1", "term2", "emission") if role in acs]
+        arrays = [array_of(pdg, term) for term in terms]
         if llike not in arrays:
             raise Refusal(f"the add-compare-select stores into '{llike}' but reads no earlier "
                           "likelihood from it")
-        emission = [acs[f"term{n}"] for n in range(3) if _indexed_by_a_load(pdg, acs[f"term{n}"])]
+        emission = [term for term in terms if _indexed_by_a_load(pdg, term)]
         if len(emission) != 1:
             raise Refusal("no single emission term indexed by the observations")
         emission_array = array_of(pdg, emission[0])
@@ -81,10 +137,17 @@ class Viterbi(Signature):
         if len(rest) != 1:
             raise Refusal("the three terms are not likelihood, transition and emission from three buffers")
         transition = rest[0]
-        back_arrays = {array_of(pdg, back[f"term{n}"]) for n in range(2)}
-        if back_arrays != {llike, transition}:
-            raise Refusal(f"the traceback reads {sorted(back_arrays)}, not the likelihoods '{llike}' and "
-                          f"the transitions '{transition}'")
+        if "pointer" in acs:
+            pointers = array_of(pdg, acs["pointer"])
+            if array_of(pdg, back["pointer"]) != pointers:
+                raise Refusal(f"the traceback reads its pointers from "
+                              f"'{array_of(pdg, back['pointer'])}', not from '{pointers}', where "
+                              "the forward pass keeps them")
+        else:
+            back_arrays = {array_of(pdg, back[f"term{n}"]) for n in range(2)}
+            if back_arrays != {llike, transition}:
+                raise Refusal(f"the traceback reads {sorted(back_arrays)}, not the likelihoods "
+                              f"'{llike}' and the transitions '{transition}'")
         params = {p.name: p for p in pdg.function.params}
         init = [name for name, p in params.items() if p.is_buffer and p.reads and p.type.element.is_float
                 and name not in (llike, transition, emission_array)]
@@ -95,13 +158,16 @@ class Viterbi(Signature):
         writes = {"path": path}
         if llike in params:
             writes["llike"] = llike
+        if "pointer" in acs and pointers in params:
+            writes["pointers"] = pointers
         missing = [name for name in [*reads.values(), *writes.values()] if name not in params]
         if missing:
             raise Refusal(f"{missing} are not parameters of the kernel")
         return Binding(reads, writes)
 
     def conventions(self, binding, types) -> list[dict]:
-        return [{"transition": t, "emission": e} for t in ("prev,curr", "curr,prev")
+        return [{"transition": t, "emission": e, "semiring": ring}
+                for ring in SEMIRINGS for t in ("prev,curr", "curr,prev")
                 for e in ("state,token", "token,state")]
 
     def probe_inputs(self, binding, types, rng, scale, limits):
@@ -111,8 +177,9 @@ class Viterbi(Signature):
         roles = dict(binding.reads) | {f"out_{r}": n for r, n in binding.writes.items()}
         wanted = {"obs": (*batch, steps), "init": (states,), "transition": (states, states),
                   "emission": (states, tokens), "out_path": (*batch, steps)}
-        if "out_llike" in roles:
-            wanted["out_llike"] = (*batch, steps, states)
+        for table in ("out_llike", "out_pointers"):
+            if table in roles:
+                wanted[table] = (*batch, steps, states)
         shapes = symbol_sizes({role: types[roles[role]] for role in wanted}, wanted)
         tokens = min(shapes["emission"])
         return {"obs": rng.integers(0, tokens, shapes["obs"]).astype(types[binding.reads["obs"]]
@@ -132,10 +199,14 @@ class Viterbi(Signature):
             emission = emission.T
         batched = obs.ndim == 2
         obs = obs if batched else obs[None]
-        llike, path = xp.viterbi(obs, init, transition, emission)
+        llike, path, pointers = xp.viterbi(obs, init, transition, emission,
+                                           maximum=convention["semiring"] == "max-product")
         if not batched:
-            llike, path = llike[0], path[0]
-        return {"llike": llike, "path": path}
+            llike, path, pointers = llike[0], path[0], pointers[0]
+        return {"llike": llike, "path": path, "pointers": pointers}
+
+
+SEMIRINGS = ("min-sum", "max-product")
 
 
 def _indexed_by_a_load(pdg: ProgramDependenceGraph, load: int) -> bool:

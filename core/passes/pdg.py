@@ -388,14 +388,25 @@ class _Builder:
 
     def _loop(self, statement) -> None:
         counted = isinstance(statement, For)
+        body = statement.body
+        induction = None if counted else _counted_while(statement, self.env)
+        if induction is not None:
+            body = body[:-1]  # the increment: the index stands for it
         declared = set(self.env)
-        assigned = assigned_variables(statement.body)
+        assigned = assigned_variables(body)
         carried = sorted(name for name in assigned if self.env.get(name) is not None)
         if counted:
             start, stop = self.value(statement.start), self.value(statement.stop)
             trip = (self.operation("add", "i", [stop, self._negate(start, "i")]) if statement.step > 0
                     else self.operation("add", "i", [start, self._negate(stop, "i")]))
             loop = self.node("loop", None, [("trip", trip)], step=statement.step)
+        elif induction is not None:
+            variable, bound, inclusive = induction
+            start, stop = self.env[variable], self.value(bound)
+            if inclusive:
+                stop = self.operation("add", "i", [stop, self.constant(1, "i")])
+            trip = self.operation("add", "i", [stop, self._negate(start, "i")])
+            loop = self.node("loop", None, [("trip", trip)], step=1)
         else:
             loop = self.node("while", None, [])
         outer = self.region
@@ -410,16 +421,17 @@ class _Builder:
         stored = _stored(statement.body)
         for array in stored:
             self.versions[array] = self._new_version()
-        if counted:
+        if counted or induction is not None:
             index = self.node("index", "i", [], loop=loop)
-            direction = self._negate(index, "i") if statement.step < 0 else index
-            self.env[statement.var] = self.operation("add", "i", [start, direction])
+            direction = self._negate(index, "i") if counted and statement.step < 0 else index
+            self.env[statement.var if counted else induction[0]] = \
+                self.operation("add", "i", [start, direction])
             self.ranges.push()
         else:
             cond = self.value(statement.cond)
             self._edge(cond, loop, "data", "cond")
             self.ranges.push(cond)  # the condition holds in the body
-        self.statements(statement.body)
+        self.statements(body)
         self.ranges.pop()
         self.region = outer
         for name, phi in phis.items():
@@ -430,6 +442,51 @@ class _Builder:
             self.env.pop(name, None)        # declared, or first given a value, in the body
         for array in stored:
             self.versions[array] = self._new_version()
+        if induction is not None:  # it leaves the loop at the bound, or where it started
+            self.env[induction[0]] = self.operation("max", "i", [start, stop])
+
+
+def _counted_while(statement: While, env: dict) -> tuple[str, Expr, bool] | None:
+    """(variable, bound, inclusive) of a while loop that counts: ``while v
+    < bound`` (or ``<=``, or the bound on the left) whose body ends with
+    ``v = v + 1``, assigns ``v`` nowhere else and changes nothing the bound
+    reads; None for any other loop."""
+    cond, body = statement.cond, statement.body
+    if not isinstance(cond, Compare) or not body:
+        return None
+    if cond.op in ("lt", "le") and isinstance(cond.lhs, Var):
+        variable, bound, inclusive = cond.lhs.name, cond.rhs, cond.op == "le"
+    elif cond.op in ("gt", "ge") and isinstance(cond.rhs, Var):
+        variable, bound, inclusive = cond.rhs.name, cond.lhs, cond.op == "ge"
+    else:
+        return None
+    last = body[-1]
+    step = last.value if isinstance(last, Assign) and last.name == variable else None
+    increments = isinstance(step, Binary) and step.op == "add" and (
+        (_is_name(step.lhs, variable) and _is_one(step.rhs))
+        or (_is_name(step.rhs, variable) and _is_one(step.lhs)))
+    changed = assigned_variables(body[:-1])
+    reads = {node.name for node in _variables(bound)}
+    if not increments or variable in changed or reads & (changed | {variable}) \
+            or env.get(variable) is None or _stored(body) and _loads(bound):
+        return None
+    return variable, bound, inclusive
+
+
+def _is_name(expr: Expr, name: str) -> bool:
+    return isinstance(expr, Var) and expr.name == name
+
+
+def _is_one(expr: Expr) -> bool:
+    return isinstance(expr, Const) and expr.value == 1
+
+
+def _variables(expr: Expr) -> list[Var]:
+    return [node for node in walk(expr) if isinstance(node, Var)]
+
+
+def _loads(expr: Expr) -> bool:
+    return any(isinstance(node, Load) for node in walk(expr))
 
 
 def _prune(graph: nx.DiGraph) -> None:

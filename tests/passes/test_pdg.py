@@ -57,6 +57,13 @@ def same(first: str, second: str) -> bool:
     ("let m: f64 = a[i]\n  if b[i] < m {\n    m = b[i]\n  }\n  c[i] = m", "c[i] = min(a[i], b[i])"),
     # x << 2 is x * 4
     ("c[i] = a[i << 2]", "c[i] = a[i * 4]"),
+    # a while loop that counts is a counted loop
+    ("let s: f64 = f64(0.0)\n  let j: i64 = 0\n  while j < N {\n    s = s + a[j]\n    j = j + 1\n  }"
+     "\n  c[i] = s",
+     "let s: f64 = f64(0.0)\n  for j in 0 .. N step 1 {\n    s = s + a[j]\n  }\n  c[i] = s"),
+    ("let s: f64 = f64(0.0)\n  let j: i64 = 1\n  while N >= j {\n    s = s + a[j - 1]\n"
+     "    j = 1 + j\n  }\n  c[i] = s",
+     "let s: f64 = f64(0.0)\n  for j in 0 .. N step 1 {\n    s = s + a[j]\n  }\n  c[i] = s"),
 ])
 def test_what_should_not_matter_gives_one_graph(first, second):
     assert same(first, second)
@@ -144,3 +151,14 @@ def test_a_search_gives_up_after_its_step_budget(monkeypatch):
     with pytest.raises(pdg_match.SearchTooLong):
         find(graph, dot_pattern())
     assert explain(graph, dot_pattern()).startswith("undecided after 3 search steps")
+
+
+@pytest.mark.parametrize("loop", [
+    "while j < N {\n    s = s + a[j]\n    j = j + 2\n  }",          # a step of two
+    "while j < N {\n    j = j + 1\n    s = s + a[j]\n  }",          # counted before its use
+    "while j < n {\n    s = s + a[j]\n    n = n - 1\n    j = j + 1\n  }",  # a moving bound
+])
+def test_a_while_loop_that_does_not_just_count_stays_a_while_loop(loop):
+    graph = pdg(f"let s: f64 = f64(0.0)\n  let j: i64 = 0\n  let n: i64 = N\n  {loop}\n  c[i] = s")
+    labels = [graph.label(node) for node in graph.graph]
+    assert "while" in labels and "loop" not in labels

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from hpvm.passes.pdg import ProgramDependenceGraph
 from hpvm.passes.pdg_match import Pattern
+from hpvm.passes.value_ranges import UNIT
 
 from .base import Binding, Refusal, Signature, array_of, require_floats, symbol_sizes
 
@@ -95,7 +96,13 @@ class FIR(_DotProduct):
         taps = [n for n in (left, right) if types[n].rank == 1]
         if not signals or not taps or (rank == 2 and len(signals) != 1):
             raise Refusal(f"'{left}' and '{right}' are not a signal of rank {rank} and rank-1 taps")
-        signal = signals[0] if rank == 2 else left
+        if rank == 2:
+            signal = signals[0]
+        else:  # the signal is read where the output sample is: at an index with an instance id
+            (roles,) = occurrences
+            per_sample = [name for role, name in (("left", left), ("right", right))
+                          if _follows_the_instance(pdg, roles[role])]
+            signal = per_sample[0] if len(per_sample) == 1 else left
         tap = right if signal == left else left
         return Binding({"x": signal, "h": tap}, {"y": result})
 
@@ -134,6 +141,13 @@ class FIR(_DotProduct):
         if convention["mode"] == "convolve":
             taps = backend.flip(taps)
         return {"y": backend.correlate_valid(signal, taps)}
+
+
+def _follows_the_instance(pdg: ProgramDependenceGraph, load: int) -> bool:
+    """Whether the index of ``load`` moves with an instance id (the output
+    sample a FIR instance computes)."""
+    return any(atom != UNIT and pdg.label(atom) == "instance_id"
+               for index in pdg.facts(load)["indices"] for atom in pdg.affine(index))
 
 
 def _distinct_sizes(types: dict, first: int) -> dict[str, tuple[int, ...]]:

@@ -50,6 +50,7 @@ from ..ir.kernel import (ArrayDecl, Assign, AtomicUpdate, Binary, Call, Cast, Co
                          KernelFunction, Let, Load, Return, Select, Store, Unary, Var, While)
 from ..ir.visit import walk
 from .const_fold import fold_function
+from .induction import counted_while
 from .value_ranges import UNIT, ValueRanges, difference, frozen_form
 
 COMMUTATIVE = frozenset({"add", "mul", "and", "or", "xor", "land", "lor", "min", "max", "eq", "ne"})
@@ -389,7 +390,7 @@ class _Builder:
     def _loop(self, statement) -> None:
         counted = isinstance(statement, For)
         body = statement.body
-        induction = None if counted else _counted_while(statement, self.env)
+        induction = None if counted else counted_while(statement, self.env)
         if induction is not None:
             body = body[:-1]  # the increment: the index stands for it
         declared = set(self.env)
@@ -444,49 +445,6 @@ class _Builder:
             self.versions[array] = self._new_version()
         if induction is not None:  # it leaves the loop at the bound, or where it started
             self.env[induction[0]] = self.operation("max", "i", [start, stop])
-
-
-def _counted_while(statement: While, env: dict) -> tuple[str, Expr, bool] | None:
-    """(variable, bound, inclusive) of a while loop that counts: ``while v
-    < bound`` (or ``<=``, or the bound on the left) whose body ends with
-    ``v = v + 1``, assigns ``v`` nowhere else and changes nothing the bound
-    reads; None for any other loop."""
-    cond, body = statement.cond, statement.body
-    if not isinstance(cond, Compare) or not body:
-        return None
-    if cond.op in ("lt", "le") and isinstance(cond.lhs, Var):
-        variable, bound, inclusive = cond.lhs.name, cond.rhs, cond.op == "le"
-    elif cond.op in ("gt", "ge") and isinstance(cond.rhs, Var):
-        variable, bound, inclusive = cond.rhs.name, cond.lhs, cond.op == "ge"
-    else:
-        return None
-    last = body[-1]
-    step = last.value if isinstance(last, Assign) and last.name == variable else None
-    increments = isinstance(step, Binary) and step.op == "add" and (
-        (_is_name(step.lhs, variable) and _is_one(step.rhs))
-        or (_is_name(step.rhs, variable) and _is_one(step.lhs)))
-    changed = assigned_variables(body[:-1])
-    reads = {node.name for node in _variables(bound)}
-    if not increments or variable in changed or reads & (changed | {variable}) \
-            or env.get(variable) is None or _stored(body) and _loads(bound):
-        return None
-    return variable, bound, inclusive
-
-
-def _is_name(expr: Expr, name: str) -> bool:
-    return isinstance(expr, Var) and expr.name == name
-
-
-def _is_one(expr: Expr) -> bool:
-    return isinstance(expr, Const) and expr.value == 1
-
-
-def _variables(expr: Expr) -> list[Var]:
-    return [node for node in walk(expr) if isinstance(node, Var)]
-
-
-def _loads(expr: Expr) -> bool:
-    return any(isinstance(node, Load) for node in walk(expr))
 
 
 def _prune(graph: nx.DiGraph) -> None:

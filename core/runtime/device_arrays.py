@@ -51,6 +51,33 @@ def output_place(outputs: Any) -> str:
     return outputs
 
 
+def device_array(devices: dict[str, Device], array, target: str | None = None):
+    """``array`` copied to the device of ``target`` among ``devices`` (by
+    default the one with memory of its own), as that device's array type
+    (Executable.device_array)."""
+    own = sorted(name for name, device in devices.items() if not device.host_memory)
+    if not own:
+        raise HpvmError("device_array: every target of this executable works in host memory; "
+                        "fix: pass numpy arrays as they are")
+    if target is None and len(own) > 1:
+        raise HpvmError(f"device_array: this executable has {len(own)} targets with memory of "
+                        f"their own ({', '.join(own)}); fix: name one with target=...")
+    target = target if target is not None else own[0]
+    if target not in own:
+        raise HpvmError(f"device_array: '{target}' is not a target of this executable with "
+                        f"memory of its own; fix: name one of {own}")
+    device = devices[target]
+    host = np.ascontiguousarray(array)
+    handle = device.empty(host.shape, host.dtype)
+    device.copy_in(handle, host)
+    exported = device.export(handle)
+    if exported is None:
+        device.free(handle)
+        raise HpvmError(f"device_array: target '{target}' has no array type of its own; fix: "
+                        "pass numpy arrays, or stage them with exe.stage(...)")
+    return exported
+
+
 def dlpack_device(value: Any) -> tuple[int, int] | None:
     """The DLPack (device type, index) of ``value``, or None when it says
     none."""

@@ -34,7 +34,7 @@ from .approximations import ApproximationsMixin, runs_active
 from .compiler import build
 from .execution import Frame, Report
 from .flatten import flatten
-from .device_arrays import HOST_OUTPUTS, DeviceArrays, output_place
+from .device_arrays import HOST_OUTPUTS, DeviceArrays, device_array, output_place
 from .inputs import InputChecker, validate_inputs
 from .memory import ALWAYS, CopyStats, MemoryTracker, Value
 from .placement import Placement
@@ -129,28 +129,7 @@ class Executable(ApproximationsMixin):
         device's own array type: a ``pyopencl.array.Array`` of
         gpu_opencl's context, a torch tensor on aten's CUDA device.  Runs
         take it as an input without a copy."""
-        devices = self._get_devices()
-        own = sorted(name for name, device in devices.items() if not device.host_memory)
-        if target is None and len(own) != 1:
-            raise HpvmError(f"device_array: this executable has {len(own)} targets with memory "
-                            f"of their own ({', '.join(own) or 'none'}); fix: name one with "
-                            "target=..." if own else "device_array: every target of this "
-                            "executable works in host memory; fix: pass numpy arrays as they "
-                            "are")
-        target = target if target is not None else own[0]
-        if target not in own:
-            raise HpvmError(f"device_array: '{target}' is not a target of this executable with "
-                            f"memory of its own; fix: name one of {own}")
-        device = devices[target]
-        host = np.ascontiguousarray(array)
-        handle = device.empty(host.shape, host.dtype)
-        device.copy_in(handle, host)
-        exported = device.export(handle)
-        if exported is None:
-            device.free(handle)
-            raise HpvmError(f"device_array: target '{target}' has no array type of its own; "
-                            "fix: pass numpy arrays, or stage them with exe.stage(...)")
-        return exported
+        return device_array(self._get_devices(), array, target)
 
     @runs_active
     def stage(self, **inputs) -> dict:

@@ -30,7 +30,8 @@ WILDCARD = "*"
 @dataclass
 class Pattern:
     """A PDG pattern; build it with :meth:`op`, :meth:`load`, :meth:`store`,
-    :meth:`loop`, :meth:`phi` and :meth:`feed`, in the order a reader
+    :meth:`loop`, :meth:`phi`, :meth:`branch`, :meth:`guard` and
+    :meth:`feed`, in the order a reader
     would explain it (:func:`explain` reports the first missing one)."""
 
     name: str
@@ -83,6 +84,17 @@ class Pattern:
         for position, operand in (("cond", cond), ("then", if_true), ("else", if_false)):
             self.feed(operand, node, position)
         return node
+
+    def branch(self, cond: int, description: str, role: str | None = None) -> int:
+        """An ``if`` on ``cond``; what it guards: :meth:`guard`."""
+        node = self._add("if", None, description, role)
+        self.feed(cond, node, "cond")
+        return node
+
+    def guard(self, region: int, node: int, part: str) -> None:
+        """``node`` runs in ``part`` of ``region`` (an if's ``then`` or
+        ``else``, a loop's ``body``)."""
+        self.graph.add_edge(region, node, kind="ctl", pos=part)
 
     def feed(self, source: int, target: int, position) -> None:
         """``source`` is operand ``position`` of ``target``."""

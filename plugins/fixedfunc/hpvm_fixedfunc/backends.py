@@ -104,6 +104,30 @@ class NumpyBackend:
         in_row_blocks(decode, obs.shape[0])
         return llike, path, pointers
 
+    def dense_transitions(self, tails, heads, costs, states: int):
+        """A list of transitions as a [prev, curr] matrix: the least cost of
+        each pair, +inf where there is no edge."""
+        matrix = np.full((states, states), np.inf, dtype=costs.dtype)
+        np.minimum.at(matrix, (tails, heads), costs)
+        return matrix
+
+    def edge_path(self, llike, tails, heads, costs):
+        """The min-sum path over a list of transitions, as a kernel looping
+        over the edges finds it: into each state, the first edge whose tail
+        gives the least likelihood + cost (0 where none is finite)."""
+        tails, heads = self._index(tails), self._index(heads)
+        path = self._empty(llike.shape[:2], tails)
+        path[:, -1] = self._argmin(llike[:, -1], 1)
+        for t in range(llike.shape[1] - 2, -1, -1):
+            via = llike[:, t][:, tails] + costs[None]
+            via = self._where(heads[None] == path[:, t + 1][:, None], via, np.inf)
+            first = self._argmin(via, 1)
+            path[:, t] = self._where(self._min(via, 1) < np.inf, tails[first], 0)
+        return path
+
+    def _where(self, condition, yes, no):
+        return np.where(condition, yes, no)
+
     def _decode(self, obs, init, transition, emission, maximum: bool):
         """The kernels' values exactly: min over prev of (llike + transition)
         + emission is (min over prev of llike + transition) + emission,
@@ -204,6 +228,17 @@ class TorchBackend(NumpyBackend):
 
     def _zeros(self, shape, like):
         return self.torch.zeros(shape, dtype=like.dtype, device=self.device)
+
+    def dense_transitions(self, tails, heads, costs, states: int):
+        matrix = self.torch.full((states * states,), float("inf"), dtype=costs.dtype,
+                                 device=self.device)
+        flat = self._index(tails) * states + self._index(heads)
+        return matrix.scatter_reduce(0, flat, costs, reduce="amin").reshape(states, states)
+
+    def _where(self, condition, yes, no):
+        no = self.torch.as_tensor(no, dtype=yes.dtype if hasattr(yes, "dtype") else None,
+                                  device=self.device)
+        return self.torch.where(condition, yes, no)
 
     def _min(self, values, axis: int):
         return values.amin(dim=axis)

@@ -154,6 +154,42 @@ def max_product(x: Buffer[i64, "N", "T"], p0: Buffer[f64, "S"], pt: Buffer[f64, 
             t = t - 1
 
 
+@hl.program
+def edge_list(obs: Buffer[i64, "T"], init: Buffer[f64, "S"], src: Buffer[i64, "E"],
+              dst: Buffer[i64, "E"], cost: Buffer[f64, "E"], emit: Buffer[f64, "S", "K"],
+              score: Out[Buffer[f64, "T", "S"]], path: Out[Buffer[i64, "T"]]):
+    """A sparse model: the transitions as a list of edges (tail, head,
+    cost); each step relaxes every edge into its head state; the traceback
+    looks among the edges into the current state."""
+    for _ in parallel_loop(1, ins=(obs, init, src, dst, cost, emit), outs=(score, path),
+                           name="sparse"):
+        for s in range(S):
+            score[0, s] = init[s] + emit[s, obs[0]]
+        for t in range(1, T):
+            for s in range(S):
+                score[t, s] = math.inf
+            for e in range(E):
+                cand = score[t - 1, src[e]] + cost[e] + emit[dst[e], obs[t]]
+                if cand < score[t, dst[e]]:
+                    score[t, dst[e]] = cand
+        state = 0
+        for s in range(1, S):
+            if score[T - 1, s] < score[T - 1, state]:
+                state = s
+        path[T - 1] = state
+        for t in range(T - 1, 0, -1):
+            best = math.inf
+            pick = 0
+            for e in range(E):
+                if dst[e] == state:
+                    via = score[t - 1, src[e]] + cost[e]
+                    if via < best:
+                        best = via
+                        pick = src[e]
+            path[t - 1] = pick
+            state = pick
+
+
 def log_table(rng, rows, cols):
     weights = rng.uniform(0.05, 1.0, (rows, cols))
     return -np.log(weights / weights.sum(axis=1, keepdims=True))
@@ -228,6 +264,23 @@ def ref_max_product(inputs):
     return {"prob": prob, "states": states}
 
 
+def make_edges(rng, steps=9, states=5, tokens=6):
+    pairs = [(a, b) for a in range(states) for b in range(states) if (a + 2 * b) % 4]
+    order = rng.permutation(len(pairs))
+    return {"obs": rng.integers(0, tokens, steps), "init": log_table(rng, 1, states)[0],
+            "src": np.array([pairs[i][0] for i in order]), "dst": np.array([pairs[i][1] for i in order]),
+            "cost": -np.log(rng.uniform(0.05, 1.0, len(pairs))), "emit": log_table(rng, states, tokens)}
+
+
+def ref_edges(inputs):
+    """The sparse model through a dense one: missing transitions cost +inf."""
+    states = inputs["init"].size
+    dense = np.full((states, states), np.inf)
+    dense[inputs["src"], inputs["dst"]] = inputs["cost"]
+    score, path = min_sum(inputs["obs"], inputs["init"], dense, inputs["emit"])
+    return {"score": score[0], "path": path[0]}
+
+
 PROBE = "structure matched, but on a probe"
 
 VARIANTS = [
@@ -247,4 +300,7 @@ VARIANTS = [
      "reference": ref_max_product,
      "mutant": ("pt[r, s_1] * pe[s_1", "pt[s_1, r] * pe[s_1",
                 "the transition read the wrong way round in one place", PROBE)},
+    {"name": "edge_list", "program": edge_list, "make": make_edges, "reference": ref_edges,
+     "mutant": ("pick = src[e_1]", "pick = dst[e_1]", "the head taken for the tail",
+                "no load of the edge's tail state")},
 ]

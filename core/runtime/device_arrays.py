@@ -98,6 +98,29 @@ class DeviceArrays:
     def __init__(self, devices: dict[str, Device]):
         self.devices = {name: d for name, d in devices.items() if not d.host_memory}
 
+    def adopted(self, value: Any) -> Value | None:
+        """``value`` as a Value held by the device that takes it over its
+        memory; None where no device does (take says why, or copies)."""
+        for name, device in self.devices.items():
+            try:
+                adopted = device.adopt(value)
+            except ArrayRefused:
+                continue
+            if adopted is not None:
+                handle, shape, dtype = adopted
+                return Value(tuple(shape), np.dtype(dtype), {name: handle}, consumers=ALWAYS,
+                             pinned=True)
+        return None
+
+    def _refusal(self, value: Any) -> ArrayRefused | None:
+        """Why a device of ``value``'s kind does not take it, if one says."""
+        for device in self.devices.values():
+            try:
+                device.adopt(value)
+            except ArrayRefused as refusal:
+                return refusal
+        return None
+
     def take(self, value: Any, where: Location, copied: CopyStats) -> Value | np.ndarray | \
             Diagnostic | None:
         """The input ``value`` at ``where``: a Value held by the device that
@@ -106,19 +129,12 @@ class DeviceArrays:
         be taken; None when it is no device array (host arrays, scalars)."""
         if isinstance(value, (np.ndarray, Value, bool, int, float, np.generic)):
             return None
-        refusals = []
-        for name, device in self.devices.items():
-            try:
-                adopted = device.adopt(value)
-            except ArrayRefused as refusal:
-                refusals.append(refusal)
-                continue
-            if adopted is not None:
-                handle, shape, dtype = adopted
-                return Value(tuple(shape), np.dtype(dtype), {name: handle}, consumers=ALWAYS,
-                             pinned=True)
-        if refusals:  # no device took it, and one of its kind says why not
-            return Diagnostic(where, refusals[0].problem, refusals[0].fix)
+        adopted = self.adopted(value)
+        if adopted is not None:
+            return adopted
+        refusal = self._refusal(value)
+        if refusal is not None:  # no device took it, and one of its kind says why not
+            return Diagnostic(where, refusal.problem, refusal.fix)
         try:
             place = dlpack_device(value)
         except (TypeError, ValueError, RuntimeError, BufferError):

@@ -102,8 +102,10 @@ class Executable(ApproximationsMixin):
         arrays on the host; ``outputs="device"`` leaves them on the devices
         that made them (device_arrays.py), unless the program has an input
         named ``outputs`` (then use :meth:`run`)."""
-        outputs = self._outputs_keyword(inputs)
-        return self.run(inputs, outputs)
+        outputs = output_place(self._outputs_keyword(inputs))
+        if self._goal is not None:
+            return self._adapting_call(inputs, outputs)
+        return self._runner._run(inputs, outputs)  # inputs: a dict of its own already
 
     def run(self, inputs: Mapping[str, Any], outputs: str = HOST_OUTPUTS) -> dict:
         """One run on ``inputs`` (name -> value: numpy arrays, arrays of
@@ -331,6 +333,8 @@ class Executable(ApproximationsMixin):
         return HOST_OUTPUTS
 
     def _device_arrays(self) -> DeviceArrays:
+        if self._arrays is not None:  # made once; every run asks
+            return self._arrays
         with self._lock:
             if self._arrays is None:
                 self._arrays = DeviceArrays(self._get_devices_locked())
@@ -338,6 +342,8 @@ class Executable(ApproximationsMixin):
 
     def _static_program(self) -> StaticProgram | None:
         """The static schedule of runs, where the placement allows one."""
+        if self._static is not None:  # decided once; every run asks
+            return self._static or None
         devices = self._get_devices()
         with self._lock:
             if self._static is None:

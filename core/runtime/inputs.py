@@ -147,9 +147,8 @@ class InputChecker:
             return None
         taken = {}
         for name, dtype in on_device.items():
-            value = arrays.take(inputs[name], Location(graph=self.graph.name, port=name),
-                                CopyStats())
-            if not isinstance(value, Value) or value.dtype != dtype:
+            value = arrays.adopted(inputs[name])
+            if value is None or value.dtype != dtype:
                 return None
             taken[name] = value
         return taken

@@ -172,6 +172,8 @@ class _Schedule(Schedule):
                  resident: Device | None, captured: Device | None, device_outputs: bool):
         super().__init__(plan, devices, module, resident, captured, device_outputs)
         self.replay: Callable[[], None] | None = None
+        self.replay_label = ""
+        """The run report's target of a replay (made with it)."""
         self.pool = OutputPool()
         """Memory of the host arrays made per run (output_pool.py)."""
 
@@ -309,6 +311,8 @@ class _Schedule(Schedule):
                 step.launch = launch
         if self.captured is not None:
             self.replay = self.captured.capture(self._launch_all)
+            self.replay_label = f"{target_label(self.plan.tasks[0].target, device)}: " \
+                                f"{len(self.steps)} nodes, one replay"
         elif device is not None:  # runs bind buffers of their own in these slots
             self._free_per_run(values)
 
@@ -341,7 +345,6 @@ class _Schedule(Schedule):
     def _replay(self, inputs: dict[str, Any], report: Report) -> dict[str, np.ndarray]:
         """A captured run: inputs copied into the kept buffers, one replay,
         outputs copied out; one record for the whole graph."""
-        device = self.captured
         stats = CopyStats()
         began = time.perf_counter()
         values = list(self.kept)
@@ -358,9 +361,7 @@ class _Schedule(Schedule):
                 f"captured launches: {type(error).__name__}: {error}",
                 "turn capture off in the target's options, or report it to the plugin's "
                 "authors")) from error
-        target = self.plan.tasks[0].target
-        report.records.append(NodeRecord(
-            "<captured graph>", f"{target_label(target, device)}: {len(self.steps)} nodes, "
-            "one replay", time.perf_counter() - began, stats))
+        report.records.append(NodeRecord("<captured graph>", self.replay_label,
+                                         time.perf_counter() - began, stats))
         report.bytes_copied += stats.total
         return outputs

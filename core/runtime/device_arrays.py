@@ -101,25 +101,23 @@ class DeviceArrays:
     def adopted(self, value: Any) -> Value | None:
         """``value`` as a Value held by the device that takes it over its
         memory; None where no device does (take says why, or copies)."""
+        return self._offer(value)[0]
+
+    def _offer(self, value: Any) -> tuple[Value | None, ArrayRefused | None]:
+        """(the Value of the device that takes ``value``, or None; the first
+        refusal of a device of its kind, where none takes it)."""
+        refusal = None
         for name, device in self.devices.items():
             try:
                 adopted = device.adopt(value)
-            except ArrayRefused:
+            except ArrayRefused as why:
+                refusal = refusal or why
                 continue
             if adopted is not None:
                 handle, shape, dtype = adopted
                 return Value(tuple(shape), np.dtype(dtype), {name: handle}, consumers=ALWAYS,
-                             pinned=True)
-        return None
-
-    def _refusal(self, value: Any) -> ArrayRefused | None:
-        """Why a device of ``value``'s kind does not take it, if one says."""
-        for device in self.devices.values():
-            try:
-                device.adopt(value)
-            except ArrayRefused as refusal:
-                return refusal
-        return None
+                             pinned=True), None
+        return None, refusal
 
     def take(self, value: Any, where: Location, copied: CopyStats) -> Value | np.ndarray | \
             Diagnostic | None:
@@ -129,10 +127,9 @@ class DeviceArrays:
         be taken; None when it is no device array (host arrays, scalars)."""
         if isinstance(value, (np.ndarray, Value, bool, int, float, np.generic)):
             return None
-        adopted = self.adopted(value)
+        adopted, refusal = self._offer(value)
         if adopted is not None:
             return adopted
-        refusal = self._refusal(value)
         if refusal is not None:  # no device took it, and one of its kind says why not
             return Diagnostic(where, refusal.problem, refusal.fix)
         try:

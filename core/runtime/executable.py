@@ -102,24 +102,22 @@ class Executable(ApproximationsMixin):
         arrays on the host; ``outputs="device"`` leaves them on the devices
         that made them (device_arrays.py), unless the program has an input
         named ``outputs`` (then use :meth:`run`)."""
-        outputs = output_place(self._outputs_keyword(inputs))
-        if self._goal is not None:
-            return self._adapting_call(inputs, outputs)
-        return self._runner._run(inputs, outputs)  # inputs: a dict of its own already
+        return self._call(inputs, self._outputs_keyword(inputs))  # inputs: a dict of its own
 
     def run(self, inputs: Mapping[str, Any], outputs: str = HOST_OUTPUTS) -> dict:
         """One run on ``inputs`` (name -> value: numpy arrays, arrays of
         other libraries in host memory or on a device, scalars), as
         ``exe(**inputs)``; names need not be Python identifiers."""
-        outputs = output_place(outputs)
+        return self._call(dict(inputs), output_place(outputs))
+
+    def _call(self, inputs: dict, outputs: str) -> dict:
         if self._goal is not None:
-            return self._adapting_call(dict(inputs), outputs)
-        return self._runner._run(dict(inputs), outputs)
+            return self._adapting_call(inputs, outputs)
+        return self._runner._run(inputs, outputs)
 
     def launch(self, **inputs) -> Launch:
         """Start a run and return at once (``outputs=`` as for a call)."""
-        outputs = self._outputs_keyword(inputs)
-        return self._launch(inputs, output_place(outputs))
+        return self._launch(inputs, self._outputs_keyword(inputs))
 
     @runs_active
     def _launch(self, inputs: dict, outputs: str) -> Launch:
@@ -327,7 +325,7 @@ class Executable(ApproximationsMixin):
 
     def _outputs_keyword(self, inputs: dict) -> str:
         """The ``outputs=`` of a call, taken out of ``inputs`` (unless the
-        program has an input of that name)."""
+        program has an input of that name) and checked."""
         if OUTPUTS_KEYWORD in inputs and OUTPUTS_KEYWORD not in self._input_names:
             return output_place(inputs.pop(OUTPUTS_KEYWORD))
         return HOST_OUTPUTS

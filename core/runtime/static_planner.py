@@ -106,9 +106,9 @@ class Schedule:
         self.inputs: list[tuple[str, int]] = []
         self.fresh: list[Fresh] = []
         """The arrays made in each run."""
-        self.duplicates: dict[int, tuple[tuple[int, ...], np.dtype]] = {}
+        self.duplicates: set[int] = set()
         """Slots of the resident device's private copies of values updated in
-        place, made in each run (``Device.duplicate``): their layouts."""
+        place, made in each run (``Device.duplicate``)."""
         self.steps: list[Step] = []
         self.outputs: list[tuple[str, int, bool]] = []
         """(name, slot, handed over): an output made in the run gives its
@@ -209,7 +209,7 @@ class SchedulePlanner:
         shape, dtype = self.layouts[slot]
         if self._resident_run:
             copy = self._new_slot(self.FRESH, (shape, dtype))
-            self.schedule.duplicates[copy] = (shape, dtype)
+            self.schedule.duplicates.add(copy)
         else:
             copy = self._buffer(Source(task.task.index, port), shape, dtype, step.device,
                                 copy=True)

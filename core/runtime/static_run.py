@@ -215,7 +215,7 @@ class _Schedule(Schedule):
                 step.device.clear(values[slot])
             for to, source in step.copies:
                 if to in self.duplicates:
-                    values[to] = self.resident.duplicate(values[source], *self.duplicates[to])
+                    values[to] = self.resident.duplicate(values[source], *self.layouts[to])
                 else:
                     step.device.copy_buffer(values[to], values[source])
             changed = {port: values[slot] for port, slot in step.changing}

@@ -141,7 +141,7 @@ class AtenDevice(Device):
 
     def copy_buffer(self, to, source) -> None:
         if self.host_memory:
-            np.copyto(to, source)
+            super().copy_buffer(to, source)
             return
         value = self._tensor(source)
         if to.tensor is not None and to.tensor.shape == value.shape and to.tensor.dtype == to.dtype:

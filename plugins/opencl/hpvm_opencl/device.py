@@ -211,8 +211,8 @@ class OpenCLDevice(Device):
                                "buffer (a strided view or an offset slice)",
                                "pass array.copy(), which is")
         array.finish()
-        return DeviceBuffer(array.base_data, tuple(array.shape), np.dtype(array.dtype)), \
-            tuple(array.shape), np.dtype(array.dtype)
+        handle = DeviceBuffer(array.base_data, tuple(array.shape), np.dtype(array.dtype))
+        return handle, handle.shape, handle.dtype
 
     def export(self, handle: DeviceBuffer):
         """The buffer as a ``pyopencl.array.Array`` on this device's queue

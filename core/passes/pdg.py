@@ -72,12 +72,17 @@ class ProgramDependenceGraph:
     def facts(self, node: int) -> dict:
         return self.graph.nodes[node]
 
-    def operands(self, node: int) -> list[int]:
+    def operands(self, node: int, repeated: bool = False) -> list[int]:
         """Data operands of ``node`` in position order (commutative ones in
-        id order)."""
+        id order); ``repeated``: an operand of a commutative node used n
+        times (``x * x``) comes n times."""
         edges = [(data["pos"], source) for source, _, data in self.graph.in_edges(node, data=True)
                  if data["kind"] == "data"]
-        return [source for _, source in sorted(edges, key=lambda e: (_order(e[0]), e[1]))]
+        ordered = sorted(edges, key=lambda e: (_order(e[0]), e[1]))
+        if not repeated:
+            return [source for _, source in ordered]
+        return [source for position, source in ordered
+                for _ in range(position[1] if _commutative(position) else 1)]
 
     def affine(self, node: int) -> dict:
         """``node``'s value as {atom: coefficient} (atom UNIT: the constant
@@ -107,7 +112,7 @@ class _Builder:
         self.stores: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}
         """(buffer, version) -> (the version before, the indices of the
         store that made it): the stores a load may look past."""
-        self.ranges = ValueRanges(self.graph, frozenset(
+        self.ranges = ValueRanges(pdg, frozenset(
             d for p in pdg.function.params if p.is_buffer for d in p.type.shape
             if isinstance(d, str)))
         for param in pdg.function.params:
@@ -136,7 +141,7 @@ class _Builder:
     def _edge(self, source: int, target: int, kind: str, position) -> None:
         if self.graph.has_edge(source, target):   # an operand used twice: x * x
             data = self.graph.edges[source, target]
-            if data["kind"] == kind and isinstance(data["pos"], tuple) and data["pos"][0] == "c":
+            if data["kind"] == kind and _commutative(data["pos"]):
                 data["pos"] = ("c", data["pos"][1] + 1)
             else:
                 data["pos"] = tuple(sorted({*_positions(data["pos"]), position}, key=str))
@@ -474,7 +479,7 @@ def _count_operands(graph: nx.DiGraph) -> None:
         for _, _, data in graph.in_edges(node, data=True):
             if data["kind"] == "data":
                 position = data["pos"]
-                count += position[1] if isinstance(position, tuple) and position[:1] == ("c",) else (
+                count += position[1] if _commutative(position) else (
                     len(position) if isinstance(position, tuple) else 1)
         graph.nodes[node]["arity"] = count
 
@@ -510,6 +515,11 @@ def _type_of(type_) -> str:
 def _order(position) -> tuple:
     """Sort key of edge positions: integers in order, then names."""
     return (0, position, "") if isinstance(position, int) else (1, 0, str(position))
+
+
+def _commutative(position) -> bool:
+    """Whether an edge position is a commutative operand's: ("c", uses)."""
+    return isinstance(position, tuple) and position[:1] == ("c",)
 
 
 def _positions(position) -> tuple:

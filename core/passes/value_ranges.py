@@ -29,8 +29,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import networkx as nx
-
 from ..ir.kernel import Assign, Binary, Const, Expr, Let, Var
 from ..ir.visit import walk
 
@@ -71,7 +69,6 @@ class Interval:
 UNKNOWN = Interval()
 UNIT = "1"
 """The atom of an affine form's constant term (node ids are integers)."""
-SELECT_ORDER = {"cond": 0, "then": 1, "else": 2}
 
 
 def _times(a: float, b: float) -> float:
@@ -92,8 +89,10 @@ class ValueRanges:
     facts of the conditions that hold where it is built (a stack of
     scopes: push on entering a loop body or a branch, pop on leaving)."""
 
-    def __init__(self, graph: nx.DiGraph, dimension_symbols: frozenset[str]):
-        self.graph = graph
+    def __init__(self, pdg, dimension_symbols: frozenset[str]):
+        """``pdg``: the pdg.ProgramDependenceGraph under construction."""
+        self.pdg = pdg
+        self.graph = pdg.graph
         self.dimension_symbols = dimension_symbols
         self.scopes: list[list[Fact]] = [[]]
         self.carried: dict[int, Interval] = {}
@@ -110,14 +109,14 @@ class ValueRanges:
     def _facts(self, node: int, holds: bool) -> list[Fact]:
         facts = self.graph.nodes[node]
         label = facts["label"]
-        operands = self._operands(node)
+        operands = self.pdg.operands(node, repeated=True)
         if label == ("land" if holds else "lor"):
             return [f for operand in operands for f in self._facts(operand, holds)]
         if label == "not":
             return self._facts(operands[0], not holds)
         if label not in ("lt", "le", "eq", "ne") or len(operands) != 2:
             return []
-        a, b = (self._form(o) for o in operands)
+        a, b = (self.pdg.affine(o) for o in operands)
         if label in ("eq", "ne"):
             return [Fact(frozen_form(difference(a, b)), nonzero=True)] if (label == "ne") == holds \
                 else []
@@ -168,7 +167,7 @@ class ValueRanges:
         label = facts["label"]
         if facts.get("type") != "i":
             return UNKNOWN
-        operands = self._operands(node)
+        operands = self.pdg.operands(node, repeated=True)
         ranges = [self.interval(o, cache) for o in operands]
         if label == "const":
             return Interval(facts["value"], facts["value"])
@@ -211,26 +210,6 @@ class ValueRanges:
 
     def _all_facts(self):
         return (fact for scope in self.scopes for fact in scope)
-
-    def _form(self, node: int) -> dict:
-        form = self.graph.nodes[node].get("affine")
-        return dict(form) if form is not None else {node: 1}
-
-    def _operands(self, node: int) -> list[int]:
-        """Data operands in position order (a select's: cond, then, else);
-        an operand of a commutative node used n times comes n times."""
-        ranked = []
-        for source, _, data in self.graph.in_edges(node, data=True):
-            position = data["pos"]
-            if data["kind"] != "data":
-                continue
-            if isinstance(position, tuple) and position[:1] == ("c",):
-                ranked += [((2, source), source)] * position[1]
-            elif isinstance(position, int):
-                ranked.append(((0, position), source))
-            else:
-                ranked.append(((1, SELECT_ORDER.get(position, len(SELECT_ORDER))), source))
-        return [source for _, source in sorted(ranked)]
 
     def _loop_trip(self, loop: int) -> int | None:
         for source, _, data in self.graph.in_edges(loop, data=True):

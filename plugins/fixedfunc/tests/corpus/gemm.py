@@ -4,8 +4,6 @@ i-j-k with a local sum, either operand transposed, the summed loop
 shifted or run backwards, a while loop, one instance per row."""
 from __future__ import annotations
 
-import numpy as np
-
 import hpvm.lang as hl
 from hpvm.lang import Buffer, Out, f64, parallel_loop
 

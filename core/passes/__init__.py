@@ -35,5 +35,5 @@ from . import (  # noqa: E402,F401
     fuse_elementwise,
     fuse_ops, inline,
     input_buffering, legalize_tensor_ops, loop_fusion, loop_unroll, node_fusion, parallel_reduce,
-    sequentialize, stencil_fusion, tile,
+    register_tile, sequentialize, stencil_fusion, tile,
 )

@@ -156,6 +156,10 @@ class KernelBuilder:
         """A constant of ``port``'s element type."""
         return Const(value, self.element(port))
 
+    def reserve(self, names) -> None:
+        """Keep ``names`` (locals of a body being rewritten) from fresh names."""
+        self._taken.update(names)
+
     def fresh(self, hint: str) -> str:
         """A local name starting with ``hint`` that clashes with no port,
         shape symbol or earlier local."""

@@ -41,6 +41,13 @@ OPTIONS = [
            "x86-64-v3, neoverse-v2 ...); None: $HPVM_CPU_MODEL, else this machine"),
     Option("triple", str, None, "make object code for this LLVM triple "
            "(aarch64-linux-gnu ...) instead of code that runs here"),
+    Option("register_tiles", bool, True, "run kernel loop nests that reuse their reads "
+           "across instances (matrix products ...) as register tiles over packed panels "
+           "(the register-tile pass, sizes from this machine's vector registers)"),
+    Option("tile_rows", int, 0, "register-tile: rows of results per tile (0: the model's)",
+           minimum=0, maximum=32),
+    Option("tile_panel", int, 0, "register-tile: columns of results per instance (0: the "
+           "model's)", minimum=0, maximum=4096),
     Option("blas", bool, False, "run large matmuls and gemms (2^22 multiply-adds or more) "
            "through the BLAS numpy links instead of generated code (its threads spin "
            "between calls and slow the kernels after them: in models, slower)"),
@@ -97,6 +104,17 @@ class CpuTarget(Target):
         """Vector lanes and rows of lane strips, for the whole program."""
         return [Knob("lanes", (1, 4, 8, 16), 16), Knob("rows", (1, 2, 4), 1)]
 
+    def passes(self, options: dict) -> str:
+        """register-tile with this machine's vector width and registers."""
+        if not options.get("register_tiles", True):
+            return ""
+        from .codegen.machine import MachineSpec
+        vector_bits = MachineSpec.from_options(options).vector_bits()
+        rows, panel = options.get("tile_rows") or 0, options.get("tile_panel") or 0
+        return (f"register-tile{{vector_bits={vector_bits} registers="
+                f"{32 if vector_bits >= 512 else 16} cores={_threads(options)} rows={rows} "
+                f"panel={panel}}}")
+
     def claims(self, module: Module, graph: Graph, node: Node) -> bool:
         if isinstance(node.body, (ConstantBody, TensorBody)):
             return True
@@ -107,6 +125,7 @@ class CpuTarget(Target):
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
         from hpvm.ir.text import print_module
         from hpvm.passes.legalize_tensor_ops import lower_tensor_nodes
+        from hpvm.passes.register_tile import SCHEDULE_ATTRIBUTE
         from .codegen.machine import MachineSpec
         blas = options.get("blas", False) and not options.get("triple")
         vector_bits = MachineSpec.from_options(options).vector_bits()
@@ -115,6 +134,9 @@ class CpuTarget(Target):
         tensor_kernels = set(lowered.functions) - set(module.functions)
         module = lowered
         ranks = _kernel_ranks(module, nodes)
+        tiled = {n.body.function for ref in nodes
+                 for n in [module.graph(ref.graph).node(ref.node)]
+                 if SCHEDULE_ATTRIBUTE in n.attributes}
         files = {MODULE_FILE: print_module(module).encode()}
         metadata: dict[str, Any] = {"nodes": [str(n) for n in nodes], "kernels": ranks}
         triple = options.get("triple")
@@ -128,7 +150,7 @@ class CpuTarget(Target):
         notes = []
         for function, rank in ranks.items():
             # The register tiles are made for the widest vectors.
-            wide = {"vector_width": vector_bits} if function in tensor_kernels else {}
+            wide = {"vector_width": vector_bits} if function in tensor_kernels | tiled else {}
             compiled = compile_kernel_node(module, function, rank,
                                            {**_codegen_options(options), **wide})
             files[_ir_file(function)] = compiled.llvm_ir.encode()

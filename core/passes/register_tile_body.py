@@ -1,0 +1,271 @@
+"""The body ``register-tile`` gives a node (see register_tile.py): one
+instance computes a ``chunk`` x ``panel`` block of the results, as GEMM
+libraries do::
+
+    for each block of kblock steps of the loop:
+        copy the column reads of the block into panels    (pack)
+        for each tile of ``cols`` columns:
+            for each block of ``rows`` rows:
+                accumulators of the rows x cols results in registers
+                for k in the block: the loop's body for every result
+    every result: the epilogue
+
+Accumulators live between blocks of steps in a private array of the
+chunk's results; every result still takes the loop's steps in order, so
+results are those of the program as written (up to fused multiply-adds).
+Rows past the end read the last row (their results are not stored), and
+panels past the last column repeat the last column.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.kernel import (
+    ArrayDecl, Assign, Binary, Cast, Const, Expr, InstanceId, KernelFunction, Let, Load, Stmt,
+    Store, Unary, Var,
+)
+from ..ir.tensor_ops.lowering import KernelBuilder, add, maximum, minimum, mul
+from ..ir.types import I64
+from ..ir.visit import rewrite
+from .names import declared_names, function_names, substitute
+from .register_tile_plan import NestPlan, at_instance
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Sizes of the blocks (``chunk`` a multiple of ``rows``, ``panel`` of
+    ``cols``).  With ``cores``, an instance takes fewer rows than
+    ``chunk`` where the results are too few to give ``cores`` instances
+    two each (never fewer than ``least`` rows)."""
+
+    rows: int
+    cols: int
+    chunk: int
+    panel: int
+    kblock: int
+    pack: bool = True
+    cores: int = 0
+    least: int = 32
+
+    def chunk_rows(self, row_count: Expr, col_count: Expr) -> Expr:
+        """Rows per instance, for results of ``row_count`` x ``col_count``."""
+        if not self.cores:
+            return i64(self.chunk)
+        blocks = mul(ceil_div(row_count, self.rows), ceil_div(col_count, self.panel))
+        most, least = self.chunk // self.rows, max(1, self.least // self.rows)
+        share = ceil_div(blocks, 2 * self.cores)
+        return mul(maximum(i64(min(least, most)), minimum(i64(most), share)), i64(self.rows))
+
+
+def i64(value: int) -> Const:
+    return Const(value, I64)
+
+
+def ceil_div(value: Expr, by: int | Expr) -> Expr:
+    by = i64(by) if isinstance(by, int) else by
+    return Binary("div", add(_index(value), by - i64(1)), by)
+
+
+def tiled_body(function: KernelFunction, plan: NestPlan, s: Schedule, row_count: Expr,
+               col_count: Expr) -> tuple[Stmt, ...]:
+    return _Writer(function, plan, s).body(row_count, col_count)
+
+
+class _Writer:
+    def __init__(self, function: KernelFunction, plan: NestPlan, s: Schedule):
+        self.plan, self.s = plan, s
+        self.b = KernelBuilder(None, tuple(p for p in function.params if p.is_buffer))
+        self.b.reserve(function_names(function))
+        self.loop_body = substitute(plan.loop.body, values=plan.index_values)
+
+    def body(self, row_count: Expr, col_count: Expr) -> tuple[Stmt, ...]:
+        b, s, plan = self.b, self.s, self.plan
+        for stmt in plan.uniform:
+            b.emit(stmt)
+        self.rows_total = b.let("rows_total", _index(row_count))
+        self.cols_total = b.let("cols_total", _index(col_count))
+        chunk = b.let("chunk", s.chunk_rows(self.rows_total, self.cols_total))
+        self.row0 = b.let("row0", mul(InstanceId(plan.rows), chunk))
+        self.col0 = b.let("col0", mul(InstanceId(plan.cols), i64(s.panel)))
+        self.row_blocks = b.let("row_blocks", ceil_div(
+            minimum(chunk, self.rows_total - self.row0), s.rows))
+        self.col_tiles = b.let("col_tiles", ceil_div(
+            minimum(i64(s.panel), self.cols_total - self.col0), s.cols))
+        self.sums = {}
+        for acc in plan.accumulators:
+            self.sums[acc.name] = b.fresh(f"{acc.name}_sums")
+            b.emit(ArrayDecl(self.sums[acc.name], acc.type, (s.chunk * s.panel,)))
+        self._initial_values()
+        self.panels = {}
+        if s.pack:
+            for load in plan.packed:
+                self.panels[load] = b.fresh("panel")
+                b.emit(ArrayDecl(self.panels[load], load.type,
+                                 (s.panel // s.cols * s.kblock * s.cols,)))
+        self._steps()
+        self._epilogue()
+        return b.finish()
+
+    # where a result's accumulators are kept ------------------------------
+    def _sum_at(self, block: Expr, row: Expr, tile: Expr, column: Expr) -> Expr:
+        s = self.s
+        return add(mul(add(mul(block, i64(s.rows)), row), i64(s.panel)),
+                   add(mul(tile, i64(s.cols)), column))
+
+    def _each_result(self, emit) -> None:
+        """``emit(block, row, tile, column)`` for every result of the
+        chunk, rows in a loop (for code run once per result)."""
+        b, s = self.b, self.s
+        with b.loop("rb", self.row_blocks) as block, b.loop("r", i64(s.rows)) as row:
+            with b.loop("t", self.col_tiles) as tile, b.loop("c", i64(s.cols)) as column:
+                emit(block, row, tile, column)
+
+    def _initial_values(self) -> None:
+        b = self.b
+        starting = [acc for acc in self.plan.accumulators
+                    if acc.value is not None and not _is_zero(acc.value)]
+        if not starting:
+            return
+
+        def emit(block, row, tile, column):
+            at = self._clamped_row(add(mul(block, i64(self.s.rows)), row)), \
+                self._clamped_col(tile, column)
+            for acc in starting:
+                b.store(self.sums[acc.name], (self._sum_at(block, row, tile, column),),
+                        self._at(acc.value, *at))
+        self._each_result(emit)
+
+    # the loop's steps -----------------------------------------------------
+    def _steps(self) -> None:
+        b, s, loop = self.b, self.s, self.plan.loop
+        count = b.let("steps", loop.stop - loop.start)
+        with b.loop("kb", ceil_div(count, s.kblock)) as k_block:
+            first = b.let("k0", add(loop.start, mul(k_block, i64(s.kblock))))
+            steps = b.let("ks", minimum(i64(s.kblock), loop.stop - first))
+            self._pack(first, steps)
+            with b.loop("t", self.col_tiles) as tile, b.loop("rb", self.row_blocks) as block:
+                rows = [b.let("row", self._clamped_row(add(mul(block, i64(s.rows)), i64(r))))
+                        for r in range(s.rows)]
+                tiles = self._load_tiles(block, tile)
+                with b.loop("kk", steps) as step:
+                    k = add(first, step)
+                    with b.loop("c", i64(s.cols), unroll=s.cols) as column:
+                        self._step(k, step, tile, column, rows, tiles)
+                self._store_tiles(block, tile, tiles)
+
+    def _pack(self, first: Var, steps: Var) -> None:
+        b, s = self.b, self.s
+        if not self.panels:
+            return
+        with b.loop("t", self.col_tiles) as tile:
+            whole = self._col(tile, i64(s.cols)).le(self.cols_total)
+            for clamp in (False, True):
+                with b.when(whole if not clamp else Unary("not", whole)):
+                    self._pack_tile(first, steps, tile, clamp)
+
+    def _pack_tile(self, first: Var, steps: Var, tile: Var, clamp: bool) -> None:
+        """A tile's columns of the block into the panels; ``clamp``: the
+        last tile, past the last column."""
+        b, s = self.b, self.s
+        with b.loop("kk", steps) as step, b.loop("c", i64(s.cols)) as column:
+            col = self._clamped_col(tile, column) if clamp else self._col(tile, column)
+            for load, panel in self.panels.items():
+                value = substitute(load, values={self.plan.loop.var: add(first, step)})
+                b.store(panel, (self._panel_at(tile, step, column),),
+                        self._at(value, self.row0, col))
+
+    def _panel_at(self, tile: Expr, step: Expr, column: Expr) -> Expr:
+        s = self.s
+        return add(mul(add(mul(tile, i64(s.kblock)), step), i64(s.cols)), column)
+
+    def _load_tiles(self, block: Var, tile: Var) -> dict[str, str]:
+        b, s = self.b, self.s
+        tiles = {}
+        for acc in self.plan.accumulators:
+            tiles[acc.name] = b.fresh(f"{acc.name}_tile")
+            b.emit(ArrayDecl(tiles[acc.name], acc.type, (s.rows, s.cols)))
+        with b.loop("c", i64(s.cols), unroll=s.cols) as column:
+            for r in range(s.rows):
+                for acc, name in tiles.items():
+                    b.store(name, (i64(r), column), Load(
+                        self.sums[acc], (self._sum_at(block, i64(r), tile, column),),
+                        self._type(acc)))
+        return tiles
+
+    def _store_tiles(self, block: Var, tile: Var, tiles: dict[str, str]) -> None:
+        b, s = self.b, self.s
+        with b.loop("c", i64(s.cols), unroll=s.cols) as column:
+            for r in range(s.rows):
+                for acc, name in tiles.items():
+                    b.store(self.sums[acc], (self._sum_at(block, i64(r), tile, column),),
+                            Load(name, (i64(r), column), self._type(acc)))
+
+    def _step(self, k: Expr, step: Var, tile: Var, column: Var, rows: list[Var],
+              tiles: dict[str, str]) -> None:
+        b = self.b
+        packed = {load: b.let("packed", Load(panel, (self._panel_at(tile, step, column),),
+                                             load.type))
+                  for load, panel in self.panels.items()}
+        col = self._clamped_col(tile, column)
+        for r, row in enumerate(rows):
+            cell = (i64(r), column)
+
+            def visit(node, cell=cell):
+                if isinstance(node, Load) and node in packed:
+                    return packed[node]
+                if isinstance(node, Var) and node.name in tiles:
+                    return Load(tiles[node.name], cell, node.type)
+                if isinstance(node, Assign) and node.name in tiles:
+                    return Store(tiles[node.name], cell, node.value)
+                return None
+            # packed loads are matched before their indices change
+            stmts = rewrite(self.loop_body, lambda n: visit(n) if not isinstance(n, Assign)
+                            else None)
+            stmts = rewrite(stmts, lambda n: visit(n) if isinstance(n, Assign) else None)
+            stmts = substitute(stmts, renames={name: b.fresh(name)
+                                               for name in declared_names(stmts)},
+                               values={self.plan.loop.var: k})
+            for stmt in self._at(stmts, row, col):
+                b.emit(stmt)
+
+    # results --------------------------------------------------------------
+    def _epilogue(self) -> None:
+        b, plan = self.b, self.plan
+
+        def emit(block, row, tile, column):
+            at_row = add(add(self.row0, mul(block, i64(self.s.rows))), row)
+            at_col = self._col(tile, column)
+            inside = Binary("land", at_row.lt(self.rows_total), at_col.lt(self.cols_total))
+            with b.when(inside):
+                for acc in plan.accumulators:
+                    b.emit(Let(acc.name, acc.type, Load(
+                        self.sums[acc.name], (self._sum_at(block, row, tile, column),),
+                        acc.type)))
+                for stmt in self._at(substitute(plan.sunk + plan.epilogue,
+                                                values=plan.index_values), at_row, at_col):
+                    b.emit(stmt)
+        self._each_result(emit)
+
+    # helpers --------------------------------------------------------------
+    def _at(self, root, row: Expr, col: Expr):
+        return at_instance(root, self.plan, row, col, self.rows_total, self.cols_total)
+
+    def _clamped_row(self, offset: Expr) -> Expr:
+        return minimum(add(self.row0, offset), self.rows_total - i64(1))
+
+    def _col(self, tile: Expr, column: Expr) -> Expr:
+        return add(add(self.col0, mul(tile, i64(self.s.cols))), column)
+
+    def _clamped_col(self, tile: Expr, column: Expr) -> Expr:
+        return minimum(self._col(tile, column), self.cols_total - i64(1))
+
+    def _type(self, acc: str):
+        return next(a.type for a in self.plan.accumulators if a.name == acc)
+
+
+def _index(expr: Expr) -> Expr:
+    return expr if expr.type == I64 else Cast(expr, I64)
+
+
+def _is_zero(expr: Expr) -> bool:
+    return isinstance(expr, Const) and expr.value == 0

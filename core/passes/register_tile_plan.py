@@ -1,0 +1,174 @@
+"""Which kernel nodes ``register-tile`` can schedule, and how their body
+splits (see register_tile.py).
+
+A node qualifies when, for two of its replication dimensions (``rows``
+and ``cols``), its body is::
+
+    prelude     lets only: the loop's index values and accumulators
+    for k ...   one loop, bounds the same in every instance, only lets
+                and assignments inside
+    epilogue    anything per instance (stores of the results)
+
+and the loop reads *reused* values: some load the same in every
+instance of a row (its indices do not follow ``cols``: ``A[i, k]``) and
+some the same down a column (``B[k, j]``).  What the node computes is
+read from those access patterns, never from names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.graph import KernelBody, Module, Node
+from ..ir.kernel import (
+    ArrayDecl, Assign, Barrier, Call, Expr, ExprStmt, For, InstanceCount, InstanceId,
+    KernelFunction, Let, Load, Return, Stmt, Var, While,
+)
+from ..ir.uniformity import Uniformity, written_buffers
+from ..ir.visit import rewrite, walk
+from .names import substitute
+
+
+@dataclass(frozen=True)
+class NestPlan:
+    """A node's body split for register tiles along ``rows`` and ``cols``
+    (replication dimensions; ``cols`` the one the packed reads follow)."""
+
+    rows: int
+    cols: int
+    uniform: tuple[Stmt, ...]
+    """Prelude lets the same in every instance of a tile: kept first."""
+    index_values: dict[str, Expr]
+    """Prelude lets without loads that follow the instance (``i``, ``j``):
+    read as their expressions, instance ids included."""
+    accumulators: tuple[Let, ...]
+    """Prelude lets the loop assigns: one value per instance."""
+    sunk: tuple[Stmt, ...]
+    """Other per-instance prelude lets: run before the epilogue."""
+    loop: For
+    epilogue: tuple[Stmt, ...]
+    packed: tuple[Load, ...]
+    """Loads of the loop that follow ``cols`` only, indices free of the
+    loop's own variables: copied into contiguous panels."""
+    written: frozenset[str]
+
+
+def nest_plan(module: Module, node: Node) -> NestPlan | str:
+    """The plan of ``node``, or why it does not qualify (in words, to
+    follow "node 'x' ")."""
+    if not isinstance(node.body, KernelBody):
+        return "is not a kernel node"
+    rank = len(node.replication)
+    if rank < 2:
+        return (f"has {rank} replication dimension(s); register tiles need two (rows and "
+                "columns of results)")
+    function = module.function(node.body.function)
+    for item in walk(function.body):
+        if isinstance(item, (Barrier, Return, Call, ExprStmt)) or (
+                isinstance(item, ArrayDecl) and item.space == "local"):
+            return (f"uses {type(item).__name__.lower()} statements or local arrays (run "
+                    "inline first for calls)")
+    problems = []
+    for cols in reversed(range(rank)):
+        for rows in reversed(range(rank)):
+            if rows != cols:
+                plan = _plan(function, rows, cols)
+                if isinstance(plan, NestPlan):
+                    return plan
+                problems.append(plan)
+    return problems[0]
+
+
+def _plan(function: KernelFunction, rows: int, cols: int) -> NestPlan | str:
+    loops = [i for i, s in enumerate(function.body) if isinstance(s, (For, While))]
+    if len(loops) != 1 or not isinstance(function.body[loops[0]], For):
+        return "has no single counted loop at the top of its body"
+    at = loops[0]
+    loop, prelude, epilogue = function.body[at], function.body[:at], function.body[at + 1:]
+    tile = Uniformity(function, (rows, cols))
+    if loop.step != 1 or any(tile.is_varying(b) for b in (loop.start, loop.stop)):
+        return f"loop '{loop.var}' steps by {loop.step} or has bounds that differ by instance"
+    if any(not isinstance(s, (Let, Assign)) for s in loop.body):
+        return f"loop '{loop.var}' holds statements other than lets and assignments"
+    if any(not isinstance(s, Let) for s in prelude):
+        return "sets something other than new variables before its loop"
+    assigned = {s.name for s in loop.body if isinstance(s, Assign)}
+    after = {s.name for s in walk(epilogue) if isinstance(s, Assign)}
+    declared = {s.name for s in prelude}
+    if assigned - declared - {s.name for s in loop.body if isinstance(s, Let)}:
+        return f"loop '{loop.var}' assigns a parameter"
+    uniform, index_values, accumulators, sunk = [], {}, [], []
+    read_in_loop = {n.name for n in walk(loop.body) if isinstance(n, Var)}
+    for let in prelude:
+        value = substitute(let.value, values=index_values) if let.value is not None else None
+        if let.name in assigned:
+            accumulators.append(Let(let.name, let.type, value))
+        elif let.name in after:
+            if let.name in read_in_loop:
+                return f"variable '{let.name}' is read by the loop and set after it"
+            sunk.append(let)
+        elif not tile.is_varying(Var(let.name, let.type)):
+            uniform.append(let)
+        elif value is not None and not any(isinstance(n, Load) for n in walk(value)):
+            index_values[let.name] = value
+        elif let.name in read_in_loop:
+            return (f"variable '{let.name}' differs by instance, reads memory and is read "
+                    "by the loop")
+        else:
+            sunk.append(let)
+    if not accumulators:
+        return f"loop '{loop.var}' accumulates into no variable declared before it"
+    written = written_buffers(function.body)
+    body = substitute(loop.body, values=index_values)
+    temporaries = {s.name for s in body if isinstance(s, Let)}
+    follows_rows, follows_cols = _follows(body, rows, temporaries), _follows(body, cols,
+                                                                           temporaries)
+    loads = [n for n in walk(body) if isinstance(n, Load)]
+    row_reads = [n for n in loads if not follows_cols(n) and follows_rows(n)]
+    col_reads = [n for n in loads if not follows_rows(n) and follows_cols(n)]
+    if not row_reads or not col_reads:
+        return (f"loop '{loop.var}' reads nothing reused across instances (a value the same "
+                "along a row of results and one the same down a column)")
+    packed = tuple(dict.fromkeys(
+        n for n in col_reads if n.buffer not in written
+        and not (_names(n) & (temporaries | set(accumulator.name for accumulator in
+                                                 accumulators)))))
+    return NestPlan(rows, cols, tuple(uniform), index_values, tuple(accumulators),
+                    tuple(sunk), loop, tuple(epilogue), packed, written)
+
+
+def _names(expr: Expr) -> set[str]:
+    return {n.name for n in walk(expr) if isinstance(n, Var)}
+
+
+def _follows(body: tuple[Stmt, ...], dim: int, temporaries: set[str]):
+    """A test whether an expression of ``body`` follows replication
+    dimension ``dim`` (through its instance id or a temporary that does)."""
+    following: set[str] = set()
+
+    def test(expr: Expr) -> bool:
+        return any(isinstance(n, InstanceId) and n.dim == dim or
+                   isinstance(n, Var) and n.name in following for n in walk(expr))
+    for _ in range(2):
+        for stmt in body:
+            if stmt.name in temporaries and stmt.value is not None and test(stmt.value):
+                following.add(stmt.name)
+    return test
+
+
+def at_instance(root, plan: NestPlan, row: Expr, col: Expr, row_count: Expr,
+                col_count: Expr):
+    """``root`` (statements or an expression, index values already
+    substituted) for the instance at ``row`` and ``col``: their ids and
+    counts replaced."""
+    def visit(node):
+        if isinstance(node, InstanceId) and node.dim in (plan.rows, plan.cols):
+            return row if node.dim == plan.rows else col
+        if isinstance(node, InstanceCount) and node.dim in (plan.rows, plan.cols):
+            return row_count if node.dim == plan.rows else col_count
+        return None
+    return rewrite(root, visit)
+
+
+def eligible(module: Module, node: Node) -> bool:
+    return isinstance(nest_plan(module, node), NestPlan)
+

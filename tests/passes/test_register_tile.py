@@ -1,0 +1,111 @@
+"""register-tile: loop nests that reuse their reads across instances run
+as register tiles over packed panels.  Results equal the program as
+written (the interpreter runs both, so the sums are bit-identical) on
+sizes that are not multiples of any block, smaller than a tile, with an
+empty loop; the cpu target schedules them by default and agrees with
+the golden model; nests without reuse are left alone, and named ones
+refused with the reason."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hpvm
+from hpvm.frontend.compile import load_python_file
+from hpvm.ir.text import parse_module, print_module
+from hpvm.passes import PassError, run_pipeline
+from hpvm.passes.register_tile import SCHEDULE_ATTRIBUTE, eligible_nodes
+from hpvm.testing import usable_targets
+
+PROGRAMS = load_python_file(Path(__file__).with_name("nest_programs.py"))
+SMALL = "register-tile{rows=3 cols=4 chunk=6 panel=8 kblock=5}"
+"""Blocks far smaller than the sizes, so that every ragged edge is met."""
+SIZES = [(13, 11, 17), (1, 3, 1), (2, 0, 5), (6, 10, 8), (40, 33, 70)]
+
+
+def _outputs(module, inputs, target="interp", options=None):
+    return hpvm.compile(module, targets=[target], options=options or {})(**inputs)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))
+def test_every_written_form_of_a_product_qualifies(name):
+    module = PROGRAMS.TILED[name].build()
+    assert len(eligible_nodes(module)) == 1
+    tiled = run_pipeline(module, SMALL, verify_each=True)
+    text = print_module(tiled)
+    assert f"{SCHEDULE_ATTRIBUTE} = [3, 4]" in text
+    assert print_module(parse_module(text)) == text
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))
+@pytest.mark.parametrize("pipeline", [SMALL, SMALL.replace("}", " pack=false}")])
+def test_results_equal_the_program_as_written_on_ragged_sizes(name, pipeline):
+    _check_ragged(name, pipeline, SIZES)
+
+
+@pytest.mark.parametrize("name", ["sgemm", "two_sums"])
+def test_the_models_blocks_give_the_same_results(name):
+    _check_ragged(name, "register-tile{vector_bits=512 registers=32 cores=2}", SIZES[:2])
+
+
+def _check_ragged(name, pipeline, sizes):
+    module = PROGRAMS.TILED[name].build()
+    tiled = run_pipeline(module, pipeline, verify_each=True)
+    rng = np.random.default_rng(1)
+    for m, k, n in sizes:
+        inputs = PROGRAMS.inputs_for(name, rng, m, k if name != "ms_gemm" else m, n)
+        expected, got = _outputs(module, inputs), _outputs(tiled, inputs)
+        for port, value in expected.items():
+            np.testing.assert_array_equal(got[port], value, err_msg=f"{port} at {m, k, n}")
+
+
+@pytest.mark.parametrize("target", usable_targets(("cpu",)))
+@pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))
+def test_the_cpu_schedules_products_by_default_and_agrees_with_the_golden_model(target, name):
+    module = PROGRAMS.TILED[name].build()
+    rng = np.random.default_rng(2)
+    for m, k, n in [(67, 45, 83), (5, 300, 3)]:
+        inputs = PROGRAMS.inputs_for(name, rng, m, k if name != "ms_gemm" else m, n)
+        expected = _outputs(module, inputs)
+        exe = hpvm.compile(module, targets=[target])
+        assert SCHEDULE_ATTRIBUTE in exe.artifacts[target].files["module.hpvm"].decode()
+        got = exe(**inputs)
+        for port, value in expected.items():
+            np.testing.assert_allclose(got[port], value, rtol=2e-5, atol=1e-4,
+                                       err_msg=f"{port} at {m, k, n}")
+
+
+def test_a_nest_without_reuse_is_left_alone_and_a_named_one_refused():
+    module = PROGRAMS.UNTILED["row_sums"].build()
+    assert eligible_nodes(module) == []
+    assert print_module(run_pipeline(module, "register-tile")) == print_module(module)
+    with pytest.raises(PassError) as error:
+        run_pipeline(module, "register-tile{nodes=rows}")
+    message = str(error.value)
+    assert "node 'rows'" in message and "reused across instances" in message
+
+
+def test_a_node_without_a_second_dimension_is_refused_with_the_reason():
+    text = """hpvm 1.1
+module m
+
+func @scale(in a: f32[N], out b: f32[N]) {
+  let i: i64 = instance_id(0)
+  let acc: f32 = f32(0.0)
+  for k in 0 .. N step 1 {
+    acc = acc + a[k]
+  }
+  b[i] = acc
+}
+
+graph @g(in a: f32[N], out b: f32[N]) {
+  node scale = @scale [N]
+  in a -> scale.a
+  out scale.b -> b
+}
+
+root @g
+"""
+    with pytest.raises(PassError) as error:
+        run_pipeline(parse_module(text), "register-tile{nodes=scale}")
+    assert "1 replication dimension(s)" in str(error.value)

@@ -32,7 +32,7 @@ from ..ir.graph import Graph, KernelBody, Module, Node
 from .errors import PassError
 from .module_tools import iter_nodes, named_kernel_nodes
 from .names import unique_name
-from .register_tile_body import Schedule, ceil_div, tiled_body
+from .register_tile_body import Schedule, tiled_body, tiled_replication
 from .register_tile_plan import NestPlan, nest_plan
 from .registry import Option, register_pass
 from .tensor_graph import replace_node
@@ -128,15 +128,11 @@ def _multiple(value: int, of: int) -> int:
 def _scheduled(module: Module, graph: Graph, node: Node, plan: NestPlan,
                schedule: Schedule) -> Module:
     function = module.function(node.body.function)
-    row_count, col_count = node.replication[plan.rows], node.replication[plan.cols]
-    body = tiled_body(function, plan, schedule, row_count, col_count)
+    body = tiled_body(function, plan, schedule, node.replication)
     new = dataclasses.replace(function, body=body, name=unique_name(
         f"{function.name}_register_tiled", module.functions))
-    replication = list(node.replication)
-    replication[plan.rows] = ceil_div(row_count, schedule.chunk_rows(row_count, col_count))
-    replication[plan.cols] = ceil_div(col_count, schedule.panel)
-    rewritten = dataclasses.replace(node, body=KernelBody(new.name),
-                                    replication=tuple(replication), attributes={
+    rewritten = dataclasses.replace(node, body=KernelBody(new.name), replication=(
+        tiled_replication(plan, schedule, node.replication),), attributes={
                                         **node.attributes,
                                         SCHEDULE_ATTRIBUTE: (schedule.rows, schedule.cols)})
     return dataclasses.replace(module, functions={**module.functions, new.name: new},

@@ -62,13 +62,34 @@ def i64(value: int) -> Const:
 
 
 def ceil_div(value: Expr, by: int | Expr) -> Expr:
-    by = i64(by) if isinstance(by, int) else by
-    return Binary("div", add(_index(value), by - i64(1)), by)
+    less = i64(by - 1) if isinstance(by, int) else by - i64(1)
+    return Binary("div", add(_index(value), less), i64(by) if isinstance(by, int) else by)
 
 
-def tiled_body(function: KernelFunction, plan: NestPlan, s: Schedule, row_count: Expr,
-               col_count: Expr) -> tuple[Stmt, ...]:
-    return _Writer(function, plan, s).body(row_count, col_count)
+def tiled_body(function: KernelFunction, plan: NestPlan, s: Schedule,
+               replication: tuple[Expr, ...]) -> tuple[Stmt, ...]:
+    """The body for a node of ``replication`` run as
+    ``tiled_replication(...)`` instances."""
+    return _Writer(function, plan, s).body(replication)
+
+
+def tiled_replication(plan: NestPlan, s: Schedule, replication: tuple[Expr, ...]) -> Expr:
+    """The instances of a node of ``replication`` scheduled by ``s``, in one
+    dimension (a runtime that splits the first dimension over the cores
+    then finds every block there)."""
+    rows_total, cols_total = replication[plan.rows], replication[plan.cols]
+    total = i64(1)
+    for size in _block_counts(plan, s, replication, s.chunk_rows(rows_total, cols_total)):
+        total = mul(total, size)
+    return total
+
+
+def _block_counts(plan: NestPlan, s: Schedule, replication, chunk: Expr) -> list:
+    """Instances along each dimension of ``replication``."""
+    counts = [_index(size) for size in replication]
+    counts[plan.rows] = ceil_div(counts[plan.rows], chunk)
+    counts[plan.cols] = ceil_div(counts[plan.cols], s.panel)
+    return counts
 
 
 class _Writer:
@@ -78,15 +99,26 @@ class _Writer:
         self.b.reserve(function_names(function))
         self.loop_body = substitute(plan.loop.body, values=plan.index_values)
 
-    def body(self, row_count: Expr, col_count: Expr) -> tuple[Stmt, ...]:
+    def body(self, replication: tuple[Expr, ...]) -> tuple[Stmt, ...]:
         b, s, plan = self.b, self.s, self.plan
-        for stmt in plan.uniform:
-            b.emit(stmt)
-        self.rows_total = b.let("rows_total", _index(row_count))
-        self.cols_total = b.let("cols_total", _index(col_count))
+        self.rows_total = b.let("rows_total", _index(replication[plan.rows]))
+        self.cols_total = b.let("cols_total", _index(replication[plan.cols]))
         chunk = b.let("chunk", s.chunk_rows(self.rows_total, self.cols_total))
-        self.row0 = b.let("row0", mul(InstanceId(plan.rows), chunk))
-        self.col0 = b.let("col0", mul(InstanceId(plan.cols), i64(s.panel)))
+        counts = [self.rows_total if d == plan.rows else self.cols_total if d == plan.cols
+                  else size for d, size in enumerate(replication)]
+        counts = _block_counts(plan, s, counts, chunk)
+        flat = InstanceId(0)
+        self.ids, self.counts = {}, {}
+        for dim in reversed(range(len(replication))):
+            size = b.let("blocks" if dim in (plan.rows, plan.cols) else "count", counts[dim])
+            self.ids[dim] = b.let("at", flat % size) if dim else b.let("at", flat)
+            flat = flat / size
+            if dim not in (plan.rows, plan.cols):
+                self.counts[dim] = size
+        for stmt in self._at(plan.uniform, None, None):
+            b.emit(stmt)
+        self.row0 = b.let("row0", mul(self.ids[plan.rows], chunk))
+        self.col0 = b.let("col0", mul(self.ids[plan.cols], i64(s.panel)))
         self.row_blocks = b.let("row_blocks", ceil_div(
             minimum(chunk, self.rows_total - self.row0), s.rows))
         self.col_tiles = b.let("col_tiles", ceil_div(
@@ -247,8 +279,13 @@ class _Writer:
         self._each_result(emit)
 
     # helpers --------------------------------------------------------------
-    def _at(self, root, row: Expr, col: Expr):
-        return at_instance(root, self.plan, row, col, self.rows_total, self.cols_total)
+    def _at(self, root, row: Expr | None, col: Expr | None):
+        """``root`` for the instance of the original node at ``row`` and
+        ``col`` in this block's other dimensions."""
+        plan = self.plan
+        ids = {**self.ids, plan.rows: row, plan.cols: col}
+        counts = {**self.counts, plan.rows: self.rows_total, plan.cols: self.cols_total}
+        return at_instance(root, {d: v for d, v in ids.items() if v is not None}, counts)
 
     def _clamped_row(self, offset: Expr) -> Expr:
         return minimum(add(self.row0, offset), self.rows_total - i64(1))

@@ -128,12 +128,13 @@ def _plan(function: KernelFunction, rows: int, cols: int) -> NestPlan | str:
     if not row_reads or not col_reads:
         return (f"loop '{loop.var}' reads nothing reused across instances (a value the same "
                 "along a row of results and one the same down a column)")
-    packed = tuple(dict.fromkeys(
-        n for n in col_reads if n.buffer not in written
-        and not (_names(n) & (temporaries | set(accumulator.name for accumulator in
-                                                 accumulators)))))
+    local = temporaries | {a.name for a in accumulators}
+
+    def packable(reads):
+        return tuple(dict.fromkeys(n for n in reads if n.buffer not in written
+                                   and not _names(n) & local))
     return NestPlan(rows, cols, tuple(uniform), index_values, tuple(accumulators),
-                    tuple(sunk), loop, tuple(epilogue), packed, written)
+                    tuple(sunk), loop, tuple(epilogue), packable(col_reads), written)
 
 
 def _names(expr: Expr) -> set[str]:
@@ -155,16 +156,15 @@ def _follows(body: tuple[Stmt, ...], dim: int, temporaries: set[str]):
     return test
 
 
-def at_instance(root, plan: NestPlan, row: Expr, col: Expr, row_count: Expr,
-                col_count: Expr):
+def at_instance(root, ids: dict[int, Expr], counts: dict[int, Expr]):
     """``root`` (statements or an expression, index values already
-    substituted) for the instance at ``row`` and ``col``: their ids and
-    counts replaced."""
+    substituted) with the instance ids and counts of the dimensions in
+    ``ids`` and ``counts`` replaced."""
     def visit(node):
-        if isinstance(node, InstanceId) and node.dim in (plan.rows, plan.cols):
-            return row if node.dim == plan.rows else col
-        if isinstance(node, InstanceCount) and node.dim in (plan.rows, plan.cols):
-            return row_count if node.dim == plan.rows else col_count
+        if isinstance(node, InstanceId) and node.dim in ids:
+            return ids[node.dim]
+        if isinstance(node, InstanceCount) and node.dim in counts:
+            return counts[node.dim]
         return None
     return rewrite(root, visit)
 

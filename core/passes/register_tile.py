@@ -40,7 +40,7 @@ from .tensor_graph import replace_node
 SCHEDULE_ATTRIBUTE = "register_tile"
 """Node attribute the pass sets: (rows, cols) of its tiles, for back ends
 that make such kernels with their widest vectors."""
-KBLOCK = 256
+KBLOCK = 128
 PANEL_BYTES = 1 << 18
 """A packed panel's size: in a core's L2 beside the rows streaming past."""
 CHUNK_BLOCKS = 32

@@ -128,12 +128,15 @@ class _Writer:
             self.sums[acc.name] = b.fresh(f"{acc.name}_sums")
             b.emit(ArrayDecl(self.sums[acc.name], acc.type, (s.chunk * s.panel,)))
         self._initial_values()
-        self.panels = {}
+        self.panels, self.row_panels = {}, {}
         if s.pack:
             for load in plan.packed:
                 self.panels[load] = b.fresh("panel")
                 b.emit(ArrayDecl(self.panels[load], load.type,
                                  (s.panel // s.cols * s.kblock * s.cols,)))
+            for load in plan.row_packed:
+                self.row_panels[load] = b.fresh("row_panel")
+                b.emit(ArrayDecl(self.row_panels[load], load.type, (s.chunk * s.kblock,)))
         self._steps()
         self._epilogue()
         return b.finish()
@@ -181,12 +184,25 @@ class _Writer:
                 tiles = self._load_tiles(block, tile)
                 with b.loop("kk", steps) as step:
                     k = add(first, step)
+                    packed_rows = [{load: b.let("packed", Load(
+                        panel, (self._row_panel_at(block, step, i64(r)),), load.type))
+                        for load, panel in self.row_panels.items()} for r in range(s.rows)]
                     with b.loop("c", i64(s.cols), unroll=s.cols) as column:
-                        self._step(k, step, tile, column, rows, tiles)
+                        self._step(k, step, tile, column, rows, tiles, packed_rows)
                 self._store_tiles(block, tile, tiles)
 
     def _pack(self, first: Var, steps: Var) -> None:
         b, s = self.b, self.s
+        if self.row_panels:
+            with b.loop("rb", self.row_blocks) as block:
+                rows = [b.let("row", self._clamped_row(add(mul(block, i64(s.rows)), i64(r))))
+                        for r in range(s.rows)]
+                with b.loop("kk", steps) as step:
+                    for load, panel in self.row_panels.items():
+                        value = substitute(load, values={self.plan.loop.var: add(first, step)})
+                        for r, row in enumerate(rows):
+                            b.store(panel, (self._row_panel_at(block, step, i64(r)),),
+                                    self._at(value, row, self.col0))
         if not self.panels:
             return
         with b.loop("t", self.col_tiles) as tile:
@@ -205,6 +221,10 @@ class _Writer:
                 value = substitute(load, values={self.plan.loop.var: add(first, step)})
                 b.store(panel, (self._panel_at(tile, step, column),),
                         self._at(value, self.row0, col))
+
+    def _row_panel_at(self, block: Expr, step: Expr, row: Expr) -> Expr:
+        s = self.s
+        return add(mul(add(mul(block, i64(s.kblock)), step), i64(s.rows)), row)
 
     def _panel_at(self, tile: Expr, step: Expr, column: Expr) -> Expr:
         s = self.s
@@ -233,7 +253,7 @@ class _Writer:
                             Load(name, (i64(r), column), self._type(acc)))
 
     def _step(self, k: Expr, step: Var, tile: Var, column: Var, rows: list[Var],
-              tiles: dict[str, str]) -> None:
+              tiles: dict[str, str], packed_rows: list[dict]) -> None:
         b = self.b
         packed = {load: b.let("packed", Load(panel, (self._panel_at(tile, step, column),),
                                              load.type))
@@ -242,9 +262,11 @@ class _Writer:
         for r, row in enumerate(rows):
             cell = (i64(r), column)
 
-            def visit(node, cell=cell):
+            def visit(node, cell=cell, row_values=packed_rows[r]):
                 if isinstance(node, Load) and node in packed:
                     return packed[node]
+                if isinstance(node, Load) and node in row_values:
+                    return row_values[node]
                 if isinstance(node, Var) and node.name in tiles:
                     return Load(tiles[node.name], cell, node.type)
                 if isinstance(node, Assign) and node.name in tiles:

@@ -49,6 +49,8 @@ class NestPlan:
     packed: tuple[Load, ...]
     """Loads of the loop that follow ``cols`` only, indices free of the
     loop's own variables: copied into contiguous panels."""
+    row_packed: tuple[Load, ...]
+    """The same for loads that follow ``rows`` only."""
     written: frozenset[str]
 
 
@@ -134,7 +136,8 @@ def _plan(function: KernelFunction, rows: int, cols: int) -> NestPlan | str:
         return tuple(dict.fromkeys(n for n in reads if n.buffer not in written
                                    and not _names(n) & local))
     return NestPlan(rows, cols, tuple(uniform), index_values, tuple(accumulators),
-                    tuple(sunk), loop, tuple(epilogue), packable(col_reads), written)
+                    tuple(sunk), loop, tuple(epilogue), packable(col_reads),
+                    packable(row_reads), written)
 
 
 def _names(expr: Expr) -> set[str]:

@@ -119,12 +119,16 @@ class Knob:
     A program-wide knob sets the option to its value; a knob of a node sets
     the option to a dict from node name to value (hpvm.tune gathers every
     node's), as ``work_group`` of gpu_opencl reads it.  None as a value:
-    leave the option unset (the target decides)."""
+    leave the option unset (the target decides).  ``as_written``: the
+    value that compiles the program as written, where the default
+    transforms it (the cpu's ``register_tiles``); the tuner's confirmation
+    step always measures it beside the winner (None: the default)."""
 
     name: str
     values: tuple
     default: Any
     node: NodeRef | None = None
+    as_written: Any = None
 
 
 class Device:

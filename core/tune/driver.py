@@ -10,10 +10,12 @@ the record, and returns the best configuration.
 The first sample is always the defaults (the program as written), so the
 result can say how much tuning gained.  A sample proposed twice is
 answered from the record without running it again.  At the end, the
-``confirm`` best samples and the defaults are measured again with three
-times the runs, and the best of those wins: a sample that was lucky once
-(the winner's curse of noisy timings) is not chosen, and the winner is
-never one the defaults beat.
+``confirm`` best samples, the defaults and the program as written (where
+a target's default schedule transforms it: ``Knob.as_written``) are
+measured again with three times the runs, their calls interleaved, and
+the best of those wins: a sample that was lucky once (the winner's curse
+of noisy timings) is not chosen, and the winner is never one the
+defaults or the program as written beat.
 """
 from __future__ import annotations
 
@@ -80,10 +82,11 @@ class TuneResult:
         if best is None:
             return "no feasible configuration was found"
         name = self.record.objectives[0]
-        lines = [f"best {name}: {_seconds(best.objectives[name])} (sample {best.index} of "
-                 f"{len(self.record.samples)})"]
+        which = f"sample {best.index} of {len(self.record.samples)}" if best.index >= 0 else \
+            "the program as written, measured in the confirmation step"
+        lines = [f"best {name}: {_seconds(best.objectives[name])} ({which})"]
         if self.speedup is not None:
-            lines.append(f"speedup over the program as written: {self.speedup:.2f}x")
+            lines.append(f"speedup over the defaults: {self.speedup:.2f}x")
         changed = {k: v for k, v in self.space.checked(best.values).items()
                    if key_of({k: v}) != key_of({k: self.space.parameter(k).default})}
         if changed:
@@ -266,27 +269,33 @@ def _seen_in(sub: Space, pins: dict, history: TuningRecord) -> dict[str, Outcome
 
 
 def _confirm(design, history, job, executor, timeout, count) -> None:
-    """Measure the ``count`` best distinct samples, the defaults and, where
-    placement is tuned, the best sample with every node on each single
-    target again, with three times the runs, into ``history.confirmations``:
-    the result is then chosen by the same measurement from among the best
-    of each target alone as well."""
+    """Measure the ``count`` best distinct samples, the defaults, the
+    program as written (where a target's default schedule transforms it)
+    and, where placement is tuned, the best sample with every node on each
+    single target again, with three times the runs, their calls
+    interleaved where the executor can (``evaluate_together``), into
+    ``history.confirmations``: the result is then chosen by the same
+    measurement from among the best of each target alone as well, and is
+    never one the defaults or the program as written beat."""
     name = history.objectives[0]
     ranked = sorted(history.feasible(), key=lambda s: s.objectives[name])
-    defaults = key_of(design.defaults())
-    chosen = {key_of(s.values): s for s in ranked[:count]}
-    chosen.update({key_of(s.values): s for s in history.feasible() if key_of(s.values) == defaults})
+    chosen = {key_of(s.values): s.values for s in ranked[:count]}
+    for values in (design.defaults(), design.as_written()):
+        chosen.setdefault(key_of(values), values)
     for target in placed_targets(design):
         pins = placed_on(design, target)
         alone = [s for s in ranked if all(key_of(s.values.get(k)) == key_of(v)
                                           for k, v in pins.items())]
         if alone:
-            chosen.setdefault(key_of(alone[0].values), alone[0])
-    jobs = [SampleJob(**{**job.__dict__, "values": s.values, "repeat": 3 * job.repeat})
-            for s in chosen.values()]
-    outcomes = executor.evaluate(jobs, 3 * timeout)
-    history.confirmations = [Sample(s.index, s.values, o.feasible, dict(o.objectives), o.error)
-                             for s, o in zip(chosen.values(), outcomes)]
+            chosen.setdefault(key_of(alone[0].values), alone[0].values)
+    indices = {key_of(s.values): s.index for s in history.samples}
+    jobs = [SampleJob(**{**job.__dict__, "values": values, "repeat": 3 * job.repeat})
+            for values in chosen.values()]
+    together = getattr(executor, "evaluate_together", executor.evaluate)
+    outcomes = together(jobs, 3 * timeout)
+    history.confirmations = [Sample(indices.get(key, -1), values, o.feasible,
+                                    dict(o.objectives), o.error)
+                             for (key, values), o in zip(chosen.items(), outcomes)]
 
 
 class _Evaluation:

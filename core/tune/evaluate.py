@@ -73,25 +73,64 @@ def _evaluate(job: SampleJob) -> Outcome:
     if job.mode == "estimate":
         inputs = load_arrays(job.inputs_path) if job.inputs_path else {}
         return _estimate(realised, job.targets, get_registry(), plan, inputs, job.objectives)
-    started = time.perf_counter()
-    exe = compile_program(realised.module, targets=list(job.targets), options=realised.options)
-    compile_seconds = time.perf_counter() - started
-    inputs = load_arrays(job.inputs_path)
-    for _ in range(job.warmup):
-        outputs = exe(**inputs)
-    times, node_times = [], []
+    run = _Run(job, realised)
     for _ in range(job.repeat):
+        run.time_one()
+    return run.outcome()
+
+
+def evaluate_interleaved(jobs: list[SampleJob]) -> list[Outcome]:
+    """Run in a worker: measure ``jobs`` together, one call of each in
+    turn ``repeat`` times over, so that a machine slower for a while slows
+    them all alike (the tuner's confirmation step: the winner against the
+    defaults and the program as written)."""
+    runs: list = []
+    for job in jobs:
+        try:
+            runs.append(_Run(job, _space_of(job).realise(job.values)))
+        except HpvmError as error:
+            runs.append(Outcome(False, error=str(error).splitlines()[0]))
+    for _ in range(max((job.repeat for job in jobs), default=0)):
+        for index, run in enumerate(runs):
+            if isinstance(run, _Run):
+                try:
+                    run.time_one()
+                except HpvmError as error:
+                    runs[index] = Outcome(False, error=str(error).splitlines()[0])
+    return [run.outcome() if isinstance(run, _Run) else run for run in runs]
+
+
+class _Run:
+    """A sample compiled and warmed up, and the times of its calls."""
+
+    def __init__(self, job: SampleJob, realised):
+        self.job = job
         started = time.perf_counter()
-        outputs = exe(**inputs)
-        times.append(time.perf_counter() - started)
-        node_times.append(exe.report().node_seconds)
-    if job.reference_path is not None:
-        problem = _mismatch(outputs, load_arrays(job.reference_path), job.rtol, job.atol)
-        if problem:
-            return Outcome(False, error=f"wrong result: {problem}")
-    return Outcome(True, {"seconds": statistics.median(times),
-                          "node_seconds": statistics.median(node_times),
-                          "compile_seconds": compile_seconds})
+        self.exe = compile_program(realised.module, targets=list(job.targets),
+                                   options=realised.options)
+        self.compile_seconds = time.perf_counter() - started
+        self.inputs = load_arrays(job.inputs_path)
+        self.outputs: dict = {}
+        for _ in range(job.warmup):
+            self.outputs = self.exe(**self.inputs)
+        self.times: list[float] = []
+        self.node_times: list[float] = []
+
+    def time_one(self) -> None:
+        started = time.perf_counter()
+        self.outputs = self.exe(**self.inputs)
+        self.times.append(time.perf_counter() - started)
+        self.node_times.append(self.exe.report().node_seconds)
+
+    def outcome(self) -> Outcome:
+        if self.job.reference_path is not None:
+            problem = _mismatch(self.outputs, load_arrays(self.job.reference_path),
+                                self.job.rtol, self.job.atol)
+            if problem:
+                return Outcome(False, error=f"wrong result: {problem}")
+        return Outcome(True, {"seconds": statistics.median(self.times),
+                              "node_seconds": statistics.median(self.node_times),
+                              "compile_seconds": self.compile_seconds})
 
 
 def _estimate(realised, targets, registry, plan, inputs: dict, objectives) -> Outcome:

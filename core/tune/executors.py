@@ -21,6 +21,7 @@ from .space import TuneError
 
 EXECUTORS = ("local", "ray")
 SAMPLE_FUNCTION = "hpvm.tune.evaluate:evaluate_sample"
+TOGETHER_FUNCTION = "hpvm.tune.evaluate:evaluate_interleaved"
 
 
 class LocalExecutor:
@@ -39,6 +40,19 @@ class LocalExecutor:
 
     def evaluate(self, jobs: list[SampleJob], timeout: float) -> list[Outcome]:
         return list(self._threads.map(lambda job: self._one(job, timeout), jobs))
+
+    def evaluate_together(self, jobs: list[SampleJob], timeout: float) -> list[Outcome]:
+        """``jobs`` measured in one worker, their calls interleaved
+        (evaluate.evaluate_interleaved); if that worker crashes or runs
+        out of time, each job alone."""
+        worker = self._idle.get()
+        try:
+            return worker.call(TOGETHER_FUNCTION, (jobs,), timeout * len(jobs))
+        except ToolchainCrash:
+            pass
+        finally:
+            self._idle.put(worker)
+        return self.evaluate(jobs, timeout)
 
     def _one(self, job: SampleJob, timeout: float) -> Outcome:
         worker = self._idle.get()

@@ -21,9 +21,11 @@ class TuneError(HpvmError):
 @dataclass(frozen=True)
 class Parameter:
     """One tuning parameter: a readable unique ``name``, the admissible
-    ``values``, the ``default`` (the program as written), what it acts on
-    in words (``about``), and how it is realised (``role`` and
-    ``subject``: the node, pair, function, loop, parameter or option)."""
+    ``values``, the ``default`` (what compiling without tuning does), what
+    it acts on in words (``about``), how it is realised (``role`` and
+    ``subject``: the node, pair, function, loop, parameter or option), and
+    the value that leaves the program as written where the default does
+    not (``as_written``; None: the default)."""
 
     name: str
     values: tuple
@@ -31,6 +33,7 @@ class Parameter:
     about: str
     role: str
     subject: Any = None
+    as_written: Any = None
 
     @property
     def ordered(self) -> bool:

@@ -48,8 +48,9 @@ class TuningRecord:
     parameters: list[dict]
     samples: list[Sample] = field(default_factory=list)
     confirmations: list[Sample] = field(default_factory=list)
-    """The best samples and the defaults measured again, longer, at the
-    end (``index`` is the sample's); ``best`` chooses among these."""
+    """The best samples, the defaults and the program as written measured
+    again, longer, at the end (``index`` is the sample's, -1 for a
+    configuration no sample had); ``best`` chooses among these."""
 
     @classmethod
     def start(cls, design: Space, engine: str, objectives: list[str], mode: str) -> "TuningRecord":

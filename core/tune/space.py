@@ -121,6 +121,12 @@ class Space:
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.parameters}
 
+    def as_written(self) -> dict[str, Any]:
+        """The defaults, except parameters whose default transforms the
+        program (a target's schedule): those as written."""
+        return {p.name: p.default if p.as_written is None else p.as_written
+                for p in self.parameters}
+
     def checked(self, values: dict[str, Any]) -> dict[str, Any]:
         """``values`` completed with defaults, each value the parameter's
         own (a JSON list becomes the tuple it stands for); TuneError naming
@@ -389,7 +395,8 @@ def _knob_parameters(module: Module, targets, claimed) -> list[Parameter]:
             parameters.append(Parameter(f"{target.name}.{knob.name}{where}", tuple(knob.values),
                                         knob.default, about, "knob",
                                         (target.name, knob.name,
-                                         knob.node.node if knob.node is not None else None)))
+                                         knob.node.node if knob.node is not None else None),
+                                        knob.as_written))
     return parameters
 
 

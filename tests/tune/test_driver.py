@@ -174,3 +174,42 @@ def test_partitioning_confirms_the_best_of_each_target_alone():
                  if {v for k, v in s.values.items() if k.startswith("place")} == {target}]
         assert min(alone, key=lambda s: s.objectives["seconds"]).values in confirmed
     assert result.record.best() in result.record.confirmations
+
+
+def test_the_program_as_written_is_confirmed_beside_the_cpus_default_schedule():
+    """A matrix product qualifies for the cpu's register tiles, so the
+    space offers their sizes and none; the confirmation step measures the
+    defaults (tiled) and the program as written (register_tiles off)
+    interleaved, and the winner is one of the confirmed."""
+    from hpvm.ir.text import load_module
+    module = load_module(HERE.parents[1] / "examples" / "ir" / "matmul.hpvm")
+    rng = np.random.default_rng(0)
+    inputs = {"a": rng.standard_normal((24, 20)).astype(np.float32),
+              "b": rng.standard_normal((20, 40)).astype(np.float32)}
+    result = tune(module, ["cpu"], inputs, budget=2, engine="random", repeat=1, confirm=1,
+                  passes=())
+    knobs = {p.name: p for p in result.space}
+    assert knobs["cpu.register_tiles"].as_written is False
+    assert {"cpu.tile_rows", "cpu.tile_panel"} <= set(knobs)
+    confirmed = [c.values for c in result.record.confirmations]
+    as_written = result.space.as_written()
+    assert as_written["cpu.register_tiles"] is False and as_written in confirmed
+    assert result.space.defaults() in confirmed
+    assert all(c.feasible for c in result.record.confirmations)
+    assert result.record.best() in result.record.confirmations
+
+
+def test_interleaved_measurement_gives_one_outcome_per_sample_and_refusals_in_place(tmp_path):
+    from hpvm.tune.evaluate import evaluate_interleaved
+    from hpvm.tune.space import space
+    module = parse_module(CHAIN)
+    design = space(module, ["cpu"])
+    path = tmp_path / "inputs.npz"
+    np.savez(path, **INPUTS)
+    good = SampleJob(print_module(module), ("cpu",), design.defaults(), str(path), None,
+                     repeat=2)
+    bad = SampleJob(print_module(module), ("cpu",), {"no such parameter": 1}, str(path), None,
+                    repeat=2)
+    outcomes = evaluate_interleaved([good, bad, good])
+    assert [o.feasible for o in outcomes] == [True, False, True]
+    assert "no such parameter" in outcomes[1].error

@@ -101,8 +101,16 @@ class CpuTarget(Target):
         return frozenset(TENSOR_OPS)
 
     def knobs(self, module: Module, nodes: list[NodeRef]) -> list[Knob]:
-        """Vector lanes and rows of lane strips, for the whole program."""
-        return [Knob("lanes", (1, 4, 8, 16), 16), Knob("rows", (1, 2, 4), 1)]
+        """Vector lanes and rows of lane strips, for the whole program; the
+        register tiles' rows and panel, or none (the program as written),
+        where a node qualifies for them."""
+        knobs = [Knob("lanes", (1, 4, 8, 16), 16), Knob("rows", (1, 2, 4), 1)]
+        from hpvm.passes.register_tile import eligible_nodes
+        if eligible_nodes(module):
+            knobs += [Knob("register_tiles", (True, False), True, as_written=False),
+                      Knob("tile_rows", (0, 4, 6, 8), 0),
+                      Knob("tile_panel", (0, 256, 512, 1024), 0)]
+        return knobs
 
     def passes(self, options: dict) -> str:
         """register-tile with this machine's vector width and registers."""

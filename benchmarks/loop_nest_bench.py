@@ -5,13 +5,17 @@ register-tile pass with this machine's sizes), at one size.
 
     python benchmarks/loop_nest_bench.py [--size 2048] [--repeat 5] [--threads T]
         [--programs sgemm,ms_gemm] [--skip-as-written] [--variant KEY=VALUE ...]
+        [--tune BUDGET]
 
 Each implementation is timed in its own block of ``--repeat`` calls after
 a warm-up call, with a pause between blocks (OpenBLAS's threads spin after
 a call and slow what runs next); numpy runs ``a @ b`` with the same
 threads (``threadpoolctl`` is not needed: OPENBLAS_NUM_THREADS is set
 before numpy loads).  ``--variant`` adds a row compiled with extra cpu
-options (``tile_rows=4``, ``tile_panel=128`` ...).  Ratio = time / numpy's.
+options (``tile_rows=4``, ``tile_panel=128`` ...).  ``--tune`` adds the
+configuration ``hpvm.tune`` picks in BUDGET samples of the cpu's knobs
+(its confirmation step measures the defaults and the program as written
+beside the best).  Ratio = time / numpy's.
 """
 from __future__ import annotations
 
@@ -39,6 +43,8 @@ def parse_args(argv=None):
                         help="leave out the slow program-as-written rows")
     parser.add_argument("--variant", action="append", default=[],
                         help="extra cpu options for one more row, as k=v[,k=v]")
+    parser.add_argument("--tune", type=int, default=0, metavar="BUDGET",
+                        help="add the configuration hpvm.tune finds in BUDGET samples")
     return parser.parse_args(argv)
 
 
@@ -60,6 +66,22 @@ def _variant(text: str) -> dict:
         options[key] = value.lower() == "true" if value.lower() in ("true", "false") \
             else int(value)
     return options
+
+
+def _tuned(program, inputs: dict, args) -> tuple[str, dict]:
+    """(label, cpu options) of the configuration hpvm.tune chooses (its
+    samples run on every core)."""
+    from hpvm.tune import tune
+    result = tune(program.build(), ["cpu"], inputs, budget=args.tune, passes=(), repeat=3,
+                  engine="random", timeout=600)
+    chosen = {p.subject[1]: value for p, value in
+              ((result.space.parameter(k), v) for k, v in result.best.values.items())
+              if p.role == "knob"}
+    changed = {k: v for k, v in chosen.items()
+               if v != result.space.parameter(f"cpu.{k}").default}
+    label = "tuned (" + (", ".join(f"{k}={v}" for k, v in changed.items()) or "the defaults") \
+        + f"; {args.tune} samples)"
+    return label, chosen
 
 
 def main(argv=None) -> None:
@@ -93,6 +115,8 @@ def main(argv=None) -> None:
         if not args.skip_as_written:
             variants.insert(0, ("as written", {"register_tiles": False}))
         variants += [(f"default, {text}", _variant(text)) for text in args.variant]
+        if args.tune:
+            variants.append(_tuned(program, inputs, args))
         for label, options in variants:
             exe = hpvm.compile(program, targets=["cpu"], options={**threads, **options})
             result = exe(**inputs)

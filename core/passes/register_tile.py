@@ -28,15 +28,17 @@ from __future__ import annotations
 import dataclasses
 
 from ..errors import Diagnostic, Location
-from ..ir.graph import Graph, KernelBody, Module, Node
+from ..ir.graph import PADDED_GROUPS, Graph, KernelBody, Module, Node
 from .errors import PassError
 from .module_tools import iter_nodes, named_kernel_nodes
 from .names import unique_name
 from .register_tile_body import Schedule, tiled_body, tiled_replication
+from .register_tile_group import GroupSchedule, group_body
 from .register_tile_plan import NestPlan, nest_plan
 from .registry import Option, register_pass
 from .tensor_graph import replace_node
 
+FORMS = ("private", "group")
 SCHEDULE_ATTRIBUTE = "register_tile"
 """Node attribute the pass sets: (rows, cols) of its tiles, for back ends
 that make such kernels with their widest vectors."""
@@ -46,6 +48,14 @@ PANEL_BYTES = 1 << 18
 CHUNK_BLOCKS = 32
 """Most row blocks per instance: each packed value serves this many tiles
 (2048^3 on the 2-core Xeon: 8 blocks 1.46x numpy's BLAS, 16 1.40x, 32 1.31x)."""
+INTEGER_ROWS = 4
+"""Most rows of a tile of integer sums: LLVM 20 took 38 s to compile an
+i32 product's 8 x 32 tiles (integer adds reassociate, and its SLP
+vectoriser searches their reduction trees), 5 s for 4 x 32."""
+GROUP_TILE = 8
+"""form=group: results per instance along each dimension (8 x 8 in
+registers, as CLBlast's tuned NVIDIA kernels take)."""
+GROUP_KBLOCK = 16
 LEAST_CHUNK = 32
 """Fewest rows per instance: packing a panel costs about as much as
 computing 48 of its rows (tensor_ops/packed_products.py)."""
@@ -64,6 +74,13 @@ computing 48 of its rows (tensor_ops/packed_products.py)."""
     Option("kblock", int, 0, f"loop steps per packed block (0: {KBLOCK})", minimum=0,
            maximum=65536),
     Option("pack", bool, True, "copy the reads that follow the columns into contiguous panels"),
+    Option("form", str, "private", "private: an instance's blocks in private panels (CPUs); "
+           "group: a work group's blocks in local tiles, a micro-tile per instance (GPUs)",
+           choices=FORMS),
+    Option("group", int, 16, "form=group: work groups of group x group instances", minimum=1,
+           maximum=32),
+    Option("unroll", int, 0, "form=group: unroll hint of the loop over a block's steps (0: "
+           "the compiler's choice)", minimum=0, maximum=64),
     Option("vector_bits", int, 256, "the target's vector width, for the model", minimum=32,
            maximum=2048),
     Option("registers", int, 16, "the target's vector registers, for the model", minimum=4,
@@ -72,8 +89,8 @@ computing 48 of its rows (tensor_ops/packed_products.py)."""
     Option("nodes", list, (), "nodes to schedule, as node or graph.node (default: every one "
            "that qualifies)")])
 def register_tile(module: Module, rows: int, cols: int, chunk: int, panel: int, kblock: int,
-                  pack: bool, vector_bits: int, registers: int, cores: int,
-                  nodes: tuple[str, ...]) -> Module:
+                  pack: bool, form: str, group: int, unroll: int, vector_bits: int,
+                  registers: int, cores: int, nodes: tuple[str, ...]) -> Module:
     """Run loop nests that reuse reads as register tiles over packed panels."""
     chosen = named_kernel_nodes(module, nodes, "register-tile") if nodes else [
         (g, n) for g, n in iter_nodes(module) if isinstance(n.body, KernelBody)
@@ -81,16 +98,24 @@ def register_tile(module: Module, rows: int, cols: int, chunk: int, panel: int, 
     sizes = dict(rows=rows, cols=cols, chunk=chunk, panel=panel, kblock=kblock, pack=pack)
     for graph, node in chosen:
         plan = nest_plan(module, node)
-        if isinstance(plan, str) or SCHEDULE_ATTRIBUTE in node.attributes:
+        if SCHEDULE_ATTRIBUTE in node.attributes:
+            plan = "is register-tiled already"
+        elif form == "group" and not isinstance(plan, str):
+            plan = _group_problem(node, plan) or plan
+        if isinstance(plan, str):
             if nodes:
                 raise PassError(Diagnostic(
                     Location(graph=graph.name, node=node.name),
-                    f"register-tile: node '{node.name}' "
-                    f"{plan if isinstance(plan, str) else 'is register-tiled already'}",
+                    f"register-tile: node '{node.name}' {plan}",
                     "the nodes that qualify: " + (", ".join(eligible_nodes(module)) or "none")))
             continue
-        schedule = model_schedule(plan, vector_bits, registers, cores, **sizes)
-        module = _scheduled(module, module.graph(graph.name), node, plan, schedule)
+        if form == "group":
+            schedule = GroupSchedule(rows or GROUP_TILE, cols or GROUP_TILE, group,
+                                     kblock or GROUP_KBLOCK, unroll or None)
+            module = _grouped(module, module.graph(graph.name), node, plan, schedule)
+        else:
+            schedule = model_schedule(plan, vector_bits, registers, cores, **sizes)
+            module = _scheduled(module, module.graph(graph.name), node, plan, schedule)
     return module
 
 
@@ -110,7 +135,8 @@ def model_schedule(plan: NestPlan, vector_bits: int, registers: int, cores: int,
     cols = cols or 2 * lanes
     if not rows:
         held = registers - 2 - 2 * cols // lanes   # a read per vector, a broadcast
-        rows = max(1, min(8, held // max(1, len(plan.accumulators) * cols // lanes)))
+        most = 8 if all(acc.type.is_float for acc in plan.accumulators) else INTEGER_ROWS
+        rows = max(1, min(most, held // max(1, len(plan.accumulators) * cols // lanes)))
     fixed = bool(chunk)
     chunk = _multiple(chunk or rows * CHUNK_BLOCKS, rows)
     kblock = kblock or KBLOCK
@@ -121,6 +147,26 @@ def model_schedule(plan: NestPlan, vector_bits: int, registers: int, cores: int,
                     LEAST_CHUNK)
 
 
+def _group_problem(node: Node, plan: NestPlan) -> str:
+    """Why form=group cannot run ``node`` ('' when it can)."""
+    if len(node.replication) != 2 or "group" in node.attributes:
+        return ("has a work-group size already or other than two replication dimensions "
+                "(form=group needs two)")
+    return ""
+
+
+def _grouped(module: Module, graph: Graph, node: Node, plan: NestPlan,
+             schedule: GroupSchedule) -> Module:
+    function = module.function(node.body.function)
+    body = group_body(function, plan, schedule, node.replication)
+    group = [1, 1]
+    group[plan.rows] = group[plan.cols] = schedule.group
+    return _replaced(module, graph, node, function, body,
+                     schedule.replication(plan, node.replication),
+                     {"group": tuple(group), PADDED_GROUPS: True,
+                      SCHEDULE_ATTRIBUTE: (schedule.rows, schedule.cols)})
+
+
 def _multiple(value: int, of: int) -> int:
     return max(of, value // of * of)
 
@@ -129,12 +175,17 @@ def _scheduled(module: Module, graph: Graph, node: Node, plan: NestPlan,
                schedule: Schedule) -> Module:
     function = module.function(node.body.function)
     body = tiled_body(function, plan, schedule, node.replication)
+    return _replaced(module, graph, node, function, body,
+                     (tiled_replication(plan, schedule, node.replication),),
+                     {SCHEDULE_ATTRIBUTE: (schedule.rows, schedule.cols)})
+
+
+def _replaced(module: Module, graph: Graph, node: Node, function, body, replication,
+              attributes: dict) -> Module:
     new = dataclasses.replace(function, body=body, name=unique_name(
         f"{function.name}_register_tiled", module.functions))
-    rewritten = dataclasses.replace(node, body=KernelBody(new.name), replication=(
-        tiled_replication(plan, schedule, node.replication),), attributes={
-                                        **node.attributes,
-                                        SCHEDULE_ATTRIBUTE: (schedule.rows, schedule.cols)})
+    rewritten = dataclasses.replace(node, body=KernelBody(new.name), replication=replication,
+                                    attributes={**node.attributes, **attributes})
     return dataclasses.replace(module, functions={**module.functions, new.name: new},
                                graphs={**module.graphs, graph.name: replace_node(graph,
                                                                                  rewritten)})

@@ -260,25 +260,8 @@ class _Writer:
                   for load, panel in self.panels.items()}
         col = self._clamped_col(tile, column)
         for r, row in enumerate(rows):
-            cell = (i64(r), column)
-
-            def visit(node, cell=cell, row_values=packed_rows[r]):
-                if isinstance(node, Load) and node in packed:
-                    return packed[node]
-                if isinstance(node, Load) and node in row_values:
-                    return row_values[node]
-                if isinstance(node, Var) and node.name in tiles:
-                    return Load(tiles[node.name], cell, node.type)
-                if isinstance(node, Assign) and node.name in tiles:
-                    return Store(tiles[node.name], cell, node.value)
-                return None
-            # packed loads are matched before their indices change
-            stmts = rewrite(self.loop_body, lambda n: visit(n) if not isinstance(n, Assign)
-                            else None)
-            stmts = rewrite(stmts, lambda n: visit(n) if isinstance(n, Assign) else None)
-            stmts = substitute(stmts, renames={name: b.fresh(name)
-                                               for name in declared_names(stmts)},
-                               values={self.plan.loop.var: k})
+            stmts = cell_body(b, self.loop_body, {**packed, **packed_rows[r]}, tiles,
+                              (i64(r), column), self.plan.loop.var, k)
             for stmt in self._at(stmts, row, col):
                 b.emit(stmt)
 
@@ -320,6 +303,29 @@ class _Writer:
 
     def _type(self, acc: str):
         return next(a.type for a in self.plan.accumulators if a.name == acc)
+
+
+def cell_body(b: KernelBuilder, loop_body: tuple[Stmt, ...], reads: dict[Load, Expr],
+              tiles: dict[str, str], cell: tuple[Expr, ...], loop_var: str,
+              k: Expr) -> tuple[Stmt, ...]:
+    """The loop's body for one result at step ``k``: the loads in
+    ``reads`` replaced by their values (packed copies), accumulators read
+    and set in their ``tiles`` at ``cell``, its own variables renamed."""
+    def visit(node):
+        if isinstance(node, Load) and node in reads:
+            return reads[node]
+        if isinstance(node, Var) and node.name in tiles:
+            return Load(tiles[node.name], cell, node.type)
+        return None
+
+    def assign(node):
+        if isinstance(node, Assign) and node.name in tiles:
+            return Store(tiles[node.name], cell, node.value)
+        return None
+    # loads are matched before their indices change, reads before writes
+    stmts = rewrite(rewrite(loop_body, visit), assign)
+    return substitute(stmts, renames={name: b.fresh(name) for name in declared_names(stmts)},
+                      values={loop_var: k})
 
 
 def _index(expr: Expr) -> Expr:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..ir.graph import Module
-from ..passes import run_pipeline, tile
+from ..passes import PassError, register_tile, run_pipeline, tile
 from ..passes.argument_privatisation import eligible_params
 from ..passes.loop_fusion import fusible_functions
 from ..passes.loop_unroll import constant_trip_count, loops_by_id
@@ -36,6 +36,9 @@ for nodes without replication."""
 
 TILE_FORMS = (("matmul", 16), ("matmul", 32), ("stencil", 16))
 """The (form, size) offered per node the tile pass can transform."""
+GROUP_TILES = ((8, 4), (8, 8), (4, 8))
+"""The micro-tiles (rows, cols) offered per node register-tile's group
+form can run (16 x 16 work groups, blocks of 16 steps)."""
 
 
 def parameters_of_pass(name: str, module: Module, targets=()) -> list[Parameter]:
@@ -72,26 +75,42 @@ def _parallel_reduce(module: Module) -> list[Parameter]:
 
 
 def _tile(module: Module, targets) -> list[Parameter]:
-    """A form per node that some listed target still claims once tiled
-    (targets without work groups decline barriers)."""
+    """A local-memory schedule per node that some listed target still
+    claims once tiled (targets without work groups decline barriers): the
+    tile pass's forms, and register-tile's work groups of micro-tiles."""
     parameters = []
-    for ref in tile.eligible_nodes(module):
+    candidates = {ref: [("tile", {"form": form, "size": size}, f"{form} {size}")
+                        for form, size in TILE_FORMS
+                        if ref in tile.eligible_nodes(module, form, size)]
+                  for ref in tile.eligible_nodes(module)}
+    for ref in register_tile.eligible_nodes(module):
+        candidates.setdefault(ref, []).extend(
+            ("register-tile", group_options(rows, cols), f"group {rows}x{cols}")
+            for rows, cols in GROUP_TILES)
+    for ref, forms in sorted(candidates.items()):
         graph_name, node = ref.split(".", 1)
         values = []
-        for form, size in TILE_FORMS:
-            if ref not in tile.eligible_nodes(module, form, size):
+        for name, options, label in forms:
+            try:
+                tiled = run_pipeline(module, [(name, {**options, "nodes": (ref,)})])
+            except PassError:
                 continue
-            tiled = run_pipeline(module, [("tile", {"form": form, "size": size, "nodes": (ref,)})])
             graph = tiled.graph(graph_name)
             if any(t.claims(tiled, graph, graph.node(node)) for t in targets):
-                values.append(f"{form} {size}")
+                values.append(label)
         if values:
             parameters.append(Parameter(
                 f"tile {ref}", ("as written", *values), "as written",
                 f"share the work group's reads of node '{node}' through local memory: a k loop "
-                "in blocks (matmul) or a neighbourhood tile (stencil), with size x size groups "
-                "(tile)", "tile", node))
+                "in blocks (matmul), a neighbourhood tile (stencil), with size x size groups "
+                "(tile), or blocks of reads for a micro-tile of results per instance (group "
+                "rows x cols: register-tile)", "tile", node))
     return parameters
+
+
+def group_options(rows: int, cols: int) -> dict:
+    """register-tile's options for a group form of ``rows`` x ``cols``."""
+    return {"form": "group", "rows": rows, "cols": cols, "unroll": 16}
 
 
 def _node_fusion(module: Module) -> list[Parameter]:

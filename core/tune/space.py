@@ -57,7 +57,7 @@ from ..runtime.compiler import as_module
 from ..runtime.placement import takes
 from ..target import NodeRef
 from .parameter import Parameter, TuneError
-from .pass_parameters import PASS_PARAMETERS, parameters_of_pass, reduce_steps
+from .pass_parameters import PASS_PARAMETERS, group_options, parameters_of_pass, reduce_steps
 
 ORIGIN = "tune_origin"
 """Node attribute naming the source node while a realisation runs its
@@ -256,7 +256,10 @@ class Space:
         for form_size, nodes in _nodes_by_value(values, by_role.get("tile", ())):
             form, size = form_size.split()
             nodes = surviving("tile", nodes)
-            if nodes:
+            if nodes and form == "group":
+                rows, cols = map(int, size.split("x"))
+                steps.append(("register-tile", {**group_options(rows, cols), "nodes": nodes}))
+            elif nodes:
                 steps.append(("tile", {"form": form, "size": int(size), "nodes": nodes}))
         return steps
 

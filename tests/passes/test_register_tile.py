@@ -43,6 +43,38 @@ def test_results_equal_the_program_as_written_on_ragged_sizes(name, pipeline):
     _check_ragged(name, pipeline, SIZES)
 
 
+GROUP = "register-tile{form=group rows=3 cols=2 group=4 kblock=5}"
+
+
+@pytest.mark.parametrize("name", sorted(set(PROGRAMS.TILED) - {"batched"}))
+def test_work_groups_with_local_tiles_give_the_same_results(name):
+    """form=group: a micro-tile per instance of padded work groups that
+    copy each block of reads into local tiles."""
+    _check_ragged(name, GROUP, SIZES)
+    text = print_module(run_pipeline(PROGRAMS.TILED[name].build(), GROUP))
+    assert "padded_groups = true" in text and text.count("barrier") == 2
+
+
+@pytest.mark.parametrize("target", usable_targets(("gpu_opencl",)))
+@pytest.mark.parametrize("name", ["sgemm", "min_plus", "two_sums", "matmul_bt"])
+def test_work_groups_agree_with_the_golden_model_on_opencl(target, name):
+    module = PROGRAMS.TILED[name].build()
+    rng = np.random.default_rng(3)
+    for pipeline in (GROUP, "register-tile{form=group}"):
+        inputs = PROGRAMS.inputs_for(name, rng, 67, 45, 83)
+        expected = _outputs(module, inputs)
+        got = _outputs(module, inputs, target, {"pipeline": pipeline})
+        for port, value in expected.items():
+            np.testing.assert_allclose(got[port], value, rtol=1e-4, atol=1e-4, err_msg=port)
+
+
+def test_work_groups_need_two_replication_dimensions():
+    module = PROGRAMS.TILED["batched"].build()
+    with pytest.raises(PassError) as error:
+        run_pipeline(module, "register-tile{form=group nodes=bmm}")
+    assert "form=group needs two" in str(error.value)
+
+
 @pytest.mark.parametrize("name", ["sgemm", "two_sums"])
 def test_the_models_blocks_give_the_same_results(name):
     _check_ragged(name, "register-tile{vector_bits=512 registers=32 cores=2}", SIZES[:2])

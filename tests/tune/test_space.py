@@ -62,10 +62,15 @@ def test_tiles_are_offered_only_where_a_listed_target_runs_work_groups():
     assert not [p for p in space(module, ["cpu"]) if p.role == "tile"]
     design = space(module, ["gpu_opencl", "cpu"])
     tile = design.parameter("tile main.mm")
-    assert tile.values == ("as written", "matmul 16", "matmul 32")
+    assert tile.values == ("as written", "matmul 16", "matmul 32", "group 8x4", "group 8x8",
+                           "group 4x8")
     realised = design.realise({"tile main.mm": "matmul 16"})
     assert realised.pipeline == "tile{form=matmul nodes=mm},dce"   # size 16: the default
     assert "a_tile[lane_row, k_step]" in print_module(realised.module)
+    realised = design.realise({"tile main.mm": "group 8x4"})
+    assert realised.pipeline == ("register-tile{form=group rows=8 cols=4 unroll=16 nodes=mm},"
+                                 "dce")
+    assert "padded_groups = true" in print_module(realised.module)
 
 
 @pytest.mark.skipif("gpu_opencl" not in usable_targets(), reason="no usable OpenCL device")

@@ -1,25 +1,18 @@
 # ruff: noqa: F821  (shape symbols such as M, N and K are names the kernel language binds)
 """Loop nests written as people write them, for the register-tile pass:
-matrix products in several layouts and styles, batched, over integers and
-doubles, a min-plus product, products with a bias or two sums, and nests
-the pass must leave alone.  Each entry: the program, a function making
-inputs for sizes (m, k, n), and the nodes the pass should schedule."""
+the suite's sgemm and ms_gemm (f64), matrix products in other layouts and
+styles, batched, over integers, a min-plus product, products with a bias
+or two sums, and a nest the pass must leave alone.  ``inputs_for`` makes
+inputs for an m x k by k x n product."""
 from __future__ import annotations
 
 import numpy as np
 
 import hpvm.lang as hl
-from hpvm.lang import Buffer, InOut, Out, f32, f64, i32, parallel_loop
+from hpvm.lang import Buffer, InOut, Out, f32, i32, parallel_loop
 
-
-@hl.program
-def sgemm(A: Buffer[f32, "M", "K"], B: Buffer[f32, "K", "N"], C: InOut[Buffer[f32, "M", "N"]],
-          alpha: f32, beta: f32):
-    for i, j in parallel_loop(M, N, ins=(A, B, C), outs=(C,), name="sgemm"):
-        acc: f32 = 0.0
-        for k in range(K):
-            acc += A[i, k] * B[k, j]
-        C[i, j] = C[i, j] * beta + alpha * acc
+from benchmarks.programs.ms_gemm import ms_gemm
+from benchmarks.programs.sgemm import sgemm
 
 
 @hl.program
@@ -61,15 +54,6 @@ def batched(x: Buffer[f32, "B", "M", "K"], w: Buffer[f32, "B", "K", "N"],
         for k in range(K):
             acc += x[b, i, k] * w[b, k, j]
         y[b, i, j] = acc
-
-
-@hl.program
-def ms_gemm(m1: Buffer[f64, "N", "N"], m2: Buffer[f64, "N", "N"], prod: Out[Buffer[f64, "N", "N"]]):
-    for i, j in parallel_loop(N, N, ins=(m1, m2), outs=(prod,), name="gemm"):
-        total: f64 = 0.0
-        for k in range(N):
-            total = total + m1[i, k] * m2[k, j]
-        prod[i, j] = total
 
 
 @hl.program

@@ -6,6 +6,8 @@ register-tile pass with this machine's sizes), at one size.
     python benchmarks/loop_nest_bench.py [--size 2048] [--repeat 5] [--threads T]
         [--programs sgemm,ms_gemm] [--skip-as-written] [--variant KEY=VALUE ...]
         [--tune BUDGET]
+    python benchmarks/loop_nest_bench.py --gpu [--size 4096] [--repeat 7]
+        [--pipelines "",tile{size=32},default]
 
 Each implementation is timed in its own block of ``--repeat`` calls after
 a warm-up call, with a pause between blocks (OpenBLAS's threads spin after
@@ -16,6 +18,13 @@ options (``tile_rows=4``, ``tile_panel=128`` ...).  ``--tune`` adds the
 configuration ``hpvm.tune`` picks in BUDGET samples of the cpu's knobs
 (its confirmation step measures the defaults and the program as written
 beside the best).  Ratio = time / numpy's.
+
+``--gpu``: the suite's sgemm on gpu_opencl with each ``--pipelines`` entry
+(pipeline text; "" is the program as written, ``default`` the target's
+default pipeline) against cuBLAS through PyTorch in FP32 without TF32.
+hpvm's time is the node's own (the run report's, inputs copied in
+before it), PyTorch's is CUDA events around ``a @ b``; best of
+``--repeat``.  Ratio = cuBLAS's time / this (the share of cuBLAS's rate).
 """
 from __future__ import annotations
 
@@ -45,6 +54,10 @@ def parse_args(argv=None):
                         help="extra cpu options for one more row, as k=v[,k=v]")
     parser.add_argument("--tune", type=int, default=0, metavar="BUDGET",
                         help="add the configuration hpvm.tune finds in BUDGET samples")
+    parser.add_argument("--gpu", action="store_true",
+                        help="sgemm on gpu_opencl against cuBLAS instead")
+    parser.add_argument("--pipelines", default=",tile{size=32},default",
+                        help="--gpu: pipelines to compare, comma-separated outside braces")
     return parser.parse_args(argv)
 
 
@@ -84,8 +97,53 @@ def _tuned(program, inputs: dict, args) -> tuple[str, dict]:
     return label, chosen
 
 
+def gpu_rows(args) -> None:
+    """The --gpu table (see the module text)."""
+    import re
+    import numpy as np
+    import torch
+    import hpvm
+    from benchmarks.programs.sgemm import sgemm
+    n = args.size
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(3))
+    torch.backends.cuda.matmul.allow_tf32 = False
+    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(args.repeat + 1):
+        start.record()
+        ta @ tb
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    cublas = min(times[1:])
+    expected = a.astype(np.float64) @ b
+    print(f"# {shlex.join(['loop_nest_bench.py'] + sys.argv[1:])}")
+    print(f"# {torch.cuda.get_device_name()}, sgemm {n}^3, node time, best of {args.repeat}")
+    print("| implementation | ms | TFLOP/s | share of cuBLAS's rate |")
+    print("| --- | ---: | ---: | ---: |")
+    print(f"| cuBLAS FP32 (no TF32) | {cublas * 1e3:.3f} | {2 * n ** 3 / cublas / 1e12:.1f} "
+          "| 1.00 |")
+    inputs = dict(A=a, B=b, C=c, alpha=np.float32(1), beta=np.float32(0))
+    for pipeline in re.split(r",(?![^{]*})", args.pipelines):
+        exe = hpvm.compile(sgemm, targets=["gpu_opencl"], options={"pipeline": pipeline})
+        output = exe(**inputs)["C"]
+        error = float(np.abs(output - expected).max() / np.abs(expected).max())
+        assert error < 1e-4, f"{pipeline!r}: relative error {error:.2e}"
+        node = []
+        for _ in range(args.repeat):
+            exe(**inputs)
+            node.append(exe.report().node_seconds)
+        best = min(node)
+        print(f"| {pipeline or 'as written'} | {best * 1e3:.3f} | "
+              f"{2 * n ** 3 / best / 1e12:.1f} | {cublas / best:.2f} |", flush=True)
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
+    if args.gpu:
+        return gpu_rows(args)
     if args.threads:
         os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
     import numpy as np

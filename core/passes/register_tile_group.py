@@ -7,10 +7,12 @@ A work group of ``group`` x ``group`` instances computes a block of
 ``cols`` micro-tile of them, interleaved (rows ``r0 + lane + i * group``)
 so that neighbouring instances read neighbouring local words::
 
+    read the first block's share into registers
     for each block of kblock steps of the loop:
-        the group copies the block's row reads and column reads into
-        local tiles (consecutive instances, consecutive addresses)
+        store the share into the local tiles of the block's row reads and
+        column reads (consecutive instances, consecutive addresses)
         barrier
+        read the next block's share into registers (under way meanwhile)
         for k in the block: the loop's body for each result of the
         micro-tile, from the tiles, into accumulators in registers
         barrier
@@ -93,16 +95,31 @@ def group_body(function: KernelFunction, plan: NestPlan, s: GroupSchedule,
     loop = plan.loop
     me = b.let("me", add(mul(lane[plan.rows], i64(s.group)), lane[plan.cols]))
     count = b.let("steps", loop.stop - loop.start)
-    with b.loop("kb", ceil_div(count, s.kblock)) as k_block:
+    blocks = b.let("blocks", ceil_div(count, s.kblock))
+    copies = [_Copy(b, s, row_tiles, block_rows, me, True,
+                    lambda load, k, i: at(substitute(load, values={loop.var: k}), minimum(
+                        add(base[plan.rows], i), rows_total - i64(1)), clamped_cols[0])),
+              _Copy(b, s, col_tiles, block_cols, me, False,
+                    lambda load, k, i: at(substitute(load, values={loop.var: k}),
+                                          clamped_rows[0], minimum(add(base[plan.cols], i),
+                                                                   cols_total - i64(1))))]
+
+    def block_at(k_block: Expr) -> tuple[Var, Var]:
         first = b.let("k0", add(loop.start, mul(k_block, i64(s.kblock))))
-        steps = b.let("ks", minimum(i64(s.kblock), loop.stop - first))
-        _fill(b, s, row_tiles, block_rows, me, first, steps, True,
-              lambda load, k, i: at(substitute(load, values={loop.var: k}), minimum(
-                  add(base[plan.rows], i), rows_total - i64(1)), clamped_cols[0]))
-        _fill(b, s, col_tiles, block_cols, me, first, steps, False,
-              lambda load, k, i: at(substitute(load, values={loop.var: k}), clamped_rows[0],
-                                    minimum(add(base[plan.cols], i), cols_total - i64(1))))
+        return first, b.let("ks", minimum(i64(s.kblock), loop.stop - first))
+    with b.when(i64(0).lt(blocks)):
+        for copy in copies:
+            copy.fetch(*block_at(i64(0)))
+    with b.loop("kb", blocks) as k_block:
+        first, steps = block_at(k_block)
+        for copy in copies:
+            copy.put(steps)
         b.emit(Barrier())
+        # the next block's reads are under way while this one is computed
+        with b.when(add(k_block, i64(1)).lt(blocks)):
+            following = block_at(add(k_block, i64(1)))
+            for copy in copies:
+                copy.fetch(*following)
         loop_body = substitute(loop.body, values=plan.index_values)
         with b.loop("kk", steps, unroll=s.unroll) as step:
             row_values = [{load: b.let("a", Load(name, (step, add(lane[plan.rows],
@@ -131,23 +148,50 @@ def group_body(function: KernelFunction, plan: NestPlan, s: GroupSchedule,
     return b.finish()
 
 
-def _fill(b: KernelBuilder, s: GroupSchedule, tiles: dict, width: int, me: Var, first: Var,
-          steps: Var, steps_fastest: bool, value) -> None:
-    """The group copies the block's ``steps`` x ``width`` values of each
-    read into its tile, ``value(load, k, offset)`` giving one; consecutive
-    instances take consecutive steps (reads along the loop, a row of
-    ``a[i, k]``) or consecutive offsets (``b[k, j]``), so that they read
-    consecutive addresses."""
-    items = s.group * s.group
-    for load, name in tiles.items():
-        with b.loop("e", i64(-(-s.kblock * width // items))) as round_:
-            at = b.let("e", add(mul(round_, i64(items)), me))
+class _Copy:
+    """Copies of a block of reads into local tiles, in two halves: each
+    instance reads its share into registers (``fetch``), then stores them
+    into the tiles (``put``), so that the reads of the next block overlap
+    the products of this one.  Consecutive instances take consecutive
+    steps (reads along the loop, a row of ``a[i, k]``) or consecutive
+    offsets (``b[k, j]``), so that they read consecutive addresses."""
+
+    def __init__(self, b: KernelBuilder, s: GroupSchedule, tiles: dict, width: int, me: Var,
+                 steps_fastest: bool, value):
+        self.b, self.s, self.tiles, self.value = b, s, tiles, value
+        items = s.group * s.group
+        self.places = []
+        for round_ in range(-(-s.kblock * width // items)):
+            at = add(i64(round_ * items), me)
             if steps_fastest:
                 step, offset = at % i64(s.kblock), Binary("div", at, i64(s.kblock))
             else:
                 step, offset = Binary("div", at, i64(width)), at % i64(width)
-            inside = step.lt(steps)
-            if s.kblock * width % items:   # a last round only partly inside the tile
-                inside = Binary("land", at.lt(i64(s.kblock * width)), inside)
-            with b.when(inside):
-                b.store(name, (step, offset), value(load, add(first, step), offset))
+            partial = (round_ + 1) * items > s.kblock * width
+            self.places.append((b.let("step", step), b.let("offset", offset),
+                                at.lt(i64(s.kblock * width)) if partial else None))
+        self.registers = {}
+        for load in tiles:
+            self.registers[load] = b.fresh("fetched")
+            b.emit(ArrayDecl(self.registers[load], load.type, (len(self.places),)))
+
+    def _inside(self, place, steps: Var) -> Expr:
+        step, _, partial = place
+        return step.lt(steps) if partial is None else Binary("land", partial, step.lt(steps))
+
+    def fetch(self, first: Var, steps: Var) -> None:
+        b = self.b
+        for load, registers in self.registers.items():
+            for index, place in enumerate(self.places):
+                step, offset, _ = place
+                with b.when(self._inside(place, steps)):
+                    b.store(registers, (i64(index),), self.value(load, add(first, step), offset))
+
+    def put(self, steps: Var) -> None:
+        b = self.b
+        for load, registers in self.registers.items():
+            for index, place in enumerate(self.places):
+                step, offset, _ = place
+                with b.when(self._inside(place, steps)):
+                    b.store(self.tiles[load], (step, offset),
+                            Load(registers, (i64(index),), load.type))

@@ -55,12 +55,13 @@ OPTIONS = [
 ]
 
 
-GPU_REGISTER_TILES = "register-tile{form=group rows=8 cols=4 group=16 kblock=16 unroll=16}"
-"""Work groups of 16 x 16 instances, each 8 x 4 results in registers,
+GPU_REGISTER_TILES = "register-tile{form=group rows=8 cols=8 group=16 kblock=16 unroll=16}"
+"""Work groups of 16 x 16 instances, each 8 x 8 results in registers,
 blocks of 16 steps through 12 KiB of local tiles (every OpenCL GPU has
-32 KiB): on the H100, sgemm 4096^3 ran at 23 TFLOP/s so (cuBLAS FP32: 50),
-17 with 8 x 8, 20 with blocks of 8 steps, 14 with 8 x 8 groups, 3.0 as
-written and 6.1 through the tile pass's 32 x 32 groups."""
+32 KiB), the next block's reads under way during this one's products: on
+the H100, sgemm 4096^3 ran at 29.5 TFLOP/s so (cuBLAS FP32: 51), 24 with
+8 x 4 and blocks of 32 steps, 3.0 as written, 6.1 through the tile pass's
+32 x 32 groups."""
 GPU_CHUNKS = 65536
 """Partial results of a one-instance reduction on a GPU: enough work items
 to fill an H100 (132 SMs) with a few hundred elements each at 16M."""

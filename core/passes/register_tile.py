@@ -9,10 +9,12 @@ the terms of Halide or TVM: the instance space is tiled (``chunk``,
 ``panel``) and coarsened into register micro-tiles of ``rows`` x
 ``cols`` results (unroll-and-jam of the loop into the tile: a value read
 once serves a whole row or column of the tile); the loop is split into
-blocks of ``kblock`` steps; the reads that follow only the columns are
-packed into contiguous panels per block (``pack``), so that each step
-reads one run of whole vectors; the columns of a tile are one unrolled
-loop, which the back end vectorises.
+blocks of ``kblock`` steps; the reads that follow only the columns, and
+those that follow only the rows, are packed into contiguous panels per
+block (``pack``), so that each step reads one run of whole vectors and
+one stream of row values; the columns of a tile are one unrolled loop,
+which the back end vectorises.  Targets with work groups take
+``form=group`` instead (register_tile_group.py).
 
 Sizes left at 0 come from a model of the target: ``vector_bits`` and
 ``registers`` (vector registers) give a tile of two vectors per row and
@@ -73,7 +75,8 @@ computing 48 of its rows (tensor_ops/packed_products.py)."""
            minimum=0, maximum=4096),
     Option("kblock", int, 0, f"loop steps per packed block (0: {KBLOCK})", minimum=0,
            maximum=65536),
-    Option("pack", bool, True, "copy the reads that follow the columns into contiguous panels"),
+    Option("pack", bool, True, "form=private: copy the reads that follow only the rows or "
+           "only the columns into contiguous panels"),
     Option("form", str, "private", "private: an instance's blocks in private panels (CPUs); "
            "group: a work group's blocks in local tiles, a micro-tile per instance (GPUs)",
            choices=FORMS),

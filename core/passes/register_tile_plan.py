@@ -152,11 +152,12 @@ def _follows(body: tuple[Stmt, ...], dim: int, temporaries: set[str]):
     def test(expr: Expr) -> bool:
         return any(isinstance(n, InstanceId) and n.dim == dim or
                    isinstance(n, Var) and n.name in following for n in walk(expr))
-    for _ in range(2):
-        for stmt in body:
-            if stmt.name in temporaries and stmt.value is not None and test(stmt.value):
-                following.add(stmt.name)
-    return test
+    while True:   # an assignment may make a temporary declared earlier follow
+        before = len(following)
+        following.update(stmt.name for stmt in body if stmt.name in temporaries
+                         and stmt.value is not None and test(stmt.value))
+        if len(following) == before:
+            return test
 
 
 def at_instance(root, ids: dict[int, Expr], counts: dict[int, Expr]):

@@ -63,7 +63,7 @@ def i64(value: int) -> Const:
 
 def ceil_div(value: Expr, by: int | Expr) -> Expr:
     less = i64(by - 1) if isinstance(by, int) else by - i64(1)
-    return Binary("div", add(_index(value), less), i64(by) if isinstance(by, int) else by)
+    return Binary("div", add(as_index(value), less), i64(by) if isinstance(by, int) else by)
 
 
 def tiled_body(function: KernelFunction, plan: NestPlan, s: Schedule,
@@ -86,7 +86,7 @@ def tiled_replication(plan: NestPlan, s: Schedule, replication: tuple[Expr, ...]
 
 def _block_counts(plan: NestPlan, s: Schedule, replication, chunk: Expr) -> list:
     """Instances along each dimension of ``replication``."""
-    counts = [_index(size) for size in replication]
+    counts = [as_index(size) for size in replication]
     counts[plan.rows] = ceil_div(counts[plan.rows], chunk)
     counts[plan.cols] = ceil_div(counts[plan.cols], s.panel)
     return counts
@@ -97,12 +97,12 @@ class _Writer:
         self.plan, self.s = plan, s
         self.b = KernelBuilder(None, tuple(p for p in function.params if p.is_buffer))
         self.b.reserve(function_names(function))
-        self.loop_body = substitute(plan.loop.body, values=plan.index_values)
+        self.types = {acc.name: acc.type for acc in plan.accumulators}
 
     def body(self, replication: tuple[Expr, ...]) -> tuple[Stmt, ...]:
         b, s, plan = self.b, self.s, self.plan
-        self.rows_total = b.let("rows_total", _index(replication[plan.rows]))
-        self.cols_total = b.let("cols_total", _index(replication[plan.cols]))
+        self.rows_total = b.let("rows_total", as_index(replication[plan.rows]))
+        self.cols_total = b.let("cols_total", as_index(replication[plan.cols]))
         chunk = b.let("chunk", s.chunk_rows(self.rows_total, self.cols_total))
         counts = [self.rows_total if d == plan.rows else self.cols_total if d == plan.cols
                   else size for d, size in enumerate(replication)]
@@ -179,8 +179,7 @@ class _Writer:
             steps = b.let("ks", minimum(i64(s.kblock), loop.stop - first))
             self._pack(first, steps)
             with b.loop("t", self.col_tiles) as tile, b.loop("rb", self.row_blocks) as block:
-                rows = [b.let("row", self._clamped_row(add(mul(block, i64(s.rows)), i64(r))))
-                        for r in range(s.rows)]
+                rows = self._block_rows(block)
                 tiles = self._load_tiles(block, tile)
                 with b.loop("kk", steps) as step:
                     k = add(first, step)
@@ -195,8 +194,7 @@ class _Writer:
         b, s = self.b, self.s
         if self.row_panels:
             with b.loop("rb", self.row_blocks) as block:
-                rows = [b.let("row", self._clamped_row(add(mul(block, i64(s.rows)), i64(r))))
-                        for r in range(s.rows)]
+                rows = self._block_rows(block)
                 with b.loop("kk", steps) as step:
                     for load, panel in self.row_panels.items():
                         value = substitute(load, values={self.plan.loop.var: add(first, step)})
@@ -241,7 +239,7 @@ class _Writer:
                 for acc, name in tiles.items():
                     b.store(name, (i64(r), column), Load(
                         self.sums[acc], (self._sum_at(block, i64(r), tile, column),),
-                        self._type(acc)))
+                        self.types[acc]))
         return tiles
 
     def _store_tiles(self, block: Var, tile: Var, tiles: dict[str, str]) -> None:
@@ -250,7 +248,7 @@ class _Writer:
             for r in range(s.rows):
                 for acc, name in tiles.items():
                     b.store(self.sums[acc], (self._sum_at(block, i64(r), tile, column),),
-                            Load(name, (i64(r), column), self._type(acc)))
+                            Load(name, (i64(r), column), self.types[acc]))
 
     def _step(self, k: Expr, step: Var, tile: Var, column: Var, rows: list[Var],
               tiles: dict[str, str], packed_rows: list[dict]) -> None:
@@ -260,7 +258,7 @@ class _Writer:
                   for load, panel in self.panels.items()}
         col = self._clamped_col(tile, column)
         for r, row in enumerate(rows):
-            stmts = cell_body(b, self.loop_body, {**packed, **packed_rows[r]}, tiles,
+            stmts = cell_body(b, self.plan.steps, {**packed, **packed_rows[r]}, tiles,
                               (i64(r), column), self.plan.loop.var, k)
             for stmt in self._at(stmts, row, col):
                 b.emit(stmt)
@@ -278,8 +276,7 @@ class _Writer:
                     b.emit(Let(acc.name, acc.type, Load(
                         self.sums[acc.name], (self._sum_at(block, row, tile, column),),
                         acc.type)))
-                for stmt in self._at(substitute(plan.sunk + plan.epilogue,
-                                                values=plan.index_values), at_row, at_col):
+                for stmt in self._at(plan.results, at_row, at_col):
                     b.emit(stmt)
         self._each_result(emit)
 
@@ -292,6 +289,11 @@ class _Writer:
         counts = {**self.counts, plan.rows: self.rows_total, plan.cols: self.cols_total}
         return at_instance(root, {d: v for d, v in ids.items() if v is not None}, counts)
 
+    def _block_rows(self, block: Var) -> list[Var]:
+        """The rows of row block ``block``, each clamped to the last."""
+        return [self.b.let("row", self._clamped_row(add(mul(block, i64(self.s.rows)), i64(r))))
+                for r in range(self.s.rows)]
+
     def _clamped_row(self, offset: Expr) -> Expr:
         return minimum(add(self.row0, offset), self.rows_total - i64(1))
 
@@ -300,9 +302,6 @@ class _Writer:
 
     def _clamped_col(self, tile: Expr, column: Expr) -> Expr:
         return minimum(self._col(tile, column), self.cols_total - i64(1))
-
-    def _type(self, acc: str):
-        return next(a.type for a in self.plan.accumulators if a.name == acc)
 
 
 def cell_body(b: KernelBuilder, loop_body: tuple[Stmt, ...], reads: dict[Load, Expr],
@@ -328,7 +327,8 @@ def cell_body(b: KernelBuilder, loop_body: tuple[Stmt, ...], reads: dict[Load, E
                       values={loop_var: k})
 
 
-def _index(expr: Expr) -> Expr:
+def as_index(expr: Expr) -> Expr:
+    """``expr`` as an i64 index (a replication size may be an i32 scalar)."""
     return expr if expr.type == I64 else Cast(expr, I64)
 
 

@@ -30,7 +30,7 @@ from ..ir.kernel import (
 )
 from ..ir.tensor_ops.lowering import KernelBuilder, add, minimum, mul
 from .names import function_names, substitute
-from .register_tile_body import _index, cell_body, ceil_div, i64
+from .register_tile_body import as_index, cell_body, ceil_div, i64
 from .register_tile_plan import NestPlan, at_instance
 
 
@@ -54,8 +54,8 @@ def group_body(function: KernelFunction, plan: NestPlan, s: GroupSchedule,
                replication: tuple[Expr, ...]) -> tuple[Stmt, ...]:
     b = KernelBuilder(None, tuple(p for p in function.params if p.is_buffer))
     b.reserve(function_names(function))
-    rows_total = b.let("rows_total", _index(replication[plan.rows]))
-    cols_total = b.let("cols_total", _index(replication[plan.cols]))
+    rows_total = b.let("rows_total", as_index(replication[plan.rows]))
+    cols_total = b.let("cols_total", as_index(replication[plan.cols]))
     ids = {d: InstanceId(d) for d in range(len(replication))}
     lane = {d: b.let("lane", InstanceId(d) % i64(s.group)) for d in (plan.rows, plan.cols)}
     base = {d: b.let("first", mul(Binary("div", InstanceId(d), i64(s.group)),
@@ -80,10 +80,11 @@ def group_body(function: KernelFunction, plan: NestPlan, s: GroupSchedule,
     for acc in plan.accumulators:
         accs[acc.name] = b.fresh(f"{acc.name}_tile")
         b.emit(ArrayDecl(accs[acc.name], acc.type, (s.rows, s.cols)))
-    my_rows = [add(base[plan.rows], add(lane[plan.rows], i64(r * s.group)))
-               for r in range(s.rows)]
-    my_cols = [add(base[plan.cols], add(lane[plan.cols], i64(c * s.group)))
-               for c in range(s.cols)]
+    # where an instance's results lie in its group's block
+    row_offsets = [add(lane[plan.rows], i64(r * s.group)) for r in range(s.rows)]
+    col_offsets = [add(lane[plan.cols], i64(c * s.group)) for c in range(s.cols)]
+    my_rows = [add(base[plan.rows], offset) for offset in row_offsets]
+    my_cols = [add(base[plan.cols], offset) for offset in col_offsets]
     clamped_rows = [b.let("row", minimum(r, rows_total - i64(1))) for r in my_rows]
     clamped_cols = [b.let("col", minimum(c, cols_total - i64(1))) for c in my_cols]
     for acc in plan.accumulators:
@@ -120,22 +121,18 @@ def group_body(function: KernelFunction, plan: NestPlan, s: GroupSchedule,
             following = block_at(add(k_block, i64(1)))
             for copy in copies:
                 copy.fetch(*following)
-        loop_body = substitute(loop.body, values=plan.index_values)
         with b.loop("kk", steps, unroll=s.unroll) as step:
-            row_values = [{load: b.let("a", Load(name, (step, add(lane[plan.rows],
-                                                                 i64(r * s.group))), load.type))
-                           for load, name in row_tiles.items()} for r in range(s.rows)]
-            col_values = [{load: b.let("b", Load(name, (step, add(lane[plan.cols],
-                                                                 i64(c * s.group))), load.type))
-                           for load, name in col_tiles.items()} for c in range(s.cols)]
+            row_values = [{load: b.let("a", Load(name, (step, offset), load.type))
+                           for load, name in row_tiles.items()} for offset in row_offsets]
+            col_values = [{load: b.let("b", Load(name, (step, offset), load.type))
+                           for load, name in col_tiles.items()} for offset in col_offsets]
             for r in range(s.rows):
                 for c in range(s.cols):
-                    stmts = cell_body(b, loop_body, {**row_values[r], **col_values[c]}, accs,
+                    stmts = cell_body(b, plan.steps, {**row_values[r], **col_values[c]}, accs,
                                       (i64(r), i64(c)), loop.var, add(first, step))
                     for stmt in at(stmts, clamped_rows[r], clamped_cols[c]):
                         b.emit(stmt)
         b.emit(Barrier())
-    tail = substitute(plan.sunk + plan.epilogue, values=plan.index_values)
     for r in range(s.rows):
         for c in range(s.cols):
             inside = Binary("land", my_rows[r].lt(rows_total), my_cols[c].lt(cols_total))
@@ -143,7 +140,7 @@ def group_body(function: KernelFunction, plan: NestPlan, s: GroupSchedule,
                 for acc in plan.accumulators:
                     b.emit(Let(acc.name, acc.type, Load(accs[acc.name], (i64(r), i64(c)),
                                                         acc.type)))
-                for stmt in at(tail, my_rows[r], my_cols[c]):
+                for stmt in at(plan.results, my_rows[r], my_cols[c]):
                     b.emit(stmt)
     return b.finish()
 

@@ -37,21 +37,21 @@ class NestPlan:
     cols: int
     uniform: tuple[Stmt, ...]
     """Prelude lets the same in every instance of a tile: kept first."""
-    index_values: dict[str, Expr]
-    """Prelude lets without loads that follow the instance (``i``, ``j``):
-    read as their expressions, instance ids included."""
     accumulators: tuple[Let, ...]
     """Prelude lets the loop assigns: one value per instance."""
-    sunk: tuple[Stmt, ...]
-    """Other per-instance prelude lets: run before the epilogue."""
     loop: For
-    epilogue: tuple[Stmt, ...]
+    """The loop (its variable and bounds)."""
+    steps: tuple[Stmt, ...]
+    """The loop's body, the prelude's index values (``i``, ``j``: lets
+    without loads that follow the instance) read as their expressions."""
+    results: tuple[Stmt, ...]
+    """The other per-instance prelude lets and the epilogue, index values
+    read as in ``steps``."""
     packed: tuple[Load, ...]
     """Loads of the loop that follow ``cols`` only, indices free of the
     loop's own variables: copied into contiguous panels."""
     row_packed: tuple[Load, ...]
     """The same for loads that follow ``rows`` only."""
-    written: frozenset[str]
 
 
 def nest_plan(module: Module, node: Node) -> NestPlan | str:
@@ -135,9 +135,9 @@ def _plan(function: KernelFunction, rows: int, cols: int) -> NestPlan | str:
     def packable(reads):
         return tuple(dict.fromkeys(n for n in reads if n.buffer not in written
                                    and not _names(n) & local))
-    return NestPlan(rows, cols, tuple(uniform), index_values, tuple(accumulators),
-                    tuple(sunk), loop, tuple(epilogue), packable(col_reads),
-                    packable(row_reads), written)
+    return NestPlan(rows, cols, tuple(uniform), tuple(accumulators), loop, body,
+                    substitute(tuple(sunk) + tuple(epilogue), values=index_values),
+                    packable(col_reads), packable(row_reads))
 
 
 def _names(expr: Expr) -> set[str]:

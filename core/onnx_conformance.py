@@ -22,13 +22,15 @@ from onnx.backend.test.loader import load_model_tests
 from .frontend.onnx.importer import KNOWN_OPS
 
 OUT_OF_SCOPE = {
-    r".*(bfloat16|bf16|BFLOAT16|float8|FLOAT8|e4m3|e5m2|E4M3|E5M2|int4|INT4|uint4|UINT4|"
-    r"float4|FLOAT4|e2m1|E2M1|string|STRING|int2|uint2|INT2|UINT2).*":
-        "element types bfloat16, float8, float4, int4, int2 and string are not IR types",
-    r"(maxpool|averagepool)_3d_.*|(Max|Avg)Pool3d.*": "pooling is 1-D or 2-D",
+    r".*(e8m0|E8M0|string|STRING).*": "element types float8e8m0 and string are not IR types",
+    r"attention_.*bf16.*|celu_bfloat16.*": "bf16 compositions: onnx's reference rounds its "
+                                           "own intermediate results to bf16, hpvm those of "
+                                           "its ops; they differ by a bf16 ulp (4e-3), more "
+                                           "than the suite's rtol of 1e-3",
+    r"(maxpool|averagepool|lppool)_3d_.*|(Max|Avg)Pool3d.*": "pooling is 1-D or 2-D",
     r"(maxpool|averagepool)_2d_(ceil.*|dilations)|.*[Pp]ool.*dilation.*|(maxpool|averagepool)_"
     r"3d_dilations.*|.*_ceil(_.*)?|operator_maxpool": "pooling has no ceil_mode or dilation",
-    r"Conv3d.*|conv_3d.*": "convolution is 1-D or 2-D",
+    r"Conv3d.*|conv_3d.*|convtranspose_3d": "convolution is 1-D or 2-D",
     r"resize_.*antialias.*": "Resize's antialias",
     r"einsum_batch_diagonal": "Einsum's diagonals (a label repeated in one term)",
     r"causal_conv_with_state_silu_fp16_expanded": "f16: the expanded body's operations, "
@@ -39,7 +41,6 @@ OUT_OF_SCOPE = {
     r"reshape_allowzero_.*|(depth|space)to(space|depth)_.*expanded":
         "reshape has no allowzero",
     r"identity_(opt|sequence)": "sequence and optional types are not IR types",
-    r"clip_default_int8_.*|clip_default_inbounds_expanded": "clipped_relu is defined on floats",
     r"wrap_pad": "pad has the modes constant, edge and reflect (not wrap)",
     r"split_to_sequence_.*": "SplitToSequence makes a sequence; hpvm has no sequence type",
     r"(split_zero_size_splits_.*|slice_start_out_of_bounds|.*empty_set.*|.*_empty_tensor.*|"
@@ -58,7 +59,13 @@ OUT_OF_SCOPE = {
 """Name pattern of onnx test cases (without ``test_`` and the device) ->
 why they are out of scope."""
 
+NARROW_CASES = (r".*(bfloat16|bf16|BFLOAT16|float8|FLOAT8|e4m3|e5m2|E4M3|E5M2|int4|INT4|uint4|"
+                r"UINT4|float4|FLOAT4|e2m1|E2M1|int2|uint2|INT2|UINT2).*")
+"""Cases with narrow storage types (bf16, float8, float4, int4, int2)."""
+
 NOT_ON = {
+    NARROW_CASES: (("aten", "movidius"), "narrow storage types run on the cpu and interp; "
+                                         "aten and movidius leave their nodes to another target"),
     r"attention_.*fp16.*": (("cpu", "aten", "movidius"),
                             "f16 attention: compiled code rounds f16 intermediate results "
                             "elsewhere than numpy does, 1-2 f16 ulps from the reference, more "

@@ -89,14 +89,15 @@ class CStyleRenderer(CStyleStatements, CStyleExpressions):
 
     # ----------------------------------------------------------- hooks
     def type_name(self, t: ScalarType) -> str:
-        """The C type of a scalar in registers."""
-        return self.type_names[t.name]
+        """The C type of a scalar in registers (a narrow storage type's is
+        its storage integer's)."""
+        return self.type_names[t.storage_type.name]
 
     def storage_type(self, t: ScalarType, space: str) -> str:
         """The C element type of a buffer or array in ``space``."""
         if t.is_bool:
             return self.type_names["u8"]
-        if t.bits == 16 and t.is_float:
+        if t.bits == 16 and t.is_float and not t.is_narrow:
             return self.half_storage_type(space)
         return self.type_name(t)
 

@@ -46,6 +46,10 @@ class BufferBinding:
     dims: tuple[str, ...]
     flat: bool = False
 
+    def __post_init__(self):
+        # kernels move a narrow type's elements as its storage integers
+        object.__setattr__(self, "element", self.element.storage_type)
+
     def flat_index(self, indices: list[str]) -> str:
         """Row-major flattening of C index expressions."""
         if len(indices) == 1:
@@ -206,6 +210,15 @@ class CStyleExpressions:
     # -- conversions ------------------------------------------------------
     def _expr_Cast(self, e: k.Cast) -> str:
         return self.converted(e.value, e.type)
+
+    def _expr_Bitcast(self, e: k.Bitcast) -> str:
+        return self.bitcast_text(self.expr(e.value), e.value.type, e.type)
+
+    def bitcast_text(self, text: str, source: ScalarType, target: ScalarType) -> str:
+        """C text of the bits of ``text`` read as ``target`` (C99: through a
+        union)."""
+        return (f"(((union {{ {self.type_name(source)} a; {self.type_name(target)} b; }})"
+                f"{{ .a = {text} }}).b)")
 
     def cast_text(self, text: str, source: ScalarType, target: ScalarType) -> str:
         """C text of ``text`` (of IR type ``source``) converted to ``target``."""

@@ -51,7 +51,8 @@ class KernelEvaluator:
         self._exprs = {
             k.Const: self._const, k.Var: self._var, k.Unary: self._unary,
             k.Binary: self._binary, k.Compare: self._compare, k.Select: self._select,
-            k.Cast: self._cast, k.Load: self._load, k.Intrinsic: self._intrinsic,
+            k.Cast: self._cast, k.Bitcast: self._bitcast, k.Load: self._load,
+            k.Intrinsic: self._intrinsic,
             k.InstanceId: self._instance_id, k.InstanceCount: self._instance_count,
             k.Call: self._call,
         }
@@ -275,6 +276,10 @@ class KernelEvaluator:
 
     def _cast(self, expr: k.Cast, scope, mask):
         return scalar_ops.cast(self.eval(expr.value, scope, mask), expr.type)
+
+    def _bitcast(self, expr: k.Bitcast, scope, mask):
+        value = np.asarray(self.eval(expr.value, scope, mask))
+        return value.astype(expr.value.type.numpy_dtype, copy=False).view(expr.type.numpy_dtype)
 
     def _load(self, expr: k.Load, scope, mask):
         storage = self._storage(scope, expr.buffer)

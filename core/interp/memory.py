@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpvm.errors import Diagnostic, ExecutionError, Location
+from hpvm.ir.types import NARROW_DTYPE_NAMES
 
 
 @dataclass
@@ -33,8 +34,11 @@ class Storage:
     logical_shape: tuple[int, ...] = field(init=False)
 
     def __post_init__(self):
-        # a view: writes through ``flat`` land in ``array``
+        # a view: writes through ``flat`` land in ``array``; kernels read and
+        # write a narrow type's elements as its storage integers
         self.flat = self.array.reshape(-1)
+        if self.array.dtype.name in NARROW_DTYPE_NAMES:
+            self.flat = self.flat.view(f"u{self.array.dtype.itemsize}")
         if self.shape is None:
             self.copy_size = self.array.size
             self.logical_shape = (self.copy_size,)
@@ -142,7 +146,7 @@ def store(storage: Storage, indices: list, value, mask, lanes: Lanes) -> None:
     _check_writable(storage, lanes, "store to")
     address = flat_address(storage, indices, mask, lanes, "store")
     address = _lane_address(storage, address, lanes.count)
-    value = np.asarray(value).astype(storage.array.dtype, copy=False)
+    value = np.asarray(value).astype(storage.flat.dtype, copy=False)
     flat = storage.flat
     if mask is None:
         if np.ndim(address) == 0 and np.ndim(value) > 0:

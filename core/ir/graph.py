@@ -36,7 +36,7 @@ from .kernel import Expr, KernelFunction
 from .parameter import Parameter
 from .types import BufferType
 
-FORMAT_VERSION = (1, 1)
+FORMAT_VERSION = (1, 2)
 """Version of the IR and of its text form: (major, minor).  A reader accepts
 any minor version of its own major version.  1.1 added loop reductions
 (``For.reduce``, ``[reduce var: op]``)."""

@@ -17,6 +17,9 @@ Semantics every back end must honour:
   evaluated (its loads do not happen) when the left decides the result;
 - a buffer indexed with one index is addressed flat (row-major); with as
   many indices as its rank, element-wise;
+- a buffer of a narrow storage type (bf16, f8..., i4 ...; types.py) holds
+  its storage integers: loads give and stores take ``storage_type``
+  values, which tensor_ops/storage.py converts;
 - a ``for`` loop runs ``var = start; var < stop; var += step`` (``>`` for a
   negative step); ``step`` is a non-zero integer constant;
 - out-of-range loads and stores are errors (the interpreter reports them);
@@ -183,6 +186,15 @@ class Select(Expr):
 class Cast(Expr):
     """Numeric conversion: floats to ints truncate toward zero; to bool is
     ``!= 0``; between integers wraps."""
+
+    value: Expr
+    type: ScalarType
+
+
+@dataclass(frozen=True)
+class Bitcast(Expr):
+    """The bits of ``value`` read as ``type``, a type of the same width
+    (f32 <-> i32/u32, f16 <-> i16/u16, f64 <-> i64/u64)."""
 
     value: Expr
     type: ScalarType

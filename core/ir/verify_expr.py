@@ -231,11 +231,22 @@ class ExprChecker:
             return None
         return expr.type
 
+    def _type_Bitcast(self, expr) -> Type | None:
+        source = self.scalar_type(expr.value, "bitcast operand")
+        if not is_scalar_type(expr.type) or expr.type.is_narrow or expr.type.is_bool:
+            self.report.error(f"bitcast to invalid type {expr.type!r}",
+                              "bitcast to a numeric type such as u32 or f32")
+            return None
+        if source is not None and source.bits != expr.type.bits:
+            self.report.error(f"bitcast of a {source} ({source.bits} bits) to {expr.type} "
+                              f"({expr.type.bits} bits)", "bitcast between types of one width")
+        return expr.type
+
     def _type_Load(self, expr) -> Type | None:
         symbol = self.buffer_access(expr.buffer, expr.indices, "load")
         if symbol is None:
             return expr.type if is_scalar_type(expr.type) else None
-        element = symbol.type.element
+        element = symbol.type.element.storage_type
         if expr.type != element:
             self.report.error(
                 f"load of '{expr.buffer}' has type {expr.type} but its "

@@ -111,7 +111,7 @@ class KernelChecker(ExprChecker):
         if symbol is None:
             self.scalar_type(stmt.value, f"value stored into '{stmt.buffer}'")
             return
-        self.expect(stmt.value, symbol.type.element,
+        self.expect(stmt.value, symbol.type.element.storage_type,
                     f"value stored into '{stmt.buffer}'")
 
     def writable_buffer(self, name: str, indices, what: str) -> Symbol | None:

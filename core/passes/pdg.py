@@ -45,9 +45,10 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from ..ir.analysis import assigned_variables
-from ..ir.kernel import (ArrayDecl, Assign, AtomicUpdate, Binary, Call, Cast, Compare, Const,
-                         Expr, ExprStmt, For, If, InstanceCount, InstanceId, Intrinsic,
-                         KernelFunction, Let, Load, Return, Select, Store, Unary, Var, While)
+from ..ir.kernel import (ArrayDecl, Assign, AtomicUpdate, Binary, Bitcast, Call, Cast,
+                         Compare, Const, Expr, ExprStmt, For, If, InstanceCount, InstanceId,
+                         Intrinsic, KernelFunction, Let, Load, Return, Select, Store, Unary, Var,
+                         While)
 from ..ir.visit import walk
 from .const_fold import fold_function
 from .induction import counted_while
@@ -291,6 +292,11 @@ class _Builder:
         if type_ == "i" and self.graph.nodes[value]["type"] == "i":
             return value
         return self.node("cast", type_, [(0, value)], key=("cast", type_, value))
+
+    def _bitcast(self, expr: Bitcast) -> int:
+        value = self.value(expr.value)
+        type_ = _type_of(expr.type)
+        return self.node("bitcast", type_, [(0, value)], key=("bitcast", type_, value))
 
     def _load(self, expr: Load) -> int:
         indices = tuple(self.value(i) for i in expr.indices)

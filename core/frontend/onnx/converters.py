@@ -11,12 +11,18 @@ from typing import Callable
 
 import numpy as np
 
+from . import pointwise
 from .attention import attention
+from .conv_transpose import conv_transpose
 from .einsum import einsum
-from .indexing import INDEXING_CONVERTERS, SQUEEZE_CONVERTERS, view
+from .indexing import INDEXING_CONVERTERS, SQUEEZE_CONVERTERS
+from .layout import LAYOUT_CONVERTERS
 from .losses import LOSS_CONVERTERS
 from .pointwise import POINTWISE_CONVERTERS
+from .products import matrix_product
+from .quantize import QUANTIZE_CONVERTERS
 from .resize import resize
+from .scatter import SCATTER_CONVERTERS
 from .windows import one_dimensional
 from .reductions import NORM_CONVERTERS, REDUCE_CONVERTERS, log_softmax
 from .shapes import reshape_target
@@ -87,21 +93,7 @@ def gemm(state: GraphState, node: OnnxNode) -> list[Value]:
 
 
 def matmul(state: GraphState, node: OnnxNode) -> list[Value]:
-    """MatMul; a vector operand is made a matrix (a row on the left, a
-    column on the right) and its axis dropped from the result (numpy)."""
-    a, b = node.input(state, 0), node.input(state, 1)
-    vector_a, vector_b = len(a.type.shape) == 1, len(b.type.shape) == 1
-    if vector_a:
-        a = view(state, node, a, (1,) + a.type.shape)
-    if vector_b:
-        b = view(state, node, b, b.type.shape + (1,))
-    y = state.step(node, "matmul", {"a": a, "b": b})
-    if vector_a or vector_b:
-        shape = y.type.shape
-        dropped = {len(shape) - 2} if vector_a else set()
-        dropped |= {len(shape) - 1} if vector_b else set()
-        y = view(state, node, y, [d for axis, d in enumerate(shape) if axis not in dropped])
-    return [y]
+    return [matrix_product(state, node, node.input(state, 0), node.input(state, 1))]
 
 
 def binary(op: str) -> Converter:
@@ -118,7 +110,9 @@ def unary(op: str) -> Converter:
 
 def clip(state: GraphState, node: OnnxNode) -> list[Value]:
     x = node.input(state, 0)
-    info = np.finfo(x.type.element.numpy_dtype) if x.type.element.is_float else None
+    if not x.type.element.is_float:
+        return [_integer_clip(state, node, x)]
+    info = np.finfo(x.type.element.numpy_dtype)
     bounds = []
     for index, name, default in ((1, "min", -info.max if info else None),
                                  (2, "max", info.max if info else None)):
@@ -130,16 +124,47 @@ def clip(state: GraphState, node: OnnxNode) -> list[Value]:
                          {"min": bounds[0], "max": bounds[1]})]
 
 
+def _integer_clip(state: GraphState, node: OnnxNode, x: Value) -> Value:
+    """Clip of integers: max and min with the bounds given (clipped_relu is
+    defined on floats)."""
+    for index, fn in ((1, "max"), (2, "min")):
+        if len(node.inputs) > index and node.inputs[index]:
+            bound = state.constant(node.inputs[index], f"Clip's {('min', 'max')[index - 1]}")
+            x = pointwise.binary(state, node, fn, x, pointwise.scalar(bound, x))
+    return x
+
+
 def _pool_attrs(node: OnnxNode, x) -> dict:
-    if node.attr("ceil_mode", 0):
-        node.reject("ceil_mode", 1, "ceil_mode=0")
     if any(d != 1 for d in node.attr("dilations", (1, 1))):
         node.reject("dilations", node.attr("dilations"), "no dilation in pooling")
     if len(node.outputs) > 1 and node.outputs[1]:
         raise Unsupported("MaxPool's Indices output is not supported", "drop the Indices output")
     kernel = tuple(node.attr("kernel_shape"))
     stride, padding = _spatial(node, kernel, x.type)
+    if node.attr("ceil_mode", 0):
+        padding = _ceil_padding(node, x, kernel, stride, padding)
     return {"kernel": kernel, "stride": stride, "padding": padding}
+
+
+def _ceil_padding(node: OnnxNode, x, kernel, stride, padding) -> tuple[int, ...]:
+    """``padding`` with what ceil_mode adds at the bottom and right: the
+    last window may hang over the end, but must start inside the input or
+    its top/left padding."""
+    ends = list(padding[2:])
+    for axis in range(2):
+        size = x.type.shape[2 + axis]
+        if not isinstance(size, int):
+            raise Unsupported("ceil_mode needs a fixed input size", "give the input fixed sizes")
+        span = size + padding[axis] + padding[2 + axis] - kernel[axis]
+        count = -(-span // stride[axis]) + 1
+        if (count - 1) * stride[axis] >= size + padding[axis]:
+            count -= 1
+        ends[axis] += max(0, (count - 1) * stride[axis] - span)
+    if node.op_type == "AveragePool" and node.attr("count_include_pad", 0) and \
+            tuple(ends) != tuple(padding[2:]):
+        node.reject("ceil_mode", 1, "ceil_mode=0 when count_include_pad=1 (the windows "
+                                    "past the end would count their padding)")
+    return tuple(padding[:2]) + tuple(ends)
 
 
 def max_pool(state: GraphState, node: OnnxNode) -> list[Value]:
@@ -154,6 +179,21 @@ def avg_pool(state: GraphState, node: OnnxNode) -> list[Value]:
     attrs = _pool_attrs(node, x)
     attrs["count_include_pad"] = bool(node.attr("count_include_pad", 0))
     return [state.add_op(node.name, "avg_pool", {"x": x}, attrs)]
+
+
+def lp_pool(state: GraphState, node: OnnxNode) -> list[Value]:
+    """LpPool: ``(sum of |x|^p over the window)^(1/p)``, the sum an average
+    that counts the padding (as zeros) times the window's size."""
+    x, p = node.input(state, 0), float(node.attr("p", 2))
+    attrs = {**_pool_attrs(node, x), "count_include_pad": True}
+    powered = pointwise.binary(state, node, "mul", x, x) if p == 2 else pointwise.binary(
+        state, node, "pow", pointwise.unary(state, node, "abs", x), pointwise.scalar(p, x))
+    mean = state.step(node, "avg_pool", {"x": powered}, attrs)
+    area = pointwise.scalar(float(np.prod(attrs["kernel"])), mean)
+    total = pointwise.binary(state, node, "mul", mean, area)
+    if p == 2:
+        return [pointwise.unary(state, node, "sqrt", total)]
+    return [pointwise.binary(state, node, "pow", total, pointwise.scalar(1.0 / p, total))]
 
 
 def global_pool(op: str) -> Converter:
@@ -331,23 +371,26 @@ def concat(state: GraphState, node: OnnxNode) -> list[Value]:
 
 
 def reshape(state: GraphState, node: OnnxNode) -> list[Value]:
-    if node.attr("allowzero", 0):
-        node.reject("allowzero", 1, "allowzero=0")
     x = node.input(state, 0)
     shape = reshape_target(state, node.inputs[1], x.type)
+    if node.attr("allowzero", 0) and 0 in shape:  # a size 0 that stays 0: an empty tensor
+        node.reject("allowzero", 1, "allowzero=0, or no size 0 in the shape")
     return [state.add_op(node.name, "reshape", {"x": x}, {"shape": shape})]
 
 
 TENSOR_CONVERTERS: dict[str, Converter] = {
-    "Conv": one_dimensional(conv), "Gemm": gemm, "MatMul": matmul,
+    "Conv": one_dimensional(conv), "ConvTranspose": one_dimensional(conv_transpose),
+    "Gemm": gemm, "MatMul": matmul,
     "Add": binary("add"), "Mul": binary("mul"),
     "Relu": unary("relu"), "Tanh": unary("tanh"), "Sigmoid": unary("sigmoid"), "Clip": clip,
     "MaxPool": one_dimensional(max_pool), "AveragePool": one_dimensional(avg_pool),
     "GlobalAveragePool": one_dimensional(global_pool("avg_pool")),
+    "LpPool": one_dimensional(lp_pool),
     "GlobalMaxPool": one_dimensional(global_pool("max_pool")),
     "BatchNormalization": batchnorm, "Flatten": flatten, "Concat": concat, "Reshape": reshape,
     "PRelu": prelu, "LRN": lrn, "Slice": slice_, "Split": split, "Transpose": transpose,
     "Pad": pad, "Attention": attention, "Einsum": einsum, **POINTWISE_CONVERTERS,
-    **NORM_CONVERTERS, **INDEXING_CONVERTERS, **LOSS_CONVERTERS,
+    **NORM_CONVERTERS, **INDEXING_CONVERTERS, **LOSS_CONVERTERS, **QUANTIZE_CONVERTERS,
+    **LAYOUT_CONVERTERS, **SCATTER_CONVERTERS,
 }
 """ONNX op type -> converter (those of OPSET_CONVERTERS take the opset too)."""

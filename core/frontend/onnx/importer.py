@@ -132,7 +132,8 @@ def _input_type(info) -> BufferType:
     element = ELEMENT_TYPES.get(tensor.elem_type)
     if element is None:
         raise Unsupported(f"element type {tensor.elem_type} is not supported",
-                          "use float, double, float16, bool or an integer type")
+                          "use bool, an integer type (int2 ... uint64) or a float type "
+                          "(float4, float8 other than e8m0, float16, bfloat16, float, double)")
     dims = []
     for axis, dim in enumerate(tensor.shape.dim):
         if dim.HasField("dim_value"):

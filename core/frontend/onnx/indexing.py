@@ -1,11 +1,14 @@
 """ONNX's operators that pick, repeat or re-view elements of a run-time
-tensor: Expand, Gather, GatherElements, Unsqueeze, Squeeze, Tile, Trilu
-and CumSum (on constants they are folded at import time instead)."""
+tensor: Expand, Gather, GatherElements, GatherND, Unsqueeze, Squeeze,
+Tile, Trilu, OneHot, EyeLike, TopK, CumSum and CumProd (on constants they are
+folded at import time instead)."""
 from __future__ import annotations
 
 import numpy as np
 
-from .pointwise import scalar, select
+from ...ir.types import I64
+from .names import ELEMENT_TYPES
+from .pointwise import binary, cast, scalar, select
 from .shapes import reshape_attr
 from .values import ConstValue, GraphState, OnnxNode, Unsupported, Value
 
@@ -85,16 +88,88 @@ def trilu(state: GraphState, node: OnnxNode) -> list[Value]:
     return [select(state, node, ConstValue(keep), x, scalar(0, x))]
 
 
-def cumsum(state: GraphState, node: OnnxNode) -> list[Value]:
-    axis = _constant_ints(state, node, 1, "CumSum's axis")[0]
-    attrs = {"axis": axis, "exclusive": node.attr("exclusive", 0),
-             "reverse": node.attr("reverse", 0)}
-    return [state.step(node, "cumsum", {"x": node.input(state, 0)}, attrs)]
+def gather_nd(state: GraphState, node: OnnxNode) -> list[Value]:
+    """GatherND as one gather: the index tuples (and the batch they are in)
+    made flat indices into ``data`` with its indexed axes joined."""
+    data, indices = node.input(state, 0), node.input(state, 1)
+    batch = node.attr("batch_dims", 0)
+    data_shape, index_shape = _fixed(node, data), _fixed(node, indices)
+    depth = index_shape[-1]
+    joined = data_shape[:batch + depth]
+    strides = [int(np.prod(joined[axis + 1:])) for axis in range(len(joined))]
+    flat = None
+    for axis in range(depth):
+        picked = state.step(node, "slice", {"x": cast(state, node, indices, I64)}, {
+            "starts": (axis,), "ends": (axis + 1,), "axes": (len(index_shape) - 1,)})
+        size = data_shape[batch + axis]
+        wrapped = select(state, node, binary(state, node, "less", picked, scalar(0, picked)),
+                         binary(state, node, "add", picked, scalar(size, picked)), picked)
+        term = binary(state, node, "mul", wrapped, scalar(strides[batch + axis], wrapped))
+        flat = term if flat is None else binary(state, node, "add", flat, term)
+    if batch:
+        offsets = sum(np.arange(size).reshape([-1 if a == axis else 1 for a in range(batch)])
+                      * strides[axis] for axis, size in enumerate(data_shape[:batch]))
+        offsets = ConstValue(np.asarray(offsets, np.int64).reshape(
+            data_shape[:batch] + (1,) * (len(index_shape) - batch)))
+        flat = binary(state, node, "add", flat, offsets)
+    flat = view(state, node, flat, index_shape[:-1])
+    rows = view(state, node, data, (int(np.prod(joined)),) + data_shape[batch + depth:])
+    return [state.step(node, "gather", {"x": rows, "indices": flat}, {"axis": 0})]
+
+
+def one_hot(state: GraphState, node: OnnxNode) -> list[Value]:
+    """OneHot: ``values[1]`` where an index (negative ones counted from
+    ``depth``) equals the position along the new ``axis``, ``values[0]``
+    elsewhere."""
+    indices, values = node.input(state, 0), node.input(state, 2)
+    depth = int(np.asarray(state.constant(node.inputs[1], "OneHot's depth")).reshape(-1)[0])
+    rank = len(indices.type.shape) + 1
+    axis = node.attr("axis", -1) % rank
+    index = cast(state, node, indices, I64)
+    index = select(state, node, binary(state, node, "less", index, scalar(0, index)),
+                   binary(state, node, "add", index, scalar(depth, index)), index)
+    shape = list(indices.type.shape)
+    index = view(state, node, index, shape[:axis] + [1] + shape[axis:])
+    positions = np.arange(depth, dtype=np.int64).reshape([-1 if a == axis else 1
+                                                          for a in range(rank)])
+    hot = binary(state, node, "equal", index, ConstValue(positions))
+    off, on = (state.step(node, "gather", {"x": values, "indices": ConstValue(np.int64(i))},
+                          {"axis": 0}) for i in (0, 1))
+    return [select(state, node, hot, on, off)]
+
+
+def eye_like(state: GraphState, node: OnnxNode) -> list[Value]:
+    x = node.input(state, 0)
+    rows, cols = _fixed(node, x)
+    element = ELEMENT_TYPES.get(node.attr("dtype", 0)) or x.type.element
+    return [ConstValue(np.eye(rows, cols, node.attr("k", 0), dtype=element.numpy_dtype))]
+
+
+def top_k(state: GraphState, node: OnnxNode) -> list[Value]:
+    """TopK: a stable sort along ``axis`` (largest first unless
+    ``largest=0``), the first k values and their indices."""
+    x = node.input(state, 0)
+    k = _constant_ints(state, node, 1, "TopK's k")[0]
+    axis = node.attr("axis", -1) % len(x.type.shape)
+    ordered = state.step(node, "sort", {"x": x}, {
+        "axis": axis, "descending": int(node.attr("largest", 1))})
+    first = {"starts": (0,), "ends": (k,), "axes": (axis,)}
+    return [state.step(node, "slice", {"x": result}, first) for result in state.results(ordered)]
+
+
+def _running(fn: str):
+    def convert(state: GraphState, node: OnnxNode) -> list[Value]:
+        axis = _constant_ints(state, node, 1, f"{node.op_type}'s axis")[0]
+        attrs = {"axis": axis, "exclusive": node.attr("exclusive", 0),
+                 "reverse": node.attr("reverse", 0), "fn": fn}
+        return [state.step(node, "cumsum", {"x": node.input(state, 0)}, attrs)]
+    return convert
 
 
 INDEXING_CONVERTERS = {
     "Expand": expand, "Gather": gather, "GatherElements": gather_elements, "Tile": tile,
-    "Trilu": trilu, "CumSum": cumsum,
+    "Trilu": trilu, "CumSum": _running("sum"), "CumProd": _running("prod"),
+    "GatherND": gather_nd, "OneHot": one_hot, "EyeLike": eye_like, "TopK": top_k,
 }
 SQUEEZE_CONVERTERS = {"Unsqueeze": _squeeze_converter(13), "Squeeze": _squeeze_converter(13)}
 """These take the opset: their axes became an input in opset 13."""

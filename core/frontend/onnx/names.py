@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 
 from ...ir.types import (
-    BOOL, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, ScalarType,
+    BF16, BOOL, F4E2M1, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F16, F32, F64, I2, I4, I8,
+    I16, I32, I64, U2, U4, U8, U16, U32, U64, ScalarType,
 )
 
 # onnx.TensorProto.DataType values (stable across onnx releases).
 ELEMENT_TYPES: dict[int, ScalarType] = {
     1: F32, 2: U8, 3: I8, 4: U16, 5: I16, 6: I32, 7: I64, 9: BOOL, 10: F16,
-    11: F64, 12: U32, 13: U64,
+    11: F64, 12: U32, 13: U64, 16: BF16, 17: F8E4M3FN, 18: F8E4M3FNUZ, 19: F8E5M2,
+    20: F8E5M2FNUZ, 21: U4, 22: I4, 23: F4E2M1, 25: U2, 26: I2,
 }
 _PORT_NAMES = frozenset({
     "x", "y", "w", "b", "a", "c", "scale", "bias", "mean", "var", "value", "i", "n", "k",

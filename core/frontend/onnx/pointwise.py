@@ -48,10 +48,12 @@ def select(state: GraphState, node: OnnxNode, cond: Value, a: Value, b: Value) -
     return state.step(node, "select", {"cond": cond, "a": a, "b": b})
 
 
-def cast(state: GraphState, node: OnnxNode, x: Value, element) -> Value:
+def cast(state: GraphState, node: OnnxNode, x: Value, element, saturate: bool = True) -> Value:
+    """``x`` as ``element`` values (``saturate``: see the cast op)."""
     if x.type.element == element:
         return x
-    return state.step(node, "cast", {"x": x}, {"to": element.name})
+    attrs = {"to": element.name} if saturate else {"to": element.name, "saturate": False}
+    return state.step(node, "cast", {"x": x}, attrs)
 
 
 def _unary_converter(fn: str):
@@ -123,17 +125,32 @@ def where(state: GraphState, node: OnnxNode) -> list[Value]:
     return [select(state, node, *(node.input(state, i) for i in range(3)))]
 
 
-def cast_node(state: GraphState, node: OnnxNode) -> list[Value]:
-    to = node.attr("to")
-    element = ELEMENT_TYPES.get(to)
+def _target_type(node: OnnxNode, fix: str):
+    """The element type attribute ``to`` names; Unsupported with ``fix``."""
+    element = ELEMENT_TYPES.get(node.attr("to"))
     if element is None:
-        raise Unsupported(f"Cast to ONNX element type {to} is not supported",
-                          "cast to bool, an integer type, float16, float or double")
-    return [cast(state, node, node.input(state, 0), element)]
+        raise Unsupported(f"{node.op_type} to ONNX element type {node.attr('to')} is not "
+                          "supported", fix)
+    return element
+
+
+def cast_node(state: GraphState, node: OnnxNode) -> list[Value]:
+    element = _target_type(node, "cast to bool, an integer, float, bfloat16, float8 or "
+                                 "float4 type")
+    return [_saturated_cast(state, node, element)]
+
+
+def bit_cast(state: GraphState, node: OnnxNode) -> list[Value]:
+    element = _target_type(node, "bitcast to a numeric type of the input's size")
+    return [state.step(node, "bitcast", {"x": node.input(state, 0)}, {"to": element.name})]
 
 
 def cast_like(state: GraphState, node: OnnxNode) -> list[Value]:
-    return [cast(state, node, node.input(state, 0), node.input(state, 1).type.element)]
+    return [_saturated_cast(state, node, node.input(state, 1).type.element)]
+
+
+def _saturated_cast(state: GraphState, node: OnnxNode, element) -> Value:
+    return cast(state, node, node.input(state, 0), element, bool(node.attr("saturate", 1)))
 
 
 def is_inf(state: GraphState, node: OnnxNode) -> list[Value]:
@@ -260,7 +277,7 @@ POINTWISE_CONVERTERS = {
     **{op: _binary_converter(fn) for op, fn in BINARY_FUNCTIONS.items()},
     **{op: _variadic_converter(fn) for op, fn in VARIADIC_FUNCTIONS.items()},
     "Sub": sub, "Mean": mean, "Mod": mod, "Pow": pow_, "BitShift": bit_shift, "Where": where,
-    "Cast": cast_node, "CastLike": cast_like, "IsInf": is_inf,
+    "Cast": cast_node, "CastLike": cast_like, "BitCast": bit_cast, "IsInf": is_inf,
     "Elu": _activation(_elu), "Celu": _activation(_celu), "Selu": _activation(_selu),
     "LeakyRelu": _activation(_leaky_relu), "ThresholdedRelu": _activation(_thresholded_relu),
     "HardSigmoid": _activation(_hard_sigmoid), "HardSwish": _activation(_hard_swish),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .pointwise import binary, scalar, unary
+from .pointwise import binary, scalar, select, unary
 from .values import ConstValue, GraphState, OnnxNode, Unsupported, Value
 
 AXES_INPUT_SINCE = {"ReduceSum": 13}
@@ -172,20 +172,62 @@ def instance_norm(state: GraphState, node: OnnxNode) -> list[Value]:
     x = node.input(state, 0)
     rank = len(x.type.shape)
     value, _, _ = normalized(state, node, x, tuple(range(2, rank)), node.attr("epsilon", 1e-5))
+    return [_per_channel(state, node, value, rank)]
+
+
+def _per_channel(state: GraphState, node: OnnxNode, value: Value, rank: int,
+                 repeat: int = 1) -> Value:
+    """``value * scale + bias`` with the node's inputs 1 and 2 given per
+    channel (or per group of ``repeat`` channels)."""
     channel = (-1,) + (1,) * (rank - 2)
     for index, op in ((1, "mul"), (2, "add")):
         parameter = node.input(state, index)
         if isinstance(parameter, ConstValue):
-            parameter = ConstValue(parameter.array.reshape(channel))
+            parameter = ConstValue(np.repeat(parameter.array.reshape(-1), repeat).reshape(channel))
         else:
+            if repeat > 1:
+                indices = ConstValue(np.arange(parameter.type.shape[0] * repeat) // repeat)
+                parameter = state.step(node, "gather", {"x": parameter, "indices": indices},
+                                       {"axis": 0})
             parameter = state.step(node, "reshape", {"x": parameter}, {"shape": channel})
         value = binary(state, node, op, value, parameter)
-    return [value]
+    return value
+
+
+def group_norm(state: GraphState, node: OnnxNode) -> list[Value]:
+    """GroupNormalization: the channels normalised in ``num_groups`` groups,
+    then scaled per channel (opset 21; per group before)."""
+    x = node.input(state, 0)
+    shape, groups = x.type.shape, node.attr("num_groups")
+    if not all(isinstance(d, int) for d in shape[1:]) or shape[1] % groups:
+        raise Unsupported(f"GroupNormalization of {x.type} in {groups} groups",
+                          "give fixed sizes, and channels a multiple of num_groups")
+    grouped = state.step(node, "reshape", {"x": x}, {"shape": (0, groups, -1)})
+    value, _, _ = normalized(state, node, grouped, (2,), node.attr("epsilon", 1e-5))
+    value = state.step(node, "reshape", {"x": value}, {"shape": (0,) + tuple(shape[1:])})
+    per_group = node.input(state, 1).type.shape[0] == groups != shape[1]
+    return [_per_channel(state, node, value, len(shape), shape[1] // groups if per_group else 1)]
+
+
+def lp_norm(state: GraphState, node: OnnxNode) -> list[Value]:
+    """LpNormalization: ``x / ||x||_p`` along ``axis`` (p 1 or 2); 0 where
+    the norm is 0."""
+    x, axis, p = node.input(state, 0), node.attr("axis", -1), node.attr("p", 2)
+    if p not in (1, 2):
+        node.reject("p", p, "p=1 or p=2")
+    if p == 1:
+        norm = reduce(state, node, "sum", unary(state, node, "abs", x), (axis,))
+    else:
+        norm = unary(state, node, "sqrt", reduce(state, node, "sum", binary(
+            state, node, "mul", x, x), (axis,)))
+    zero = binary(state, node, "equal", norm, scalar(0, norm))
+    return [select(state, node, zero, scalar(0, x), binary(state, node, "div", x, norm))]
 
 
 NORM_CONVERTERS = {
+    "LpNormalization": lp_norm,
     "ArgMax": arg_reduce("argmax"), "ArgMin": arg_reduce("argmin"),
     "LayerNormalization": layer_norm, "RMSNormalization": rms_norm,
     "MeanVarianceNormalization": mean_variance_norm,
-    "InstanceNormalization": instance_norm,
+    "InstanceNormalization": instance_norm, "GroupNormalization": group_norm,
 }

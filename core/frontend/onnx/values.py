@@ -136,6 +136,12 @@ class GraphState:
         name = node.name if node.name not in self._built else self.node_names.make(node.name, op)
         return self.add_op(name, op, inputs, attrs)
 
+    def results(self, value: PortValue) -> list[PortValue]:
+        """Every result of the node ``value`` is the first result of."""
+        node = next(n for n in self.nodes if n.name == value.node)
+        return [PortValue(node.name, p.name, p.type) for p in node.body.params
+                if p.direction == "out"]
+
     def add_output(self, name: str, value: Value) -> None:
         source = self._source(value, f"{name}_value")
         if isinstance(source, InputValue):  # an output that is an input: copy it

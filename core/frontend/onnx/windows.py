@@ -1,5 +1,5 @@
-"""Sliding-window operators (Conv, MaxPool, AveragePool, the global
-pools) on 1-D signals [N, C, L]: run as their 2-D forms on [N, C, 1, L]
+"""Sliding-window operators (Conv, ConvTranspose, MaxPool, AveragePool,
+the global pools) on 1-D signals [N, C, L]: run as their 2-D forms on [N, C, 1, L]
 (the window attributes given a leading 1, the pads a leading 0), the
 result viewed as [N, C', L']."""
 from __future__ import annotations
@@ -9,7 +9,8 @@ import numpy as np
 from .indexing import view
 from .values import ConstValue, GraphState, OnnxNode, Value
 
-WINDOW_ATTRS = {"strides": 1, "dilations": 1, "kernel_shape": 1}
+WINDOW_ATTRS = {"strides": 1, "dilations": 1, "kernel_shape": 1, "output_padding": 0,
+                "output_shape": 1}
 
 
 def _unit_height(state: GraphState, node: OnnxNode, value: Value) -> Value:
@@ -29,7 +30,7 @@ def one_dimensional(convert):
         viewer = OnnxNode(state.node_names.make(f"{node.name}_2d", "view"), "Reshape", [], [],
                           {})
         names = list(node.inputs)
-        for index in (0, 1) if node.op_type == "Conv" else (0,):
+        for index in (0, 1) if node.op_type in ("Conv", "ConvTranspose") else (0,):
             name = f"{node.name}/2d/{index}"
             state.values[name] = _unit_height(state, viewer, node.input(state, index))
             names[index] = name

@@ -1,6 +1,7 @@
 """Tensor ops (the ApproxHPVM half of the IR): conv2d, matmul, gemm, add,
 mul, bias_add, relu, clipped_relu, tanh, sigmoid, prelu, max_pool, avg_pool,
 softmax, batchnorm, lrn, reshape, flatten, concat, slice, transpose, pad,
+scatter, sort,
 elementwise (a fused chain of elementwise ops, chain.py) and
 perforation_fill (perforation.py).
 
@@ -23,14 +24,14 @@ from ..parameter import Parameter
 from ..types import BufferType
 from . import (
     chain, conv, elementwise, indexing, linear, norm, pad, perforation, pointwise, pool, reduce,
-    shape_ops, softmax,
+    scatter, shape_ops, softmax, sort,
 )
 from .spec import REQUIRED, OpContext, TensorOpSpec, normalize_attr
 
 TENSOR_OPS: dict[str, TensorOpSpec] = {
     spec.name: spec
-    for family in (conv, linear, elementwise, pointwise, reduce, indexing, pool, softmax,
-                   norm, shape_ops, pad, chain, perforation)
+    for family in (conv, linear, elementwise, pointwise, reduce, indexing, scatter, sort,
+                   pool, softmax, norm, shape_ops, pad, chain, perforation)
     for spec in family.OPS
 }
 

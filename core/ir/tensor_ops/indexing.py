@@ -7,7 +7,8 @@ and ``cumsum`` (running sums along an axis).
     gather           x, indices -> y   attr axis: y = take(x, indices, axis)
     gather_elements  x, indices -> y   attr axis: y[p] = x[p with p[axis] =
                                        indices[p]] (ONNX GatherElements)
-    cumsum           x -> y            attrs axis, exclusive, reverse (ONNX CumSum)
+    cumsum           x -> y            attrs axis, exclusive, reverse, fn: sum or prod
+                                       (ONNX CumSum, CumProd)
 
 Indices are i32 or i64; a negative index counts from the end.  Every
 lowering runs one instance per output element (cumsum: per line along
@@ -131,15 +132,27 @@ def _infer_cumsum(ctx: OpContext) -> dict[str, BufferType]:
     ctx.axis_attr("axis", ctx.rank("x"))
     ctx.flag_attr("exclusive")
     ctx.flag_attr("reverse")
+    _running(ctx)
     return {"y": BufferType(ctx.numeric_element(), ctx.shape("x"))}
+
+
+_RUNNING = {"sum": (np.cumsum, 0), "prod": (np.cumprod, 1)}
+"""fn -> (numpy's running function, the value before the first element)."""
+
+
+def _running(ctx: OpContext):
+    if ctx.attrs["fn"] not in _RUNNING:
+        ctx._bad_attr("fn", "sum or prod")
+    return _RUNNING[ctx.attrs["fn"]]
 
 
 def _evaluate_cumsum(ctx: OpContext, x: dict) -> dict:
     axis = ctx.axis_attr("axis", ctx.rank("x"))
     data = np.flip(x["x"], axis) if ctx.flag_attr("reverse") else x["x"]
-    total = np.cumsum(data, axis=axis, dtype=data.dtype)
+    running, identity = _running(ctx)
+    total = running(data, axis=axis, dtype=data.dtype)
     if ctx.flag_attr("exclusive"):
-        total = np.concatenate([np.zeros_like(np.take(total, [0], axis)),
+        total = np.concatenate([np.full_like(np.take(total, [0], axis), identity),
                                 np.take(total, np.arange(total.shape[axis] - 1), axis)], axis)
     return {"y": np.flip(total, axis) if ctx.flag_attr("reverse") else total}
 
@@ -148,7 +161,9 @@ def _lower_cumsum(b: KernelBuilder) -> tuple[Expr, ...]:
     axis = b.ctx.axis_attr("axis", b.ctx.rank("x"))
     exclusive, reverse = b.ctx.flag_attr("exclusive"), b.ctx.flag_attr("reverse")
     _, indices, replication = output_instance(b, (axis,))
-    total = b.let("total", b.const(0, "x"))
+    identity = _running(b.ctx)[1]
+    combine = (lambda a, v: a + v) if identity == 0 else (lambda a, v: a * v)
+    total = b.let("total", b.const(identity, "x"))
     length = b.dim("x", axis)
     with reduced_loops(b, (axis,), indices):
         step = indices[axis]
@@ -157,16 +172,16 @@ def _lower_cumsum(b: KernelBuilder) -> tuple[Expr, ...]:
         value = b.load("x", *indices)
         if exclusive:
             b.store("y", tuple(indices), total)
-            b.assign(total, total + value)
+            b.assign(total, combine(total, value))
         else:
-            b.assign(total, total + value)
+            b.assign(total, combine(total, value))
             b.store("y", tuple(indices), total)
     return replication
 
 
 CUMSUM = TensorOpSpec(
     "cumsum", ("x",), ("y",), _infer_cumsum, _evaluate_cumsum, _lower_cumsum,
-    attrs={"axis": 0, "exclusive": 0, "reverse": 0},
-    summary="running sums of x along axis (ONNX CumSum)")
+    attrs={"axis": 0, "exclusive": 0, "reverse": 0, "fn": "sum"},
+    summary="running sums (fn=prod: products) of x along axis (ONNX CumSum, CumProd)")
 
 OPS = (EXPAND, GATHER, GATHER_ELEMENTS, CUMSUM)

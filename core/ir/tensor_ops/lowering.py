@@ -185,7 +185,7 @@ class KernelBuilder:
         self.emit(Assign(var.name, value))
 
     def load(self, port: str, *indices: Expr) -> Load:
-        return Load(port, tuple(indices), self.element(port))
+        return Load(port, tuple(indices), self.element(port).storage_type)
 
     def load_broadcast(self, port: str, out_indices: list[Expr]) -> Load:
         """``port``'s element at output position ``out_indices`` under

@@ -10,7 +10,9 @@ the function takes.
                                 bitand bitor bitxor shl shr equal not_equal less
                                 less_equal greater greater_equal
     select  cond, a, b -> y y = cond ? a : b
-    cast    x -> y          to: the element type of y (bool, i8 ... f64)
+    cast    x -> y          to: the element type of y (bool, i8 ... f64, and the
+                            narrow storage types, storage.py); saturate
+    bitcast x -> y          to: a type of x's element size; y holds x's bits
 
 Integer ``div`` and ``fmod`` truncate toward zero (C, and ONNX's Div);
 ``mod`` follows the divisor's sign (Python, ONNX's Mod with fmod=0);
@@ -25,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..kernel import Expr, Select
+from ..kernel import Bitcast, Expr, Select
 from ..types import SCALAR_TYPES, BufferType, ScalarType
 from .dims import broadcast_shape
 from .lowering import KernelBuilder, replication_over
@@ -128,6 +130,35 @@ CAST = TensorOpSpec(
     "cast", ("x",), ("y",),
     lambda ctx: {"y": BufferType(target_type(ctx), ctx.shape("x"))}, _evaluate_cast,
     lambda b: lower_pointwise(b, ("x",), lambda x: cast_expr(x, target_type(b.ctx))),
-    attrs={"to": REQUIRED}, summary="y = x converted to element type 'to'")
+    attrs={"to": REQUIRED, "saturate": True},
+    summary="y = x converted to element type 'to' (a float8 'to' with saturate: values out "
+            "of range clamp to its largest finite ones)")
 
-OPS = (UNARY_OP, BINARY_OP, SELECT, CAST)
+# bitcast -----------------------------------------------------------------------
+def _infer_bitcast(ctx: OpContext) -> dict[str, BufferType]:
+    to, element = target_type(ctx), ctx.element("x")
+    if to.itemsize != element.itemsize or to.bits != element.bits and not (
+            to.is_bool or element.is_bool):
+        ctx.fail(f"bitcast of {element} to {to}: their elements differ in size",
+                 "bitcast between types of one width (f32 and i32, f16 and u16 ...)", "x")
+    return {"y": BufferType(to, ctx.shape("x"))}
+
+
+def _bits(value: Expr, to: ScalarType) -> Expr:
+    """``value``'s bits (a storage integer or bool) as ``to``'s storage."""
+    target = to.storage_type
+    if value.type == target:
+        return value
+    if value.type.is_bool or target.is_bool:
+        return cast_expr(value, target)
+    return Bitcast(value, target)
+
+
+BITCAST = TensorOpSpec(
+    "bitcast", ("x",), ("y",), _infer_bitcast,
+    lambda ctx, x: {"y": x["x"].view(target_type(ctx).numpy_dtype)},
+    lambda b: lower_pointwise(b, ("x",), lambda x: _bits(x, target_type(b.ctx))),
+    attrs={"to": REQUIRED}, moves_bits=True,
+    summary="y = the bits of x read as element type 'to' (of the same size)")
+
+OPS = (UNARY_OP, BINARY_OP, SELECT, CAST, BITCAST)

@@ -27,6 +27,7 @@ from ...errors import ExecutionError, VerificationError
 from ..graph import TensorBody
 from ..kernel import Expr, KernelFunction
 from ..types import BufferType, scalar_type_of_dtype
+from . import storage
 from .context import OpContext
 from .lowering import KernelBuilder, RegisterTiles
 
@@ -71,6 +72,9 @@ class TensorOpSpec:
     attrs: Mapping[str, Any] = field(default_factory=dict)
     variadic: bool = False
     summary: str = ""
+    moves_bits: bool = False
+    """The op moves the bits of its elements (bitcast): narrow types are
+    not widened around it (storage.py)."""
 
     # the public behaviours ----------------------------------------------
     def infer(self, input_types: Mapping[str, BufferType], attrs: Mapping | None = None,
@@ -90,11 +94,23 @@ class TensorOpSpec:
             out_types = self.infer_fn(ctx)
         except VerificationError as error:
             raise ExecutionError(error.diagnostics) from None
+        if not self.moves_bits and storage.has_narrow([*types.values(), *out_types.values()]):
+            return self._evaluate_widened(arrays, ctx, out_types, node)
         ordered = {port: arrays[port] for port in ctx.types}
         with np.errstate(all="ignore"):  # inf and NaN results are values like any other
             results = self.evaluate_fn(ctx, ordered)
         return {port: np.asarray(results[port], dtype=out_types[port].element.numpy_dtype)
                 for port in self.outputs}
+
+    def _evaluate_widened(self, arrays: dict, ctx: OpContext, out_types: dict,
+                          node: str | None) -> dict[str, np.ndarray]:
+        """The op on narrow values: in their compute types, the results
+        rounded back (storage.py)."""
+        wide = self.evaluate({port: storage.widen_array(a) for port, a in arrays.items()},
+                             storage.widened_attrs(self.name, ctx.attrs), node)
+        saturate = storage.saturates(self.name, ctx.attrs)
+        return {port: storage.narrow_array(wide[port], t.element, saturate)
+                if t.element.is_narrow else wide[port] for port, t in out_types.items()}
 
     def lower(self, node_name: str, body: TensorBody,
               tiles=None) -> tuple[KernelFunction, tuple[Expr, ...]]:
@@ -104,6 +120,14 @@ class TensorOpSpec:
         (lowering.RegisterTiles) shapes the register-tiled lowerings."""
         ctx = self.context(self._body_inputs(node_name, body), body.attrs, node_name)
         self._check_outputs(ctx, body)
+        if not self.moves_bits and storage.has_narrow(p.type for p in body.params):
+            function, replication = self.lower(node_name, storage.widened_body(body), tiles)
+            try:
+                return storage.narrowed_kernel(function, body.params, storage.saturates(
+                    self.name, ctx.attrs)), replication
+            except ValueError as error:
+                ctx.fail(f"{self.name} on narrow types: {error}",
+                         "cast the narrow values to f32 before the op")
         builder = KernelBuilder(ctx, body.params, tiles or RegisterTiles())
         replication = self.lower_fn(builder)
         function = KernelFunction(f"{node_name}_{self.name}", body.params, builder.finish())

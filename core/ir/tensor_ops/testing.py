@@ -204,4 +204,29 @@ def example_nodes(seed: int = 0) -> dict[str, tuple[Node, dict[str, np.ndarray]]
             **arrays(x=(3, 4)), "indices": np.array([[1, -1, 0, 2], [0, 0, 1, 3]], np.int32)},
             {"axis": 1}),
         "cumsum": node("cumsum", x4, {"axis": 2, "exclusive": 1, "reverse": 1}, ("x",)),
+        "bitcast": node("bitcast", x4, {"to": "u32"}, ("x",)),
+        "scatter": node("scatter", {**arrays(x=(3, 4), updates=(2, 3)),
+                                    "positions": np.array([[0, 5, -1], [5, 2, 2]], np.int64)},
+                        {"reduction": "add"}),
+        "sort": node("sort", {"x": np.round(x4["x"])}, {"axis": 2, "descending": 1}, ("x",)),
     }
+
+
+def sample_floats(count: int = 4000, seed: int = 0) -> np.ndarray:
+    """f32 values to convert to the narrow types: random bit patterns (NaNs
+    and subnormals among them), values of every magnitude, and the edges of
+    the formats (their largest values, halfway points, infinities)."""
+    rng = np.random.default_rng(seed)
+    patterns = rng.integers(0, 2**32, count, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    scaled = rng.standard_normal(count) * 10.0 ** rng.integers(-12, 8, count)
+    edges = [0.0, -0.0, np.inf, -np.inf, np.nan, 448, 449, 464, 480, 57344, 61440, 6, 7, 0.25,
+             1e-3, 3e-8, 1.5e-45, 2.0**-10, 2.0**-9 * 1.5, 3.3895314e38, -7.5, 300.0, -8.5]
+    with np.errstate(all="ignore"):
+        return np.concatenate([patterns, scaled, edges]).astype(np.float32)
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elements equal bit for bit, or both NaN."""
+    storage = f"u{a.dtype.itemsize}"
+    both_nan = np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32))
+    return (a.view(storage) == b.view(storage)) | both_nan

@@ -11,7 +11,7 @@ import dataclasses
 
 from ..kernel import (
     COMPARE_OPS, INTRINSICS, ArrayDecl, Assign, AtomicUpdate, Barrier, Binary,
-    Call, Cast, Compare, Const, Expr, ExprStmt, For, If, InstanceCount,
+    Bitcast, Call, Cast, Compare, Const, Expr, ExprStmt, For, If, InstanceCount,
     InstanceId, Intrinsic, KernelFunction, Let, Load, Reduction, Return, Select,
     Stmt, Store, Unary, Var, While,
 )
@@ -207,8 +207,8 @@ class KernelParser:
         return Call(token.value, self.args(), signature.return_type)
 
     def builtin(self) -> Expr:
-        """``T(...)``, ``select``, ``instance_id``, ``instance_count`` or an
-        intrinsic such as ``sqrt``."""
+        """``T(...)``, ``select``, ``bitcast``, ``instance_id``,
+        ``instance_count`` or an intrinsic such as ``sqrt``."""
         s = self.s
         token = s.next()
         name = token.value
@@ -219,9 +219,16 @@ class KernelParser:
             dim = s.int_literal("a dimension number")
             s.expect_op(")")
             return InstanceId(dim) if name == "instance_id" else InstanceCount(dim)
+        if name == "bitcast":
+            s.expect_op("(")
+            type = s.scalar_type()
+            s.expect_op(",")
+            value = self.expr()
+            s.expect_op(")")
+            return Bitcast(value, type)
         arity = {"select": 3, **INTRINSICS}.get(name)
         if arity is None:
-            known = ["select", "instance_id", "instance_count", *INTRINSICS]
+            known = ["select", "bitcast", "instance_id", "instance_count", *INTRINSICS]
             raise s.error(token, f"unknown function '{name}'",
                           suggestion(name, known) or
                           f"call a kernel function as @{name}(...)")

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..graph import ConstantBody, Graph, GraphBody, KernelBody, Module, Node, TensorBody
 from ..kernel import (
-    ArrayDecl, Assign, AtomicUpdate, Barrier, Binary, Call, Cast, Compare, Const,
+    ArrayDecl, Assign, AtomicUpdate, Barrier, Binary, Bitcast, Call, Cast, Compare, Const,
     Expr, ExprStmt, For, If, InstanceCount, InstanceId, Intrinsic, KernelFunction,
     Let, Load, Return, Select, Stmt, Store, Unary, Var, While,
 )
@@ -137,6 +137,7 @@ _EXPR_PRINTERS = {
     Compare: _print_binary,
     Select: lambda e: f"select({_args((e.cond, e.if_true, e.if_false))})",
     Cast: _print_cast,
+    Bitcast: lambda e: f"bitcast({e.type}, {print_expr(e.value)})",
     Load: lambda e: f"{format_name(e.buffer)}[{_args(e.indices)}]",
     Intrinsic: lambda e: f"{e.name}({_args(e.args)})",
     InstanceId: lambda e: f"instance_id({e.dim})",

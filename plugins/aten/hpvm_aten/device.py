@@ -205,6 +205,10 @@ class AtenDevice(Device):
                 Location(graph=node.graph, node=node.node),
                 f"aten: {plan.op} failed: {str(error).splitlines()[0]}",
                 "run this node on another target (cpu), or with precision='fp32'")) from None
+        if isinstance(result, tuple):  # an op of several results (sort)
+            for port, value in zip((plan.output,) + plan.more_outputs, result):
+                self._store(args[port], value)
+            return None
         self._store(target, result)
         return None
 
@@ -296,6 +300,7 @@ class _Plan:
     attrs: dict = field(default_factory=dict)
     inputs: tuple[str, ...] = ()
     output: str = ""
+    more_outputs: tuple[str, ...] = ()
     weights: dict = field(default_factory=dict)
     constant: np.ndarray | None = None
     half: bool = False
@@ -318,10 +323,10 @@ class _Plan:
             source = graph.node(edge.src_node)
             if edge.dst_node == node.node and isinstance(source.body, ConstantBody):
                 weights[edge.dst_port] = (str(NodeRef(node.graph, source.name)), source.body.data)
-        output = next(p.name for p in body.params if p.direction == "out")
+        output, *more = (p.name for p in body.params if p.direction == "out")
         precision = node_precision(graph.node(node.node))
         scales = node_scales(graph.node(node.node)) if precision == "int8" else {}
-        return _Plan(body.op, OPS[body.op], attrs, inputs, output, weights,
+        return _Plan(body.op, OPS[body.op], attrs, inputs, output, tuple(more), weights,
                      half=precision == "fp16", int8=scales, tf32=precision == "tf32")
 
 

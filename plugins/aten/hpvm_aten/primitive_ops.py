@@ -123,13 +123,50 @@ def cumsum(x: dict, attrs: dict, out_shape) -> torch.Tensor:
     axis = attrs["axis"] % data.dim()
     if attrs["reverse"]:
         data = torch.flip(data, (axis,))
-    total = torch.cumsum(data, dim=axis, dtype=data.dtype)
-    if attrs["exclusive"]:
-        total = total - data
+    if attrs.get("fn", "sum") == "prod":
+        total = torch.cumprod(data, dim=axis, dtype=data.dtype)
+        if attrs["exclusive"]:
+            first = torch.ones_like(data.narrow(axis, 0, 1))
+            total = torch.cat([first, total.narrow(axis, 0, data.shape[axis] - 1)], axis)
+    else:
+        total = torch.cumsum(data, dim=axis, dtype=data.dtype)
+        if attrs["exclusive"]:
+            total = total - data
     return torch.flip(total, (axis,)) if attrs["reverse"] else total
 
 
+def bitcast(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    return x["x"].contiguous().view(DTYPES[attrs["to"]])
+
+
+_SCATTER_REDUCE = {"mul": "prod", "max": "amax", "min": "amin"}
+
+
+def scatter(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    """The updates written at their flat positions (a negative one counted
+    from the end); ``add``, ``mul``, ``max``, ``min`` combine."""
+    y = x["x"].clone().reshape(-1)
+    positions = x["positions"].reshape(-1).to(torch.int64)
+    positions = torch.where(positions < 0, positions + y.numel(), positions)
+    updates = x["updates"].reshape(-1).to(y.dtype)
+    reduction = attrs["reduction"]
+    if reduction == "none":
+        y[positions] = updates
+    elif reduction == "add":
+        y.index_add_(0, positions, updates)
+    else:
+        y.scatter_reduce_(0, positions, updates, _SCATTER_REDUCE[reduction])
+    return y.reshape(out_shape)
+
+
+def sort(x: dict, attrs: dict, out_shape) -> tuple[torch.Tensor, torch.Tensor]:
+    result = torch.sort(x["x"], dim=attrs["axis"], descending=bool(attrs["descending"]),
+                        stable=True)
+    return result.values, result.indices
+
+
 PRIMITIVE_OPS = {
+    "bitcast": bitcast, "scatter": scatter, "sort": sort,
     "unary": lambda x, attrs, shape: UNARY[attrs["fn"]](x["x"]),
     "binary": lambda x, attrs, shape: BINARY[attrs["fn"]](x["a"], x["b"]),
     "select": lambda x, attrs, shape: torch.where(x["cond"], x["a"], x["b"]),

@@ -29,7 +29,7 @@ WIDE_UNSIGNED = ("u16", "u32", "u64")
 ANY_TYPE_OPS = frozenset({
     "unary", "binary", "select", "cast", "reduce", "arg_reduce", "expand", "gather",
     "gather_elements", "cumsum", "add", "mul", "reshape", "flatten", "concat", "slice",
-    "transpose", "pad",
+    "transpose", "pad", "bitcast", "scatter", "sort",
 })
 """Ops aten runs on integers and bools too (the others, floats only: ATen's
 pooling pads with -inf, its CUDA matrix products take no integers)."""
@@ -86,6 +86,8 @@ class AtenTarget(Target):
         body = node.body
         if not isinstance(body, TensorBody) or body.op not in self.native_tensor_ops:
             return False
+        if any(p.type.element.is_narrow for p in body.params):
+            return False  # bf16, float8 ... are storage types: the cpu converts them
         if body.op in ANY_TYPE_OPS:
             return not any(p.type.element.name in WIDE_UNSIGNED for p in body.params)
         return all(p.type.element.is_float for p in body.params)

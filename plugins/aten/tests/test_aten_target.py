@@ -61,6 +61,10 @@ CASES = {
     "gather_elements": ({"x": (3, 4), "indices": np.array([[3, -1, 0], [1, 1, 2]], np.int64)},
                         {"axis": 1}),
     "cumsum": ({"x": (2, 5)}, {"axis": 1, "reverse": 1}),
+    "bitcast": ({"x": (3, 4)}, {"to": "i32"}),
+    "scatter": ({"x": (3, 4), "positions": np.array([[0, 5, -1], [6, 2, 9]], np.int64),
+                 "updates": (2, 3)}, {"reduction": "max"}),
+    "sort": ({"x": (3, 5)}, {"axis": 1, "descending": 1}),
 }
 FP16_TOLERANCE = 2e-2
 """rtol and atol of FP16 results against the FP32 reference: half precision

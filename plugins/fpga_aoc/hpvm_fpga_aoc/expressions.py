@@ -44,7 +44,7 @@ def operands(e: k.Expr) -> tuple:
         return (e.lhs, e.rhs)
     if isinstance(e, k.Select):
         return (e.cond, e.if_true, e.if_false)
-    if isinstance(e, k.Cast):
+    if isinstance(e, (k.Cast, k.Bitcast)):
         return (e.value,)
     if isinstance(e, k.Load):
         return e.indices

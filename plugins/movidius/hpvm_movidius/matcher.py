@@ -45,6 +45,10 @@ def candidates(module: Module, graph: Graph) -> tuple[list[str], dict[str, str]]
         elif isinstance(body, TensorBody) and any(p.is_buffer and p.type.element.name == "f64"
                                                   for p in body.params):
             reasons[node.name] = "f64 values: OpenVINO's devices compute them in f32"
+        elif isinstance(body, TensorBody) and any(p.is_buffer and p.type.element.is_narrow
+                                                  for p in body.params):
+            reasons[node.name] = ("narrow storage types (bf16, float8 ...): left to a target "
+                                  "with hpvm's conversions")
         elif isinstance(body, TensorBody) and body.op in TRANSLATED_OPS:
             tensor.add(node.name)
         elif isinstance(body, TensorBody):

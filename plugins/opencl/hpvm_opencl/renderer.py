@@ -20,7 +20,7 @@ from hpvm.codegen import BufferBinding, CStyleRenderer
 from hpvm.codegen.cstyle import DIMS
 from hpvm.errors import TargetError
 from hpvm.ir.kernel import AtomicUpdate, Call, KernelFunction, Load, Store, Var
-from hpvm.ir.types import ScalarType
+from hpvm.ir.types import F16, ScalarType
 from hpvm.ir.visit import walk
 
 from .layout import synchronizes, written_private_buffers
@@ -63,6 +63,13 @@ class OpenCLRenderer(CStyleRenderer):
 
     def math_function(self, name: str, t: ScalarType) -> str:
         return name  # overloaded for float and double
+
+    def bitcast_text(self, text: str, source: ScalarType, target: ScalarType) -> str:
+        if source == F16 or target == F16:  # f16 values live in float registers
+            other = target if source == F16 else source
+            raise TargetError(f"{self.language}: bitcast between f16 and {other} is not supported",
+                              "bitcast f32 or f64 values")
+        return f"as_{self.type_name(target)}({text})"
 
     def integer_abs(self, value: str, t: ScalarType) -> str:
         return f"(({self.type_name(t)})abs({value}))"

@@ -199,3 +199,86 @@ def test_cross_entropy_with_weights_and_an_ignored_class(reduction):
     check(model([node], [info("scores", scores), info("labels", labels)],
                 [helper.make_tensor_value_info("loss", 0, None)], [weights]),
           {"scores": scores, "labels": labels})
+
+
+def test_quantize_dequantize_per_axis_and_in_blocks():
+    x = (RNG.standard_normal((3, 8)) * 40).astype(np.float32)
+    scale = RNG.random((3,)).astype(np.float32) + 0.5
+    point = np.array([0, 10, -20], np.int8)
+    q = one_node("QuantizeLinear", {"x": x, "scale": scale, "point": point}, axis=0, opset=21)
+    check(q, {"x": x, "scale": scale, "point": point})
+    blocks = RNG.random((3, 2)).astype(np.float32) + 0.5
+    d = one_node("DequantizeLinear", {"x": np.int8([[1, -5] * 4] * 3), "scale": blocks},
+                 axis=1, block_size=4, opset=21)
+    check(d, {"x": np.int8([[1, -5] * 4] * 3), "scale": blocks})
+
+
+def test_dynamic_quantization_and_quantized_products():
+    x = RNG.standard_normal((4, 6)).astype(np.float32)
+    check(one_node("DynamicQuantizeLinear", {"x": x}, outputs=("y", "scale", "point"),
+                   opset=11), {"x": x})
+    a = RNG.integers(0, 255, (3, 5)).astype(np.uint8)
+    b = RNG.integers(0, 255, (5, 4)).astype(np.uint8)
+    points = {"a_point": np.array(12, np.uint8), "b_point": np.array(130, np.uint8)}
+    check(one_node("MatMulInteger", {"a": a, "b": b, **points}, opset=10),
+          {"a": a, "b": b, **points})
+    scales = {name: np.array(value, np.float32) for name, value in
+              (("a_scale", 0.02), ("b_scale", 0.03), ("y_scale", 0.4))}
+    inputs = {"a": a, "a_scale": scales["a_scale"], "a_point": points["a_point"], "b": b,
+              "b_scale": scales["b_scale"], "b_point": points["b_point"],
+              "y_scale": scales["y_scale"], "y_point": np.array(100, np.uint8)}
+    check(one_node("QLinearMatMul", inputs, opset=10), inputs)
+
+
+def test_bitcast_cumprod_and_lp_normalization():
+    x = RNG.standard_normal((2, 5)).astype(np.float32)
+    check(one_node("BitCast", {"x": x}, opset=26, to=TensorProto.INT32), {"x": x})
+    node = helper.make_node("CumProd", ["x", "axis"], ["y"], exclusive=1, reverse=1)
+    check(model([node], [info("x", x)], [helper.make_tensor_value_info("y", 0, None)],
+                [numpy_helper.from_array(np.array(1, np.int64), "axis")], opset=26), {"x": x})
+    check(one_node("LpNormalization", {"x": x}, axis=0, p=2), {"x": x})
+
+
+def test_one_hot_eye_like_and_gather_nd():
+    indices = np.array([[1, -1], [3, 0]], np.int64)
+    depth, values = np.array(4, np.int64), np.array([-2.0, 5.0], np.float32)
+    graph = model([helper.make_node("OneHot", ["i", "depth", "values"], ["y"], axis=1)],
+                  [info("i", indices), info("values", values)],
+                  [helper.make_tensor_value_info("y", 0, None)],
+                  [numpy_helper.from_array(depth, "depth")])
+    check(graph, {"i": indices, "values": values})
+    check(one_node("EyeLike", {"x": np.zeros((3, 5), np.float32)}, k=1),
+          {"x": np.zeros((3, 5), np.float32)})
+    data = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    where = np.array([[[1, 2]], [[0, -1]]], np.int64)
+    check(one_node("GatherND", {"data": data, "where": where}, batch_dims=1),
+          {"data": data, "where": where})
+
+
+@pytest.mark.parametrize("op,mode", [("SpaceToDepth", None), ("DepthToSpace", "DCR"),
+                                     ("DepthToSpace", "CRD")])
+def test_space_and_depth(op, mode):
+    x = RNG.standard_normal((2, 8, 4, 6)).astype(np.float32)
+    attrs = {"blocksize": 2, **({"mode": mode} if mode else {})}
+    check(one_node(op, {"x": x}, **attrs), {"x": x})
+
+
+@pytest.mark.parametrize("attrs", [
+    {"strides": [2, 2]}, {"strides": [3, 2], "pads": [1, 0, 2, 1], "output_padding": [1, 0]},
+    {"group": 2, "dilations": [2, 1]}, {"strides": [2, 2], "auto_pad": "SAME_UPPER"},
+    {"strides": [2, 1], "output_shape": [10, 6]}])
+def test_transposed_convolution(attrs):
+    x = RNG.standard_normal((1, 4, 4, 5)).astype(np.float32)
+    w = RNG.standard_normal((4, 3, 3, 2)).astype(np.float32)
+    b = RNG.standard_normal((3 * attrs.get("group", 1),)).astype(np.float32)
+    check(one_node("ConvTranspose", {"x": x, "w": w, "b": b}, **attrs),
+          {"x": x, "w": w, "b": b}, rtol=1e-3)
+
+
+@pytest.mark.parametrize("op,attrs", [
+    ("MaxPool", {"ceil_mode": 1, "strides": [2, 2]}),
+    ("AveragePool", {"ceil_mode": 1, "strides": [2, 2], "pads": [1, 1, 0, 0]}),
+    ("LpPool", {"p": 3, "strides": [2, 1]}), ("LpPool", {"pads": [1, 1, 1, 1]})])
+def test_pools_with_ceil_mode_and_lp_pool(op, attrs):
+    x = RNG.standard_normal((1, 2, 7, 6)).astype(np.float32)
+    check(one_node(op, {"x": x}, kernel_shape=[3, 2], **attrs), {"x": x}, rtol=1e-3)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from hpvm.ir.kernel import (
-    Binary, Call, Cast, Compare, Const, Expr, InstanceCount, InstanceId,
+    Binary, Bitcast, Call, Cast, Compare, Const, Expr, InstanceCount, InstanceId,
     Intrinsic, Load, Select, Unary, Var,
 )
 from hpvm.ir.types import I64 as I64_SCALAR
@@ -95,6 +95,9 @@ class ExpressionLowering(LoweringState):
 
     def _cast(self, expr: Cast) -> ir.Value:
         return self.value_as(expr.value, expr.type)
+
+    def _bitcast(self, expr: Bitcast) -> ir.Value:
+        return self.builder.bitcast(self.value(expr.value), register_type(expr.type))
 
     def _load(self, expr: Load) -> ir.Value:
         view = self.buffer(expr.buffer)

@@ -2,7 +2,8 @@
 
 ``bool`` is ``i1`` in registers and one byte (``i8``) in memory, like numpy's
 bool arrays.  ``f16`` is ``half`` in registers and memory; arithmetic on it
-is done in ``float`` (see arithmetic.py).
+is done in ``float`` (see arithmetic.py).  A narrow storage type (bf16,
+f8..., i4 ...) is its storage integer: kernels only move its bits.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ _FLOATS = {16: HALF, 32: FLOAT, 64: DOUBLE}
 
 def register_type(type: ScalarType) -> ir.Type:
     """The LLVM type of a value of ``type`` held in a register."""
+    type = type.storage_type
     if type.is_bool:
         return I1
     if type.is_float:
@@ -38,11 +40,12 @@ def memory_type(type: ScalarType) -> ir.Type:
 
 def byte_size(type: ScalarType) -> int:
     """Bytes one element of ``type`` takes in memory."""
-    return 1 if type.is_bool else type.bits // 8
+    return type.itemsize
 
 
 def constant(value, type: ScalarType) -> ir.Constant:
     """An LLVM constant of ``type`` holding the Python number ``value``."""
+    type = type.storage_type
     if type.is_float:
         return ir.Constant(register_type(type), float(value))
     if type.is_bool:

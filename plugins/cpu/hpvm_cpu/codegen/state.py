@@ -39,6 +39,10 @@ class BufferView:
     dims: tuple[ir.Value, ...]
     parallel: bool = False
 
+    def __post_init__(self):
+        # kernels move a narrow type's elements as its storage integers
+        self.element = self.element.storage_type
+
     def element_count(self, builder: ir.IRBuilder) -> ir.Value:
         count = i64(1)
         for dim in self.dims:

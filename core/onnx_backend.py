@@ -35,6 +35,8 @@ STATIC_INPUTS = {
     "Expand": (1,), "ConstantOfShape": (0,), "Range": (0, 1, 2), "Tile": (1,),
     "Unsqueeze": (1,), "Squeeze": (1,), "TopK": (1,), "OneHot": (1,), "Trilu": (1,),
     "CumSum": (1,), "CumProd": (1,), "Resize": (1, 2, 3), "Upsample": (1,),
+    "CenterCropPad": (1,), "BlackmanWindow": (0,), "HannWindow": (0,), "HammingWindow": (0,),
+    "MelWeightMatrix": (0, 1, 2, 3, 4),
     **{op: (1,) for op in ("ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin", "ReduceMean",
                            "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum",
                            "ReduceLogSumExp")},

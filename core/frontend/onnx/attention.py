@@ -2,15 +2,16 @@
 operator's definition step by step:
 
     scores = (Q * sqrt(scale)) @ (K * sqrt(scale))^T      (softcapped)
-           + bias          (attn_mask, the causal mask, both, or none)
+           + bias          (attn_mask, causal, window and length masks)
     Y      = softmax(scores) @ V        (rows whose bias is all -inf: 0)
 
 with 3-D inputs split into heads (q_num_heads, kv_num_heads), past keys
 and values joined before the new ones (and returned as present_key and
 present_value), grouped-query attention (each key/value head serving
 q_num_heads / kv_num_heads query heads), and the optional fourth output
-(qk_matmul_output_mode 0-3).  nonpad_kv_seqlen and sliding windows are
-refused naming the input or attribute.
+(qk_matmul_output_mode 0-3), sliding windows (left_window_size,
+right_window_size) and per-batch key lengths (nonpad_kv_seqlen) as
+further masks.
 """
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ import math
 
 import numpy as np
 
+from ...ir.types import I64
 from .indexing import view
-from .pointwise import binary, scalar, select
+from .pointwise import binary, cast, scalar, select
 from .values import ConstValue, GraphState, OnnxNode, Unsupported, Value
 
 
@@ -69,13 +71,6 @@ def _mask_bias(state: GraphState, node: OnnxNode, mask: Value, like: Value,
 
 
 def attention(state: GraphState, node: OnnxNode) -> list[Value]:
-    for index, what in ((6, "nonpad_kv_seqlen"),):
-        if node.input(state, index) is not None:
-            raise Unsupported(f"Attention's input {what} is not supported",
-                              "drop it, or run the model in onnxruntime")
-    for name in ("left_window_size", "right_window_size"):
-        if node.attr(name, -1) >= 0:
-            node.reject(name, node.attr(name), f"{name}=-1 (no sliding window)")
     q, k, v = (node.input(state, i) for i in range(3))
     rank = len(q.type.shape)
     if rank == 3:
@@ -129,19 +124,64 @@ def attention(state: GraphState, node: OnnxNode) -> list[Value]:
 def _bias(state: GraphState, node: OnnxNode, q: Value, queries: int, keys: int,
           past: int) -> tuple[Value | None, Value | None]:
     """(additive bias, or None; the rows whose bias is all -inf as a bool
-    Value, or None when there can be none)."""
-    mask = node.input(state, 3)
-    bias = None if mask is None else _mask_bias(state, node, mask, q, keys)
-    causal_rows = None
+    Value, or None when there can be none): the mask, the causal and the
+    sliding-window limits, and the keys past each batch entry's
+    ``nonpad_kv_seqlen``.  A query at position ``i + offset`` (offset: the
+    past's length, or per batch entry ``nonpad_kv_seqlen - queries``)
+    sees key ``j`` when ``j <= i + offset`` (causal) and
+    ``-right <= i + offset - j <= left`` (windows, where given)."""
+    mask, lengths = node.input(state, 3), node.input(state, 6)
+    terms = [] if mask is None else [_mask_bias(state, node, mask, q, keys)]
+    per_batch = lengths is not None and node.input(state, 4) is None
+    if per_batch:
+        shaped = state.step(node, "reshape", {"x": cast(state, node, lengths, I64)},
+                            {"shape": (-1, 1, 1, 1)})
+        offset: Value | int = binary(state, node, "sub", shaped, ConstValue(np.int64(queries)))
+    else:
+        offset = past
+    rows = np.arange(queries, dtype=np.int64).reshape(queries, 1)
+    cols = np.arange(keys, dtype=np.int64).reshape(1, keys)
+    left, right = node.attr("left_window_size", -1), node.attr("right_window_size", -1)
+    limits = []  # (lowest allowed i + offset - j, or None; highest, or None)
     if node.attr("is_causal", 0):
-        allowed = np.arange(keys)[None, :] <= np.arange(queries)[:, None] + past
-        causal = np.where(allowed, 0.0, -np.inf).astype(q.type.element.numpy_dtype)
-        bias = ConstValue(causal) if bias is None else binary(state, node, "add", bias,
-                                                              ConstValue(causal))
-        causal_rows = ~allowed.any(axis=1, keepdims=True)
-    if mask is None:
-        if causal_rows is None or not causal_rows.any():
-            return bias, None
-        return bias, ConstValue(causal_rows)
+        limits.append((0, None))
+    if left >= 0 or right >= 0:
+        limits.append((-right if right >= 0 else None, left if left >= 0 else None))
+    for low, high in limits:
+        terms.append(_window(state, node, q, rows, cols, offset, low, high))
+    if lengths is not None:
+        shaped = state.step(node, "reshape", {"x": cast(state, node, lengths, I64)},
+                            {"shape": (-1, 1, 1, 1)})
+        inside = binary(state, node, "less", ConstValue(cols.reshape(1, 1, 1, keys)), shaped)
+        terms.append(select(state, node, inside, scalar(0.0, q), scalar(-math.inf, q)))
+    if not terms:
+        return None, None
+    bias = terms[0]
+    for term in terms[1:]:
+        bias = binary(state, node, "add", bias, term)
+    if isinstance(bias, ConstValue):
+        empty = np.all(bias.array == -np.inf, axis=-1, keepdims=True)
+        return bias, (ConstValue(empty) if empty.any() else None)
     top = state.step(node, "reduce", {"x": bias}, {"fn": "max", "axes": (-1,)})
     return bias, binary(state, node, "equal", top, scalar(-math.inf, q))
+
+
+def _window(state: GraphState, node: OnnxNode, q: Value, rows, cols, offset, low, high):
+    """0 where ``low <= i + offset - j <= high`` (a None bound: no limit),
+    -inf elsewhere; a constant when the offset is."""
+    if isinstance(offset, int):
+        distance = rows + offset - cols
+        allowed = np.ones(distance.shape, bool)
+        if low is not None:
+            allowed &= distance >= low
+        if high is not None:
+            allowed &= distance <= high
+        return ConstValue(np.where(allowed, 0.0, -np.inf).astype(q.type.element.numpy_dtype))
+    distance = binary(state, node, "sub", binary(state, node, "add", offset, ConstValue(rows)),
+                      ConstValue(cols))
+    allowed = None
+    for bound, fn in ((low, "greater_equal"), (high, "less_equal")):
+        if bound is not None:
+            test = binary(state, node, fn, distance, scalar(bound, distance))
+            allowed = test if allowed is None else binary(state, node, "and", allowed, test)
+    return select(state, node, allowed, scalar(0.0, q), scalar(-math.inf, q))

@@ -1,10 +1,15 @@
-"""ONNX's operators that move blocks of pixels between the spatial axes
-and the channels: SpaceToDepth and DepthToSpace, as a reshape, a
-transpose and a reshape."""
+"""ONNX's operators that rearrange a tensor's layout: SpaceToDepth and
+DepthToSpace (blocks of pixels moved between the spatial axes and the
+channels: a reshape, a transpose and a reshape), CenterCropPad (a slice
+and a pad) and ReverseSequence (a gather along the time axis)."""
 from __future__ import annotations
 
+import numpy as np
+
+from ...ir.types import I64
 from .indexing import view
-from .values import GraphState, OnnxNode, Unsupported, Value
+from .pointwise import binary, cast, scalar, select
+from .values import ConstValue, GraphState, OnnxNode, Unsupported, Value
 
 
 def _sizes(node: OnnxNode, x: Value) -> tuple[int, int, int, int, int]:
@@ -54,4 +59,54 @@ def depth_to_space(state: GraphState, node: OnnxNode) -> list[Value]:
     return [_moved(state, node, x, split, perm, (n, depth, h * b, w * b))]
 
 
-LAYOUT_CONVERTERS = {"SpaceToDepth": space_to_depth, "DepthToSpace": depth_to_space}
+def center_crop_pad(state: GraphState, node: OnnxNode) -> list[Value]:
+    """CenterCropPad: each of ``axes`` cropped or zero-padded to its new
+    size around the centre (the extra element, if odd, at the end)."""
+    x = node.input(state, 0)
+    rank = len(x.type.shape)
+    sizes = [int(s) for s in np.asarray(state.constant(node.inputs[1], "CenterCropPad's shape"))]
+    axes = [a % rank for a in node.attr("axes", range(rank))]
+    starts, ends, crop_axes = [], [], []
+    pads = [0] * (2 * rank)
+    for axis, size in zip(axes, sizes):
+        dim = x.type.shape[axis]
+        if not isinstance(dim, int):
+            raise Unsupported(f"CenterCropPad of axis {axis}, of symbolic size {dim}",
+                              "give the cropped axes fixed sizes")
+        if size < dim:
+            crop_axes.append(axis)
+            starts.append((dim - size) // 2)
+            ends.append((dim - size) // 2 + size)
+        elif size > dim:
+            pads[axis] = (size - dim) // 2
+            pads[rank + axis] = size - dim - (size - dim) // 2
+    if crop_axes:
+        x = state.step(node, "slice", {"x": x}, {"starts": tuple(starts), "ends": tuple(ends),
+                                                 "axes": tuple(crop_axes)})
+    if any(pads):
+        x = state.step(node, "pad", {"x": x}, {"pads": tuple(pads)})
+    return [x]
+
+
+def reverse_sequence(state: GraphState, node: OnnxNode) -> list[Value]:
+    """ReverseSequence: the first ``sequence_lens[b]`` steps of each batch
+    entry reversed along ``time_axis``, the rest kept."""
+    x, lengths = node.input(state, 0), node.input(state, 1)
+    shape = x.type.shape
+    batch, time = node.attr("batch_axis", 1), node.attr("time_axis", 0)
+    if not all(isinstance(d, int) for d in shape):
+        raise Unsupported(f"ReverseSequence of {x.type}", "give the input fixed sizes")
+    along = [-1 if a == batch else 1 for a in range(len(shape))]
+    length = state.step(node, "reshape", {"x": cast(state, node, lengths, I64)},
+                        {"shape": tuple(along)})
+    steps = ConstValue(np.arange(shape[time], dtype=np.int64).reshape(
+        [-1 if a == time else 1 for a in range(len(shape))]))
+    reversed_ = binary(state, node, "sub", binary(state, node, "sub", length, scalar(1, length)),
+                       steps)
+    source = select(state, node, binary(state, node, "less", steps, length), reversed_, steps)
+    source = state.step(node, "expand", {"x": source}, {"shape": tuple(shape)})
+    return [state.step(node, "gather_elements", {"x": x, "indices": source}, {"axis": time})]
+
+
+LAYOUT_CONVERTERS = {"SpaceToDepth": space_to_depth, "DepthToSpace": depth_to_space,
+                     "CenterCropPad": center_crop_pad, "ReverseSequence": reverse_sequence}

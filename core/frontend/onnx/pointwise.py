@@ -284,5 +284,6 @@ POINTWISE_CONVERTERS = {
     "Softplus": _activation(lambda f, node: _softplus_of(f, f.x)),
     "Softsign": _activation(_softsign), "Mish": _activation(_mish),
     "Gelu": _activation(_gelu), "Shrink": _activation(_shrink), "Swish": _activation(_swish),
+    "SwiGLU": _activation(lambda f, node: f.mul(_swish(f, node), node.input(f.state, 1))),
 }
 """ONNX op type -> converter, for the elementwise operators."""

@@ -31,10 +31,16 @@ def info(name, array_or_shape, element=TensorProto.FLOAT):
     return helper.make_tensor_value_info(name, element, shape)
 
 
-def check(onnx_model, inputs: dict, rtol=1e-4, atol=1e-5):
-    session = ort.InferenceSession(onnx_model.SerializeToString(),
-                                   providers=["CPUExecutionProvider"])
-    expected = session.run(None, inputs)
+def check(onnx_model, inputs: dict, rtol=1e-4, atol=1e-5, reference=False):
+    """hpvm on interp and cpu against onnxruntime (``reference``: onnx's
+    reference implementation, for operators newer than onnxruntime)."""
+    if reference:
+        from onnx.reference import ReferenceEvaluator
+        expected = ReferenceEvaluator(onnx_model).run(None, inputs)
+    else:
+        session = ort.InferenceSession(onnx_model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])
+        expected = session.run(None, inputs)
     module = load(onnx_model)
     for target in TARGETS:
         exe = compile(module, [target])
@@ -282,3 +288,33 @@ def test_transposed_convolution(attrs):
 def test_pools_with_ceil_mode_and_lp_pool(op, attrs):
     x = RNG.standard_normal((1, 2, 7, 6)).astype(np.float32)
     check(one_node(op, {"x": x}, kernel_shape=[3, 2], **attrs), {"x": x}, rtol=1e-3)
+
+
+@pytest.mark.parametrize("attrs,lengths", [
+    ({"is_causal": 1, "left_window_size": 2}, None), ({"right_window_size": 1}, None),
+    ({"is_causal": 1}, [5, 3]), ({"left_window_size": 1, "right_window_size": 0}, [4, 6])])
+def test_attention_with_sliding_windows_and_key_lengths(attrs, lengths):
+    q, k, v = (RNG.standard_normal((2, 2, s, 4)).astype(np.float32) for s in (3, 6, 6))
+    inputs = {"q": q, "k": k, "v": v}
+    names = ["q", "k", "v"]
+    if lengths is not None:
+        inputs["lengths"] = np.array(lengths, np.int64)
+        names += ["", "", "", "lengths"]
+    node = helper.make_node("Attention", names, ["y"], **attrs)
+    graph = model([node], [info(n, a) for n, a in inputs.items()],
+                  [helper.make_tensor_value_info("y", 0, None)], opset=24)
+    check(graph, inputs, reference=True)
+
+
+def test_swiglu_center_crop_pad_and_reverse_sequence():
+    a, b = (RNG.standard_normal((2, 6)).astype(np.float32) for _ in range(2))
+    check(one_node("SwiGLU", {"a": a, "b": b}, opset=28), {"a": a, "b": b}, reference=True)
+    x = RNG.standard_normal((5, 4, 3)).astype(np.float32)
+    graph = model([helper.make_node("CenterCropPad", ["x", "shape"], ["y"], axes=[0, 1])],
+                  [info("x", x)], [helper.make_tensor_value_info("y", 0, None)],
+                  [numpy_helper.from_array(np.array([3, 7], np.int64), "shape")], opset=18)
+    check(graph, {"x": x})
+    lengths = np.array([3, 1, 4], np.int64)
+    x = RNG.standard_normal((4, 3, 2)).astype(np.float32)
+    check(one_node("ReverseSequence", {"x": x, "lengths": lengths}, opset=10, batch_axis=1,
+                   time_axis=0), {"x": x, "lengths": lengths})

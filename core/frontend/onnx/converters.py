@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import pointwise
+from . import pointwise, window_taps
 from .attention import attention
 from .conv_transpose import conv_transpose
 from .einsum import einsum
@@ -70,6 +70,8 @@ def _spatial(node: OnnxNode, kernel: tuple[int, int], input_type, dilation=(1, 1
 
 
 def conv(state: GraphState, node: OnnxNode) -> list[Value]:
+    if window_taps.needs_taps(node, node.input(state, 0)):
+        return window_taps.conv3d(state, node)
     inputs = _inputs(state, node, ("x", "w", "b"))
     dilation = tuple(node.attr("dilations", (1, 1)))
     kernel = tuple(node.attr("kernel_shape", inputs["w"].type.shape[2:]))
@@ -160,10 +162,6 @@ def _ceil_padding(node: OnnxNode, x, kernel, stride, padding) -> tuple[int, ...]
         if (count - 1) * stride[axis] >= size + padding[axis]:
             count -= 1
         ends[axis] += max(0, (count - 1) * stride[axis] - span)
-    if node.op_type == "AveragePool" and node.attr("count_include_pad", 0) and \
-            tuple(ends) != tuple(padding[2:]):
-        node.reject("ceil_mode", 1, "ceil_mode=0 when count_include_pad=1 (the windows "
-                                    "past the end would count their padding)")
     return tuple(padding[:2]) + tuple(ends)
 
 
@@ -171,11 +169,15 @@ def max_pool(state: GraphState, node: OnnxNode) -> list[Value]:
     if node.attr("storage_order", 0):
         node.reject("storage_order", 1, "storage_order=0")
     x = node.input(state, 0)
+    if window_taps.needs_taps(node, x) and not (len(node.outputs) > 1 and node.outputs[1]):
+        return window_taps.pool(state, node, "max")
     return [state.add_op(node.name, "max_pool", {"x": x}, _pool_attrs(node, x))]
 
 
 def avg_pool(state: GraphState, node: OnnxNode) -> list[Value]:
     x = node.input(state, 0)
+    if window_taps.needs_taps(node, x):
+        return window_taps.pool(state, node, "avg")
     attrs = _pool_attrs(node, x)
     attrs["count_include_pad"] = bool(node.attr("count_include_pad", 0))
     return [state.add_op(node.name, "avg_pool", {"x": x}, attrs)]
@@ -185,6 +187,8 @@ def lp_pool(state: GraphState, node: OnnxNode) -> list[Value]:
     """LpPool: ``(sum of |x|^p over the window)^(1/p)``, the sum an average
     that counts the padding (as zeros) times the window's size."""
     x, p = node.input(state, 0), float(node.attr("p", 2))
+    if window_taps.needs_taps(node, x):
+        return window_taps.pool(state, node, "lp")
     attrs = {**_pool_attrs(node, x), "count_include_pad": True}
     powered = pointwise.binary(state, node, "mul", x, x) if p == 2 else pointwise.binary(
         state, node, "pow", pointwise.unary(state, node, "abs", x), pointwise.scalar(p, x))

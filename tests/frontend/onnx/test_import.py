@@ -82,10 +82,10 @@ def test_unsupported_operators_are_listed_by_name_and_node_in_one_error():
 
 
 def test_unsupported_attribute_names_the_node_and_attribute():
-    nodes = [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], ceil_mode=1,
+    nodes = [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], storage_order=1,
                               name="pool")]
     model = make_model(nodes, [tensor("x", [1, 1, 5, 5])], [tensor("y", None)])
-    with pytest.raises(ParseError, match="MaxPool node 'pool'.*ceil_mode"):
+    with pytest.raises(ParseError, match="MaxPool node 'pool'.*storage_order"):
         load(model)
 
 

@@ -318,3 +318,30 @@ def test_swiglu_center_crop_pad_and_reverse_sequence():
     x = RNG.standard_normal((4, 3, 2)).astype(np.float32)
     check(one_node("ReverseSequence", {"x": x, "lengths": lengths}, opset=10, batch_axis=1,
                    time_axis=0), {"x": x, "lengths": lengths})
+
+
+@pytest.mark.parametrize("op,attrs", [
+    ("Conv", {"strides": [2, 1, 2], "pads": [1, 0, 1, 0, 1, 1], "dilations": [1, 2, 1]}),
+    ("Conv", {"group": 2}),
+    ("MaxPool", {"strides": [2, 2, 1], "pads": [1, 1, 0, 0, 1, 0]}),
+    ("AveragePool", {"strides": [2, 1, 2], "pads": [1, 0, 0, 0, 1, 1], "ceil_mode": 1,
+                     "count_include_pad": 1}),
+    ("LpPool", {"p": 2, "dilations": [1, 2, 1]})])
+def test_three_dimensional_windows(op, attrs):
+    x = RNG.standard_normal((2, 4, 5, 6, 5)).astype(np.float32)
+    inputs = {"x": x}
+    if op == "Conv":
+        inputs["w"] = RNG.standard_normal((6, 4 // attrs.get("group", 1), 2, 3, 2)).astype(
+            np.float32)
+        inputs["b"] = RNG.standard_normal((6,)).astype(np.float32)
+    else:
+        attrs = {**attrs, "kernel_shape": [2, 2, 3]}
+    # onnxruntime does not take LpPool's dilations (opset 18): onnx's reference does
+    check(one_node(op, inputs, opset=19, **attrs), inputs, rtol=1e-3, reference=op == "LpPool")
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+def test_dilated_two_dimensional_pools(op):
+    x = RNG.standard_normal((1, 3, 8, 7)).astype(np.float32)
+    check(one_node(op, {"x": x}, kernel_shape=[3, 2], dilations=[2, 3], strides=[1, 2],
+                   pads=[1, 1, 2, 0], opset=19), {"x": x}, rtol=1e-3)

@@ -19,7 +19,7 @@ def _constant_ints(state: GraphState, node: OnnxNode, index: int, what: str):
     return tuple(int(v) for v in np.asarray(state.constant(node.inputs[index], what)).reshape(-1))
 
 
-def _fixed(node: OnnxNode, x: Value) -> tuple[int, ...]:
+def fixed_shape(node: OnnxNode, x: Value) -> tuple[int, ...]:
     if not all(isinstance(d, int) for d in x.type.shape):
         raise Unsupported(f"{node.op_type} of an input of symbolic shape {x.type}",
                           "give the input fixed sizes")
@@ -70,7 +70,7 @@ def tile(state: GraphState, node: OnnxNode) -> list[Value]:
     """x (d0, d1 ...) viewed as (1, d0, 1, d1 ...), expanded to (r0, d0,
     r1, d1 ...) and viewed as (r0 * d0, r1 * d1 ...)."""
     x = node.input(state, 0)
-    shape = _fixed(node, x)
+    shape = fixed_shape(node, x)
     repeats = _constant_ints(state, node, 1, "Tile's repeats")
     spread = [v for d in shape for v in (1, d)]
     expanded = [v for r, d in zip(repeats, shape) for v in (r, d)]
@@ -81,11 +81,39 @@ def tile(state: GraphState, node: OnnxNode) -> list[Value]:
 
 def trilu(state: GraphState, node: OnnxNode) -> list[Value]:
     x = node.input(state, 0)
-    rows, cols = _fixed(node, x)[-2:]
+    rows, cols = fixed_shape(node, x)[-2:]
     k = (_constant_ints(state, node, 1, "Trilu's k") or (0,))[0]
     distance = np.arange(cols)[None, :] - np.arange(rows)[:, None]
     keep = distance >= k if node.attr("upper", 1) else distance <= k
     return [select(state, node, ConstValue(keep), x, scalar(0, x))]
+
+
+def from_end(state: GraphState, node: OnnxNode, index: Value, size: int) -> Value:
+    """``index``, a negative one counted from the end of an axis of ``size``."""
+    return select(state, node, binary(state, node, "less", index, scalar(0, index)),
+                  binary(state, node, "add", index, scalar(size, index)), index)
+
+
+def strides_of(shape) -> list[int]:
+    """Row-major strides, in elements, of an array of ``shape``."""
+    return [int(np.prod(shape[axis + 1:])) for axis in range(len(shape))]
+
+
+def index_tuple_offsets(state: GraphState, node: OnnxNode, indices: Value, sizes,
+                        strides) -> Value:
+    """The flat offsets of the index tuples along ``indices``' last axis
+    (entry k indexes an axis of ``sizes[k]`` with stride ``strides[k]``),
+    shaped like ``indices`` with a last axis of 1."""
+    index = cast(state, node, indices, I64)
+    last = len(indices.type.shape) - 1
+    total = None
+    for axis, (size, stride) in enumerate(zip(sizes, strides)):
+        picked = state.step(node, "slice", {"x": index}, {
+            "starts": (axis,), "ends": (axis + 1,), "axes": (last,)})
+        term = binary(state, node, "mul", from_end(state, node, picked, size),
+                      scalar(stride, picked))
+        total = term if total is None else binary(state, node, "add", total, term)
+    return total
 
 
 def gather_nd(state: GraphState, node: OnnxNode) -> list[Value]:
@@ -93,19 +121,12 @@ def gather_nd(state: GraphState, node: OnnxNode) -> list[Value]:
     made flat indices into ``data`` with its indexed axes joined."""
     data, indices = node.input(state, 0), node.input(state, 1)
     batch = node.attr("batch_dims", 0)
-    data_shape, index_shape = _fixed(node, data), _fixed(node, indices)
+    data_shape, index_shape = fixed_shape(node, data), fixed_shape(node, indices)
     depth = index_shape[-1]
     joined = data_shape[:batch + depth]
-    strides = [int(np.prod(joined[axis + 1:])) for axis in range(len(joined))]
-    flat = None
-    for axis in range(depth):
-        picked = state.step(node, "slice", {"x": cast(state, node, indices, I64)}, {
-            "starts": (axis,), "ends": (axis + 1,), "axes": (len(index_shape) - 1,)})
-        size = data_shape[batch + axis]
-        wrapped = select(state, node, binary(state, node, "less", picked, scalar(0, picked)),
-                         binary(state, node, "add", picked, scalar(size, picked)), picked)
-        term = binary(state, node, "mul", wrapped, scalar(strides[batch + axis], wrapped))
-        flat = term if flat is None else binary(state, node, "add", flat, term)
+    strides = strides_of(joined)
+    flat = index_tuple_offsets(state, node, indices, data_shape[batch:batch + depth],
+                               strides[batch:])
     if batch:
         offsets = sum(np.arange(size).reshape([-1 if a == axis else 1 for a in range(batch)])
                       * strides[axis] for axis, size in enumerate(data_shape[:batch]))
@@ -125,9 +146,7 @@ def one_hot(state: GraphState, node: OnnxNode) -> list[Value]:
     depth = int(np.asarray(state.constant(node.inputs[1], "OneHot's depth")).reshape(-1)[0])
     rank = len(indices.type.shape) + 1
     axis = node.attr("axis", -1) % rank
-    index = cast(state, node, indices, I64)
-    index = select(state, node, binary(state, node, "less", index, scalar(0, index)),
-                   binary(state, node, "add", index, scalar(depth, index)), index)
+    index = from_end(state, node, cast(state, node, indices, I64), depth)
     shape = list(indices.type.shape)
     index = view(state, node, index, shape[:axis] + [1] + shape[axis:])
     positions = np.arange(depth, dtype=np.int64).reshape([-1 if a == axis else 1
@@ -140,7 +159,7 @@ def one_hot(state: GraphState, node: OnnxNode) -> list[Value]:
 
 def eye_like(state: GraphState, node: OnnxNode) -> list[Value]:
     x = node.input(state, 0)
-    rows, cols = _fixed(node, x)
+    rows, cols = fixed_shape(node, x)
     element = ELEMENT_TYPES.get(node.attr("dtype", 0)) or x.type.element
     return [ConstValue(np.eye(rows, cols, node.attr("k", 0), dtype=element.numpy_dtype))]
 

@@ -18,8 +18,8 @@ import math
 import numpy as np
 
 from . import pointwise
-from .indexing import view
-from .values import ConstValue, GraphState, OnnxNode, Unsupported, Value
+from .indexing import fixed_shape, view
+from .values import ConstValue, GraphState, OnnxNode, Value
 
 
 def needs_taps(node: OnnxNode, x: Value) -> bool:
@@ -30,13 +30,6 @@ def needs_taps(node: OnnxNode, x: Value) -> bool:
     ceil_counting_pads = node.op_type == "AveragePool" and node.attr("ceil_mode", 0) and \
         node.attr("count_include_pad", 0)
     return len(x.type.shape) == 5 or dilated or bool(ceil_counting_pads)
-
-
-def _fixed(node: OnnxNode, value: Value) -> tuple[int, ...]:
-    if not all(isinstance(d, int) for d in value.type.shape):
-        raise Unsupported(f"{node.op_type} of {value.type} (symbolic sizes)",
-                          "give the input fixed sizes")
-    return value.type.shape
 
 
 class _Geometry:
@@ -115,7 +108,7 @@ def _covered(geometry: _Geometry, sizes, include_pad: bool) -> np.ndarray:
 def pool(state: GraphState, node: OnnxNode, kind: str) -> list[Value]:
     """MaxPool, AveragePool or LpPool (``kind``: max, avg, lp) by taps."""
     x = node.input(state, 0)
-    shape = _fixed(node, x)
+    shape = fixed_shape(node, x)
     geometry = _Geometry(node, shape[2:], node.attr("kernel_shape"))
     if kind == "max":
         fill = -math.inf if x.type.element.is_float else float(np.iinfo(
@@ -137,8 +130,8 @@ def pool(state: GraphState, node: OnnxNode, kind: str) -> list[Value]:
 def conv3d(state: GraphState, node: OnnxNode) -> list[Value]:
     """A 3-D Conv as one conv2d per tap of the kernel's depth."""
     x, w, b = (node.input(state, i) for i in range(3))
-    n, c, depth, height, width = _fixed(node, x)
-    kernel = _fixed(node, w)[2:]
+    n, c, depth, height, width = fixed_shape(node, x)
+    kernel = fixed_shape(node, w)[2:]
     geometry = _Geometry(node, (depth, height, width), kernel)
     padded = _padded(state, node, x, (geometry.begin[0], 0, 0), (geometry.end[0], 0, 0), 0.0)
     total = None

@@ -27,7 +27,7 @@ from llvmlite import ir
 from hpvm.ir.kernel import KernelFunction, Stmt
 
 from .borders import Partition, partition
-from .lanes import strip_body
+from .lanes import repeats_uniform_work, strip_body
 from .llvm_types import i64
 from .loop_metadata import access_group, loop_id
 from .state import BufferView
@@ -39,7 +39,8 @@ class Strips:
     of the innermost dimension, ``block`` ``rows`` x ``lanes`` of the two
     innermost (None: not used); ``borders`` the innermost dimension's
     partition at clamped borders and ``steady_strip`` the strip of its
-    steady body (None: not used)."""
+    steady body (None: not used); ``vectorize`` False keeps LLVM from
+    vectorising the loop of single instances (lanes.repeats_uniform_work)."""
 
     lanes: int
     strip: tuple[Stmt, ...] | None = None
@@ -47,21 +48,24 @@ class Strips:
     block: tuple[Stmt, ...] | None = None
     borders: Partition | None = None
     steady_strip: tuple[Stmt, ...] | None = None
+    vectorize: bool | None = None
 
 
 def plan_strips(kernel: KernelFunction, rank: int, lanes: int, rows: int) -> Strips:
     """The strip bodies worth using for ``kernel`` replicated in ``rank``
     dimensions (none when lanes.strip_body declines)."""
     inner = rank - 1
+    vectorize = False if repeats_uniform_work(kernel, inner) else None
     strip = strip_body(kernel, {inner: lanes}) if lanes > 1 else None
     if strip is not None and rank >= 2 and rows >= 2:
-        return Strips(lanes, strip, rows, strip_body(kernel, {inner - 1: rows, inner: lanes}))
+        return Strips(lanes, strip, rows, strip_body(kernel, {inner - 1: rows, inner: lanes}),
+                      vectorize=vectorize)
     borders = partition(kernel, inner)
     if borders is None:
-        return Strips(lanes, strip)
+        return Strips(lanes, strip, vectorize=vectorize)
     steady = dataclasses.replace(kernel, body=borders.body)
     steady_strip = strip_body(steady, {inner: lanes}) if lanes > 1 else None
-    return Strips(lanes, strip, borders=borders, steady_strip=steady_strip)
+    return Strips(lanes, strip, borders=borders, steady_strip=steady_strip, vectorize=vectorize)
 
 
 def replication_loops(lowering, body: tuple[Stmt, ...], begin, end, strips: Strips,
@@ -73,7 +77,8 @@ def replication_loops(lowering, body: tuple[Stmt, ...], begin, end, strips: Stri
         _partitioned(lowering, body, begin, end, strips, views, scratch)
         return
     if dim == rank - 1:
-        _innermost(lowering, body, begin, end, strips.strip, strips.lanes, views, scratch)
+        _innermost(lowering, body, begin, end, strips.strip, strips.lanes, views, scratch,
+                   vectorize=strips.vectorize)
         return
 
     def row(index: ir.Value, _next: ir.Block) -> None:
@@ -89,7 +94,7 @@ def replication_loops(lowering, body: tuple[Stmt, ...], begin, end, strips: Stri
             lowering.instance_ids.append(index)
             count = lowering.instance_counts[dim + 1]
             _innermost(lowering, body, i64(0), count, strips.block, strips.lanes, views, scratch,
-                       rows)
+                       rows, strips.vectorize)
             lowering.instance_ids.pop()
 
         blocks_end = _full_multiple_end(lowering.builder, begin, end, rows)
@@ -120,7 +125,7 @@ def _partitioned(lowering, body, begin, end, strips: Strips, views, scratch) -> 
     # The borders are a few instances: not worth LLVM's vectorised copies.
     _instance_loop(lowering, f"border{dim}", begin, first, 1, body, views, scratch, False)
     _innermost(lowering, strips.borders.body, first, stop, strips.steady_strip, strips.lanes,
-               views, scratch)
+               views, scratch, vectorize=strips.vectorize)
     _instance_loop(lowering, f"border_end{dim}", stop, end, 1, body, views, scratch, False)
 
 
@@ -131,24 +136,27 @@ def _full_multiple_end(builder: ir.IRBuilder, begin, end, step: int) -> ir.Value
 
 
 def _innermost(lowering, body, begin, end, strip, lanes: int, views, scratch,
-               rows: int = 1) -> None:
+               rows: int = 1, vectorize: bool | None = None) -> None:
     """The innermost dimension: strips of ``lanes`` instances (when
-    ``strip`` is given) up to the last full one, then single instances;
-    with ``rows`` > 1 the single instances run for each of ``rows`` rows
-    from the current id of the dimension outside."""
+    ``strip`` is given) up to the last full one, then single instances
+    (``vectorize``: as _instance_loop's); with ``rows`` > 1 the single
+    instances run for each of ``rows`` rows from the current id of the
+    dimension outside."""
     dim = len(lowering.instance_counts) - 1
     if strip is not None:
         strips_end = _full_multiple_end(lowering.builder, begin, end, lanes)
         _instance_loop(lowering, f"strip{dim}", begin, strips_end, lanes, strip, views, scratch)
         begin = strips_end
     if rows == 1:
-        _instance_loop(lowering, f"instance{dim}", begin, end, 1, body, views, scratch)
+        _instance_loop(lowering, f"instance{dim}", begin, end, 1, body, views, scratch,
+                       vectorize)
         return
     first_row = lowering.instance_ids.pop()
 
     def row(index: ir.Value, _next: ir.Block) -> None:
         lowering.instance_ids.append(lowering.builder.add(first_row, index))
-        _instance_loop(lowering, f"instance{dim}", begin, end, 1, body, views, scratch)
+        _instance_loop(lowering, f"instance{dim}", begin, end, 1, body, views, scratch,
+                       vectorize)
         lowering.instance_ids.pop()
 
     lowering.counted_loop(f"rest_row{dim - 1}", i64(0), lambda: i64(rows), 1, row)

@@ -57,3 +57,35 @@ def test_min_max_ignore_nan_operands_like_fmin_and_fmax(op, expected):
     result = run_cpu(module, "k", {"x": x}, (2,))
     np.testing.assert_array_equal(result["y"], expected)
     assert_matches_reference(module, "k", {"x": x}, (2,), result)
+
+
+WHOLE_REDUCTION = """hpvm 1.0
+module m
+func @k(in x: f32[4, 6], out y: f32[]) {
+  let i: i64 = instance_id(0)
+  let acc: f32 = f32(inf)
+  for r in 0 .. 4 step 1 {
+    for s in 0 .. 6 step 1 {
+      acc = min(acc, x[r, s])
+    }
+  }
+  y[i] = acc
+}
+graph @main() {
+}
+root @main
+"""
+
+
+def test_a_reduction_of_a_whole_tensor_is_not_vectorised_across_instances():
+    """Every instance would compute the same chain of min selects; LLVM's
+    loop vectoriser took 18 s over this one (its loops unrolled), so the
+    instance loop is kept scalar (lanes.repeats_uniform_work)."""
+    from hpvm_cpu.codegen.lanes import repeats_uniform_work
+    module = parse_module(WHOLE_REDUCTION)
+    assert repeats_uniform_work(module.functions["k"], 0)
+    assert not repeats_uniform_work(window_reduction("min", 5).functions["k"], 0)
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) - 7
+    result = run_cpu(module, "k", {"x": x}, (1,))
+    np.testing.assert_array_equal(result["y"], np.float32(-7))
+    assert_matches_reference(module, "k", {"x": x}, (1,), result)

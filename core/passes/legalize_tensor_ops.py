@@ -13,16 +13,17 @@ import dataclasses
 from typing import Callable
 
 from ..errors import Diagnostic, Location
-from ..ir.graph import Graph, KernelBody, Module, Node, TensorBody
+from ..ir.graph import ConstantBody, Edge, Graph, KernelBody, Module, Node, TensorBody
 from ..ir.tensor_ops import TENSOR_OPS, get_op
 from ..ir.tensor_ops.int8 import SCALES_ATTRIBUTE, node_scales, quantize_kernel
+from ..ir.types import BufferType, scalar_type_of_dtype
 from ..ir.tensor_ops.precision import (
     LOWERED_PRECISIONS, PRECISION_ATTRIBUTE, node_precision, round_kernel,
 )
 from .errors import PassError
-from .module_tools import map_nodes
 from .names import unique_name
 from .registry import Option, register_pass
+from .tensor_graph import constant_input, producer
 
 
 @register_pass("legalize-tensor-ops", options=[
@@ -38,31 +39,104 @@ def legalize_tensor_ops(module: Module, keep: tuple[str, ...]) -> Module:
 
 
 def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool],
-                       tiles=None) -> Module:
+                       tiles=None, relayout: bool = False) -> Module:
     """``module`` with the tensor-op nodes ``chosen`` picks lowered to
     kernel nodes (a target that runs some nodes of an op itself), their
     register tiles shaped by ``tiles`` (tensor_ops.lowering.RegisterTiles;
     None: the default).  A node in a precision kernels lack (tf32) stays a
-    tensor node: placement gives it only to targets that run it natively."""
-    functions = dict(module.functions)
+    tensor node: placement gives it only to targets that run it natively.
 
-    def lower(graph: Graph, node: Node) -> Node:
+    With ``relayout``, a lowering may read a port fed by a constant node
+    in a layout of its own (weights packed once, here): the kernel's port
+    is then fed by a new constant node holding that copy, marked with
+    RELAID_FROM (the original constant's name).  The runtime still feeds
+    the node the original constant, so a target that asks for this feeds
+    the marked constant's data itself (the cpu target's device does).
+
+    Nodes whose lowerings are the same kernel (layers of one shape) share
+    one function, so that a target compiles it once."""
+    functions = dict(module.functions)
+    same_kernels: dict = {}
+
+    def lower(graph: Graph, node: Node) -> tuple[Node, dict]:
         if not isinstance(node.body, TensorBody) or not chosen(node):
-            return node
+            return node, {}
         precision = node_precision(node)
         if precision not in LOWERED_PRECISIONS:
-            return node
-        function, replication = get_op(node.body.op).lower(node.name, node.body, tiles)
+            return node, {}
+        constants = _constant_inputs(graph, node) if relayout and precision == "fp32" else {}
+        function, replication, relaid = get_op(node.body.op).lower(
+            node.name, node.body, tiles, constants)
         if precision == "fp16":
             function = round_kernel(function)
         elif precision == "int8":
             function = quantize_kernel(function, node_scales(node))
-        name = unique_name(function.name, functions)
-        functions[name] = dataclasses.replace(function, name=name)
+        name = _shared_function(function, len(replication), functions, same_kernels)
         attributes = {k: v for k, v in node.attributes.items()
                       if k not in (PRECISION_ATTRIBUTE, SCALES_ATTRIBUTE)}
         return dataclasses.replace(node, body=KernelBody(name), replication=tuple(replication),
-                                   attributes=attributes)
+                                   attributes=attributes), relaid
 
-    lowered = map_nodes(module, lower)
-    return dataclasses.replace(lowered, functions=functions)
+    graphs = {}
+    for graph_name, graph in module.graphs.items():
+        lowered = [lower(graph, node) for node in graph.nodes]
+        graph = dataclasses.replace(graph, nodes=tuple(node for node, _ in lowered))
+        for node, relaid in lowered:
+            for port, array in relaid.items():
+                graph = _feed_relaid(graph, node.name, port, array)
+        graphs[graph_name] = graph
+    return dataclasses.replace(module, graphs=graphs, functions=functions)
+
+
+def _shared_function(function, rank: int, functions: dict, same_kernels: dict) -> str:
+    """The name under which ``function`` (run with replication of ``rank``
+    dims) is in ``functions``: that of an equal kernel lowered before, or
+    its own made unique and added."""
+    key = (dataclasses.replace(function, name=""), rank)
+    name = same_kernels.get(key)
+    if name is None:
+        name = same_kernels[key] = unique_name(function.name, functions)
+        functions[name] = dataclasses.replace(function, name=name)
+    return name
+
+
+RELAID_FROM = "relaid_from"
+"""Attribute of a constant node made by lower_tensor_nodes: the name of
+the constant whose rearranged copy it holds."""
+
+
+def relaid_inputs(graph: Graph, node: str) -> dict:
+    """Input port of ``node`` -> the data of the relaid constant
+    (RELAID_FROM) feeding it: what a device feeds those ports."""
+    found = {}
+    for edge in graph.edges:
+        if edge.dst_node == node:
+            source = graph.node(edge.src_node)
+            if RELAID_FROM in source.attributes:
+                found[edge.dst_port] = source.body.data
+    return found
+
+
+def _constant_inputs(graph: Graph, node: Node) -> dict:
+    """Input port -> the array a constant node feeds it."""
+    found = {}
+    for param in node.body.params:
+        if param.direction == "in" and param.is_buffer:
+            array = constant_input(graph, node.name, param.name)
+            if array is not None:
+                found[param.name] = array
+    return found
+
+
+def _feed_relaid(graph: Graph, node: str, port: str, array) -> Graph:
+    """``graph`` with ``node.port`` fed by a new constant node holding
+    ``array`` instead of the constant feeding it now."""
+    edge = producer(graph, node, port)
+    names = {n.name for n in graph.nodes}
+    name = unique_name(f"{edge.src_node}_for_{node}", names)
+    constant = Node(name, ConstantBody(BufferType(scalar_type_of_dtype(array.dtype),
+                                                  tuple(array.shape)), array),
+                    attributes={RELAID_FROM: edge.src_node})
+    edges = tuple(Edge(name, "value", e.dst_node, e.dst_port) if e == edge else e
+                  for e in graph.edges)
+    return dataclasses.replace(graph, nodes=graph.nodes + (constant,), edges=edges)

@@ -34,6 +34,12 @@ from .spec import OpContext, TensorOpSpec
 MIN_PACKED_PIXELS_TILES = 8
 """Fewest pixels, in vectors, of a 1x1 convolution lowered as a packed
 product."""
+MIN_TRANSPOSED_CHANNELS = 128
+"""Fewest input channels of a 1x1 convolution computed transposed: its
+tiles are stored through a private copy (an output channel's pixels are
+consecutive, a tile's are not), and the channels' multiply-adds must
+outweigh that (one core, ResNet-50's layers: 128 to 2048 channels 46-83
+-> 95-117 GFLOP/s; 64 channels 96 -> 80)."""
 
 
 def window_attrs(ctx: OpContext, dilation: bool = True):
@@ -165,27 +171,43 @@ def _lower_conv2d(b: KernelBuilder) -> tuple[Expr, ...]:
 def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation: Activation
                             ) -> tuple[Expr, ...] | None:
     """A 1x1 convolution of stride 1 without padding is a matrix product
-    per image, w [K, C] @ x [C, H*W]: packed (packed_products.py) for
-    images whose rows are narrower than a register tile (the row tiles
-    fill their vectors on wider ones, and measured faster there: 64
-    against 47 GFLOP/s at 112x112) but with pixels for several packed
-    tiles (the panels, conv_panels.py, did as well at 7x7; 71 against 46
-    GFLOP/s packed at 14x14, 96 to 576 channels); None otherwise."""
+    per image, w [K, C] @ x [C, H*W].  With constant weights the caller
+    lets the lowering relay (KernelBuilder.relayout), and channels enough
+    (MIN_TRANSPOSED_CHANNELS), it is computed transposed, x' [H*W, C] @ w'
+    [C, K], packed (packed_products.py) with w' packed once when
+    compiling: pixels are the tiles' rows, read as consecutive values of
+    a channel, and output channels their columns.  Otherwise it is packed
+    as it stands for images whose rows are narrower than a register tile
+    (the row tiles fill their vectors on wider ones, and measured faster
+    there: 64 against 47 GFLOP/s at 112x112) but with pixels for several
+    packed tiles (the panels, conv_panels.py, did as well at 7x7; 71
+    against 46 GFLOP/s packed at 14x14, 96 to 576 channels); None
+    otherwise."""
     stride, padding, _ = attrs
     batch, channels, height, width = b.dims("x")
     kernels = b.dim("w", 0)
     fixed_width, pixels = const_value(width), mul(height, width)
     if stride != (1, 1) or any(padding) or [const_value(d) for d in b.dims("w")[2:]] != [1, 1] \
-            or approximated(b.ctx) \
-            or fixed_width is None or fixed_width >= b.tiles.cols \
-            or (const_value(pixels) or 0) < MIN_PACKED_PIXELS_TILES * b.tiles.cols:
+            or approximated(b.ctx) or not b.tiles.vectors:
         return None
 
-    def finish(b: KernelBuilder, k: Expr, q: Expr, total: Expr) -> Expr:
+    def bias(total: Expr, k: Expr) -> Expr:
         return apply_kernel(activation, total + b.load("b", k) if "b" in b.types else total)
+    if b.constant("w") is not None and (const_value(channels) or 0) >= MIN_TRANSPOSED_CHANNELS:
+        product = Product(MatrixView("x", (batch,), pixels, channels, transposed=True),
+                          MatrixView("w", (), channels, kernels, transposed=True),
+                          MatrixView("y", (batch,), pixels, kernels, transposed=True), (batch,),
+                          lambda b, q, k, total: bias(total, k))
+        replication = lower_packed_product(b, product)
+        if replication is not None:
+            return replication
+    if fixed_width is None or fixed_width >= b.tiles.cols \
+            or (const_value(pixels) or 0) < MIN_PACKED_PIXELS_TILES * b.tiles.cols:
+        return None
     product = Product(MatrixView("w", (), kernels, channels),
                       MatrixView("x", (batch,), channels, pixels),
-                      MatrixView("y", (batch,), kernels, pixels), (batch,), finish)
+                      MatrixView("y", (batch,), kernels, pixels), (batch,),
+                      lambda b, k, q, total: bias(total, k))
     return lower_packed_product(b, product)
 
 

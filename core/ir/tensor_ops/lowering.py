@@ -16,8 +16,10 @@ scope, so one expression serves both as an index bound and as replication.
 from __future__ import annotations
 
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
-from typing import Iterator
+from dataclasses import dataclass, replace
+from typing import Iterator, Mapping
+
+import numpy as np
 
 from ..kernel import (
     Assign, Binary, Const, Expr, For, If, InstanceId, Intrinsic, Let, Load, Stmt,
@@ -126,13 +128,21 @@ class RegisterTiles:
 
 class KernelBuilder:
     """Builds the body of a lowered op kernel over the node's ``params``,
-    register-tiled as ``tiles`` says."""
+    register-tiled as ``tiles`` says.  ``constants``: the arrays constant
+    nodes feed into input ports, where the caller can hand a port a
+    rearranged copy of its constant (``relayout``)."""
 
     def __init__(self, ctx: OpContext, params: tuple[Parameter, ...],
-                 tiles: RegisterTiles = RegisterTiles()):
+                 tiles: RegisterTiles = RegisterTiles(),
+                 constants: Mapping[str, np.ndarray] | None = None):
         self.ctx = ctx
         self.tiles = tiles
         self.types: dict[str, BufferType] = {p.name: p.type for p in params}
+        self._params = params
+        self.constants = dict(constants or {})
+        self.relaid: dict[str, np.ndarray] = {}
+        """Input port -> the array the kernel reads there instead of the
+        port's constant (relayout)."""
         self._taken = {p.name for p in params}
         for t in self.types.values():
             self._taken.update(t.symbols)
@@ -141,6 +151,25 @@ class KernelBuilder:
     def finish(self) -> tuple[Stmt, ...]:
         assert len(self._blocks) == 1, "unclosed block"
         return tuple(self._blocks[0])
+
+    def params(self) -> tuple[Parameter, ...]:
+        """The kernel's parameters: the node's, relaid ports with the
+        types of their new arrays."""
+        return tuple(replace(p, type=self.types[p.name]) if p.name in self.relaid else p
+                     for p in self._params)
+
+    # constant inputs ------------------------------------------------------
+    def constant(self, port: str) -> np.ndarray | None:
+        """The constant fed into input ``port``, if the caller gave it."""
+        return self.constants.get(port)
+
+    def relayout(self, port: str, array: np.ndarray) -> None:
+        """Read ``array`` (a rearrangement of ``port``'s constant, made once
+        when compiling: packed weights) at ``port`` instead of the constant;
+        the port's type becomes the array's."""
+        assert port in self.constants, f"port '{port}' is not fed by a constant"
+        self.types[port] = BufferType(self.element(port), tuple(array.shape))
+        self.relaid[port] = np.ascontiguousarray(array)
 
     # sizes and names ------------------------------------------------------
     def dims(self, port: str) -> list[Expr]:

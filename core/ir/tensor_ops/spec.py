@@ -19,7 +19,7 @@ raises VerificationError naming the op, the node and the port.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 import numpy as np
 
@@ -39,6 +39,16 @@ class _Required:
 
 REQUIRED = _Required()
 """Default of an attribute that every use of the op must give."""
+
+
+class Lowered(NamedTuple):
+    """An op's lowering: the kernel, the node's replication, and the
+    arrays it reads at ports fed by constants instead of those constants
+    (KernelBuilder.relayout: weights packed once when compiling)."""
+
+    function: KernelFunction
+    replication: tuple[Expr, ...]
+    relaid: Mapping[str, np.ndarray]
 
 
 def normalize_attr(value):
@@ -112,26 +122,30 @@ class TensorOpSpec:
         return {port: storage.narrow_array(wide[port], t.element, saturate)
                 if t.element.is_narrow else wide[port] for port, t in out_types.items()}
 
-    def lower(self, node_name: str, body: TensorBody,
-              tiles=None) -> tuple[KernelFunction, tuple[Expr, ...]]:
+    def lower(self, node_name: str, body: TensorBody, tiles=None,
+              constants: Mapping[str, np.ndarray] | None = None) -> Lowered:
         """The reference lowering of node ``node_name``: a kernel named
-        ``{node_name}_{op}`` whose params are exactly ``body.params``, and the
-        node's replication (expressions over its shape symbols).  ``tiles``
-        (lowering.RegisterTiles) shapes the register-tiled lowerings."""
+        ``{node_name}_{op}`` whose params are ``body.params``, and the node's
+        replication (expressions over its shape symbols).  ``tiles``
+        (lowering.RegisterTiles) shapes the register-tiled lowerings.
+        ``constants`` (input port -> the array a constant node feeds it)
+        lets a lowering read a rearranged copy at such a port instead
+        (``Lowered.relaid``; that param then has the copy's type); the
+        caller feeds the port that copy."""
         ctx = self.context(self._body_inputs(node_name, body), body.attrs, node_name)
         self._check_outputs(ctx, body)
         if not self.moves_bits and storage.has_narrow(p.type for p in body.params):
-            function, replication = self.lower(node_name, storage.widened_body(body), tiles)
+            function, replication, _ = self.lower(node_name, storage.widened_body(body), tiles)
             try:
-                return storage.narrowed_kernel(function, body.params, storage.saturates(
-                    self.name, ctx.attrs)), replication
+                return Lowered(storage.narrowed_kernel(function, body.params, storage.saturates(
+                    self.name, ctx.attrs)), replication, {})
             except ValueError as error:
                 ctx.fail(f"{self.name} on narrow types: {error}",
                          "cast the narrow values to f32 before the op")
-        builder = KernelBuilder(ctx, body.params, tiles or RegisterTiles())
+        builder = KernelBuilder(ctx, body.params, tiles or RegisterTiles(), constants)
         replication = self.lower_fn(builder)
-        function = KernelFunction(f"{node_name}_{self.name}", body.params, builder.finish())
-        return function, replication
+        function = KernelFunction(f"{node_name}_{self.name}", builder.params(), builder.finish())
+        return Lowered(function, replication, builder.relaid)
 
     # checking a use -----------------------------------------------------
     def context(self, input_types: Mapping[str, BufferType], attrs: Mapping | None = None,

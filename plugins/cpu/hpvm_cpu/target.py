@@ -51,6 +51,9 @@ OPTIONS = [
     Option("blas", bool, False, "run large matmuls and gemms (2^22 multiply-adds or more) "
            "through the BLAS numpy links instead of generated code (its threads spin "
            "between calls and slow the kernels after them: in models, slower)"),
+    Option("pack_weights", bool, True, "lay out constant weights of matrix products and 1x1 "
+           "convolutions for the register tiles once, when compiling (a second copy of those "
+           "weights is kept), instead of packing them in every call"),
 ]
 PARALLEL_CLEAR_BYTES = 1 << 20
 """From this size the cpu device clears and copies a buffer on every core.
@@ -138,7 +141,8 @@ class CpuTarget(Target):
         blas = options.get("blas", False) and not options.get("triple")
         vector_bits = MachineSpec.from_options(options).vector_bits()
         lowered = lower_tensor_nodes(module, lambda node: not (blas and worth_blas(node)),
-                                     register_tiles(vector_bits, _threads(options)))
+                                     register_tiles(vector_bits, _threads(options)),
+                                     relayout=options.get("pack_weights", True))
         tensor_kernels = set(lowered.functions) - set(module.functions)
         module = lowered
         ranks = _kernel_ranks(module, nodes)
@@ -257,7 +261,7 @@ class CpuDevice(HostMemoryDevice):
         self._nodes: dict[NodeRef, tuple] = {}
 
     def launch(self, node: NodeRef, args: dict[str, Any]) -> None:
-        body, kernel, replication = self._node(node)
+        body, kernel, replication, relaid = self._node(node)
         if isinstance(body, TensorBody):  # matmul, gemm: numpy's BLAS
             return self._numpy.launch(node, args)
         if kernel is None:
@@ -265,7 +269,7 @@ class CpuDevice(HostMemoryDevice):
             return None
         # The kernel checks every argument and binds the shape symbols the
         # replication needs while it packs them.
-        kernel.run_replicated(args, replication)
+        kernel.run_replicated({**args, **relaid} if relaid else args, replication)
         return None
 
     def clear(self, handle: np.ndarray) -> None:
@@ -292,18 +296,22 @@ class CpuDevice(HostMemoryDevice):
         return thread_pool()
 
     def bind(self, node: NodeRef, args: dict[str, Any]):
-        body, kernel, replication = self._node(node)
+        body, kernel, replication, relaid = self._node(node)
         if kernel is None:  # a constant or a BLAS op
             return super().bind(node, args)
-        return kernel.bind(args, replication)
+        return kernel.bind({**args, **relaid} if relaid else args, replication)
 
     def _node(self, node: NodeRef) -> tuple:
-        """(body, compiled kernel or None for a constant, replication),
-        looked up on the node's first launch."""
+        """(body, compiled kernel or None for a constant, replication,
+        port -> the packed weights the kernel reads there instead of what
+        the runtime passes), looked up on the node's first launch."""
         found = self._nodes.get(node)
         if found is None:
-            graph_node = self.module.graph(node.graph).node(node.node)
+            from hpvm.passes.legalize_tensor_ops import relaid_inputs
+            graph = self.module.graph(node.graph)
+            graph_node = graph.node(node.node)
             body = graph_node.body
             kernel = self.kernels[body.function] if isinstance(body, KernelBody) else None
-            found = self._nodes[node] = (body, kernel, graph_node.replication)
+            found = self._nodes[node] = (body, kernel, graph_node.replication,
+                                         relaid_inputs(graph, node.node))
         return found

@@ -65,7 +65,7 @@ def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool],
         if precision not in LOWERED_PRECISIONS:
             return node, {}
         constants = _constant_inputs(graph, node) if relayout and precision == "fp32" else {}
-        function, replication, relaid = get_op(node.body.op).lower(
+        function, replication, relaid = get_op(node.body.op).lower_with_constants(
             node.name, node.body, tiles, constants)
         if precision == "fp16":
             function = round_kernel(function)

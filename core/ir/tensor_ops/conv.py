@@ -19,7 +19,7 @@ import numpy as np
 
 from ..kernel import Const, Expr
 from ..types import I64, BufferType
-from . import conv_grouped, conv_panels, tiled
+from . import conv_grouped, conv_panels, conv_products, tiled
 from .activation import Activation, activation_attr, apply_kernel, apply_numpy
 from .dims import describe, require_concrete, require_equal, window_dim
 from .lowering import KernelBuilder, add, const_value, in_range, mul, replication_over
@@ -35,11 +35,14 @@ MIN_PACKED_PIXELS_TILES = 8
 """Fewest pixels, in vectors, of a 1x1 convolution lowered as a packed
 product."""
 MIN_TRANSPOSED_CHANNELS = 128
-"""Fewest input channels of a 1x1 convolution computed transposed: its
-tiles are stored through a private copy (an output channel's pixels are
-consecutive, a tile's are not), and the channels' multiply-adds must
-outweigh that (one core, ResNet-50's layers: 128 to 2048 channels 46-83
--> 95-117 GFLOP/s; 64 channels 96 -> 80)."""
+"""Fewest input channels of a 1x1 convolution of a wide image computed
+transposed: its tiles are stored through a private copy (an output
+channel's pixels are consecutive, a tile's are not), and the channels'
+multiply-adds must outweigh that (one core, ResNet-50's layers: 128 to
+2048 channels 46-83 -> 95-117 GFLOP/s; 64 channels at 56x56 96 -> 80).
+Images narrower than a register tile are computed transposed whatever
+their channels (two cores, MobileNetV2's 64 -> 384 channels at 14x14:
+40 -> 142 GFLOP/s)."""
 
 
 def window_attrs(ctx: OpContext, dilation: bool = True):
@@ -160,6 +163,8 @@ def _lower_conv2d(b: KernelBuilder) -> tuple[Expr, ...]:
     if groups == 1:
         replication = _lower_pointwise_conv2d(b, attrs, activation)
         if replication is None:
+            replication = conv_products.lower_conv2d_product(b, *attrs, activation)
+        if replication is None:
             replication = conv_panels.lower_conv2d_panels(b, *attrs, activation)
     else:
         replication = conv_grouped.lower_conv2d_grouped(b, *attrs, groups, activation)
@@ -172,12 +177,13 @@ def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation: Activation
                             ) -> tuple[Expr, ...] | None:
     """A 1x1 convolution of stride 1 without padding is a matrix product
     per image, w [K, C] @ x [C, H*W].  With constant weights the caller
-    lets the lowering relay (KernelBuilder.relayout), and channels enough
-    (MIN_TRANSPOSED_CHANNELS), it is computed transposed, x' [H*W, C] @ w'
-    [C, K], packed (packed_products.py) with w' packed once when
-    compiling: pixels are the tiles' rows, read as consecutive values of
-    a channel, and output channels their columns.  Otherwise it is packed
-    as it stands for images whose rows are narrower than a register tile
+    lets the lowering relay (KernelBuilder.relayout), on images narrower
+    than a register tile or with channels enough (MIN_TRANSPOSED_CHANNELS),
+    it is computed transposed, x' [H*W, C] @ w' [C, K], packed
+    (packed_products.py) with w' packed once when compiling: pixels are
+    the tiles' rows, read as consecutive values of a channel, and output
+    channels their columns.  Otherwise it is packed as it stands for
+    images whose rows are narrower than a register tile
     (the row tiles fill their vectors on wider ones, and measured faster
     there: 64 against 47 GFLOP/s at 112x112) but with pixels for several
     packed tiles (the panels, conv_panels.py, did as well at 7x7; 71
@@ -193,7 +199,9 @@ def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation: Activation
 
     def bias(total: Expr, k: Expr) -> Expr:
         return apply_kernel(activation, total + b.load("b", k) if "b" in b.types else total)
-    if b.constant("w") is not None and (const_value(channels) or 0) >= MIN_TRANSPOSED_CHANNELS:
+    narrow = fixed_width is not None and fixed_width < b.tiles.cols
+    if b.constant("w") is not None and (
+            narrow or (const_value(channels) or 0) >= MIN_TRANSPOSED_CHANNELS):
         product = Product(MatrixView("x", (batch,), pixels, channels, transposed=True),
                           MatrixView("w", (), channels, kernels, transposed=True),
                           MatrixView("y", (batch,), pixels, kernels, transposed=True), (batch,),
@@ -201,8 +209,7 @@ def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation: Activation
         replication = lower_packed_product(b, product)
         if replication is not None:
             return replication
-    if fixed_width is None or fixed_width >= b.tiles.cols \
-            or (const_value(pixels) or 0) < MIN_PACKED_PIXELS_TILES * b.tiles.cols:
+    if not narrow or (const_value(pixels) or 0) < MIN_PACKED_PIXELS_TILES * b.tiles.cols:
         return None
     product = Product(MatrixView("w", (), kernels, channels),
                       MatrixView("x", (batch,), channels, pixels),

@@ -73,11 +73,7 @@ def lower_packed_product(b: KernelBuilder, product: Product) -> tuple[Expr, ...]
             inner * cols < MIN_PACKED_ELEMENTS or (
                 fixed_rows is not None and fixed_rows < MIN_PACKED_ROWS):
         return None
-    widest = max(tile_cols, min(MAX_PANEL_TILES * tile_cols,
-                                PANEL_ELEMENTS // inner // tile_cols * tile_cols))
-    # panels of even width in whole tiles (a part of a tile is computed in
-    # full), not full ones and a sliver
-    width = -(-cols // -(-cols // widest) // tile_cols) * tile_cols
+    width = panel_width(inner, cols, tile_cols)
     panels = -(-cols // width)
     matrices = size_product(product.batch)
     prepacked = _prepack(b, product, tile_cols)
@@ -132,7 +128,7 @@ def lower_packed_product(b: KernelBuilder, product: Product) -> tuple[Expr, ...]
                 def store(m: Expr, j: Expr, value: Expr) -> None:
                     operands.store(m, add(add(start, at), j), value)
                 if product.y.transposed:
-                    _store_through_array(b, acc, ms, out_rows, ragged, store, used)
+                    store_through_array(b, acc, ms, out_rows, ragged, store, used)
                     return
                 for r, m in enumerate(ms):
                     with b.guard(ragged, m.lt(out_rows)):
@@ -143,7 +139,17 @@ def lower_packed_product(b: KernelBuilder, product: Product) -> tuple[Expr, ...]
     return (mul(mul(matrices, chunks), i64(panels)),)
 
 
-def _store_through_array(b: KernelBuilder, acc: ArrayTile, ms: list[Expr], out_rows: Expr,
+def panel_width(inner: int, cols: int, tile_cols: int) -> int:
+    """Columns of a panel of ``b`` (``inner`` rows, ``cols`` columns):
+    whole tiles, as many as PANEL_ELEMENTS holds (at least one, at most
+    MAX_PANEL_TILES), evened out over the panels (a part of a tile is
+    computed in full), not full ones and a sliver."""
+    widest = max(tile_cols, min(MAX_PANEL_TILES * tile_cols,
+                                PANEL_ELEMENTS // inner // tile_cols * tile_cols))
+    return -(-cols // -(-cols // widest) // tile_cols) * tile_cols
+
+
+def store_through_array(b: KernelBuilder, acc: ArrayTile, ms: list[Expr], out_rows: Expr,
                          ragged: bool, store, used: int) -> None:
     """Store a tile into a ``y`` that is transposed: the tile goes to a
     private array as it is, then a loop over its columns stores each

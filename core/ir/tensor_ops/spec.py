@@ -122,20 +122,25 @@ class TensorOpSpec:
         return {port: storage.narrow_array(wide[port], t.element, saturate)
                 if t.element.is_narrow else wide[port] for port, t in out_types.items()}
 
-    def lower(self, node_name: str, body: TensorBody, tiles=None,
-              constants: Mapping[str, np.ndarray] | None = None) -> Lowered:
+    def lower(self, node_name: str, body: TensorBody,
+              tiles=None) -> tuple[KernelFunction, tuple[Expr, ...]]:
         """The reference lowering of node ``node_name``: a kernel named
-        ``{node_name}_{op}`` whose params are ``body.params``, and the node's
-        replication (expressions over its shape symbols).  ``tiles``
-        (lowering.RegisterTiles) shapes the register-tiled lowerings.
-        ``constants`` (input port -> the array a constant node feeds it)
-        lets a lowering read a rearranged copy at such a port instead
-        (``Lowered.relaid``; that param then has the copy's type); the
-        caller feeds the port that copy."""
+        ``{node_name}_{op}`` whose params are exactly ``body.params``, and the
+        node's replication (expressions over its shape symbols).  ``tiles``
+        (lowering.RegisterTiles) shapes the register-tiled lowerings."""
+        function, replication, _ = self.lower_with_constants(node_name, body, tiles)
+        return function, replication
+
+    def lower_with_constants(self, node_name: str, body: TensorBody, tiles=None,
+                             constants: Mapping[str, np.ndarray] | None = None) -> Lowered:
+        """``lower``, told the arrays constant nodes feed into input ports
+        (``constants``): the lowering may then read a rearranged copy at
+        such a port instead (``Lowered.relaid``; that param has the
+        copy's type), which the caller feeds the port."""
         ctx = self.context(self._body_inputs(node_name, body), body.attrs, node_name)
         self._check_outputs(ctx, body)
         if not self.moves_bits and storage.has_narrow(p.type for p in body.params):
-            function, replication, _ = self.lower(node_name, storage.widened_body(body), tiles)
+            function, replication = self.lower(node_name, storage.widened_body(body), tiles)
             try:
                 return Lowered(storage.narrowed_kernel(function, body.params, storage.saturates(
                     self.name, ctx.attrs)), replication, {})

@@ -34,7 +34,7 @@ def lowered_module(node: Node, tiles=None) -> tuple[Module, str, tuple]:
     ``tiles``): (module, kernel name, replication expressions)."""
     body = node.body
     assert isinstance(body, TensorBody)
-    function, replication, _ = get_op(body.op).lower(node.name, body, tiles)
+    function, replication = get_op(body.op).lower(node.name, body, tiles)
     return Module(node.name, {function.name: function}, {}, "main"), function.name, replication
 
 

@@ -111,10 +111,10 @@ def test_pointwise_convolution_with_constant_weights_is_computed_transposed(x, w
     check_on_cpu(module, inputs)
 
 
-def test_pointwise_convolution_of_few_channels_keeps_its_weights():
-    """Below MIN_TRANSPOSED_CHANNELS the stores of transposed tiles cost
-    more than they save."""
-    module = single_op_module("conv2d", arrays(8, x=(1, 64, 7, 7), w=(32, 64, 1, 1)),
+def test_pointwise_convolution_of_a_wide_image_and_few_channels_keeps_its_weights():
+    """Below MIN_TRANSPOSED_CHANNELS, on rows as wide as a register tile,
+    the stores of transposed tiles cost more than they save."""
+    module = single_op_module("conv2d", arrays(8, x=(1, 64, 20, 20), w=(256, 64, 1, 1)),
                               constants=("w",))
     assert not relaid_nodes(lowered(module))
 
@@ -140,3 +140,25 @@ def test_weights_shared_by_two_products_are_packed_for_each():
     assert any(n.name == "w" and RELAID_FROM not in n.attributes for n in nodes)
     assert all(isinstance(n.body, (KernelBody, ConstantBody)) for n in nodes)
     check_on_cpu(module, inputs, rtol=1e-3)
+
+
+@pytest.mark.parametrize("x, w, attrs", [
+    ((1, 64, 9, 11), (40, 64, 3, 3), {"padding": (1, 1, 1, 1)}),
+    ((2, 32, 13, 13), (64, 32, 3, 3), {"padding": (1, 1, 1, 1), "stride": (2, 2)}),
+    ((1, 16, 10, 12), (33, 16, 3, 3), {"padding": (2, 1, 0, 1), "dilation": (2, 1)}),
+    ((1, 128, 20, 20), (512, 128, 1, 1), {"stride": (2, 2)}),
+    ((1, 160, 30, 7), (48, 160, 3, 3), {"padding": (1, 1, 1, 1)}),
+])
+def test_convolution_with_constant_weights_is_a_transposed_packed_product(x, w, attrs):
+    """conv_products.py: pixels as the tiles' rows, read from a private
+    copy of the input rows whose zeros are the padding; strides,
+    dilations, uneven padding, a last tile of output channels narrower
+    than the others, chunks of rows (30 rows of 160 channels do not fit
+    one copy), bias and ReLU fused."""
+    inputs = arrays(11, x=x)
+    weights = arrays(12, w=w, b=(w[0],))
+    module = single_op_module("conv2d", {**inputs, **weights}, {**attrs, "activation": "relu"},
+                              constants=("w", "b"))
+    [packed] = relaid_nodes(lowered(module))
+    assert packed.body.type.shape == (-(-w[0] // 32), w[1] * w[2] * w[3], 32)
+    check_on_cpu(module, inputs)

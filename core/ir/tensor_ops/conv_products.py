@@ -1,0 +1,156 @@
+"""Convolutions with constant weights as packed matrix products computed
+transposed, for targets with vector units (``RegisterTiles.vectors``):
+y' [pixels, K] = patches [pixels, C*R*S] @ w' [C*R*S, K], w' packed once,
+when compiling, into the runs packed products read
+(packed_products.column_panels; KernelBuilder.relayout).
+
+The tiles are as packed products make them: PACKED_ROWS output pixels x
+PACKED_VECTORS vectors of output channels, so every image size fills the
+vectors (the row tiles of tiled.py leave lanes idle on rows of 7 or 14
+pixels, and the panels of conv_panels.py load the weights one at a time).
+Per tap a tile loads one value per pixel, broadcast, and its vectors of
+weights from the packed run.
+
+An instance takes one image, a panel of output channels and a chunk of
+output rows.  It first copies the input rows the chunk reads into a
+private array, ``[C][rows][padded width]``, whose zeros are the padding;
+each pixel of a tile then reads tap (c, r, s) at its own offset in the
+copy plus the tap's, whatever the stride, dilation or padding.  Chunks
+are as many rows as take least time over the cores (rounds of instances,
+each its multiply-adds and its copy), within COPY_ELEMENTS.  Results are
+stored through a private copy of each tile (packed_products.py says why).
+"""
+from __future__ import annotations
+
+from ..kernel import ArrayDecl, Expr, InstanceId, Load
+from .activation import Activation, apply_kernel
+from .lowering import KernelBuilder, add, const_value, div, in_range, minimum, mul
+from .matrix_tiles import clamped_rows, in_groups
+from .packed_products import column_panels, packed_tile, panel_width, store_through_array
+from .perforation import approximated
+from .tiled import ArrayTile, column_tiles, fixed_sizes, i64
+
+COPY_ELEMENTS = 65536
+"""Largest private copy of input rows (elements; 256 KiB of f32, in a
+core's L2)."""
+MIN_TAPS = 128
+"""Fewest taps (C * R * S) per result: fewer, and the tiles' copies and
+stores outweigh the multiply-adds."""
+MIN_CHANNELS = 16
+"""Fewest input channels (a network's first layer, 3 channels and 7x7
+taps, ran at 5 GFLOP/s this way, 100 as row tiles)."""
+COPY_SHARE = 0.55
+"""Largest cost of an instance's input copy (a load and a store per
+value) against its vector multiply-adds: an instance copies the rows of
+every input channel for a panel of output channels, so deep layers with
+few output pixels (7x7 after a stride of 2) copy as much as they compute.
+Measured on the 2-core VM (one core / two), as panels (conv_panels.py)
+-> this way: 1x1 stride 2, 1024 -> 2048 channels at 14x14 (a share of
+1.5): 66 -> 52 GFLOP/s on one core; 3x3 stride 2, 512 channels at 14x14
+(0.59): 141 -> 110 on two; 256 at 28x28 (0.56): 146 -> 137; 128 at
+56x56 (0.54): 115 -> 157."""
+
+
+def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
+                         activation: Activation) -> tuple[Expr, ...] | None:
+    """The lowering in the module's text, for groups of 1; None where it
+    does not suit (weights not a constant the caller lets this relay,
+    symbolic sizes but the batch, few taps or output channels, a copy of
+    one output row's input too large, approximations)."""
+    weights = b.constant("w")
+    sizes = fixed_sizes(b.dims("x")[1:] + b.dims("w") + b.dims("y")[1:])
+    if weights is None or sizes is None or not b.tiles.vectors or approximated(b.ctx):
+        return None
+    channels, height, width, kernels, _, rows, cols, _, out_h, out_w = sizes
+    (sh, sw), (top, left, _, right), (dh, dw) = stride, padding, dilation
+    tile_rows, tile_cols = packed_tile(b.tiles)
+    inner, pitch = channels * rows * cols, width + left + right
+
+    def rows_read(chunk: int) -> int:
+        return (chunk - 1) * sh + dh * (rows - 1) + 1
+    fitting = [c for c in range(1, out_h + 1)
+               if channels * rows_read(c) * pitch <= COPY_ELEMENTS]
+    if kernels < tile_cols or inner < MIN_TAPS or channels < MIN_CHANNELS or not fitting:
+        return None
+    width_k = panel_width(inner, kernels, tile_cols)
+    panels = -(-kernels // width_k)
+    images = const_value(b.dim("x", 0)) or 1
+
+    def costs(chunk: int) -> tuple[float, float]:
+        """(vector multiply-adds, copies) of an instance with ``chunk`` rows."""
+        return (chunk * out_w * width_k * inner / b.tiles.cols,
+                2 * channels * rows_read(chunk) * pitch)
+
+    def time(chunk: int) -> tuple[float, int]:
+        rounds = -(-images * panels * -(-out_h // chunk) // b.tiles.cores)
+        return rounds * sum(costs(chunk)), -chunk
+    chunk = min(fitting, key=time)
+    multiply_adds, copies = costs(chunk)
+    if copies > COPY_SHARE * multiply_adds:
+        return None
+    chunks = -(-out_h // chunk)
+    copy_rows = rows_read(chunk)
+    b.relayout("w", column_panels(weights.reshape(kernels, inner).T, tile_cols))
+
+    instance = b.let("i", InstanceId(0))
+    k0 = b.let("k0", mul(instance % i64(panels), i64(width_k))) if panels > 1 else i64(0)
+    rest = b.let("ib", div(instance, i64(panels))) if panels > 1 else instance
+    oh0 = b.let("oh0", mul(rest % i64(chunks), i64(chunk))) if chunks > 1 else i64(0)
+    n = b.let("n", div(rest, i64(chunks))) if chunks > 1 else rest
+
+    element = b.element("x")
+    copy = b.fresh("rows")
+    b.emit(ArrayDecl(copy, element, (channels * copy_rows * pitch,), "private"))
+    ih0 = b.let("ih0", add(mul(oh0, i64(sh)), i64(-top)))
+    with b.loop("c", i64(channels)) as c:
+        with b.loop("r", i64(copy_rows)) as r:
+            ih = b.let("ih", add(ih0, r))
+            with b.when(in_range(ih, i64(height))):
+                to = b.let("to", add(mul(add(mul(c, i64(copy_rows)), r), i64(pitch)), i64(left)))
+                with b.loop("iw", i64(width)) as iw:
+                    b.store(copy, (add(to, iw),), b.load("x", n, c, ih, iw))
+
+    last_rows = out_h - (chunks - 1) * chunk
+    pixels = (mul(i64(out_w), minimum(i64(chunk), add(i64(out_h), mul(oh0, i64(-1)))))
+              if last_rows != chunk else i64(chunk * out_w))
+    ragged = last_rows != chunk or (chunk * out_w) % tile_rows != 0
+    first_pixel = b.let("q0", mul(oh0, i64(out_w)))
+    image = b.let("image", mul(n, i64(kernels * out_h * out_w)))
+    blocks = div(add(pixels, i64(tile_rows - 1)), i64(tile_rows))
+
+    def panel(start: Expr, count: int) -> None:
+        with b.loop("rb", blocks) as block:
+            m0 = b.let("m0", mul(block, i64(tile_rows)))
+            ms = [add(m0, i64(r)) for r in range(tile_rows)]
+            bases = []
+            for q in clamped_rows(b, ms, pixels, ragged):
+                oh, ow = div(q, i64(out_w)), q % i64(out_w)
+                bases.append(b.let("at", add(mul(oh, i64(sh * pitch)), mul(ow, i64(sw)))))
+
+            def tile(at: Expr, used: int) -> None:
+                acc = ArrayTile(b, tile_rows, tile_cols)
+                first = b.let("from", mul(add(start, at), i64(inner)))
+                with b.loop("c", i64(channels)) as c:
+                    plane = b.let("plane", mul(c, i64(copy_rows * pitch)))
+                    with b.loop("r", i64(rows), unroll=rows) as r:
+                        line = b.let("line", add(plane, mul(r, i64(dh * pitch))))
+                        with b.loop("s", i64(cols), unroll=cols) as s:
+                            tap = add(line, mul(s, i64(dw)))
+                            lhs = [b.let("av", Load(copy, (add(base, tap),), element))
+                                   for base in bases]
+                            step = add(mul(add(mul(c, i64(rows)), r), i64(cols)), s)
+                            run = b.let("run", add(first, mul(step, i64(tile_cols))))
+                            acc.accumulate(lhs, lambda j: b.load("w", add(run, j)))
+
+                def store(m: Expr, j: Expr, value: Expr) -> None:
+                    k = add(add(start, at), j)
+                    if "b" in b.types:
+                        value = value + b.load("b", k)
+                    b.store("y", (add(add(image, mul(k, i64(out_h * out_w))),
+                                      add(first_pixel, m)),), apply_kernel(activation, value))
+                store_through_array(b, acc, ms, pixels, ragged, store, used)
+            column_tiles(b, count, tile, tile_cols, one_rest=True)
+
+    in_groups(b, k0, width_k, kernels, panel)
+    return (mul(b.dim("x", 0), i64(panels * chunks)),)
+

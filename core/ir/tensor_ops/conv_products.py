@@ -81,10 +81,10 @@ def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
         return (chunk * out_w * width_k * inner / b.tiles.cols,
                 2 * channels * rows_read(chunk) * pitch)
 
-    def time(chunk: int) -> tuple[float, int]:
+    def duration(chunk: int) -> tuple[float, int]:
         rounds = -(-images * panels * -(-out_h // chunk) // b.tiles.cores)
         return rounds * sum(costs(chunk)), -chunk
-    chunk = min(fitting, key=time)
+    chunk = min(fitting, key=duration)
     multiply_adds, copies = costs(chunk)
     if copies > COPY_SHARE * multiply_adds:
         return None

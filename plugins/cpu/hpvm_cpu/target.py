@@ -51,7 +51,7 @@ OPTIONS = [
     Option("blas", bool, False, "run large matmuls and gemms (2^22 multiply-adds or more) "
            "through the BLAS numpy links instead of generated code (its threads spin "
            "between calls and slow the kernels after them: in models, slower)"),
-    Option("pack_weights", bool, True, "lay out constant weights of matrix products and 1x1 "
+    Option("pack_weights", bool, True, "lay out the constant weights of matrix products and "
            "convolutions for the register tiles once, when compiling (a second copy of those "
            "weights is kept), instead of packing them in every call"),
 ]

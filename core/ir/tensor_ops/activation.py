@@ -68,3 +68,12 @@ def apply_kernel(name: Activation, value: Expr) -> Expr:
         one = Const(1.0, value.type)
         return one / (one + Intrinsic("exp", (-value,)))
     return value
+
+
+def channel_result(b, activation: Activation, k: Expr, total: Expr) -> Expr:
+    """act(total + bias[k]): a convolution's sum for output channel ``k``
+    through the node's bias (port ``b``, where it has one) and activation;
+    ``b`` is the lowering's KernelBuilder."""
+    if "b" in b.types:
+        total = total + b.load("b", k)
+    return apply_kernel(activation, total)

@@ -20,7 +20,7 @@ import numpy as np
 from ..kernel import Const, Expr
 from ..types import I64, BufferType
 from . import conv_grouped, conv_panels, conv_products, tiled
-from .activation import Activation, activation_attr, apply_kernel, apply_numpy
+from .activation import Activation, activation_attr, apply_kernel, apply_numpy, channel_result
 from .dims import describe, require_concrete, require_equal, window_dim
 from .lowering import KernelBuilder, add, const_value, in_range, mul, replication_over
 from .matrix_tiles import MatrixView, Product
@@ -197,15 +197,13 @@ def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation: Activation
             or approximated(b.ctx) or not b.tiles.vectors:
         return None
 
-    def bias(total: Expr, k: Expr) -> Expr:
-        return apply_kernel(activation, total + b.load("b", k) if "b" in b.types else total)
     narrow = fixed_width is not None and fixed_width < b.tiles.cols
     if b.constant("w") is not None and (
             narrow or (const_value(channels) or 0) >= MIN_TRANSPOSED_CHANNELS):
         product = Product(MatrixView("x", (batch,), pixels, channels, transposed=True),
                           MatrixView("w", (), channels, kernels, transposed=True),
                           MatrixView("y", (batch,), pixels, kernels, transposed=True), (batch,),
-                          lambda b, q, k, total: bias(total, k))
+                          lambda b, q, k, total: channel_result(b, activation, k, total))
         replication = lower_packed_product(b, product)
         if replication is not None:
             return replication
@@ -214,7 +212,7 @@ def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation: Activation
     product = Product(MatrixView("w", (), kernels, channels),
                       MatrixView("x", (batch,), channels, pixels),
                       MatrixView("y", (batch,), kernels, pixels), (batch,),
-                      lambda b, k, q, total: bias(total, k))
+                      lambda b, k, q, total: channel_result(b, activation, k, total))
     return lower_packed_product(b, product)
 
 

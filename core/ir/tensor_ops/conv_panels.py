@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..kernel import ArrayDecl, Expr, InstanceId, Load
-from .activation import Activation, apply_kernel
+from .activation import Activation, channel_result
 from .lowering import KernelBuilder, add, div, in_range, maximum, minimum, mul
 from .perforation import approximated
 from .tiled import ArrayTile, fixed_sizes, i64, pixel_tiles
@@ -158,10 +158,8 @@ def _store_result(b: KernelBuilder, p: Plan, n: Expr, k: Expr, q: Expr, value: E
     """y[n, k, q / pitch, q % pitch] = act(value + bias) where the column
     is an output column (not past a row's end)."""
     oh, ow = div(q, i64(p.pitch)), q % i64(p.pitch)
-    if "b" in b.types:
-        value = value + b.load("b", k)
     with b.guard(p.pitch != out_w, ow.lt(i64(out_w))):
-        b.store("y", (n, k, oh, ow), apply_kernel(activation, value))
+        b.store("y", (n, k, oh, ow), channel_result(b, activation, k, value))
 
 
 Reader = Callable[[Expr], Callable[[Expr, Expr, Expr, Expr], Callable[[Expr], Expr]]]

@@ -23,7 +23,7 @@ stored through a private copy of each tile (packed_products.py says why).
 from __future__ import annotations
 
 from ..kernel import ArrayDecl, Expr, InstanceId, Load
-from .activation import Activation, apply_kernel
+from .activation import Activation, channel_result
 from .lowering import KernelBuilder, add, const_value, div, in_range, minimum, mul
 from .matrix_tiles import clamped_rows, in_groups
 from .packed_products import column_panels, packed_tile, panel_width, store_through_array
@@ -144,10 +144,8 @@ def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
 
                 def store(m: Expr, j: Expr, value: Expr) -> None:
                     k = add(add(start, at), j)
-                    if "b" in b.types:
-                        value = value + b.load("b", k)
-                    b.store("y", (add(add(image, mul(k, i64(out_h * out_w))),
-                                      add(first_pixel, m)),), apply_kernel(activation, value))
+                    at_y = add(add(image, mul(k, i64(out_h * out_w))), add(first_pixel, m))
+                    b.store("y", (at_y,), channel_result(b, activation, k, value))
                 store_through_array(b, acc, ms, pixels, ragged, store, used)
             column_tiles(b, count, tile, tile_cols, one_rest=True)
 

@@ -15,6 +15,7 @@ reference interpreter (target ``interp``) is built in and always present.
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass
 from importlib.metadata import entry_points as installed_entry_points
 from typing import Any, Iterable
@@ -39,7 +40,13 @@ class TargetInfo:
     distribution: str
     version: str
     target: Target
-    availability: Availability
+
+    @functools.cached_property
+    def availability(self) -> Availability:
+        """Whether the target can run here, probed when first asked (a
+        probe may import a vendor's runtime: compiling for one target
+        need not pay for probing the others)."""
+        return _availability(self.target)
 
 
 @dataclass(frozen=True)
@@ -196,8 +203,7 @@ class Registry:
             self._refuse(plugin_name, source, reason, getattr(target, "name", None))
             return
         self._targets[target.name] = TargetInfo(
-            target.name, source.distribution, source.version, target,
-            _availability(target))
+            target.name, source.distribution, source.version, target)
 
     def _refuse(self, plugin_name: str, source: _Source, reason: str,
                 target: str | None = None) -> None:

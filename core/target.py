@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .artifact_files import ArtifactFiles
 from .errors import Diagnostic, ExecutionError, Location
 from .host_arrays import aligned_zeros
 from .ir.graph import Graph, Module, Node
@@ -79,8 +80,20 @@ class Artifact:
     placement report."""
 
     target: str
-    files: dict[str, bytes] = field(default_factory=dict)
+    files: ArtifactFiles = field(default_factory=ArtifactFiles)
+    """File name -> bytes; a file may be given as a function that makes its
+    bytes when first read (see hpvm.artifact_files)."""
     metadata: dict[str, Any] = field(default_factory=dict)
+    live: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What the compiling process already holds of the files, parsed or
+    built (a module, machine code), for the target's ``load`` in the same
+    process to take instead of reading the files again.  Never saved: an
+    artifact loaded from a folder has none, and ``load`` must work
+    without it."""
+
+    def __post_init__(self):
+        if not isinstance(self.files, ArtifactFiles):
+            self.files = ArtifactFiles(self.files)
 
     @property
     def notes(self) -> list[str]:

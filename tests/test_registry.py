@@ -163,6 +163,22 @@ def test_availability_check_that_raises_reads_as_unavailable():
     assert "OSError: libvendor.so" in availability.reason
 
 
+def test_a_target_is_probed_once_and_only_when_its_availability_is_asked():
+    probed = []
+
+    class Counting(FakeTarget):
+        def availability(self):
+            probed.append(self.name)
+            return Availability.yes()
+
+    registry = Registry(entry_points=[], builtins=False)
+    registry.register(TargetsPlugin(Counting("used"), Counting("other")), name="p")
+    assert [info.name for info in registry.targets()] == ["other", "used"] and probed == []
+    assert registry.target("used").availability.available
+    assert registry.target("used").availability.available
+    assert probed == ["used"]
+
+
 def test_plugin_passes_become_known_to_the_pass_manager():
     from hpvm.passes import PassInfo, get_pass, unregister_pass
 

@@ -10,13 +10,16 @@ the user's process.
     except ToolchainCrash as crash:
         ...  # crash.reason: "aborted (SIGABRT)", crash.output: its last stderr lines
 
-``run_isolated(function, args)`` imports ``"module:function"`` in the
+``run_isolated(function, args)`` imports ``"module:function"`` in a
 worker and calls it with ``args``; the arguments and the result travel
 pickled.  An exception the function raises is raised again here (an
-``HpvmError`` as itself, anything else as a ``TargetError``).  One worker
-serves the whole process, one call at a time, and is started again after
-it dies.  ``HPVM_COMPILE_IN_PROCESS=1`` runs the function in this process
-instead (for debuggers and profilers).
+``HpvmError`` as itself, anything else as a ``TargetError``).  The
+process's workers are a pool, started as calls need them, up to
+``compile_jobs()`` (one per core, at most MAX_COMPILE_JOBS, or
+``$HPVM_COMPILE_JOBS``): calls from several threads run at the same time,
+each in a worker of its own, and a worker that died is started again.
+``HPVM_COMPILE_IN_PROCESS=1`` runs the function in this process instead
+(for debuggers and profilers).
 """
 from __future__ import annotations
 
@@ -36,6 +39,9 @@ from typing import Any
 
 from ..errors import HpvmError, TargetError
 
+MAX_COMPILE_JOBS = 8
+"""Workers the pool starts at most unless ``$HPVM_COMPILE_JOBS`` says
+otherwise: each holds its own toolchain (about 100 MB with LLVM)."""
 DEFAULT_TIMEOUT = 300.0
 """Seconds a single toolchain call may take before it counts as hung."""
 OUTPUT_TAIL = 2000
@@ -65,7 +71,46 @@ def run_isolated(function: str, args: tuple = (), timeout: float = DEFAULT_TIMEO
     worker; see the module docstring."""
     if in_process():
         return _resolve(function)(*args)
-    return _WORKER.call(function, args, timeout)
+    return _POOL.call(function, args, timeout)
+
+
+def warm_up(modules: tuple[str, ...], workers: int | None = None) -> list[threading.Thread]:
+    """Start up to ``workers`` (default: ``compile_jobs()``) workers now, in
+    the background, each importing ``modules``, so that the toolchain calls
+    that follow do not wait for a process to start and its toolchain to
+    load (half a second each).  Returns the threads waiting on them (none
+    when every worker is started, or in process)."""
+    if in_process():
+        return []
+    threads = [threading.Thread(target=_preload_quietly, args=(modules,), daemon=True,
+                                name="hpvm-compile-warm-up")
+               for _ in range(_POOL.unstarted(workers or compile_jobs()))]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def _preload_quietly(modules: tuple[str, ...]) -> None:
+    try:
+        _POOL.call("hpvm.codegen.worker:preload", (modules,), DEFAULT_TIMEOUT)
+    except HpvmError:  # the call that needs the toolchain will say what is wrong
+        pass
+
+
+def preload(modules: tuple[str, ...]) -> None:
+    """Run in a worker: import ``modules``."""
+    for module in modules:
+        importlib.import_module(module)
+
+
+def compile_jobs() -> int:
+    """How many workers run toolchains at once: ``$HPVM_COMPILE_JOBS``, else
+    one per available core, at most MAX_COMPILE_JOBS."""
+    from ..threads import available_cores
+    text = os.environ.get("HPVM_COMPILE_JOBS", "").strip()
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    return min(available_cores(), MAX_COMPILE_JOBS)
 
 
 def _resolve(function: str):
@@ -190,8 +235,60 @@ def _write_message(stream, payload: bytes) -> None:
     stream.flush()
 
 
-_WORKER = Worker()
-atexit.register(_WORKER.close)
+class WorkerPool:
+    """Workers started as calls need them, up to ``size()`` at once; a call
+    takes an idle one, or waits for one."""
+
+    def __init__(self, size=compile_jobs):
+        self._size = size
+        self._reset()
+
+    def _reset(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[Worker] = []
+        self._free = threading.Semaphore(0)
+        self._started = 0
+
+    def call(self, function: str, args: tuple, timeout: float) -> Any:
+        worker = self._take()
+        try:
+            return worker.call(function, args, timeout)
+        finally:
+            with self._lock:
+                self._idle.append(worker)
+            self._free.release()
+
+    def unstarted(self, wanted: int) -> int:
+        """How many workers more there may be, up to ``wanted`` in all."""
+        with self._lock:
+            return max(0, min(wanted, self._size()) - self._started)
+
+    def _take(self) -> Worker:
+        with self._lock:
+            if not self._idle and self._started < self._size():
+                self._started += 1
+                return Worker()
+        self._free.acquire()
+        with self._lock:
+            return self._idle.pop()
+
+    def close(self) -> None:
+        """Stop the idle workers (a later call starts new ones)."""
+        with self._lock:
+            workers, self._idle = self._idle, []
+            self._started -= len(workers)
+            for worker in workers:
+                self._free.acquire(blocking=False)
+                worker.close()
+
+    def after_fork(self) -> None:
+        """In a forked child: the parent's workers and locks are not ours."""
+        self._reset()
+
+
+_POOL = WorkerPool()
+atexit.register(_POOL.close)
+os.register_at_fork(after_in_child=_POOL.after_fork)
 
 
 def _print_and_abort(message: str) -> None:

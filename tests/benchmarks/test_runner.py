@@ -74,7 +74,11 @@ def test_unusable_target_is_reported_once_with_its_reason(capsys, monkeypatch):
 
     def without_its_device(registry, name):
         info = lookup(registry, name)
-        return replace(info, availability=Availability.no("no device here")) if name == "cpu" else info
+        if name != "cpu":
+            return info
+        unavailable = replace(info)
+        unavailable.__dict__["availability"] = Availability.no("no device here")  # as if probed
+        return unavailable
     monkeypatch.setattr(Registry, "target", without_its_device)
     assert main(["run", "--targets", "cpu,no_such_target", "--programs", "blur", "--quiet"]) == 0
     out = capsys.readouterr().out

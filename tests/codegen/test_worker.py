@@ -60,3 +60,54 @@ def test_a_forked_child_gets_a_worker_of_its_own():
 
 def _child_call():
     return os.getpid(), run_isolated("os:getppid")
+
+
+def test_calls_from_several_threads_run_in_workers_of_their_own(monkeypatch):
+    import threading
+    monkeypatch.setenv("HPVM_COMPILE_JOBS", "2")
+    slow = threading.Thread(target=run_isolated, args=("time:sleep", (3.0,)))
+    slow.start()
+    try:
+        assert run_isolated("math:hypot", (3.0, 4.0)) == 5.0
+        assert slow.is_alive()   # the quick call did not wait for the slow one
+    finally:
+        slow.join()
+
+
+def test_one_compile_job_makes_calls_wait_their_turn(monkeypatch):
+    import threading
+    monkeypatch.setenv("HPVM_COMPILE_JOBS", "1")
+    worker._POOL.close()
+    slow = threading.Thread(target=run_isolated, args=("time:sleep", (1.0,)))
+    slow.start()
+    while not slow.is_alive():
+        pass
+    import time
+    time.sleep(0.2)   # the slow call has taken the only worker
+    run_isolated("math:hypot", (3.0, 4.0))
+    assert not slow.is_alive()
+    slow.join()
+
+
+def test_compile_jobs_follow_the_variable_else_the_cores(monkeypatch):
+    from hpvm.threads import available_cores
+    monkeypatch.setenv("HPVM_COMPILE_JOBS", "3")
+    assert worker.compile_jobs() == 3
+    monkeypatch.delenv("HPVM_COMPILE_JOBS")
+    assert worker.compile_jobs() == min(available_cores(), worker.MAX_COMPILE_JOBS)
+
+
+def test_warming_up_starts_the_missing_workers(monkeypatch):
+    monkeypatch.setenv("HPVM_COMPILE_JOBS", "2")
+    worker._POOL.close()
+    threads = worker.warm_up(("json",))
+    assert len(threads) == 2
+    for thread in threads:
+        thread.join()
+    assert worker._POOL.unstarted(2) == 0 and worker.warm_up(("json",)) == []
+    assert run_isolated("math:hypot", (3.0, 4.0)) == 5.0
+
+
+def test_warming_up_in_process_starts_nothing(monkeypatch):
+    monkeypatch.setenv("HPVM_COMPILE_IN_PROCESS", "1")
+    assert worker.warm_up(("json",)) == []

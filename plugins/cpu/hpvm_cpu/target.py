@@ -15,6 +15,7 @@ object code for that machine instead; it cannot be loaded here.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -134,8 +135,10 @@ class CpuTarget(Target):
         return False
 
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
-        from hpvm.ir.text import print_module
+        from hpvm.codegen.worker import warm_up
         from hpvm.passes.legalize_tensor_ops import lower_tensor_nodes
+        from .codegen.pipeline import EMITTER
+        warm_up((EMITTER.partition(":")[0],))  # while the tensor ops are lowered
         from hpvm.passes.register_tile import SCHEDULE_ATTRIBUTE
         from .codegen.machine import MachineSpec
         blas = options.get("blas", False) and not options.get("triple")
@@ -149,7 +152,7 @@ class CpuTarget(Target):
         tiled = {n.body.function for ref in nodes
                  for n in [module.graph(ref.graph).node(ref.node)]
                  if SCHEDULE_ATTRIBUTE in n.attributes}
-        files = {MODULE_FILE: print_module(module).encode()}
+        files = {MODULE_FILE: functools.partial(_module_text, module)}  # printed if saved
         metadata: dict[str, Any] = {"nodes": [str(n) for n in nodes], "kernels": ranks}
         triple = options.get("triple")
         if triple:
@@ -158,18 +161,22 @@ class CpuTarget(Target):
                                              cpu=options.get("cpu_model"))
             metadata["triple"] = triple
             return Artifact(self.name, files, metadata)
-        from .codegen import compile_kernel_node
-        notes = []
-        for function, rank in ranks.items():
+        from .codegen import kernel_code
+
+        def machine_code(function: str):
             # The register tiles are made for the widest vectors.
             wide = {"vector_width": vector_bits} if function in tensor_kernels | tiled else {}
-            compiled = compile_kernel_node(module, function, rank,
-                                           {**_codegen_options(options), **wide})
-            files[_ir_file(function)] = compiled.llvm_ir.encode()
-            notes.extend(compiled.notes)
+            return kernel_code(module, function, ranks[function],
+                               {**_codegen_options(options), **wide})
+
+        codes = _in_parallel(machine_code, list(ranks))
+        notes = []
+        for function, code in codes.items():
+            files[_ir_file(function)] = code.llvm_ir.encode()
+            notes.extend(code.notes)
         if notes:
             metadata["notes"] = notes
-        return Artifact(self.name, files, metadata)
+        return Artifact(self.name, files, metadata, live={"module": module, "codes": codes})
 
     def load(self, artifact: Artifact, options: dict) -> HostMemoryDevice:
         triple = artifact.metadata.get("triple")
@@ -180,13 +187,15 @@ class CpuTarget(Target):
         from .codegen.abi import ArgumentLayout
         from .codegen.compiler import DEFAULT_LANES, load_optimised_ir
         from .codegen.jit import CompiledKernel
-        module = parse_module(artifact.files[MODULE_FILE].decode(), filename=MODULE_FILE)
+        module = artifact.live.get("module") or parse_module(
+            artifact.files[MODULE_FILE].decode(), filename=MODULE_FILE)
+        compiled = artifact.live.get("codes", {})
         kernels = {}
         for function, rank in artifact.metadata["kernels"].items():
             kernel = module.functions[function]
             name = _ir_file(function)
-            code = load_optimised_ir(function, artifact.files[name].decode(errors="replace"),
-                                     f"artifacts/cpu/{name}")
+            code = compiled.get(function) or load_optimised_ir(
+                function, artifact.files[name].decode(errors="replace"), f"artifacts/cpu/{name}")
             kernels[function] = CompiledKernel(kernel, ArgumentLayout.of(kernel, rank), code,
                                                options.get("threads"),
                                                lanes=options.get("lanes") or DEFAULT_LANES)
@@ -218,6 +227,24 @@ def register_tiles(vector_bits: int, cores: int = 16):
 def _threads(options: dict) -> int:
     from hpvm.threads import available_cores
     return options.get("threads") or available_cores()
+
+
+def _module_text(module: Module) -> bytes:
+    from hpvm.ir.text import print_module
+    return print_module(module).encode()
+
+
+def _in_parallel(make, functions: list[str]) -> dict:
+    """``{function: make(function)}``, made by as many threads as the
+    compile worker pool has workers (each waits on LLVM in its own worker
+    process); the first error is raised, after every thread has ended."""
+    from hpvm.codegen.worker import compile_jobs
+    jobs = min(compile_jobs(), len(functions))
+    if jobs <= 1:
+        return {function: make(function) for function in functions}
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(jobs, thread_name_prefix="hpvm-cpu-compile") as pool:
+        return dict(zip(functions, pool.map(make, functions)))
 
 
 def _codegen_options(options: dict) -> dict:

@@ -41,6 +41,39 @@ def test_saved_cpu_executables_load_and_run(tmp_path):
     assert_outputs_close(loaded(**inputs), run_module(module, inputs), **TOLERANCE)
 
 
+def test_running_what_was_just_compiled_neither_parses_nor_generates_code_again(monkeypatch):
+    import hpvm.ir.text as text
+    from hpvm_cpu.codegen import compiler
+    module = load_module(EXAMPLES / "matmul.hpvm")
+    inputs = random_inputs(module.root_graph, SIZES)
+    exe = rt.compile(module, targets=["cpu"])
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the artifact's module or machine code was made again")
+
+    monkeypatch.setattr(text, "parse_module", refused)
+    monkeypatch.setattr(compiler, "load_optimised_ir", refused)
+    assert_outputs_close(exe(**inputs), run_module(module, inputs), **TOLERANCE)
+
+
+def test_loading_a_saved_executable_reads_the_machine_code_its_compile_cached(
+        tmp_path, monkeypatch):
+    from hpvm_cpu.codegen import compiler
+    monkeypatch.setenv("HPVM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(compiler, "_compiled", {})
+    module = load_module(EXAMPLES / "matmul.hpvm")
+    inputs = random_inputs(module.root_graph, SIZES)
+    rt.compile(module, targets=["cpu"]).save(tmp_path / "mm.hpvmx")
+
+    def refused(*args, **kwargs):
+        raise AssertionError("LLVM ran again for code the compile had cached")
+
+    monkeypatch.setattr(compiler, "compile_llvm_ir", refused)
+    loaded = Executable.load(tmp_path / "mm.hpvmx")
+    assert loaded.artifacts["cpu"].live == {}
+    assert_outputs_close(loaded(**inputs), run_module(module, inputs), **TOLERANCE)
+
+
 def test_cross_compiled_artifacts_hold_object_code_and_refuse_to_run_here(tmp_path):
     module = load_module(EXAMPLES / "matmul.hpvm")
     exe = rt.compile(module, targets=["cpu"], options={"triple": "aarch64-linux-gnu"})

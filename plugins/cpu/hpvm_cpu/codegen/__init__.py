@@ -4,8 +4,11 @@
 lowers a kernel function (core/ir/kernel.py) to LLVM IR with llvmlite, the
 replication turned into a loop nest inside the generated code, optimises it
 at O3 for the host CPU (loop and SLP vectorisation) and JIT-compiles it with
-MCJIT.  ``CompiledKernel.run(args, replication_sizes)`` runs it on numpy
-arrays, one chunk of replication dimension 0 per core.
+MCJIT.  ``kernel_code`` makes the same machine code without linking it,
+and may be called from several threads at once (the target compiles a
+program's kernels in parallel that way).
+``CompiledKernel.run(args, replication_sizes)`` runs it on numpy arrays,
+one chunk of replication dimension 0 per core.
 ``emit_object(module, function_names, triple)`` makes object code for
 cross-compilation (aarch64, riscv64, any LLVM triple).
 
@@ -17,10 +20,21 @@ Kernels with Barrier are refused (TargetError) for now; without barriers a
 of dimension 0), which is the whole replication when ``threads`` is 1.
 Run ``CompiledKernel.run`` writes the given buffers in place.
 """
-from .abi import ArgumentLayout, entry_symbol
-from .compiler import compile_kernel_node
-from .jit import CompiledKernel
-from .objects import CROSS_TRIPLES, emit_object
+from typing import TYPE_CHECKING
 
+from hpvm.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from .abi import ArgumentLayout, entry_symbol
+    from .compiler import compile_kernel_node, kernel_code
+    from .jit import CompiledKernel
+    from .objects import CROSS_TRIPLES, emit_object
+
+EXPORTS = {"ArgumentLayout": "abi", "entry_symbol": "abi", "compile_kernel_node": "compiler",
+           "kernel_code": "compiler", "CompiledKernel": "jit", "CROSS_TRIPLES": "objects",
+           "emit_object": "objects"}
+"""Imported on first use: the compile worker runs pipeline.emit, which
+needs none of them."""
+__getattr__, __dir__ = lazy_exports(__name__, EXPORTS)
 __all__ = ["ArgumentLayout", "CROSS_TRIPLES", "CompiledKernel", "compile_kernel_node",
-           "emit_object", "entry_symbol"]
+           "emit_object", "entry_symbol", "kernel_code"]

@@ -41,6 +41,28 @@ def compile_kernel_node(module: Module, function_name: str, replication_rank: in
     the compiled kernel from memory; a new process reads the machine code
     from the disk cache."""
     options = {**DEFAULT_OPTIONS, **(options or {})}
+    key, code, from_cache = _machine_code(module, function_name, replication_rank, options)
+    with LLVM_LOCK:
+        if key not in _compiled:
+            kernel = module.functions[function_name]
+            _compiled[key] = CompiledKernel(kernel, ArgumentLayout.of(kernel, max(
+                replication_rank, 1)), code, options["threads"], from_cache, options["lanes"])
+        return _compiled[key]
+
+
+def kernel_code(module: Module, function_name: str, replication_rank: int = 1,
+                options: dict | None = None) -> MachineCode:
+    """The machine code ``compile_kernel_node`` links, without linking it:
+    several threads may call this at once, each compiling in a worker of
+    the pool (hpvm.codegen.worker), which is how a target compiles a
+    program's kernels in parallel.  Through the disk cache."""
+    options = {**DEFAULT_OPTIONS, **(options or {})}
+    return _machine_code(module, function_name, replication_rank, options)[1]
+
+
+def _machine_code(module: Module, function_name: str, replication_rank: int,
+                  options: dict) -> tuple[str, MachineCode, bool]:
+    """(cache key, machine code, whether it came from the disk cache)."""
     machine = MachineSpec.from_options(options)
     reason = machine.why_not_runnable()
     if reason is not None:
@@ -51,22 +73,15 @@ def compile_kernel_node(module: Module, function_name: str, replication_rank: in
     if function_name not in module.functions:
         raise TargetError(f"cpu codegen: module '{module.name}' has no function '@{function_name}'")
     key = cache_key(module, function_name, rank, options, machine)
-    with LLVM_LOCK:
-        if key not in _compiled:
-            _compiled[key] = _compile(module, function_name, rank, options, machine, key)
-        return _compiled[key]
-
-
-def _compile(module: Module, function_name: str, rank: int, options: dict,
-             machine: MachineSpec, key: str) -> CompiledKernel:
-    kernel = module.functions[function_name]
+    if key in _compiled:
+        return key, _compiled[key].code, True
     code = read_cached(key)
-    from_cache = code is not None
-    if code is None:
-        code = kernel_machine_code(module, {function_name: rank}, options, machine)
-        write_cached(key, code)
-    return CompiledKernel(kernel, ArgumentLayout.of(kernel, rank), code, options["threads"],
-                          from_cache, options["lanes"])
+    if code is not None:
+        return key, code, True
+    code = kernel_machine_code(module, {function_name: rank}, options, machine)
+    write_cached(key, code)
+    write_cached(_load_key(machine, code.llvm_ir), code)
+    return key, code, False
 
 
 def kernel_machine_code(module: Module, ranks: dict[str, int], options: dict,
@@ -84,13 +99,20 @@ def load_optimised_ir(kernel_name: str, llvm_ir: str, filename: str) -> MachineC
     """Machine code for this machine from IR an artifact saved (already
     optimised: only code generation runs), through the disk cache."""
     machine = MachineSpec.host()
-    key = hashlib.sha256(f"load {machine!r}\n{llvm_ir}".encode()).hexdigest()
+    key = _load_key(machine, llvm_ir)
     code = read_cached(key)
     if code is None:
         code = compile_llvm_ir(llvm_ir, machine, f"kernel '@{kernel_name}'",
                                pipelines=[Pipeline(run_passes=False)], filename=filename)
         write_cached(key, code)
     return code
+
+
+def _load_key(machine: MachineSpec, llvm_ir: str) -> str:
+    """The cache key of machine code for ``machine`` from optimised IR: the
+    code a compile made is stored under it too, so that loading what was
+    just compiled and saved reads it back instead of generating it again."""
+    return hashlib.sha256(f"load {machine!r}\n{llvm_ir}".encode()).hexdigest()
 
 
 def _check_rank(function_name: str, rank: int) -> int:

@@ -82,6 +82,7 @@ class CompiledKernel:
                  threads: int | None = None, from_cache: bool = False, lanes: int = 1):
         self.kernel = kernel
         self.layout = layout
+        self.code = code
         self.llvm_ir = code.llvm_ir
         self.notes = code.notes
         self.symbol = entry_symbol(kernel.name)

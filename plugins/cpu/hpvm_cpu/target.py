@@ -189,15 +189,20 @@ class CpuTarget(Target):
         from .codegen.jit import CompiledKernel
         module = artifact.live.get("module") or parse_module(
             artifact.files[MODULE_FILE].decode(), filename=MODULE_FILE)
-        compiled = artifact.live.get("codes", {})
-        kernels = {}
-        for function, rank in artifact.metadata["kernels"].items():
-            kernel = module.functions[function]
+
+        def machine_code(function: str):
             name = _ir_file(function)
-            code = compiled.get(function) or load_optimised_ir(
-                function, artifact.files[name].decode(errors="replace"), f"artifacts/cpu/{name}")
-            kernels[function] = CompiledKernel(kernel, ArgumentLayout.of(kernel, rank), code,
-                                               options.get("threads"),
+            return load_optimised_ir(function, artifact.files[name].decode(errors="replace"),
+                                     f"artifacts/cpu/{name}")
+
+        ranks = artifact.metadata["kernels"]
+        codes = artifact.live.get("codes", {})  # what this process compiled, else made here:
+        codes = {**codes, **_in_parallel(machine_code, [f for f in ranks if f not in codes])}
+        kernels = {}
+        for function, rank in ranks.items():
+            kernel = module.functions[function]
+            kernels[function] = CompiledKernel(kernel, ArgumentLayout.of(kernel, rank),
+                                               codes[function], options.get("threads"),
                                                lanes=options.get("lanes") or DEFAULT_LANES)
         return CpuDevice(module, kernels, options.get("threads"))
 

@@ -41,7 +41,7 @@ from ..errors import HpvmError, TargetError
 
 MAX_COMPILE_JOBS = 8
 """Workers the pool starts at most unless ``$HPVM_COMPILE_JOBS`` says
-otherwise: each holds its own toolchain (about 100 MB with LLVM)."""
+otherwise: each holds its own toolchain (about 120 MB resident with LLVM)."""
 DEFAULT_TIMEOUT = 300.0
 """Seconds a single toolchain call may take before it counts as hung."""
 OUTPUT_TAIL = 2000

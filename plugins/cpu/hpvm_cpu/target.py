@@ -137,11 +137,14 @@ class CpuTarget(Target):
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
         from hpvm.codegen.worker import warm_up
         from hpvm.passes.legalize_tensor_ops import lower_tensor_nodes
-        from .codegen.pipeline import EMITTER
-        warm_up((EMITTER.partition(":")[0],))  # while the tensor ops are lowered
         from hpvm.passes.register_tile import SCHEDULE_ATTRIBUTE
         from .codegen.machine import MachineSpec
-        blas = options.get("blas", False) and not options.get("triple")
+        from .codegen.pipeline import EMITTER
+        triple = options.get("triple")
+        # Workers start while the tensor ops are lowered: one per kernel compiled in
+        # parallel, or one for the single object file of a cross compile.
+        warm_up((EMITTER.partition(":")[0],), 1 if triple else None)
+        blas = options.get("blas", False) and not triple
         vector_bits = MachineSpec.from_options(options).vector_bits()
         lowered = lower_tensor_nodes(module, lambda node: not (blas and worth_blas(node)),
                                      register_tiles(vector_bits, _threads(options)),
@@ -154,7 +157,6 @@ class CpuTarget(Target):
                  if SCHEDULE_ATTRIBUTE in n.attributes}
         files = {MODULE_FILE: functools.partial(_module_text, module)}  # printed if saved
         metadata: dict[str, Any] = {"nodes": [str(n) for n in nodes], "kernels": ranks}
-        triple = options.get("triple")
         if triple:
             from .codegen import emit_object
             files[OBJECT_FILE] = emit_object(module, ranks, triple=triple,

@@ -45,8 +45,9 @@ def compile_kernel_node(module: Module, function_name: str, replication_rank: in
     with LLVM_LOCK:
         if key not in _compiled:
             kernel = module.functions[function_name]
-            _compiled[key] = CompiledKernel(kernel, ArgumentLayout.of(kernel, max(
-                replication_rank, 1)), code, options["threads"], from_cache, options["lanes"])
+            layout = ArgumentLayout.of(kernel, _check_rank(function_name, replication_rank))
+            _compiled[key] = CompiledKernel(kernel, layout, code, options["threads"], from_cache,
+                                            options["lanes"])
         return _compiled[key]
 
 

@@ -7,6 +7,12 @@ Attributes: kernel [kh, kw] (required), stride [sh, sw], padding
 requires); avg_pool also count_include_pad (False: padded cells are not
 counted, as in ONNX).
 
+Lowering: a window is a rectangle, so each output row first folds its
+window's input rows into a private row (contiguous, vectorised), then each
+output value folds its window's columns of that row: kh + kw steps per
+value instead of kh * kw guarded ones.  Sampled windows and symbolic
+widths take one guarded step per cell.
+
 Reduction sampling (ApproxHPVM; default ``()``, exact): ``sample``
 ``(every, offset)`` skips the window cells whose row-major index ``r * kw
 + s`` has ``index % every == offset``: max_pool takes the maximum of the
@@ -17,13 +23,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernel import Cast, Const, Expr
+from ..kernel import ArrayDecl, Cast, Const, Expr, Load
 from ..types import I64, BufferType
 from .conv import window_attrs
 from .dims import window_dim
-from .lowering import KernelBuilder, add, in_range, maximum, mul, replication_over
+from .lowering import (
+    KernelBuilder, add, const_value, in_range, maximum, minimum, mul, replication_over,
+)
 from .perforation import skip_pattern
 from .spec import REQUIRED, OpContext, TensorOpSpec
+
+MAX_ROW_ELEMENTS = 16384
+"""Longest private row of the row-folding lowering (64 KiB of f32, on a
+thread's stack)."""
 
 
 def _pool_attrs(ctx: OpContext):
@@ -132,7 +144,67 @@ def _lower_pool(b: KernelBuilder, start, visit, result) -> tuple[Expr, ...]:
     return replication_over(out_dims[:3])
 
 
+def _lower_pool_rows(b: KernelBuilder, maximal: bool, result) -> tuple[Expr, ...] | None:
+    """One instance per output row (n, c, oh).  Its window's input rows
+    are folded (``maximal``: their maximum, else their sum) into a
+    private row ``[left + W + right]``; then each output value is
+    ``result(values, ih0, iw0)`` of its window's ``kw`` values of that
+    row (ih0, iw0: the window's top-left corner).  A maximum's first row
+    is the window's first in range (padding is smaller than the kernel),
+    and its padding columns repeat the edge (a window reaching one holds
+    the edge too); a sum's padding is zero.  None on targets without
+    vector units (a GPU's work-item would keep the row in slow private
+    memory), for a symbolic width, a row over MAX_ROW_ELEMENTS or a
+    sampled window."""
+    (kh, kw), (sh, sw), (top, left, bottom, right) = _pool_attrs(b.ctx)
+    _, _, height, width = b.dims("x")
+    fixed_width = const_value(width)
+    if not b.tiles.vectors or fixed_width is None or pool_sampling(b.ctx) is not None \
+            or left + fixed_width + right > MAX_ROW_ELEMENTS:
+        return None
+    out_dims = b.dims("y")
+    _, (n, c, oh) = b.instance_indices(out_dims[:3], ["n", "c", "oh"])
+    ih0 = b.let("ih0", add(mul(oh, Const(sh, I64)), Const(-top, I64)))
+    element, row, pitch = b.element("x"), b.fresh("window_rows"), left + fixed_width + right
+    b.emit(ArrayDecl(row, element, (pitch,), "private"))
+
+    def at(j: int | Expr) -> Expr:
+        """Column ``j`` of the row (an input column's index shifted by ``left``)."""
+        return Const(j, I64) if isinstance(j, int) else add(j, Const(left, I64))
+    if not maximal:
+        with b.loop("j", Const(pitch, I64), unroll=1, ivdep=True) as j:
+            b.store(row, (j,), b.const(0, "x"))
+    for r in range(kh):
+        first = maximal and r == 0
+        ih = b.let("ih", maximum(ih0, Const(0, I64)) if first else add(ih0, Const(r, I64)))
+        with b.guard(not first and (r > 0 or top > 0), in_range(ih, height)):
+            with b.loop("iw", width, unroll=1, ivdep=True) as iw:
+                value = b.load("x", n, c, ih, iw)
+                if not first:
+                    old = Load(row, (at(iw),), element)
+                    value = maximum(old, value) if maximal else old + value
+                b.store(row, (at(iw),), value)
+    if maximal:
+        for j in range(left):
+            b.store(row, (at(j),), Load(row, (at(left),), element))
+        for j in range(left + fixed_width, pitch):
+            b.store(row, (at(j),), Load(row, (at(left + fixed_width - 1),), element))
+    with b.loop("ow", out_dims[3], unroll=1, ivdep=True) as ow:
+        start = mul(ow, Const(sw, I64))
+        values = [Load(row, (add(start, Const(s, I64)),), element) for s in range(kw)]
+        b.store("y", (n, c, oh, ow), result(values, ih0, add(start, Const(-left, I64))))
+    return replication_over(out_dims[:3])
+
+
 def _lower_max_pool(b: KernelBuilder) -> tuple[Expr, ...]:
+    def greatest(values, ih0, iw0):
+        total = values[0]
+        for value in values[1:]:
+            total = maximum(total, value)
+        return total
+    rows = _lower_pool_rows(b, True, greatest)
+    if rows is not None:
+        return rows
     zero = Const(0, I64)
 
     kw = _pool_attrs(b.ctx)[0][1]
@@ -156,6 +228,23 @@ def _lower_max_pool(b: KernelBuilder) -> tuple[Expr, ...]:
 def _lower_avg_pool(b: KernelBuilder) -> tuple[Expr, ...]:
     (kh, kw), _, padding = _pool_attrs(b.ctx)
     counted = any(padding) and not b.ctx.flag_attr("count_include_pad")
+    _, _, height, width = b.dims("x")
+
+    def cells(corner: Expr, extent: int, size: Expr) -> Expr:
+        """How many of a window's ``extent`` positions from ``corner`` lie in [0, size)."""
+        return add(minimum(add(corner, Const(extent, I64)), size),
+                   mul(maximum(corner, Const(0, I64)), Const(-1, I64)))
+
+    def mean(values, ih0, iw0):
+        total = values[0]
+        for value in values[1:]:
+            total = total + value
+        if not counted:
+            return total / b.const(kh * kw)
+        return total / Cast(mul(cells(ih0, kh, height), cells(iw0, kw, width)), b.element("y"))
+    rows = _lower_pool_rows(b, False, mean)
+    if rows is not None:
+        return rows
 
     def start(n, c, ih0, iw0):
         total = b.let("total", b.const(0))

@@ -186,6 +186,33 @@ def test_conv2d_grouped_on_cpu_match_evaluate(x, w, attrs, model):
     np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("op, attrs", [
+    ("max_pool", {"kernel": (3, 3), "stride": (2, 2), "padding": (1, 1, 1, 1)}),
+    ("max_pool", {"kernel": (3, 2), "stride": (2, 1), "padding": (2, 1, 0, 0)}),
+    ("max_pool", {"kernel": (2, 2), "stride": (2, 2)}),
+    ("avg_pool", {"kernel": (3, 3), "stride": (2, 2), "padding": (1, 1, 1, 1)}),
+    ("avg_pool", {"kernel": (3, 3), "padding": (2, 0, 1, 2), "count_include_pad": True}),
+    ("avg_pool", {"kernel": (2, 3), "stride": (1, 3)}),
+])
+@pytest.mark.parametrize("model", MODELS)
+def test_pools_on_cpu_match_evaluate(op, attrs, model):
+    """Pools fold each window's rows, then its columns (pool.py): padding
+    on one side only, wider than it is tall, strides apart and equal to
+    the kernel, counted or uncounted padding."""
+    inputs = arrays(14, x=(2, 3, 11, 17))
+    node = tensor_node("pool", op, types_of(**inputs), attrs)
+    actual = run_on_cpu(node, inputs, 2, model)["y"]
+    np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-5, atol=1e-6)
+
+
+def test_max_pool_of_integers_on_cpu_matches_evaluate():
+    x = np.random.default_rng(15).integers(-1000, 1000, (1, 2, 9, 8)).astype(np.int32)
+    node = tensor_node("pool", "max_pool", types_of(x=x),
+                       {"kernel": (3, 3), "stride": (2, 2), "padding": (1, 1, 1, 1)})
+    np.testing.assert_array_equal(run_on_cpu(node, {"x": x}, 1)["y"],
+                                  evaluate_node(node, {"x": x})["y"])
+
+
 @pytest.mark.parametrize("options, shape", [
     ({"cpu_model": "x86-64-v4"}, (16, 8)), ({"cpu_model": "znver4"}, (16, 8)),
     ({"cpu_model": "x86-64-v3"}, (16, 4)), ({"cpu_model": "x86-64"}, (8, 4)),

@@ -10,6 +10,8 @@ other reader and must not be a graph output):
 - gemm without ``c`` -> bias_add (axis 1) or add of a tensor broadcasting to
   its result: the gemm takes it as ``c`` (beta 1);
 - matmul (rank 2) -> add: a gemm with ``c``;
+- conv2d -> add of a tensor of the conv's result shape (ResNet's
+  ``conv(x) + identity``): the conv takes it as its residual summand ``z``;
 - conv2d or gemm -> relu / tanh / sigmoid / clipped_relu: the producer's
   ``activation`` (a clip as ``("clipped_relu", min, max)``).
 
@@ -116,11 +118,25 @@ def _conv_bias(graph, node, consumer, other, other_type, out_type):
     return _absorb(graph, fused, consumer, moves={}, constants={"b": data.reshape(kernels)})
 
 
+def _residual(graph, node, consumer, port):
+    attrs = node.body.attrs
+    if node.body.op != "conv2d" or consumer.body.op != "add" or "z" in tensor_inputs(node) \
+            or attrs.get("activation", "none") != "none" \
+            or attrs.get("perforate_rows") or attrs.get("perforate_cols"):
+        return None
+    other = _other_operand(consumer, port)
+    out_type = _output_type(node)
+    if other is None or tensor_inputs(consumer)[other] != out_type:
+        return None
+    fused = _rebuilt(node, {**tensor_inputs(node), "z": out_type}, dict(attrs))
+    return _absorb(graph, fused, consumer, moves={other: "z"})
+
+
 def _batchnorm(graph, node, consumer, port):
     if node.body.op != "conv2d" or consumer.body.op != "batchnorm":
         return None
-    if node.body.attrs.get("activation", "none") != "none":
-        return None
+    if node.body.attrs.get("activation", "none") != "none" or "z" in tensor_inputs(node):
+        return None  # the normalisation would scale the summand too
     params = {p: constant_input(graph, consumer.name, p) for p in ("scale", "bias", "mean", "var")}
     weights = constant_input(graph, node.name, "w")
     if weights is None or any(v is None for v in params.values()):
@@ -143,7 +159,7 @@ def _batchnorm(graph, node, consumer, port):
     return _absorb(graph, fused, consumer, moves={}, constants={"w": new_w, "b": new_b})
 
 
-_RULES = (_batchnorm, _bias, _activation)
+_RULES = (_batchnorm, _bias, _residual, _activation)
 
 
 # helpers ----------------------------------------------------------------------

@@ -119,3 +119,54 @@ def test_a_clip_after_conv_or_gemm_becomes_their_activation_on_every_target():
         if registry.target(target).availability.available:
             np.testing.assert_allclose(compile(after, [target])(x=x)["y"], expected,
                                        rtol=1e-4, atol=1e-5, err_msg=target)
+
+
+def residual_block(add_inputs=("n", "x"), x_shape=("N", 4, 5, 5)):
+    c = 4
+    return model([
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"]),
+        helper.make_node("Add", list(add_inputs), ["a"]),
+        helper.make_node("Relu", ["a"], ["y"])], list(x_shape),
+        {"w": RNG.standard_normal((c, x_shape[1], 3, 3)), "s": RNG.uniform(0.5, 1.5, c),
+         "b": RNG.standard_normal(c), "m": RNG.standard_normal(c), "v": RNG.uniform(0.5, 2, c)})
+
+
+@pytest.mark.parametrize("add_inputs", [("n", "x"), ("x", "n")])
+def test_a_residual_add_becomes_the_conv_summand_before_its_activation(add_inputs):
+    """relu(bn(conv(x)) + x), the add's operands either way round: one
+    conv with weights and bias folded, ``x`` as its summand ``z`` and the
+    relu as its activation."""
+    before = residual_block(add_inputs)
+    after = run_pipeline(before, "fuse-ops", verify_each=True)
+    assert ops(after) == ["conv2d"]
+    conv = op_node(after, "conv2d")
+    assert {p.name for p in conv.body.params} == {"x", "w", "b", "z", "y"}
+    assert conv.body.attrs["activation"] == "relu"
+    assert_same_results(before, after, RNG.standard_normal((2, 4, 5, 5)).astype(np.float32))
+
+
+def test_an_add_that_broadcasts_is_not_a_residual_summand():
+    before = model([helper.make_node("Conv", ["x", "w"], ["c"]),
+                    helper.make_node("Add", ["c", "x"], ["y"])], [1, 3, 1, 1],
+                   {"w": RNG.standard_normal((3, 3, 1, 1))})
+    assert ops(run_pipeline(before, "fuse-ops", verify_each=True)) == ["conv2d"]
+    broadcast = model([helper.make_node("Conv", ["x", "w"], ["c"]),
+                       helper.make_node("Add", ["c", "x"], ["y"])], [1, 1, 3, 3],
+                      {"w": RNG.standard_normal((3, 1, 1, 1))})
+    assert ops(run_pipeline(broadcast, "fuse-ops", verify_each=True)) == ["conv2d", "add"]
+
+
+def test_a_batchnorm_after_a_residual_add_is_not_folded_into_the_weights():
+    """bn(conv(x) + x): folding would scale the summand as well."""
+    c = 3
+    before = model([
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c", "x"], ["a"]),
+        helper.make_node("BatchNormalization", ["a", "s", "b", "m", "v"], ["y"])],
+        ["N", c, 4, 4],
+        {"w": RNG.standard_normal((c, c, 3, 3)), "s": RNG.uniform(0.5, 1.5, c),
+         "b": RNG.standard_normal(c), "m": RNG.standard_normal(c), "v": RNG.uniform(0.5, 2, c)})
+    after = run_pipeline(before, "fuse-ops", verify_each=True)
+    assert ops(after) == ["conv2d", "batchnorm"]
+    assert_same_results(before, after, RNG.standard_normal((2, c, 4, 4)).astype(np.float32))

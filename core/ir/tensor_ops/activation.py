@@ -70,10 +70,21 @@ def apply_kernel(name: Activation, value: Expr) -> Expr:
     return value
 
 
-def channel_result(b, activation: Activation, k: Expr, total: Expr) -> Expr:
-    """act(total + bias[k]): a convolution's sum for output channel ``k``
-    through the node's bias (port ``b``, where it has one) and activation;
-    ``b`` is the lowering's KernelBuilder."""
+def channel_result(b, activation: Activation, k: Expr, total: Expr, at) -> Expr:
+    """act(total + bias[k] + z[at]): a convolution's sum for output
+    channel ``k``, stored at ``at`` of ``y`` (a flat index or a tuple of
+    indices), through the node's bias (port ``b``) and residual summand
+    (port ``z``, of ``y``'s shape), where it has them, and its
+    activation; ``b`` is the lowering's KernelBuilder."""
     if "b" in b.types:
         total = total + b.load("b", k)
-    return apply_kernel(activation, total)
+    return apply_kernel(activation, with_summand(b, total, at))
+
+
+def with_summand(b, total: Expr, at) -> Expr:
+    """``total + z[at]`` where the node has a residual summand ``z`` (a
+    tensor of ``y``'s shape that operator fusion moved in: ResNet's
+    ``relu(conv(x) + identity)``), else ``total``."""
+    if "z" not in b.types:
+        return total
+    return total + b.load("z", *(at if isinstance(at, tuple) else (at,)))

@@ -1,7 +1,10 @@
 """conv2d: 2-D convolution over NCHW inputs (ONNX Conv).
 
-Ports: x [N, C, H, W], w [K, C/groups, R, S], optional b [K]; y [N, K, OH, OW]
-with OH = (H + top + bottom - dh*(R-1) - 1) / sh + 1 (OW likewise).
+Ports: x [N, C, H, W], w [K, C/groups, R, S], optional b [K], optional z
+[N, K, OH, OW]; y [N, K, OH, OW] with OH = (H + top + bottom - dh*(R-1) - 1)
+/ sh + 1 (OW likewise).  ``z`` is a residual summand, added to each sum
+before the activation (operator fusion moves ResNet's ``relu(conv(x) +
+identity)`` in, as oneDNN's sum post-op and onnxruntime's FusedConv do).
 Attributes: stride [sh, sw], padding [top, left, bottom, right],
 dilation [dh, dw], groups, activation (activation.py: none, relu, tanh,
 sigmoid or a clip, applied to each result; set by operator fusion).
@@ -20,7 +23,9 @@ import numpy as np
 from ..kernel import Const, Expr
 from ..types import I64, BufferType
 from . import conv_grouped, conv_panels, conv_products, tiled
-from .activation import Activation, activation_attr, apply_kernel, apply_numpy, channel_result
+from .activation import (
+    Activation, activation_attr, apply_kernel, apply_numpy, channel_result, with_summand,
+)
 from .dims import describe, require_concrete, require_equal, window_dim
 from .lowering import KernelBuilder, add, const_value, in_range, mul, replication_over
 from .matrix_tiles import MatrixView, Product
@@ -93,9 +98,22 @@ def _infer_conv2d(ctx: OpContext) -> dict[str, BufferType]:
     out_w = window_dim(ctx, width, dilation[1] * (cols - 1) + 1, stride[1],
                       padding[1] + padding[3], "width", "x")
     skip_pattern(ctx, "sample_filter")
-    out_h = perforated(ctx, out_h, skip_pattern(ctx, "perforate_rows"))
-    out_w = perforated(ctx, out_w, skip_pattern(ctx, "perforate_cols"))
+    perforation = skip_pattern(ctx, "perforate_rows"), skip_pattern(ctx, "perforate_cols")
+    out_h = perforated(ctx, out_h, perforation[0])
+    out_w = perforated(ctx, out_w, perforation[1])
+    if ctx.has("z"):
+        if perforation != (None, None):
+            ctx.fail("a convolution with a residual summand 'z' cannot be perforated",
+                     "perforate a convolution without 'z', or use filter sampling", "z")
+        _check_summand(ctx, (batch, kernels, out_h, out_w))
     return {"y": BufferType(element, (batch, kernels, out_h, out_w))}
+
+
+def _check_summand(ctx: OpContext, shape: tuple) -> None:
+    ctx.expect_rank("z", 4)
+    for axis, (have, want) in enumerate(zip(ctx.shape("z"), shape)):
+        require_equal(ctx, have, want, f"dimension {axis} of 'z'",
+                      f"dimension {axis} of the result", "z")
 
 
 def full_output_size(ctx: OpContext) -> tuple:
@@ -150,6 +168,8 @@ def _evaluate_conv2d(ctx: OpContext, arrays: dict) -> dict:
             y = np.take(y, kept_positions(size, *pattern), axis)
     if "b" in arrays:
         y += arrays["b"].reshape(1, -1, 1, 1)
+    if "z" in arrays:
+        y += arrays["z"]
     return {"y": apply_numpy(activation_attr(ctx), y)}
 
 
@@ -203,7 +223,8 @@ def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation: Activation
         product = Product(MatrixView("x", (batch,), pixels, channels, transposed=True),
                           MatrixView("w", (), channels, kernels, transposed=True),
                           MatrixView("y", (batch,), pixels, kernels, transposed=True), (batch,),
-                          lambda b, q, k, total: channel_result(b, activation, k, total))
+                          lambda b, q, k, total, at: channel_result(b, activation, k, total,
+                                                                    at))
         replication = lower_packed_product(b, product)
         if replication is not None:
             return replication
@@ -212,7 +233,7 @@ def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation: Activation
     product = Product(MatrixView("w", (), kernels, channels),
                       MatrixView("x", (batch,), channels, pixels),
                       MatrixView("y", (batch,), kernels, pixels), (batch,),
-                      lambda b, k, q, total: channel_result(b, activation, k, total))
+                      lambda b, k, q, total, at: channel_result(b, activation, k, total, at))
     return lower_packed_product(b, product)
 
 
@@ -245,7 +266,8 @@ def _lower_conv2d_reference(b: KernelBuilder) -> tuple[Expr, ...]:
                             b.assign(acc, acc + pixel * b.load("w", k, c, r, s))
     # Without sampling the bias started the sum.
     late_bias = bias if sampling is not None else None
-    b.store("y", i, apply_kernel(activation_attr(b.ctx), sampled_sum(b, acc, late_bias, sampling)))
+    result = with_summand(b, sampled_sum(b, acc, late_bias, sampling), i)
+    b.store("y", i, apply_kernel(activation_attr(b.ctx), result))
     return replication_over(out_dims)
 
 
@@ -258,7 +280,7 @@ def output_position(b: KernelBuilder, index: Expr, axis: str) -> Expr:
 
 CONV2D = TensorOpSpec(
     "conv2d", ("x", "w"), ("y",), _infer_conv2d, _evaluate_conv2d, _lower_conv2d,
-    optional_inputs=("b",),
+    optional_inputs=("b", "z"),
     attrs={"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1,
            "activation": "none", "perforate_rows": (), "perforate_cols": (),
            "sample_filter": ()},

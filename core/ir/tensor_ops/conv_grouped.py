@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..kernel import ArrayDecl, Expr, InstanceId, Load
-from .activation import Activation, apply_kernel
+from .activation import Activation, apply_kernel, with_summand
 from .lowering import KernelBuilder, add, div, in_range, mul
 from .perforation import approximated
 from .tiled import fixed_sizes, i64
@@ -120,7 +120,8 @@ def lower_conv2d_grouped(b: KernelBuilder, stride, padding, dilation, groups: in
             with b.loop("ow", i64(out_w), unroll=1, ivdep=True) as ow:
                 value = Load(sums, (add(mul(oh, i64(p.pitch)), ow),), element)
                 value = value if bias is None else value + bias
-                b.store("y", (n, k, row, ow), apply_kernel(activation, value))
+                at = (n, k, row, ow)
+                b.store("y", at, apply_kernel(activation, with_summand(b, value, at)))
     return (mul(b.dim("x", 0), i64(kernels * p.bands)),)
 
 

@@ -155,11 +155,12 @@ def lower_conv2d_panels(b: KernelBuilder, stride, padding, dilation,
 
 def _store_result(b: KernelBuilder, p: Plan, n: Expr, k: Expr, q: Expr, value: Expr,
                   activation: Activation, out_w: int) -> None:
-    """y[n, k, q / pitch, q % pitch] = act(value + bias) where the column
-    is an output column (not past a row's end)."""
+    """y[n, k, q / pitch, q % pitch] = act(value + bias + z) where the
+    column is an output column (not past a row's end)."""
     oh, ow = div(q, i64(p.pitch)), q % i64(p.pitch)
     with b.guard(p.pitch != out_w, ow.lt(i64(out_w))):
-        b.store("y", (n, k, oh, ow), channel_result(b, activation, k, value))
+        at = (n, k, oh, ow)
+        b.store("y", at, channel_result(b, activation, k, value, at))
 
 
 Reader = Callable[[Expr], Callable[[Expr, Expr, Expr, Expr], Callable[[Expr], Expr]]]

@@ -149,7 +149,7 @@ def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
                 def store(m: Expr, j: Expr, value: Expr) -> None:
                     k = add(add(start, at), j)
                     at_y = add(add(image, mul(k, i64(out_h * out_w))), add(first_pixel, m))
-                    b.store("y", (at_y,), channel_result(b, activation, k, value))
+                    b.store("y", (at_y,), channel_result(b, activation, k, value, at_y))
                 store_through_array(b, acc, ms, pixels, ragged, store, used)
             column_tiles(b, count, tile, tile_cols, one_rest=True)
 

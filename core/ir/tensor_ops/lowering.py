@@ -154,8 +154,13 @@ class KernelBuilder:
 
     def params(self) -> tuple[Parameter, ...]:
         """The kernel's parameters: the node's, relaid ports with the
-        types of their new arrays."""
-        return tuple(replace(p, type=self.types[p.name]) if p.name in self.relaid else p
+        types of their new arrays; inputs ``restrict``: a tensor op's
+        results are new values, never in an input's buffer, so back ends
+        may move the loads of an input past the stores of a result (an
+        epilogue's loads of a residual summand, ``z``, between the stores
+        of a tile kept LLVM from vectorising them)."""
+        return tuple(replace(p, type=self.types[p.name] if p.name in self.relaid else p.type,
+                             restrict=p.restrict or p.direction == "in")
                      for p in self._params)
 
     # constant inputs ------------------------------------------------------

@@ -62,8 +62,9 @@ class MatrixView:
                    else add(mul(row, self.cols), col))
 
 
-Finish = Callable[[KernelBuilder, Expr, Expr, Expr], Expr]
-"""finish(b, m, n, sum) -> the value stored at y[m, n]."""
+Finish = Callable[[KernelBuilder, Expr, Expr, Expr, Expr], Expr]
+"""finish(b, m, n, sum, at) -> the value stored at y[m, n], the flat index
+``at`` of ``y``."""
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,8 @@ class Operands:
     def store(self, row: Expr, col: Expr, total: Expr) -> None:
         """y[row, col] = finish(total)."""
         view = self.product.y
-        self.b.store(view.port, view.index(self.base["y"], row, col),
-                     self.product.finish(self.b, row, col, total))
+        at = view.index(self.base["y"], row, col)
+        self.b.store(view.port, at, self.product.finish(self.b, row, col, total, at))
 
 
 class ProductGrid(Operands):
@@ -192,7 +193,7 @@ def _group_width(instances: int | None, cols: int, tile_cols: int) -> int:
 
 def gemm_finish(alpha: float, beta: float, activation) -> Finish:
     """act(alpha * sum + beta * c[m, n]) (c broadcast, if given)."""
-    def finish(b: KernelBuilder, m: Expr, n: Expr, total: Expr) -> Expr:
+    def finish(b: KernelBuilder, m: Expr, n: Expr, total: Expr, at: Expr) -> Expr:
         result = total if alpha == 1.0 else b.const(alpha) * total
         if "c" in b.types:
             bias = b.load_broadcast("c", [m, n])

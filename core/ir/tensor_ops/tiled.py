@@ -24,7 +24,7 @@ from typing import Callable
 
 from ..kernel import ArrayDecl, Const, Expr, InstanceId, Load, Var
 from ..types import I64
-from .activation import apply_kernel
+from .activation import apply_kernel, with_summand
 from .lowering import KernelBuilder, add, const_value, div, in_range, mul
 from .perforation import real_position, sampled_sum, sampled_tap, skip_pattern
 
@@ -175,7 +175,8 @@ def lower_conv2d(b: KernelBuilder, stride, padding, dilation, groups,
 
                 def emit(j, value, k=k, bias=bias):
                     result = sampled_sum(b, value, bias, sampling)
-                    b.store("y", (n, k, oh, add(ow0, j)), apply_kernel(activation, result))
+                    at = (n, k, oh, add(ow0, j))
+                    b.store("y", at, apply_kernel(activation, with_summand(b, result, at)))
                 acc.store(row, emit)
 
         column_tiles(b, out_w, tile)

@@ -4,7 +4,8 @@ search space of approximation tuning).
 Every float tensor op may compute in FP16, a conv2d, gemm or matmul in
 TF32, and a calibrated one in INT8 -- each precision only where one of
 the tuning's targets computes it for that node (placement's rule).
-conv2d may also be perforated (rows or columns, every K-th skipped) or
+conv2d may also be perforated (rows or columns, every K-th skipped; not one
+with a residual summand fused in) or
 have its filter sampled; pools may sample their windows.  K ranges over
 EVERY (2, 3, 4) with every offset, each alone and with each reduced
 precision, as in ApproxTuner.  Cheap ops (shape ops, activations, fills)
@@ -53,7 +54,10 @@ def knob_choices(module: Module, node_name: str, techniques=TECHNIQUES,
     precisions = [""] + [p for p in PRECISIONS if p in techniques
                          and _precision_fits(module, node, p, targets)]
     shapes = []
-    if op == "conv2d" and "perforation" in techniques:
+    # A residual summand (``z``, fused in) is added before the activation:
+    # skipped outputs would lose it, so such a conv is not perforated.
+    summed = any(p.name == "z" for p in node.body.params)
+    if op == "conv2d" and "perforation" in techniques and not summed:
         for axis, name in ((2, "rows"), (3, "cols")):
             if isinstance(out_shape[axis], int) and out_shape[axis] >= 2:
                 shapes += [f"perf-{name}-{k}-{o}" for k in every for o in range(k)]

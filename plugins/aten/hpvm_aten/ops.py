@@ -51,9 +51,11 @@ def conv2d(x: dict, attrs: dict, out_shape) -> torch.Tensor:
         data, padding = x["x"], (top, left)
     else:
         data, padding = _pad(x["x"], attrs["padding"]), (0, 0)
-    return _convolve(data, weights, x.get("b"), (tuple(attrs["stride"]), padding,
-                                                 tuple(attrs["dilation"]), attrs["groups"]),
-                     activation)
+    geometry = (tuple(attrs["stride"]), padding, tuple(attrs["dilation"]), attrs["groups"])
+    if "z" in x:  # a residual summand, added before the activation
+        return _activation(_convolve(data, weights, x.get("b"), geometry, "none") + x["z"],
+                           activation)
+    return _convolve(data, weights, x.get("b"), geometry, activation)
 
 
 def _convolve(data: torch.Tensor, w: torch.Tensor, b, geometry: tuple,

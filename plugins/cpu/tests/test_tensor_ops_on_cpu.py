@@ -81,7 +81,7 @@ def test_packed_gemm_on_cpu_matches_evaluate(trans_a, trans_b, model):
     builder = KernelBuilder(get_op("gemm").context(types_of(**inputs), attrs),
                             node.body.params, tiles)
     assert lower_packed_product(builder, port_product(builder, trans_a, trans_b,
-                                                      lambda b, m, n, total: total))
+                                                      lambda b, m, n, total, at: total))
     actual = run_on_cpu(node, inputs, 2, model)["y"]
     np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
 
@@ -183,6 +183,32 @@ def test_conv2d_grouped_on_cpu_match_evaluate(x, w, attrs, model):
     assert grouped_plan(KernelBuilder(ctx, node.body.params, tiles), *window_attrs(ctx),
                         attrs["groups"])
     actual = run_on_cpu(node, inputs, 2, model)["y"]
+    np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("x, w, attrs", [
+    ((1, 128, 14, 14), (64, 128, 1, 1), {}),                         # 1x1, computed transposed
+    ((2, 96, 7, 7), (320, 96, 1, 1), {}),                            # 1x1, narrow image
+    ((1, 32, 20, 20), (64, 32, 3, 3), {"padding": (1, 1, 1, 1)}),   # transposed products
+    ((2, 12, 7, 7), (24, 12, 3, 3), {"padding": (1, 1, 1, 1)}),     # panels
+    ((1, 24, 40, 40), (32, 24, 1, 1), {}),                           # row tiles
+    ((2, 8, 9, 9), (8, 1, 3, 3), {"padding": (1, 1, 1, 1), "groups": 8}),  # depthwise
+    ((1, 3, 11, 11), (16, 3, 3, 3), {"stride": (2, 2)}),             # one instance a value
+])
+def test_conv2d_with_a_residual_summand_on_cpu_matches_evaluate(x, w, attrs):
+    """Every lowering adds the summand ``z`` before the activation, with
+    the weights constant as in a model (the lowerings that repack them)."""
+    from hpvm.ir.tensor_ops.testing import single_op_module
+    from hpvm.runtime import compile
+    attrs = {"activation": "relu", **attrs}
+    inputs = arrays(16, x=x, w=w, b=(w[0],))
+    y = get_op("conv2d").infer(types_of(**inputs), attrs)["y"]
+    inputs["z"] = arrays(17, z=y.shape)["z"]
+    module = single_op_module("conv2d", inputs, attrs, constants=("w", "b"))
+    exe = compile(module, ["cpu"], {"threads": 2})
+    names = [p.name for p in module.root_graph.params if p.direction == "in"]
+    actual = next(iter(exe(**{n: inputs[n] for n in names}).values()))
+    node = tensor_node("conv", "conv2d", types_of(**inputs), attrs)
     np.testing.assert_allclose(actual, evaluate_node(node, inputs)["y"], rtol=1e-4, atol=1e-4)
 
 

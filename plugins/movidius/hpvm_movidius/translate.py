@@ -145,6 +145,8 @@ def _conv2d(n: _Node):
     if "b" in n.x:
         bias = ops.reshape(n.x["b"], n.const([1, -1, 1, 1]), False, name=n.label("bias_shape"))
         y = ops.add(y, bias, name=n.label("bias"))
+    if "z" in n.x:
+        y = ops.add(y, n.x["z"], name=n.label("residual"))
     return _activation(n, y)
 
 

@@ -166,6 +166,9 @@ def _core_layer(engine, op, name, attrs, inputs, constants, value, shape) -> Lay
         layer = Layer(name, "conv", [name], [inputs["x"]], value, shape,
                       {key: attrs[key] for key in ("stride", "padding", "dilation", "groups")},
                       weight, bias)
+        if "z" in inputs:  # a residual summand: SDP's element-wise add, before the activation
+            layer.steps.append(("add_tensor", inputs["z"]))
+            layer.inputs.append(inputs["z"])
     else:
         b = _constant(constants, inputs["b"], name, "b")
         if op == "gemm":

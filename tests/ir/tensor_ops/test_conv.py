@@ -135,3 +135,37 @@ def test_lowering_with_groups_stride_and_dilation_matches_evaluate():
     node = tensor_node("c", "conv2d", types_of(**inputs),
                        {"groups": 2, "stride": (2, 1), "dilation": (2, 1), "padding": (1, 0, 0, 2)})
     assert_lowering_matches(node, inputs)
+
+
+# residual summand ------------------------------------------------------------
+def test_a_residual_summand_is_added_before_the_activation():
+    rng = np.random.default_rng(4)
+    x, w, b, z = random(rng, 2, 3, 5, 5), random(rng, 4, 3, 3, 3), random(rng, 4), \
+        random(rng, 2, 4, 5, 5)
+    attrs = {"padding": (1, 1, 1, 1), "activation": "relu"}
+    y = CONV.evaluate({"x": x, "w": w, "b": b, "z": z}, attrs)["y"]
+    expected = np.maximum(conv_loops(x, w, b, padding=(1, 1, 1, 1)) + z, 0)
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_residual_summand_must_have_the_result_shape():
+    with pytest.raises(VerificationError, match="dimension 1 of 'z' is 3 but dimension 1 of "
+                                                "the result is 4"):
+        CONV.infer({"x": f32(1, 3, 5, 5), "w": f32(4, 3, 3, 3), "z": f32(1, 3, 3, 3)})
+
+
+def test_a_convolution_with_a_residual_summand_is_not_perforated():
+    with pytest.raises(VerificationError, match="residual summand 'z' cannot be perforated"):
+        CONV.infer({"x": f32(1, 3, 5, 5), "w": f32(4, 3, 3, 3), "z": f32(1, 4, 3, 3)},
+                   {"perforate_rows": (2, 0)})
+
+
+@pytest.mark.parametrize("attrs", [{"padding": (1, 1, 1, 1), "activation": "relu"},
+                                   {"groups": 3, "stride": (2, 1)}])
+def test_lowering_with_a_residual_summand_matches_evaluate(attrs):
+    pytest.importorskip("hpvm.interp")
+    rng = np.random.default_rng(5)
+    inputs = {"x": random(rng, 2, 3, 6, 5), "w": random(rng, 6, 3 // attrs.get("groups", 1), 3, 3)}
+    y = CONV.infer(types_of(**inputs), attrs)["y"]
+    inputs["z"] = random(rng, *y.shape)
+    assert_lowering_matches(tensor_node("c", "conv2d", types_of(**inputs), attrs), inputs)

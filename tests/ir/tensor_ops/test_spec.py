@@ -1,5 +1,7 @@
 """The tensor-op contract: registry, attribute handling, ports, tensor_node
 and the lowering contract, shared by every op."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -138,10 +140,12 @@ def test_evaluate_reports_bad_arrays_as_execution_errors():
 
 
 def test_lowered_kernel_keeps_the_node_params_and_is_named_after_node_and_op():
+    """Inputs become ``restrict``: a result is never in an input's buffer."""
     node = tensor_node("act", "relu", {"x": f32("N", 16)})
     function, replication = get_op("relu").lower("act", node.body)
     assert function.name == "act_relu"
-    assert function.params == node.body.params
+    assert function.params == tuple(dataclasses.replace(p, restrict=p.direction == "in")
+                                     for p in node.body.params)
     assert replication == (Var("N", I64) * Const(16, I64),)
 
 

@@ -11,7 +11,9 @@ present_value), grouped-query attention (each key/value head serving
 q_num_heads / kv_num_heads query heads), and the optional fourth output
 (qk_matmul_output_mode 0-3), sliding windows (left_window_size,
 right_window_size) and per-batch key lengths (nonpad_kv_seqlen) as
-further masks.
+further masks.  ``softmax_precision`` computes the softmax in that float
+type, its result cast back to Q's type for the output and the product
+with V.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import numpy as np
 
 from ...ir.types import I64
 from .indexing import view
+from .names import ELEMENT_TYPES
 from .pointwise import binary, cast, scalar, select
 from .values import ConstValue, GraphState, OnnxNode, Unsupported, Value
 
@@ -106,9 +109,13 @@ def attention(state: GraphState, node: OnnxNode) -> list[Value]:
                               0 if past_key is None else _fixed(past_key, "past_key")[2])
     if bias is not None:
         scores = binary(state, node, "add", scores, bias)
-    probabilities = state.step(node, "softmax", {"x": scores}, {"axis": -1})
+    precise = _softmax_input(node, scores)
+    probabilities = state.step(node, "softmax", {"x": cast(state, node, scores, precise)},
+                               {"axis": -1})
     if masked_rows is not None:
-        probabilities = select(state, node, masked_rows, scalar(0.0, q), probabilities)
+        probabilities = select(state, node, masked_rows, scalar(0.0, probabilities),
+                                probabilities)
+    probabilities = cast(state, node, probabilities, q.type.element)
     y = state.step(node, "matmul", {"a": probabilities, "b": v_all})
     if rank == 3:
         batch, heads, length, size = y.type.shape
@@ -119,6 +126,19 @@ def attention(state: GraphState, node: OnnxNode) -> list[Value]:
     if qk_output is None:
         node.reject("qk_matmul_output_mode", mode, "a mode of 0 to 3")
     return [y, present_key, present_value, qk_output][:len(node.outputs)]
+
+
+def _softmax_input(node: OnnxNode, scores: Value):
+    """The element type the softmax computes in: ``softmax_precision``
+    where given, else the scores' own."""
+    precision = node.attr("softmax_precision", None)
+    if precision is None:
+        return scores.type.element
+    element = ELEMENT_TYPES.get(precision)
+    if element is None or not element.is_float:
+        node.reject("softmax_precision", precision, "an ONNX float type (1: float, 10: "
+                    "float16, 11: double, 16: bfloat16)")
+    return element
 
 
 def _bias(state: GraphState, node: OnnxNode, q: Value, queries: int, keys: int,

@@ -306,6 +306,23 @@ def test_attention_with_sliding_windows_and_key_lengths(attrs, lengths):
     check(graph, inputs, reference=True)
 
 
+def test_attention_computes_its_softmax_in_softmax_precision():
+    """Half-precision inputs, the softmax in f32 (the probabilities, output
+    mode 3, back in f16): one rounding to f16 at the end, whatever the
+    machine's half-precision arithmetic."""
+    q, k, v = (RNG.standard_normal((1, 2, s, 8)).astype(np.float16) for s in (4, 6, 6))
+    node = helper.make_node("Attention", ["q", "k", "v"], ["y", "", "", "p"],
+                            softmax_precision=TensorProto.FLOAT, qk_matmul_output_mode=3)
+    graph = model([node], [info(n, a) for n, a in (("q", q), ("k", k), ("v", v))],
+                  [helper.make_tensor_value_info(o, 0, None) for o in ("y", "p")], opset=24)
+    check(graph, {"q": q, "k": k, "v": v}, rtol=2e-3, atol=1e-3, reference=True)
+    node = helper.make_node("Attention", ["q", "k", "v"], ["y"], softmax_precision=6)
+    graph = model([node], [info(n, a) for n, a in (("q", q), ("k", k), ("v", v))],
+                  [helper.make_tensor_value_info("y", 0, None)], opset=24)
+    with pytest.raises(Exception, match="softmax_precision=6 is not supported"):
+        load(graph)
+
+
 def test_swiglu_center_crop_pad_and_reverse_sequence():
     a, b = (RNG.standard_normal((2, 6)).astype(np.float32) for _ in range(2))
     check(one_node("SwiGLU", {"a": a, "b": b}, opset=28), {"a": a, "b": b}, reference=True)

@@ -195,14 +195,17 @@ def _lower_conv2d(b: KernelBuilder) -> tuple[Expr, ...]:
 
 def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation: Activation
                             ) -> tuple[Expr, ...] | None:
-    """A 1x1 convolution of stride 1 without padding is a matrix product
-    per image, w [K, C] @ x [C, H*W].  With constant weights the caller
-    lets the lowering relay (KernelBuilder.relayout), on images narrower
-    than a register tile or with channels enough (MIN_TRANSPOSED_CHANNELS),
-    it is computed transposed, x' [H*W, C] @ w' [C, K], packed
+    """A 1x1 convolution without padding is a matrix product per image,
+    w [K, C] @ x [C, H*W].  With constant weights the caller lets the
+    lowering relay (KernelBuilder.relayout), on images narrower than a
+    register tile or with channels enough (MIN_TRANSPOSED_CHANNELS), it
+    is computed transposed, x' [H*W, C] @ w' [C, K], packed
     (packed_products.py) with w' packed once when compiling: pixels are
     the tiles' rows, read as consecutive values of a channel, and output
-    channels their columns.  Otherwise it is packed as it stands for
+    channels their columns.  At a stride, each row reads the pixel the
+    stride puts it at (MatrixView.pixels): ResNet's downsampling layers,
+    where the copies of conv_products.py and conv_panels.py cost more
+    than the products.  Otherwise, at a stride of 1, it is packed as it stands for
     images whose rows are narrower than a register tile
     (the row tiles fill their vectors on wider ones, and measured faster
     there: 64 against 47 GFLOP/s at 112x112) but with pixels for several
@@ -212,15 +215,23 @@ def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation: Activation
     stride, padding, _ = attrs
     batch, channels, height, width = b.dims("x")
     kernels = b.dim("w", 0)
-    fixed_width, pixels = const_value(width), mul(height, width)
-    if stride != (1, 1) or any(padding) or [const_value(d) for d in b.dims("w")[2:]] != [1, 1] \
+    out_h, out_w = b.dims("y")[2:]
+    fixed_width, pixels = const_value(out_w), mul(out_h, out_w)
+    if any(padding) or [const_value(d) for d in b.dims("w")[2:]] != [1, 1] \
             or approximated(b.ctx) or not b.tiles.vectors:
         return None
+    strided = None
+    if stride != (1, 1):
+        sizes = [const_value(d) for d in (out_w, width, height)]
+        if None in sizes:
+            return None
+        strided = (sizes[0], sizes[1], stride[0], stride[1], sizes[2])
 
     narrow = fixed_width is not None and fixed_width < b.tiles.cols
     if b.constant("w") is not None and (
             narrow or (const_value(channels) or 0) >= MIN_TRANSPOSED_CHANNELS):
-        product = Product(MatrixView("x", (batch,), pixels, channels, transposed=True),
+        product = Product(MatrixView("x", (batch,), pixels, channels, transposed=True,
+                                     pixels=strided),
                           MatrixView("w", (), channels, kernels, transposed=True),
                           MatrixView("y", (batch,), pixels, kernels, transposed=True), (batch,),
                           lambda b, q, k, total, at: channel_result(b, activation, k, total,
@@ -228,7 +239,7 @@ def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation: Activation
         replication = lower_packed_product(b, product)
         if replication is not None:
             return replication
-    if not narrow or (const_value(pixels) or 0) < MIN_PACKED_PIXELS_TILES * b.tiles.cols:
+    if strided is not None or not narrow or (const_value(pixels) or 0) < MIN_PACKED_PIXELS_TILES * b.tiles.cols:
         return None
     product = Product(MatrixView("w", (), kernels, channels),
                       MatrixView("x", (batch,), channels, pixels),

@@ -44,22 +44,41 @@ class MatrixView:
     broadcasting against the product's: aligned on the right, a size-1 dim
     reads 0), then ``rows`` x ``cols``, stored row-major, or column-major
     when ``transposed`` (gemm's trans_a / trans_b); consecutive matrices
-    of the batch ``rows * cols`` apart."""
+    of the batch ``rows * cols`` apart.
+
+    A transposed view may read its rows as the output pixels of a strided
+    1x1 convolution: ``pixels`` (out_width, input_width, stride_h,
+    stride_w, input_height) puts row q at input pixel (q div out_width *
+    stride_h, q mod out_width * stride_w), columns (channels) and
+    matrices a whole input plane apart."""
 
     port: str
     batch: tuple[Expr, ...]
     rows: Expr
     cols: Expr
     transposed: bool = False
+    pixels: tuple[int, int, int, int, int] | None = None
 
     def offset(self, b: KernelBuilder, batch: list[Expr]) -> Expr:
         """The flat offset of the matrix at the product's ``batch`` indices."""
         indices = broadcast_indices(list(self.batch), batch)
-        return mul(flat_index(indices, list(self.batch)), mul(self.rows, self.cols))
+        return mul(flat_index(indices, list(self.batch)), mul(self._pitch(), self.cols))
 
     def index(self, base: Expr, row: Expr, col: Expr) -> Expr:
-        return add(base, add(mul(col, self.rows), row) if self.transposed
-                   else add(mul(row, self.cols), col))
+        if not self.transposed:
+            return add(base, add(mul(row, self.cols), col))
+        if self.pixels is not None:
+            out_width, width, down, across, _ = self.pixels
+            row = add(mul(div(row, i64(out_width)), i64(down * width)),
+                      mul(row % i64(out_width), i64(across)))
+        return add(base, add(mul(col, self._pitch()), row))
+
+    def _pitch(self) -> Expr:
+        """The distance between consecutive columns of a transposed view."""
+        if self.pixels is None:
+            return self.rows
+        _, width, _, _, height = self.pixels
+        return i64(width * height)
 
 
 Finish = Callable[[KernelBuilder, Expr, Expr, Expr, Expr], Expr]

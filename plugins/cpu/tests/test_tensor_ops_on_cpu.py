@@ -194,10 +194,15 @@ def test_conv2d_grouped_on_cpu_match_evaluate(x, w, attrs, model):
     ((1, 24, 40, 40), (32, 24, 1, 1), {}),                           # row tiles
     ((2, 8, 9, 9), (8, 1, 3, 3), {"padding": (1, 1, 1, 1), "groups": 8}),  # depthwise
     ((1, 3, 11, 11), (16, 3, 3, 3), {"stride": (2, 2)}),             # one instance a value
+    ((2, 128, 14, 13), (160, 128, 1, 1), {"stride": (2, 2)}),        # strided 1x1, transposed
+    ((1, 192, 9, 10), (96, 192, 1, 1), {"stride": (2, 3)}),
+    ((1, 256, 12, 7), (64, 256, 1, 1), {"stride": (3, 1)}),
 ])
 def test_conv2d_with_a_residual_summand_on_cpu_matches_evaluate(x, w, attrs):
     """Every lowering adds the summand ``z`` before the activation, with
-    the weights constant as in a model (the lowerings that repack them)."""
+    the weights constant as in a model (the lowerings that repack them);
+    strided 1x1 convolutions read their pixels where the stride puts
+    them."""
     from hpvm.ir.tensor_ops.testing import single_op_module
     from hpvm.runtime import compile
     attrs = {"activation": "relu", **attrs}

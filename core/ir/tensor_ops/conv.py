@@ -239,7 +239,8 @@ def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation: Activation
         replication = lower_packed_product(b, product)
         if replication is not None:
             return replication
-    if strided is not None or not narrow or (const_value(pixels) or 0) < MIN_PACKED_PIXELS_TILES * b.tiles.cols:
+    few_pixels = (const_value(pixels) or 0) < MIN_PACKED_PIXELS_TILES * b.tiles.cols
+    if strided is not None or not narrow or few_pixels:
         return None
     product = Product(MatrixView("w", (), kernels, channels),
                       MatrixView("x", (batch,), channels, pixels),

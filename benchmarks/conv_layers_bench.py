@@ -27,20 +27,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.models_bench import MODEL_NAMES  # noqa: E402
+from benchmarks.models_bench import MODEL_NAMES, hpvm_runner  # noqa: E402
 
 
 def hpvm_layers(module, x: np.ndarray, threads: int, repeat: int):
     """(median call seconds, node -> median seconds) of hpvm's cpu target."""
-    from hpvm.runtime import compile
-    name = module.root_graph.params[0].name
-    exe = compile(module, ["cpu"], {"threads": threads})
+    run, _, exe = hpvm_runner(module, "cpu", {"threads": threads}, x)
     for _ in range(5):
-        exe(**{name: x})
+        run()
     calls, times = [], collections.defaultdict(list)
     for _ in range(repeat):
         began = time.perf_counter()
-        exe(**{name: x})
+        run()
         calls.append(time.perf_counter() - began)
         for record in exe.report().node_records:
             times[record.node].append(record.seconds)
@@ -90,9 +88,10 @@ def conv_shapes(module) -> list[tuple[str, tuple, tuple, tuple, float]]:
     return convs
 
 
-def by_kind(seconds: dict[str, float]) -> str:
+def by_kind(seconds) -> str:
+    """``(kind, seconds)`` pairs summed by kind, largest first."""
     totals = collections.defaultdict(float)
-    for kind, value in seconds.items():
+    for kind, value in seconds:
         totals[kind] += value
     return ", ".join(f"{k} {v * 1e3:.2f}" for k, v in sorted(totals.items(), key=lambda kv: -kv[1])
                      if v >= 1e-5)
@@ -124,10 +123,10 @@ def main(argv=None) -> int:
                                                  args.repeat, Path(folder))
     print(f"{args.model}, batch {args.batch}, {args.threads} threads, median of {args.repeat}")
     print(f"hpvm: call {call * 1e3:.2f} ms, nodes {sum(nodes.values()) * 1e3:.2f} ms: "
-          + by_kind({re.sub(r"_\d+$", "", n): s for n, s in nodes.items()}))
+          + by_kind((re.sub(r"_\d+$", "", n), s) for n, s in nodes.items()))
     print(f"onnxruntime: call {ort_call * 1e3:.2f} ms, nodes "
           f"{sum(s for *_, s in ort_nodes) * 1e3:.2f} ms: "
-          + by_kind({kind: s for _, kind, s in ort_nodes}))
+          + by_kind((kind, s) for _, kind, s in ort_nodes))
     convs = conv_shapes(module)
     ort_convs = [(n, s) for n, kind, s in ort_nodes if kind in ("Conv", "FusedConv")]
     if len(convs) != len(ort_convs):

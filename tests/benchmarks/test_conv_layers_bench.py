@@ -27,4 +27,5 @@ def test_each_side_times_its_convolutions_in_model_order(tmp_path):
 
 
 def test_kinds_are_summed_largest_first():
-    assert by_kind({"conv2d": 0.002, "add": 0.001, "view": 1e-7}) == "conv2d 2.00, add 1.00"
+    pairs = [("add", 0.001), ("conv2d", 0.0015), ("view", 1e-7), ("conv2d", 0.0005)]
+    assert by_kind(pairs) == "conv2d 2.00, add 1.00"

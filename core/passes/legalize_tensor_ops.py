@@ -14,7 +14,9 @@ from typing import Callable
 
 from ..errors import Diagnostic, Location
 from ..ir.graph import ConstantBody, Edge, Graph, KernelBody, Module, Node, TensorBody
+from ..ir.parameter import Parameter
 from ..ir.tensor_ops import TENSOR_OPS, get_op
+from ..ir.tensor_ops.lowering import padding_attrs
 from ..ir.tensor_ops.int8 import SCALES_ATTRIBUTE, node_scales, quantize_kernel
 from ..ir.types import BufferType, scalar_type_of_dtype
 from ..ir.tensor_ops.precision import (
@@ -39,7 +41,7 @@ def legalize_tensor_ops(module: Module, keep: tuple[str, ...]) -> Module:
 
 
 def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool],
-                       tiles=None, relayout: bool = False) -> Module:
+                       tiles=None, relayout: bool = False, pad_inputs: bool = False) -> Module:
     """``module`` with the tensor-op nodes ``chosen`` picks lowered to
     kernel nodes (a target that runs some nodes of an op itself), their
     register tiles shaped by ``tiles`` (tensor_ops.lowering.RegisterTiles;
@@ -53,20 +55,28 @@ def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool],
     the node the original constant, so a target that asks for this feeds
     the marked constant's data itself (the cpu target's device does).
 
+    With ``pad_inputs``, a lowering may read an input zero-padded
+    (KernelBuilder.read_padded): a kernel node padding it is put before
+    the node, marked with PADS_INPUT_OF (the node's name).  The runtime
+    still feeds the node the unpadded value, so a target that asks for
+    this runs the marked node's kernel before the node's, into a buffer
+    of its own (the cpu target's device does).
+
     Nodes whose lowerings are the same kernel (layers of one shape) share
     one function, so that a target compiles it once."""
     functions = dict(module.functions)
     same_kernels: dict = {}
 
-    def lower(graph: Graph, node: Node) -> tuple[Node, dict]:
+    def lower(graph: Graph, node: Node) -> tuple[Node, dict, dict]:
         if not isinstance(node.body, TensorBody) or not chosen(node):
-            return node, {}
+            return node, {}, {}
         precision = node_precision(node)
         if precision not in LOWERED_PRECISIONS:
-            return node, {}
-        constants = _constant_inputs(graph, node) if relayout and precision == "fp32" else {}
-        function, replication, relaid = get_op(node.body.op).lower_with_constants(
-            node.name, node.body, tiles, constants)
+            return node, {}, {}
+        exact = precision == "fp32"
+        constants = _constant_inputs(graph, node) if relayout and exact else {}
+        function, replication, relaid, padded = get_op(node.body.op).lower_with_constants(
+            node.name, node.body, tiles, constants, pad_inputs and exact)
         if precision == "fp16":
             function = round_kernel(function)
         elif precision == "int8":
@@ -74,18 +84,41 @@ def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool],
         name = _shared_function(function, len(replication), functions, same_kernels)
         attributes = {k: v for k, v in node.attributes.items()
                       if k not in (PRECISION_ATTRIBUTE, SCALES_ATTRIBUTE)}
+        padded = {port: (_port_type(node, port), _port_type(functions[name], port), pads)
+                  for port, pads in padded.items()}
         return dataclasses.replace(node, body=KernelBody(name), replication=tuple(replication),
-                                   attributes=attributes), relaid
+                                   attributes=attributes), relaid, padded
+
+    def padding_node(graph: Graph, node: str, port: str, types, pads) -> Node:
+        """A kernel node padding ``node.port``'s value (of ``types[0]``)
+        into ``types[1]``."""
+        params = (Parameter("x", types[0], "in"), Parameter("y", types[1], "out"))
+        name = unique_name(f"{node}_{port}_padded", {n.name for n in graph.nodes})
+        function, replication = get_op("pad").lower(
+            name, TensorBody("pad", params, padding_attrs(pads)), tiles)
+        function = _shared_function(function, len(replication), functions, same_kernels)
+        return Node(name, KernelBody(function), tuple(replication),
+                    attributes={PADS_INPUT_OF: node})
 
     graphs = {}
     for graph_name, graph in module.graphs.items():
         lowered = [lower(graph, node) for node in graph.nodes]
-        graph = dataclasses.replace(graph, nodes=tuple(node for node, _ in lowered))
-        for node, relaid in lowered:
+        graph = dataclasses.replace(graph, nodes=tuple(node for node, *_ in lowered))
+        for node, relaid, padded in lowered:
             for port, array in relaid.items():
                 graph = _feed_relaid(graph, node.name, port, array)
+            for port, (*types, pads) in padded.items():
+                graph = _feed_through(graph, node.name, port,
+                                      padding_node(graph, node.name, port, types, pads))
         graphs[graph_name] = graph
     return dataclasses.replace(module, graphs=graphs, functions=functions)
+
+
+def _port_type(node_or_function, port: str):
+    """The type of port ``port`` of a tensor node or a kernel function."""
+    params = node_or_function.body.params if isinstance(node_or_function, Node) \
+        else node_or_function.params
+    return next(p.type for p in params if p.name == port)
 
 
 def _shared_function(function, rank: int, functions: dict, same_kernels: dict) -> str:
@@ -117,6 +150,23 @@ def relaid_inputs(graph: Graph, node: str) -> dict:
     return found
 
 
+PADS_INPUT_OF = "pads_input_of"
+"""Attribute of a kernel node made by lower_tensor_nodes: the name of the
+node whose input it pads (its port ``y`` feeds that input)."""
+
+
+def padded_inputs(graph: Graph, node: str) -> dict[str, Node]:
+    """Input port of ``node`` -> the node (PADS_INPUT_OF) padding what the
+    runtime feeds that port: what a device runs before ``node``."""
+    found = {}
+    for edge in graph.edges:
+        if edge.dst_node == node:
+            source = graph.node(edge.src_node)
+            if source.attributes.get(PADS_INPUT_OF) == node:
+                found[edge.dst_port] = source
+    return found
+
+
 def _constant_inputs(graph: Graph, node: Node) -> dict:
     """Input port -> the array a constant node feeds it."""
     found = {}
@@ -126,6 +176,18 @@ def _constant_inputs(graph: Graph, node: Node) -> dict:
             if array is not None:
                 found[param.name] = array
     return found
+
+
+def _feed_through(graph: Graph, node: str, port: str, between: Node) -> Graph:
+    """``graph`` with what feeds ``node.port`` (an edge or a graph
+    parameter) feeding ``between``'s port ``x`` instead, and ``between``'s
+    port ``y`` feeding ``node.port``."""
+    def moved(feed):
+        fed = (feed.dst_node, feed.dst_port) == (node, port)
+        return dataclasses.replace(feed, dst_node=between.name, dst_port="x") if fed else feed
+    edges = tuple(moved(e) for e in graph.edges) + (Edge(between.name, "y", node, port),)
+    return dataclasses.replace(graph, nodes=graph.nodes + (between,), edges=edges,
+                               bind_ins=tuple(moved(b) for b in graph.bind_ins))
 
 
 def _feed_relaid(graph: Graph, node: str, port: str, array) -> Graph:

@@ -105,8 +105,8 @@ def test_runs_repeat_exactly_with_new_inputs_scalars_and_shapes(module, target, 
                                                                 per_run_bytes, monkeypatch):
     monkeypatch.setattr(static_planner, "PER_RUN_BYTES", per_run_bytes)  # 0: no arena at all
     if per_run_bytes == 0:  # and the cpu clears and copies with its pool, at any size
-        import hpvm_cpu.target
-        monkeypatch.setattr(hpvm_cpu.target, "PARALLEL_CLEAR_BYTES", 0)
+        import hpvm_cpu.device
+        monkeypatch.setattr(hpvm_cpu.device, "PARALLEL_CLEAR_BYTES", 0)
     exe = compile(module, targets=[target], options=options)
     assert isinstance(exe._static_program(), StaticProgram)
     rng = np.random.default_rng(0)
@@ -447,9 +447,9 @@ def test_a_large_intermediate_is_cleared_in_the_arena_where_the_device_clears_on
     its node reads before writing stays in the arena, cleared in each run;
     the interpreter's, and the cpu's on one thread, is made afresh in each
     run."""
-    import hpvm_cpu.target
+    import hpvm_cpu.device
     monkeypatch.setattr(static_planner, "PER_RUN_BYTES", 0)
-    monkeypatch.setattr(hpvm_cpu.target, "PARALLEL_CLEAR_BYTES", 0)  # the pool, at any size
+    monkeypatch.setattr(hpvm_cpu.device, "PARALLEL_CLEAR_BYTES", 0)  # the pool, at any size
     exe = compile(parse_module(CHAIN), targets=[target],
                   options={"task_parallelism": False, **options})
     rng = np.random.default_rng(1)

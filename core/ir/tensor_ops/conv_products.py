@@ -12,13 +12,24 @@ Per tap a tile loads one value per pixel, broadcast, and its vectors of
 weights from the packed run.
 
 An instance takes one image, a panel of output channels and a chunk of
-output rows.  It first copies the input rows the chunk reads into a
-private array, ``[C][rows][padded width]``, whose zeros are the padding;
-each pixel of a tile then reads tap (c, r, s) at its own offset in the
-copy plus the tap's, whatever the stride, dilation or padding.  Chunks
-are as many rows as take least time over the cores (rounds of instances,
-each its multiply-adds and its copy), within COPY_ELEMENTS.  Results are
-stored through a private copy of each tile (packed_products.py says why).
+output rows.  Each pixel of a tile reads tap (c, r, s) at its own offset
+plus the tap's, whatever the stride or dilation, in one of:
+
+- **the input itself**, without padding;
+- **the input padded once** before the kernel, where the caller can
+  (KernelBuilder.read_padded: the cpu target runs a pad kernel into a
+  buffer of its own), for strided convolutions: ResNet's 3x3 layers of
+  stride 2 on the lent Xeon's 16 cores, 256 channels at 28x28: 0.85 ->
+  0.42 ms, and 6% off ResNet-50 at batch 1.  At a stride of 1 it
+  measured neutral (PAD_AT_STRIDE_ONE);
+- **a private copy** of the input rows the chunk reads,
+  ``[C][rows][padded width]``, whose zeros are the padding, made by each
+  instance (panels of output channels copy the same rows again).
+
+Chunks are as many rows as take least time over the cores (rounds of
+instances, each its multiply-adds and its copy), within COPY_ELEMENTS.
+Results are stored through a private copy of each tile
+(packed_products.py says why).
 """
 from __future__ import annotations
 
@@ -39,6 +50,10 @@ stores outweigh the multiply-adds."""
 MIN_CHANNELS = 16
 """Fewest input channels (a network's first layer, 3 channels and 7x7
 taps, ran at 5 GFLOP/s this way, 100 as row tiles)."""
+PAD_AT_STRIDE_ONE = False
+"""Whether padded convolutions of stride 1 read an input padded once
+before the kernel (KernelBuilder.read_padded) where the caller can, as
+strided ones do, instead of copying padded rows per instance."""
 COPY_SHARE = 0.55
 """Largest cost of an instance's input copy (a load and a store per
 value) against its vector multiply-adds: an instance copies the rows of
@@ -61,36 +76,27 @@ def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
     sizes = fixed_sizes(b.dims("x")[1:] + b.dims("w") + b.dims("y")[1:])
     if weights is None or sizes is None or not b.tiles.vectors or approximated(b.ctx):
         return None
-    channels, height, width, kernels, _, rows, cols, _, out_h, out_w = sizes
-    (sh, sw), (top, left, _, right), (dh, dw) = stride, padding, dilation
+    channels, _, _, kernels, _, rows, cols, _, out_h, _ = sizes
     tile_rows, tile_cols = packed_tile(b.tiles)
-    inner, pitch = channels * rows * cols, width + left + right
-
-    def rows_read(chunk: int) -> int:
-        return (chunk - 1) * sh + dh * (rows - 1) + 1
-    fitting = [c for c in range(1, out_h + 1)
-               if channels * rows_read(c) * pitch <= COPY_ELEMENTS]
-    if kernels < tile_cols or inner < MIN_TAPS or channels < MIN_CHANNELS or not fitting:
+    inner = channels * rows * cols
+    if kernels < tile_cols or inner < MIN_TAPS or channels < MIN_CHANNELS:
         return None
+    if any(padding) and (PAD_AT_STRIDE_ONE or stride != (1, 1)) and b.read_padded(
+            "x", (0, 0, padding[0], padding[1], 0, 0, padding[2], padding[3])):
+        padding = (0, 0, 0, 0)
+        sizes = fixed_sizes(b.dims("x")[1:]) + sizes[3:]
+    chunk = _rows_per_instance(b, sizes, stride, padding, dilation)
+    if chunk is None:
+        return None
+    channels, height, width, kernels, _, rows, cols, _, out_h, out_w = sizes
+    (sh, sw), (_, left, _, right), (dh, dw) = stride, padding, dilation
+    pitch = width + left + right
+    in_place = not any(padding)
     width_k = panel_width(inner, kernels, tile_cols)
     panels = -(-kernels // width_k)
-    images = const_value(b.dim("x", 0)) or 1
-
-    def costs(chunk: int) -> tuple[float, float]:
-        """(vector multiply-adds, copies) of an instance with ``chunk`` rows."""
-        return (chunk * out_w * width_k * inner / b.tiles.cols,
-                2 * channels * rows_read(chunk) * pitch)
-
-    def duration(chunk: int) -> tuple[float, int]:
-        rounds = -(-images * panels * -(-out_h // chunk) // b.tiles.cores)
-        return rounds * sum(costs(chunk)), -chunk
-    chunk = min(fitting, key=duration)
-    multiply_adds, copies = costs(chunk)
-    if copies > COPY_SHARE * multiply_adds:
-        return None
-    chunks = -(-out_h // chunk)
-    copy_rows = rows_read(chunk)
+    copy_rows = (chunk - 1) * sh + dh * (rows - 1) + 1
     b.relayout("w", column_panels(weights.reshape(kernels, inner).T, tile_cols))
+    chunks = -(-out_h // chunk)
 
     instance = b.let("i", InstanceId(0))
     k0 = b.let("k0", mul(instance % i64(panels), i64(width_k))) if panels > 1 else i64(0)
@@ -99,16 +105,12 @@ def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
     n = b.let("n", div(rest, i64(chunks))) if chunks > 1 else rest
 
     element = b.element("x")
-    copy = b.fresh("rows")
-    b.emit(ArrayDecl(copy, element, (channels * copy_rows * pitch,), "private"))
-    ih0 = b.let("ih0", add(mul(oh0, i64(sh)), i64(-top)))
-    with b.loop("c", i64(channels)) as c:
-        with b.loop("r", i64(copy_rows)) as r:
-            ih = b.let("ih", add(ih0, r))
-            with b.when(in_range(ih, i64(height))):
-                to = b.let("to", add(mul(add(mul(c, i64(copy_rows)), r), i64(pitch)), i64(left)))
-                with b.loop("iw", i64(width)) as iw:
-                    b.store(copy, (add(to, iw),), b.load("x", n, c, ih, iw))
+    if in_place:
+        source, plane_size = "x", height * width
+        origin = b.let("origin", add(mul(n, i64(channels * plane_size)),
+                                     mul(oh0, i64(sh * width))))
+    else:
+        source, plane_size, origin = _copy_rows(b, n, oh0, sizes, stride, padding, copy_rows)
 
     last_rows = out_h - (chunks - 1) * chunk
     pixels = (mul(i64(out_w), minimum(i64(chunk), add(i64(out_h), mul(oh0, i64(-1)))))
@@ -125,13 +127,14 @@ def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
             bases = []
             for q in clamped_rows(b, ms, pixels, ragged):
                 oh, ow = div(q, i64(out_w)), q % i64(out_w)
-                bases.append(b.let("at", add(mul(oh, i64(sh * pitch)), mul(ow, i64(sw)))))
+                bases.append(b.let("at", add(origin, add(mul(oh, i64(sh * pitch)),
+                                                         mul(ow, i64(sw))))))
 
             def tile(at: Expr, used: int) -> None:
                 acc = ArrayTile(b, tile_rows, tile_cols)
                 first = b.let("from", mul(add(start, at), i64(inner)))
                 with b.loop("c", i64(channels)) as c:
-                    plane = b.let("plane", mul(c, i64(copy_rows * pitch)))
+                    plane = b.let("plane", mul(c, i64(plane_size)))
                     # A filter row's taps unrolled, the rows a loop: a 3x3
                     # tile unrolled whole gave LLVM's SLP vectoriser 2,304
                     # multiply-adds in one block (0.5 s per kernel, ResNet-18
@@ -140,7 +143,7 @@ def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
                         line = b.let("line", add(plane, mul(r, i64(dh * pitch))))
                         with b.loop("s", i64(cols), unroll=cols) as s:
                             tap = add(line, mul(s, i64(dw)))
-                            lhs = [b.let("av", Load(copy, (add(base, tap),), element))
+                            lhs = [b.let("av", Load(source, (add(base, tap),), element))
                                    for base in bases]
                             step = add(mul(add(mul(c, i64(rows)), r), i64(cols)), s)
                             run = b.let("run", add(first, mul(step, i64(tile_cols))))
@@ -156,3 +159,54 @@ def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
     in_groups(b, k0, width_k, kernels, panel)
     return (mul(b.dim("x", 0), i64(panels * chunks)),)
 
+
+def _rows_per_instance(b: KernelBuilder, sizes, stride, padding, dilation) -> int | None:
+    """The output rows of an instance: as many as take least time over
+    the cores (rounds of instances, each its multiply-adds and, with
+    padding, its copy of the rows it reads), within COPY_ELEMENTS; None
+    where one row's copy is too large or costs more than COPY_SHARE of
+    its multiply-adds."""
+    channels, _, width, kernels, _, rows, cols, _, out_h, out_w = sizes
+    sh, dh = stride[0], dilation[0]
+    in_place, pitch = not any(padding), width + padding[1] + padding[3]
+    tile_cols = packed_tile(b.tiles)[1]
+    inner = channels * rows * cols
+    width_k = panel_width(inner, kernels, tile_cols)
+    panels = -(-kernels // width_k)
+    images = const_value(b.dim("x", 0)) or 1
+
+    def costs(chunk: int) -> tuple[float, float]:
+        """(vector multiply-adds, copies) of an instance with ``chunk`` rows."""
+        copied = channels * ((chunk - 1) * sh + dh * (rows - 1) + 1) * pitch
+        return (chunk * out_w * width_k * inner / b.tiles.cols, 0 if in_place else 2 * copied)
+
+    def duration(chunk: int) -> tuple[float, int]:
+        rounds = -(-images * panels * -(-out_h // chunk) // b.tiles.cores)
+        return rounds * sum(costs(chunk)), -chunk
+    fitting = [c for c in range(1, out_h + 1) if costs(c)[1] <= 2 * COPY_ELEMENTS]
+    if not fitting:
+        return None
+    chunk = min(fitting, key=duration)
+    multiply_adds, copies = costs(chunk)
+    return chunk if copies <= COPY_SHARE * multiply_adds else None
+
+
+def _copy_rows(b: KernelBuilder, n: Expr, oh0: Expr, sizes, stride, padding,
+               copy_rows: int) -> tuple[str, int, Expr]:
+    """Copy the input rows an instance reads into a private array whose
+    zeros are the padding: (its name, its channel plane's size, the
+    offset of the chunk's first row in it)."""
+    channels, height, width = sizes[:3]
+    (sh, _), (top, left, _, right) = stride, padding
+    pitch = width + left + right
+    copy = b.fresh("rows")
+    b.emit(ArrayDecl(copy, b.element("x"), (channels * copy_rows * pitch,), "private"))
+    ih0 = b.let("ih0", add(mul(oh0, i64(sh)), i64(-top)))
+    with b.loop("c", i64(channels)) as c:
+        with b.loop("r", i64(copy_rows)) as r:
+            ih = b.let("ih", add(ih0, r))
+            with b.when(in_range(ih, i64(height))):
+                to = b.let("to", add(mul(add(mul(c, i64(copy_rows)), r), i64(pitch)), i64(left)))
+                with b.loop("iw", i64(width)) as iw:
+                    b.store(copy, (add(to, iw),), b.load("x", n, c, ih, iw))
+    return copy, copy_rows * pitch, i64(0)

@@ -106,6 +106,11 @@ def minimum(a: Expr, b: Expr) -> Expr:
     return Intrinsic("min", (a, b))
 
 
+def padding_attrs(pads: tuple[int, ...]) -> dict:
+    """pad.py's attributes for zero padding by ``pads``."""
+    return {"pads": tuple(pads), "mode": "constant", "value": 0.0}
+
+
 @dataclass(frozen=True)
 class RegisterTiles:
     """How the register-tiled lowerings (tiled.py) block their results,
@@ -134,7 +139,8 @@ class KernelBuilder:
 
     def __init__(self, ctx: OpContext, params: tuple[Parameter, ...],
                  tiles: RegisterTiles = RegisterTiles(),
-                 constants: Mapping[str, np.ndarray] | None = None):
+                 constants: Mapping[str, np.ndarray] | None = None,
+                 pads_inputs: bool = False):
         self.ctx = ctx
         self.tiles = tiles
         self.types: dict[str, BufferType] = {p.name: p.type for p in params}
@@ -143,6 +149,12 @@ class KernelBuilder:
         self.relaid: dict[str, np.ndarray] = {}
         """Input port -> the array the kernel reads there instead of the
         port's constant (relayout)."""
+        self.pads_inputs = pads_inputs
+        """Whether the caller can pad an input before the kernel runs
+        (read_padded)."""
+        self.padded: dict[str, tuple[int, ...]] = {}
+        """Input port -> the ``pads`` (pad.py) of the zero-padded copy the
+        kernel reads there (read_padded)."""
         self._taken = {p.name for p in params}
         for t in self.types.values():
             self._taken.update(t.symbols)
@@ -159,7 +171,8 @@ class KernelBuilder:
         may move the loads of an input past the stores of a result (an
         epilogue's loads of a residual summand, ``z``, between the stores
         of a tile kept LLVM from vectorising them)."""
-        return tuple(replace(p, type=self.types[p.name] if p.name in self.relaid else p.type,
+        changed = self.relaid.keys() | self.padded.keys()
+        return tuple(replace(p, type=self.types[p.name] if p.name in changed else p.type,
                              restrict=p.restrict or p.direction == "in")
                      for p in self._params)
 
@@ -175,6 +188,26 @@ class KernelBuilder:
         assert port in self.constants, f"port '{port}' is not fed by a constant"
         self.types[port] = BufferType(self.element(port), tuple(array.shape))
         self.relaid[port] = np.ascontiguousarray(array)
+
+    # inputs prepared by the caller --------------------------------------
+    def read_padded(self, port: str, pads: tuple[int, ...]) -> bool:
+        """Read input ``port`` padded with zeros by ``pads`` (as pad.py's
+        attribute), where the caller can: a kernel it runs before this
+        one pads the input once per launch, for every instance to read in
+        place (a convolution's instances would each copy the input rows
+        they read, padded).  The port's type becomes the padded one.
+        False, and nothing changed, where the caller cannot."""
+        shape = self.types[port].shape
+        widths = list(zip(pads[:len(shape)], pads[len(shape):]))
+        if not self.pads_inputs or port in self.padded or any(
+                (lead or trail) and not isinstance(dim, int)
+                for dim, (lead, trail) in zip(shape, widths)):
+            return False
+        padded = tuple(dim + lead + trail if lead or trail else dim
+                       for dim, (lead, trail) in zip(shape, widths))
+        self.types[port] = BufferType(self.element(port), padded)
+        self.padded[port] = tuple(pads)
+        return True
 
     # sizes and names ------------------------------------------------------
     def dims(self, port: str) -> list[Expr]:

@@ -11,12 +11,16 @@ element (clamped or mirrored), or ``value`` outside ``x``.
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numpy as np
 
-from ..kernel import Binary, Const, Expr
+from ..kernel import Binary, Const, Expr, Unary
 from ..types import I64, BufferType
 from .dims import describe
-from .lowering import KernelBuilder, add, in_range, maximum, minimum, mul, replication_over
+from .lowering import (
+    KernelBuilder, add, in_range, maximum, minimum, mul, product, replication_over,
+)
 from .spec import REQUIRED, OpContext, TensorOpSpec
 
 MODES = ("constant", "edge", "reflect")
@@ -62,10 +66,12 @@ def _evaluate(ctx: OpContext, x: dict) -> dict:
 
 
 def _lower(b: KernelBuilder) -> tuple[Expr, ...]:
-    out_dims = b.dims("y")
-    i, indices = b.instance_indices(out_dims)
     widths = pad_widths(b.ctx)
     mode = b.ctx.attrs["mode"]
+    if mode == "constant" and b.tiles.vectors and b.ctx.rank("x") > 1:
+        return _lower_constant_rows(b, widths)
+    out_dims = b.dims("y")
+    i, indices = b.instance_indices(out_dims)
     padded = [axis for axis, (lead, trail) in enumerate(widths) if lead or trail]
     source = list(indices)
     for axis in padded:
@@ -88,6 +94,47 @@ def _lower(b: KernelBuilder) -> tuple[Expr, ...]:
         b.assign(result, b.load("x", *source))
     b.store("y", i, result)
     return replication_over(out_dims)
+
+
+def _lower_constant_rows(b: KernelBuilder, widths: list[tuple[int, int]]
+                         ) -> tuple[Expr, ...]:
+    """On vector targets, one instance per row of ``y`` (its last axis):
+    a row inside ``x`` is the leading value, the row of ``x`` copied, the
+    trailing value, three loops the target vectorises; a row of the
+    border is the value throughout.  (One instance per element, guarded,
+    ran at a tenth of a copy's rate: a convolution's padded input,
+    128 x 58 x 58, took 1 ms on two cores.)"""
+    out_dims, in_dims = b.dims("y"), b.dims("x")
+    _, indices = b.instance_indices(out_dims[:-1])
+    value = b.const(b.ctx.attrs["value"], "y")
+    lead, out_width = widths[-1][0], out_dims[-1]
+    source_row = inside = None
+    for axis, index in enumerate(indices):
+        source = add(index, Const(-widths[axis][0], I64)) if widths[axis][0] else index
+        if any(widths[axis]):
+            check = in_range(source, in_dims[axis])
+            inside = check if inside is None else Binary("land", inside, check)
+        source_row = source if source_row is None else add(mul(source_row, in_dims[axis]),
+                                                           source)
+    row = b.let("row", mul(b.instance(), out_width))
+    start = b.let("from", mul(source_row, in_dims[-1]))
+
+    def fill(first: Expr, stop: Expr) -> None:
+        with b.loop("j", stop, start=first, ivdep=True) as j:
+            b.store("y", (add(row, j),), value)
+    if inside is not None:
+        flag = b.let("inside", inside)
+        with b.when(Unary("not", flag)):
+            fill(Const(0, I64), out_width)
+        context = b.when(flag)
+    else:
+        context = nullcontext()
+    with context:
+        fill(Const(0, I64), Const(lead, I64))
+        with b.loop("j", in_dims[-1], ivdep=True) as j:
+            b.store("y", (add(row, add(j, Const(lead, I64))),), b.load("x", add(start, j)))
+        fill(add(in_dims[-1], Const(lead, I64)), out_width)
+    return (product(out_dims[:-1]),)
 
 
 def _negated(e: Expr) -> Expr:

@@ -42,13 +42,16 @@ REQUIRED = _Required()
 
 
 class Lowered(NamedTuple):
-    """An op's lowering: the kernel, the node's replication, and the
-    arrays it reads at ports fed by constants instead of those constants
-    (KernelBuilder.relayout: weights packed once when compiling)."""
+    """An op's lowering: the kernel, the node's replication, the arrays it
+    reads at ports fed by constants instead of those constants
+    (KernelBuilder.relayout: weights packed once when compiling), and the
+    ``pads`` of the inputs it reads zero-padded (KernelBuilder.read_padded:
+    the caller pads them before each launch)."""
 
     function: KernelFunction
     replication: tuple[Expr, ...]
     relaid: Mapping[str, np.ndarray]
+    padded: Mapping[str, tuple[int, ...]] = {}
 
 
 def normalize_attr(value):
@@ -128,15 +131,19 @@ class TensorOpSpec:
         ``{node_name}_{op}`` whose params are exactly ``body.params``, and the
         node's replication (expressions over its shape symbols).  ``tiles``
         (lowering.RegisterTiles) shapes the register-tiled lowerings."""
-        function, replication, _ = self.lower_with_constants(node_name, body, tiles)
-        return function, replication
+        lowered = self.lower_with_constants(node_name, body, tiles)
+        return lowered.function, lowered.replication
 
     def lower_with_constants(self, node_name: str, body: TensorBody, tiles=None,
-                             constants: Mapping[str, np.ndarray] | None = None) -> Lowered:
+                             constants: Mapping[str, np.ndarray] | None = None,
+                             pads_inputs: bool = False) -> Lowered:
         """``lower``, told the arrays constant nodes feed into input ports
         (``constants``): the lowering may then read a rearranged copy at
         such a port instead (``Lowered.relaid``; that param has the
-        copy's type), which the caller feeds the port."""
+        copy's type), which the caller feeds the port.  With
+        ``pads_inputs``, it may read an input zero-padded
+        (``Lowered.padded``; that param has the padded type), which the
+        caller pads before each launch."""
         ctx = self.context(self._body_inputs(node_name, body), body.attrs, node_name)
         self._check_outputs(ctx, body)
         if not self.moves_bits and storage.has_narrow(p.type for p in body.params):
@@ -147,10 +154,11 @@ class TensorOpSpec:
             except ValueError as error:
                 ctx.fail(f"{self.name} on narrow types: {error}",
                          "cast the narrow values to f32 before the op")
-        builder = KernelBuilder(ctx, body.params, tiles or RegisterTiles(), constants)
+        builder = KernelBuilder(ctx, body.params, tiles or RegisterTiles(), constants,
+                                pads_inputs)
         replication = self.lower_fn(builder)
         function = KernelFunction(f"{node_name}_{self.name}", builder.params(), builder.finish())
-        return Lowered(function, replication, builder.relaid)
+        return Lowered(function, replication, builder.relaid, builder.padded)
 
     # checking a use -----------------------------------------------------
     def context(self, input_types: Mapping[str, BufferType], attrs: Mapping | None = None,

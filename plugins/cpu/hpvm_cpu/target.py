@@ -19,14 +19,14 @@ import functools
 import math
 from typing import Any
 
-import numpy as np
-
 from hpvm.errors import TargetError
 from hpvm.ir.graph import ConstantBody, Graph, KernelBody, Module, Node, TensorBody
 from hpvm.ir.analysis import uses_barrier
 from hpvm.ir.tensor_ops.precision import LOWERED_PRECISIONS
 from hpvm.options import Option
-from hpvm.target import Artifact, Availability, HostMemoryDevice, Knob, NodeRef, Target
+from hpvm.target import Artifact, Availability, Knob, NodeRef, Target
+
+from .device import CpuDevice
 
 MODULE_FILE = "module.hpvm"
 OBJECT_FILE = "kernels.o"
@@ -56,13 +56,6 @@ OPTIONS = [
            "convolutions for the register tiles once, when compiling (a second copy of those "
            "weights is kept), instead of packing them in every call"),
 ]
-PARALLEL_CLEAR_BYTES = 1 << 20
-"""From this size the cpu device clears and copies a buffer on every core.
-One thread clears about 10 GB/s (18 MiB: 1.8 ms), which is why large
-intermediates used to be made afresh in each run, paying page faults
-instead; kept in the arena and cleared by the pool, camera with the default
-pipeline took 3.0 ms per call on 16 threads of the lent Xeon instead of
-3.9, and srad 16-17 ms instead of 39 (its 64 MB copy)."""
 BLAS_OPS = frozenset({"matmul", "gemm"})
 """Tensor ops the cpu runs through numpy's BLAS when option ``blas`` is on
 and they are large.  Off by default: OpenBLAS's threads spin for a while
@@ -148,7 +141,8 @@ class CpuTarget(Target):
         vector_bits = MachineSpec.from_options(options).vector_bits()
         lowered = lower_tensor_nodes(module, lambda node: not (blas and worth_blas(node)),
                                      register_tiles(vector_bits, _threads(options)),
-                                     relayout=options.get("pack_weights", True))
+                                     relayout=options.get("pack_weights", True),
+                                     pad_inputs=True)
         tensor_kernels = set(lowered.functions) - set(module.functions)
         module = lowered
         ranks = _kernel_ranks(module, nodes)
@@ -180,7 +174,7 @@ class CpuTarget(Target):
             metadata["notes"] = notes
         return Artifact(self.name, files, metadata, live={"module": module, "codes": codes})
 
-    def load(self, artifact: Artifact, options: dict) -> HostMemoryDevice:
+    def load(self, artifact: Artifact, options: dict) -> CpuDevice:
         triple = artifact.metadata.get("triple")
         if triple:
             raise TargetError(f"this cpu artifact holds object code for {triple}; it runs only "
@@ -264,88 +258,18 @@ def _ir_file(function: str) -> str:
 
 
 def _kernel_ranks(module: Module, nodes: list[NodeRef]) -> dict[str, int]:
+    """Function -> replication rank of the kernels ``nodes`` run, with
+    those of the nodes padding their inputs (lower_tensor_nodes)."""
+    from hpvm.passes.legalize_tensor_ops import padded_inputs
     ranks: dict[str, int] = {}
     for ref in nodes:
-        node = module.graph(ref.graph).node(ref.node)
+        graph = module.graph(ref.graph)
+        node = graph.node(ref.node)
+        for before in padded_inputs(graph, ref.node).values():
+            ranks[before.body.function] = max(len(before.replication), 1)
         if isinstance(node.body, KernelBody):
             rank = max(len(node.replication), 1)
             if ranks.setdefault(node.body.function, rank) != rank:
                 raise TargetError(f"cpu: function '@{node.body.function}' is used by nodes of "
                                   f"different replication ranks; give each its own function")
     return ranks
-
-
-class CpuDevice(HostMemoryDevice):
-    """Host memory; nodes run as JIT-compiled machine code."""
-
-    name = "cpu"
-    multicore_launch = True
-    """A node's instances are split across the cores (codegen/jit.py)."""
-
-    def __init__(self, module: Module, kernels: dict, threads: int | None = None):
-        from hpvm.interp.target import InterpDevice
-        self.module = module
-        self.kernels = kernels
-        self.parallel_clear = threads != 1
-        """Buffers of PARALLEL_CLEAR_BYTES or more are cleared and copied
-        by the native pool (codegen/thread_pool.py), unless the ``threads``
-        option keeps the program on one thread."""
-        self._numpy = InterpDevice(module)
-        """Runs the tensor nodes kept for BLAS (their numpy evaluation)."""
-        self._nodes: dict[NodeRef, tuple] = {}
-
-    def launch(self, node: NodeRef, args: dict[str, Any]) -> None:
-        body, kernel, replication, relaid = self._node(node)
-        if isinstance(body, TensorBody):  # matmul, gemm: numpy's BLAS
-            return self._numpy.launch(node, args)
-        if kernel is None:
-            args["value"][...] = body.data
-            return None
-        # The kernel checks every argument and binds the shape symbols the
-        # replication needs while it packs them.
-        kernel.run_replicated({**args, **relaid} if relaid else args, replication)
-        return None
-
-    def clear(self, handle: np.ndarray) -> None:
-        pool = self._pool_for(handle)
-        if pool is None:
-            super().clear(handle)
-        else:
-            pool.clear(handle)
-
-    def copy_buffer(self, to: np.ndarray, source: np.ndarray) -> None:
-        pool = self._pool_for(to, source)
-        if pool is None or (to.shape, to.dtype) != (source.shape, source.dtype):
-            super().copy_buffer(to, source)
-        else:
-            pool.copy(to, source)
-
-    def _pool_for(self, *arrays: np.ndarray):
-        """The native pool, when ``arrays`` are to be cleared or copied on
-        it; else None."""
-        if not (self.parallel_clear and arrays[0].nbytes >= PARALLEL_CLEAR_BYTES
-                and all(a.flags.c_contiguous for a in arrays)):
-            return None
-        from .codegen.thread_pool import thread_pool
-        return thread_pool()
-
-    def bind(self, node: NodeRef, args: dict[str, Any]):
-        body, kernel, replication, relaid = self._node(node)
-        if kernel is None:  # a constant or a BLAS op
-            return super().bind(node, args)
-        return kernel.bind({**args, **relaid} if relaid else args, replication)
-
-    def _node(self, node: NodeRef) -> tuple:
-        """(body, compiled kernel or None for a constant, replication,
-        port -> the packed weights the kernel reads there instead of what
-        the runtime passes), looked up on the node's first launch."""
-        found = self._nodes.get(node)
-        if found is None:
-            from hpvm.passes.legalize_tensor_ops import relaid_inputs
-            graph = self.module.graph(node.graph)
-            graph_node = graph.node(node.node)
-            body = graph_node.body
-            kernel = self.kernels[body.function] if isinstance(body, KernelBody) else None
-            found = self._nodes[node] = (body, kernel, graph_node.replication,
-                                         relaid_inputs(graph, node.node))
-        return found

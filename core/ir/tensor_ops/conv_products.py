@@ -110,7 +110,8 @@ def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
         origin = b.let("origin", add(mul(n, i64(channels * plane_size)),
                                      mul(oh0, i64(sh * width))))
     else:
-        source, plane_size, origin = _copy_rows(b, n, oh0, sizes, stride, padding, copy_rows)
+        source, plane_size = _copy_rows(b, n, oh0, sizes, stride, padding, copy_rows)
+        origin = i64(0)
 
     last_rows = out_h - (chunks - 1) * chunk
     pixels = (mul(i64(out_w), minimum(i64(chunk), add(i64(out_h), mul(oh0, i64(-1)))))
@@ -192,10 +193,9 @@ def _rows_per_instance(b: KernelBuilder, sizes, stride, padding, dilation) -> in
 
 
 def _copy_rows(b: KernelBuilder, n: Expr, oh0: Expr, sizes, stride, padding,
-               copy_rows: int) -> tuple[str, int, Expr]:
+               copy_rows: int) -> tuple[str, int]:
     """Copy the input rows an instance reads into a private array whose
-    zeros are the padding: (its name, its channel plane's size, the
-    offset of the chunk's first row in it)."""
+    zeros are the padding: (its name, its channel plane's size)."""
     channels, height, width = sizes[:3]
     (sh, _), (top, left, _, right) = stride, padding
     pitch = width + left + right
@@ -209,4 +209,4 @@ def _copy_rows(b: KernelBuilder, n: Expr, oh0: Expr, sizes, stride, padding,
                 to = b.let("to", add(mul(add(mul(c, i64(copy_rows)), r), i64(pitch)), i64(left)))
                 with b.loop("iw", i64(width)) as iw:
                     b.store(copy, (add(to, iw),), b.load("x", n, c, ih, iw))
-    return copy, copy_rows * pitch, i64(0)
+    return copy, copy_rows * pitch

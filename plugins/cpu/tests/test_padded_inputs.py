@@ -103,6 +103,28 @@ def test_a_convolution_fed_by_a_node_and_given_a_summand_pads_its_input_each_cal
         np.testing.assert_allclose(exe(**fed)["y"], expected, rtol=1e-4, atol=1e-4)
 
 
+def test_a_padded_input_of_symbolic_batch_takes_each_call_s_batch():
+    """The padded buffer's batch is the input's, call by call."""
+    inputs = conv_inputs()
+    x_type = BufferType(F32, ("N",) + inputs["x"].shape[1:])
+    types = {**types_of(**inputs), "x": x_type}
+    conv = tensor_node("op", "conv2d", types, STRIDED)
+    y_type = next(p.type for p in conv.body.params if p.name == "y")
+    constants = [Node(f"{p}_const", ConstantBody(BufferType(F32, inputs[p].shape), inputs[p]))
+                 for p in ("w", "b")]
+    graph = Graph("main", (Parameter("x", x_type, "in"), Parameter("y", y_type, "out")),
+                  (conv, *constants),
+                  (Edge("w_const", "value", "op", "w"), Edge("b_const", "value", "op", "b")),
+                  (BindIn("x", "op", "x"),), (BindOut("op", "y", "y"),))
+    module = Module("m", {}, {"main": graph}, "main")
+    exe = hpvm.compile(module, targets=["cpu"], options={"threads": 2})
+    assert padded_inputs(exe.artifacts["cpu"].live["module"].root_graph, "op")
+    for batch in (3, 1, 3):
+        x = arrays(batch, x=(batch,) + inputs["x"].shape[1:])["x"]
+        expected = evaluate_node(conv, {**inputs, "x": x})["y"]
+        np.testing.assert_allclose(exe(x=x)["y"], expected, rtol=1e-4, atol=1e-4)
+
+
 def test_a_saved_executable_with_padded_inputs_loads_and_runs(tmp_path):
     inputs = conv_inputs()
     module = single_op_module("conv2d", inputs, STRIDED, constants=("w", "b"))

@@ -42,6 +42,9 @@ def add_parsers(subparsers) -> None:
                         help="comma-separated targets (default: cpu); more than one adds a "
                              "placement parameter per node")
     parser.add_argument("-i", "--inputs", metavar="IN.npz", help="inputs the samples run on")
+    parser.add_argument("--reference", metavar="OUT.npz",
+                        help="the outputs samples must give (default: the interpreter's, "
+                             "slow for large programs)")
     parser.add_argument("-b", "--budget", type=int, default=100, help="samples to evaluate (100)")
     parser.add_argument("--passes", type=_target_list, default=list(PASS_PARAMETERS),
                         help=f"passes whose parameters to tune (default: {','.join(PASS_PARAMETERS)}"
@@ -91,13 +94,14 @@ def tune_command(args) -> int:
         if path:
             check_writable(path)
     inputs = read_npz(args.inputs) if args.inputs else {}
+    reference = read_npz(args.reference) if args.reference else None
     pool = executor(args.executor, args.jobs, args.address, args.gpus)
     bar = Progress(args.budget)
     try:
         result = tune(module, args.targets, inputs, args.budget, passes=passes,
                       engine=args.engine, mode=args.mode, objectives=args.objectives,
                       executor=pool, timeout=args.timeout, repeat=args.repeat,
-                      confirm=args.confirm, seed=args.seed,
+                      confirm=args.confirm, seed=args.seed, reference=reference,
                       record=args.output, resume=args.resume,
                       progress=lambda record, sample: bar.step(_progress_label(record, sample)))
     finally:

@@ -102,12 +102,16 @@ class TuneResult:
 def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAMETERS,
          engine: str = "auto", mode: str = "measure", objectives=("seconds",), executor=None,
          timeout: float = 120.0, repeat: int = 5, confirm: int = 3, seed: int = 0,
-         record: str | Path | None = None,
+         reference: dict | None = None, record: str | Path | None = None,
          resume: bool = False, progress: Callable[[TuningRecord, Sample], None] | None = None,
          registry=None) -> TuneResult:
     """Tune ``program`` on ``targets`` with ``inputs`` until the record
     holds ``budget`` samples (see the module docstring).  ``executor``: a LocalExecutor
-    (default: one worker) or RayExecutor.  ``record``: the JSON file kept
+    (default: one worker) or RayExecutor.  ``reference``: the outputs
+    (name -> array) a measured sample must give; None: the interpreter
+    computes them from ``inputs``, which takes long for large programs
+    (give what a trusted implementation computes instead, numpy's
+    ``a @ b`` for a matrix product).  ``record``: the JSON file kept
     after every batch (and read back with ``resume``).  ``progress`` is
     called after every sample."""
     if budget < 1:
@@ -140,7 +144,9 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
         reference_path = None
         if mode == "measure":
             reference_path = str(Path(folder) / "reference.npz")
-            np.savez(reference_path, **Interpreter(module).run(**checked))
+            expected = Interpreter(module).run(**checked) if reference is None \
+                else _checked_reference(module.root_graph, reference)
+            np.savez(reference_path, **expected)
         evaluated = module
         if mode == "estimate" and checked:
             evaluated, profiled = with_profiled_trip_counts(module, checked)
@@ -163,6 +169,16 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
     config = None if best is None else TuningConfig(design.digest, list(design.targets),
                                                     best.values, dict(best.objectives))
     return TuneResult(design, history, config, notes)
+
+
+def _checked_reference(graph, reference: dict) -> dict[str, np.ndarray]:
+    """``reference`` as arrays, each named after an output of ``graph``."""
+    outputs = [p.name for p in graph.params if p.direction in ("out", "inout")]
+    unknown = sorted(set(reference) - set(outputs))
+    if unknown:
+        raise TuneError(f"the reference names {', '.join(map(repr, unknown))}, which the "
+                        f"program does not output (fix: name its outputs: {', '.join(outputs)})")
+    return {name: np.asarray(value) for name, value in reference.items()}
 
 
 def _start_record(design, engine_name, objectives, mode, path, resume) -> TuningRecord:

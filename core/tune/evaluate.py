@@ -1,6 +1,6 @@
 """Evaluating one sample of the space: measure it (compile, warm up, the
 median of ``repeat`` runs, outputs checked against the reference
-interpreter's) or estimate it (every used target's cost model, no run).
+outputs) or estimate it (every used target's cost model, no run).
 
 A sample runs in a worker process (hpvm.codegen.worker), never in the
 tuner's: a sample that crashes its toolchain, hangs past the time-out or
@@ -9,8 +9,9 @@ search goes on.  Compiles are cached on disk by the targets (the cpu
 target's object-code cache, the OpenCL driver's), so samples that differ
 only in run-time knobs do not compile again.
 
-Every measured sample's outputs are compared with the interpreter's (the
-reference is computed once per tuning run); the comparison costs little
+Every measured sample's outputs are compared with the reference outputs
+(the interpreter's, computed once per tuning run, unless the caller gives
+its own); the comparison costs little
 next to a compile, and a pass or knob that breaks a program is then never
 chosen.
 """
@@ -198,5 +199,5 @@ def _mismatch(actual: dict, expected: dict, rtol: float, atol: float) -> str:
         scale = float(np.max(np.abs(want))) if want.size and want.dtype.kind == "f" else 1.0
         if not np.allclose(got, want, rtol=rtol, atol=atol * max(scale, 1.0), equal_nan=True):
             worst = np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))
-            return f"output '{name}' differs from the interpreter's by up to {worst:.3g}"
+            return f"output '{name}' differs from the reference by up to {worst:.3g}"
     return ""

@@ -99,6 +99,25 @@ def test_an_empty_space_is_an_error():
         tune(single, ["interp"], INPUTS, budget=2, passes=())
 
 
+def test_a_given_reference_stands_for_the_interpreter(monkeypatch):
+    """Samples are checked against the outputs the caller gives, and the
+    interpreter is not run."""
+    module = parse_module(CHAIN)
+    expected = Interpreter(module).run(**INPUTS)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the interpreter ran although a reference was given")
+    monkeypatch.setattr(Interpreter, "run", refused)
+    right = tune(module, ["cpu"], INPUTS, budget=1, repeat=1, confirm=0, reference=expected)
+    assert right.record.samples[0].feasible
+    wrong = tune(module, ["cpu"], INPUTS, budget=1, repeat=1, confirm=0,
+                 reference={"c": expected["c"] + 1})
+    assert "output 'c' differs from the reference" in wrong.record.samples[0].error
+    with pytest.raises(TuneError, match=r"'d', which the program does not output \(fix: name "
+                                        r"its outputs: c\)"):
+        tune(module, ["cpu"], INPUTS, budget=1, reference={"d": expected["c"]})
+
+
 def test_the_nodes_own_times_are_an_objective():
     result = tune(parse_module(CHAIN), ["cpu"], INPUTS, budget=2, engine="random", repeat=1,
                   objectives=["node_seconds"], confirm=0)
@@ -135,10 +154,26 @@ def test_the_command_tunes_compiles_and_draws(tmp_path, capsys):
     assert saved["config"]["values"] == json.loads(Path(files["best.json"]).read_text())["values"]
 
 
+def test_the_command_checks_samples_against_a_reference_file(tmp_path, capsys):
+    module = parse_module(CHAIN)
+    np.savez(tmp_path / "in.npz", **INPUTS)
+    np.savez(tmp_path / "out.npz", c=Interpreter(module).run(**INPUTS)["c"] + 1)
+    (tmp_path / "chain.hpvm").write_text(CHAIN)
+    code = main(["tune", str(tmp_path / "chain.hpvm"), "-i", str(tmp_path / "in.npz"),
+                 "--reference", str(tmp_path / "out.npz"), "-b", "1", "--repeat", "1",
+                 "--confirm", "0"])
+    assert code == 1 and "no feasible configuration" in capsys.readouterr().out
+
+
 def test_command_errors_name_the_fix(tmp_path, capsys):
     (tmp_path / "chain.hpvm").write_text(CHAIN)
     assert main(["tune", str(tmp_path / "chain.hpvm")]) == 1
     assert "needs inputs (fix: give --inputs" in capsys.readouterr().err
+    np.savez(tmp_path / "in.npz", **INPUTS)
+    (tmp_path / "out.npy").write_bytes(b"\x93NUMPY")
+    assert main(["tune", str(tmp_path / "chain.hpvm"), "-i", str(tmp_path / "in.npz"),
+                 "--reference", str(tmp_path / "out.npy")]) == 1
+    assert "out.npy" in capsys.readouterr().err
     (tmp_path / "bad.json").write_text("[]")
     assert main(["compile", str(tmp_path / "chain.hpvm"), "--config", str(tmp_path / "bad.json"),
                  "-o", str(tmp_path / "exe")]) == 1

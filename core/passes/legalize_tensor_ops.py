@@ -141,13 +141,8 @@ the constant whose rearranged copy it holds."""
 def relaid_inputs(graph: Graph, node: str) -> dict:
     """Input port of ``node`` -> the data of the relaid constant
     (RELAID_FROM) feeding it: what a device feeds those ports."""
-    found = {}
-    for edge in graph.edges:
-        if edge.dst_node == node:
-            source = graph.node(edge.src_node)
-            if RELAID_FROM in source.attributes:
-                found[edge.dst_port] = source.body.data
-    return found
+    return {port: source.body.data for port, source in _sources(graph, node).items()
+            if RELAID_FROM in source.attributes}
 
 
 PADS_INPUT_OF = "pads_input_of"
@@ -158,13 +153,14 @@ node whose input it pads (its port ``y`` feeds that input)."""
 def padded_inputs(graph: Graph, node: str) -> dict[str, Node]:
     """Input port of ``node`` -> the node (PADS_INPUT_OF) padding what the
     runtime feeds that port: what a device runs before ``node``."""
-    found = {}
-    for edge in graph.edges:
-        if edge.dst_node == node:
-            source = graph.node(edge.src_node)
-            if source.attributes.get(PADS_INPUT_OF) == node:
-                found[edge.dst_port] = source
-    return found
+    return {port: source for port, source in _sources(graph, node).items()
+            if source.attributes.get(PADS_INPUT_OF) == node}
+
+
+def _sources(graph: Graph, node: str) -> dict[str, Node]:
+    """Input port of ``node`` -> the node an edge feeds it from."""
+    return {edge.dst_port: graph.node(edge.src_node) for edge in graph.edges
+            if edge.dst_node == node}
 
 
 def _constant_inputs(graph: Graph, node: Node) -> dict:

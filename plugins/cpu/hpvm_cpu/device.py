@@ -144,11 +144,17 @@ class CpuDevice(HostMemoryDevice):
             body = graph_node.body
             kernel = self.kernels[body.function] if isinstance(body, KernelBody) else None
             padding = {port: Padding(self.kernels[before.body.function], before.replication,
-                                     self.module.functions[before.body.function].params[1].type)
+                                     _padded_type(self.module, before))
                        for port, before in padded_inputs(graph, node.node).items()}
             found = self._nodes[node] = (body, kernel, graph_node.replication,
                                          relaid_inputs(graph, node.node), padding)
         return found
+
+
+def _padded_type(module: Module, padding_node) -> Any:
+    """The type of what a padding node's kernel makes (its port ``y``)."""
+    params = module.functions[padding_node.body.function].params
+    return next(p.type for p in params if p.name == "y")
 
 
 class PaddedLaunch:

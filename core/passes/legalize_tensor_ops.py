@@ -16,7 +16,7 @@ from ..errors import Diagnostic, Location
 from ..ir.graph import ConstantBody, Edge, Graph, KernelBody, Module, Node, TensorBody
 from ..ir.parameter import Parameter
 from ..ir.tensor_ops import TENSOR_OPS, get_op
-from ..ir.tensor_ops.lowering import padding_attrs
+from ..ir.tensor_ops.pad import padding_attrs
 from ..ir.tensor_ops.int8 import SCALES_ATTRIBUTE, node_scales, quantize_kernel
 from ..ir.types import BufferType, scalar_type_of_dtype
 from ..ir.tensor_ops.precision import (

@@ -205,8 +205,8 @@ def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation: Activation
     channels their columns.  At a stride, each row reads the pixel the
     stride puts it at (MatrixView.pixels): ResNet's downsampling layers,
     where the copies of conv_products.py and conv_panels.py cost more
-    than the products.  Otherwise, at a stride of 1, it is packed as it stands for
-    images whose rows are narrower than a register tile
+    than the products.  Otherwise, at a stride of 1, it is packed as it
+    stands for images whose rows are narrower than a register tile
     (the row tiles fill their vectors on wider ones, and measured faster
     there: 64 against 47 GFLOP/s at 112x112) but with pixels for several
     packed tiles (the panels, conv_panels.py, did as well at 7x7; 71

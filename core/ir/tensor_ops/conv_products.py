@@ -85,15 +85,15 @@ def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
             "x", (0, 0, padding[0], padding[1], 0, 0, padding[2], padding[3])):
         padding = (0, 0, 0, 0)
         sizes = fixed_sizes(b.dims("x")[1:]) + sizes[3:]
-    chunk = _rows_per_instance(b, sizes, stride, padding, dilation)
+    width_k = panel_width(inner, kernels, tile_cols)
+    panels = -(-kernels // width_k)
+    chunk = _rows_per_instance(b, sizes, stride, padding, dilation, width_k, panels)
     if chunk is None:
         return None
     channels, height, width, kernels, _, rows, cols, _, out_h, out_w = sizes
     (sh, sw), (_, left, _, right), (dh, dw) = stride, padding, dilation
     pitch = width + left + right
     in_place = not any(padding)
-    width_k = panel_width(inner, kernels, tile_cols)
-    panels = -(-kernels // width_k)
     copy_rows = (chunk - 1) * sh + dh * (rows - 1) + 1
     b.relayout("w", column_panels(weights.reshape(kernels, inner).T, tile_cols))
     chunks = -(-out_h // chunk)
@@ -161,19 +161,18 @@ def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
     return (mul(b.dim("x", 0), i64(panels * chunks)),)
 
 
-def _rows_per_instance(b: KernelBuilder, sizes, stride, padding, dilation) -> int | None:
-    """The output rows of an instance: as many as take least time over
-    the cores (rounds of instances, each its multiply-adds and, with
-    padding, its copy of the rows it reads), within COPY_ELEMENTS; None
-    where one row's copy is too large or costs more than COPY_SHARE of
-    its multiply-adds."""
-    channels, _, width, kernels, _, rows, cols, _, out_h, out_w = sizes
+def _rows_per_instance(b: KernelBuilder, sizes, stride, padding, dilation, width_k: int,
+                       panels: int) -> int | None:
+    """The output rows of an instance (of ``width_k`` output channels, in
+    ``panels`` per image): as many as take least time over the cores
+    (rounds of instances, each its multiply-adds and, with padding, its
+    copy of the rows it reads), within COPY_ELEMENTS; None where one
+    row's copy is too large or costs more than COPY_SHARE of its
+    multiply-adds."""
+    channels, _, width, _, _, rows, cols, _, out_h, out_w = sizes
     sh, dh = stride[0], dilation[0]
     in_place, pitch = not any(padding), width + padding[1] + padding[3]
-    tile_cols = packed_tile(b.tiles)[1]
     inner = channels * rows * cols
-    width_k = panel_width(inner, kernels, tile_cols)
-    panels = -(-kernels // width_k)
     images = const_value(b.dim("x", 0)) or 1
 
     def costs(chunk: int) -> tuple[float, float]:

@@ -106,9 +106,11 @@ def minimum(a: Expr, b: Expr) -> Expr:
     return Intrinsic("min", (a, b))
 
 
-def padding_attrs(pads: tuple[int, ...]) -> dict:
-    """pad.py's attributes for zero padding by ``pads``."""
-    return {"pads": tuple(pads), "mode": "constant", "value": 0.0}
+def padded_shape(shape: tuple[Dim, ...], widths) -> tuple[Dim, ...]:
+    """``shape`` with (leading, trailing) ``widths`` added to each axis
+    (an axis without padding keeps its size, a symbol too)."""
+    return tuple(dim + lead + trail if lead or trail else dim
+                 for dim, (lead, trail) in zip(shape, widths))
 
 
 @dataclass(frozen=True)
@@ -203,9 +205,7 @@ class KernelBuilder:
                 (lead or trail) and not isinstance(dim, int)
                 for dim, (lead, trail) in zip(shape, widths)):
             return False
-        padded = tuple(dim + lead + trail if lead or trail else dim
-                       for dim, (lead, trail) in zip(shape, widths))
-        self.types[port] = BufferType(self.element(port), padded)
+        self.types[port] = BufferType(self.element(port), padded_shape(shape, widths))
         self.padded[port] = tuple(pads)
         return True
 

@@ -19,11 +19,16 @@ from ..kernel import Binary, Const, Expr, Unary
 from ..types import I64, BufferType
 from .dims import describe
 from .lowering import (
-    KernelBuilder, add, in_range, maximum, minimum, mul, product, replication_over,
+    KernelBuilder, add, in_range, maximum, minimum, mul, padded_shape, product, replication_over,
 )
 from .spec import REQUIRED, OpContext, TensorOpSpec
 
 MODES = ("constant", "edge", "reflect")
+
+
+def padding_attrs(pads: tuple[int, ...]) -> dict:
+    """The attributes of zero padding by ``pads``."""
+    return {"pads": tuple(pads), "mode": "constant", "value": 0.0}
 
 
 def pad_widths(ctx: OpContext) -> list[tuple[int, int]]:
@@ -51,9 +56,7 @@ def pad_widths(ctx: OpContext) -> list[tuple[int, int]]:
 
 def _infer(ctx: OpContext) -> dict[str, BufferType]:
     element = ctx.numeric_element()
-    shape = tuple(dim + lead + trail if lead or trail else dim
-                  for dim, (lead, trail) in zip(ctx.shape("x"), pad_widths(ctx)))
-    return {"y": BufferType(element, shape)}
+    return {"y": BufferType(element, padded_shape(ctx.shape("x"), pad_widths(ctx)))}
 
 
 def _evaluate(ctx: OpContext, x: dict) -> dict:

@@ -235,6 +235,21 @@ class Device:
         and the runtime copies the value to the host."""
         return None
 
+    def lend(self, handle) -> Any:
+        """``handle``'s memory as this device's own array type, without a
+        copy, for a caller who may keep it while the runtime goes on using
+        the buffer (an output of a captured replay, which the next replay
+        overwrites): the runtime asks :meth:`lent` before it writes the
+        buffer again.  None (the default): the device cannot tell when the
+        caller lets go, and the runtime hands out a copy instead
+        (:meth:`duplicate`, then :meth:`export`)."""
+        return None
+
+    def lent(self, handle) -> bool:
+        """True while an array :meth:`lend` made of ``handle``, or anything
+        viewing its memory, is still alive."""
+        return False
+
     def free(self, handle) -> None:
         """Release a buffer; the default leaves it to garbage collection."""
 

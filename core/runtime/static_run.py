@@ -54,6 +54,13 @@ SIGNATURES_KEPT = 4
 """Schedules kept per executable (one per input signature, least recently
 used dropped first)."""
 
+LENDING_SCHEDULES = 2
+"""Captured schedules per input signature that lend their outputs' memory
+to the caller (``Device.lend``) instead of copying them out: a loop
+``y = exe(x)`` holds the previous call's outputs while it makes the next,
+so two take turns.  When every one of them is still lent, a run takes a
+schedule that copies its outputs."""
+
 
 def static_schedule_fits(plan: ProgramPlan, devices: dict[str, Device], serial: bool) -> bool:
     """Whether runs of ``plan`` may use a :class:`StaticProgram`."""
@@ -126,21 +133,29 @@ class StaticProgram:
         (device_arrays.OUTPUT_PLACES)."""
         device_outputs = outputs == DEVICE_OUTPUTS and self.resident is not None
         key = (_signature(inputs), device_outputs)
-        schedule = self._take(key) or _Schedule.make(self.plan, self.devices, self.module,
-                                                     self.resident, self.captured, inputs,
-                                                     device_outputs)
+        schedule, lends = self._take(key)
+        if schedule is None:
+            schedule = _Schedule.make(self.plan, self.devices, self.module, self.resident,
+                                      self.captured, inputs, device_outputs, lends)
         try:
             return schedule.run(inputs, report)
         finally:
             self._give_back(key, schedule)
 
-    def _take(self, key: tuple) -> "_Schedule | None":
+    def _take(self, key: tuple) -> "tuple[_Schedule | None, bool]":
+        """An idle schedule for ``key``: one that lends its outputs and has
+        them back, else one that copies them; or None and whether a new one
+        should lend its outputs."""
         with self._lock:
-            idle = self._idle.get(key)
-            if idle:
+            idle = self._idle.get(key, [])
+            pick = next((s for s in reversed(idle) if s.lends and not s.busy()), None) or \
+                next((s for s in reversed(idle) if not s.lends), None)
+            if pick is not None:
                 self._idle.move_to_end(key)
-                return idle.pop()
-            return None
+                idle.remove(pick)
+                return pick, pick.lends
+            lending = key[1] and self.captured is not None and len(idle) < LENDING_SCHEDULES
+            return None, lending
 
     def _give_back(self, key: tuple, schedule: "_Schedule") -> None:
         with self._lock:
@@ -176,12 +191,20 @@ class _Schedule(Schedule):
         """The run report's target of a replay (made with it)."""
         self.pool = OutputPool()
         """Memory of the host arrays made per run (output_pool.py)."""
+        self.lends = False
+        """A captured schedule's outputs are lent to the caller
+        (``Device.lend``), not copied: it replays only once they are let go."""
+        self.lendable: set[int] = set()
+        """Slots of a captured schedule whose buffer a launch writes whole."""
+        self.lent: set[int] = set()
+        """The slots whose memory the last run lent."""
 
     @classmethod
     def make(cls, plan: ProgramPlan, devices: dict[str, Device], module: Module,
              resident: Device | None, captured: Device | None,
-             inputs: dict[str, Any], device_outputs: bool) -> "_Schedule":
+             inputs: dict[str, Any], device_outputs: bool, lends: bool = False) -> "_Schedule":
         schedule = cls(plan, devices, module, resident, captured, device_outputs)
+        schedule.lends = lends
         SchedulePlanner(schedule, inputs).plan()
         for fresh in schedule.fresh:
             if fresh.device is None:
@@ -252,7 +275,14 @@ class _Schedule(Schedule):
         name, as a duplicate)."""
         outputs, seen = {}, {}
         device = self.resident
+        self.lent = set()
         for name, slot, handed in self.outputs:
+            if self.lends and slot in self.lendable and slot not in self.lent:
+                array = device.lend(values[slot])
+                if array is not None:
+                    outputs[name] = array
+                    self.lent.add(slot)
+                    continue
             if self.device_outputs:
                 handle = values[slot] if handed and self.captured is None else \
                     device.duplicate(values[slot], *self.layouts[slot])
@@ -300,6 +330,7 @@ class _Schedule(Schedule):
         if self.captured is not None:
             for fresh in self.fresh:
                 self.kept[fresh.slot] = device.allocate(fresh.shape, fresh.dtype)
+            self.lendable = {fresh.slot for fresh in self.fresh}
             values = list(self.kept)
         else:
             values = self._values(inputs)
@@ -315,6 +346,10 @@ class _Schedule(Schedule):
                                 f"{len(self.steps)} nodes, one replay"
         elif device is not None:  # runs bind buffers of their own in these slots
             self._free_per_run(values)
+
+    def busy(self) -> bool:
+        """True while the caller holds an output this schedule lent."""
+        return any(self.resident.lent(self.kept[slot]) for slot in self.lent)
 
     def _free_per_run(self, values: list[Any]) -> None:
         """Free the resident device's buffers made for one run."""

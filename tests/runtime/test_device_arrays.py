@@ -4,6 +4,7 @@ a torch CUDA tensor or a pyopencl array): inputs taken without a copy,
 outputs left on the device, on every path a run takes (static schedule,
 dynamic scheduler, captured replay, mixed placements), and the errors."""
 import importlib.util
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -122,6 +123,78 @@ def test_a_captured_replay_copies_device_inputs_on_the_device():
             np.testing.assert_allclose(previous[1].get(), chain_result(previous[0]), rtol=1e-6)
         previous = (a, out["b"])
     assert device.captures == 1 and device.replays == 3
+
+
+class LentArray(LoopbackArray):
+    """A kept buffer's memory lent to the caller: not freed with it."""
+
+    def __del__(self):
+        pass
+
+
+class LendingDevice(static.CapturingDevice):
+    """A capturing device that lends its replay's outputs (Device.lend),
+    knowing them let go when the caller's array is gone."""
+
+    def __init__(self, inner, name):
+        super().__init__(inner, name)
+        self.loans = {}
+
+    def lend(self, handle):
+        array = LentArray(self, handle)
+        self.loans[handle] = weakref.ref(array)
+        return array
+
+    def lent(self, handle):
+        loan = self.loans.get(handle)
+        return loan is not None and loan() is not None
+
+
+class LendingTarget(static.CapturingTarget):
+    def load(self, artifact, options):
+        return LendingDevice(super().load(artifact, options).inner, self.name)
+
+
+@pytest.fixture
+def lending():
+    exe = compile(programs.chain(), targets=["lend"],
+                  registry=registry_of(LendingTarget("lend", claim_all=True)))
+    return exe, exe._get_devices()["lend"]
+
+
+def test_a_loop_over_a_replay_takes_turns_between_two_lending_schedules(lending):
+    exe, device = lending
+    rng = np.random.default_rng(2)
+    handles = set()
+    out = None
+    for _ in range(6):
+        a = rng.standard_normal(16).astype(np.float32)
+        out = exe(a=exe.device_array(a), outputs="device")["b"]  # the previous one held meanwhile
+        assert isinstance(out, LentArray)
+        np.testing.assert_allclose(out.get(), chain_result(a), rtol=1e-6)
+        handles.add(out.handle)
+    assert len(handles) == 2 and device.captures == 2 and device.replays == 6
+    assert exe.report().bytes_copied == 0
+
+
+def test_outputs_held_past_the_lending_schedules_are_copies_and_stay_valid(lending):
+    exe, device = lending
+    inputs = [np.full(8, float(i), np.float32) for i in range(5)]
+    outputs = [exe(a=exe.device_array(a), outputs="device")["b"] for a in inputs]
+    for a, out in zip(inputs, outputs):
+        np.testing.assert_allclose(out.get(), chain_result(a))
+    assert [isinstance(out, LentArray) for out in outputs] == [True, True, False, False, False]
+    assert device.captures == 3  # two lending schedules and one that copies
+    del outputs
+    assert isinstance(exe(a=inputs[0], outputs="device")["b"], LentArray)
+
+
+def test_host_outputs_of_a_lending_device_are_copied_out(lending):
+    exe, _ = lending
+    a = np.arange(8, dtype=np.float32)
+    first = exe(a=a)["b"]
+    exe(a=a + 1)
+    np.testing.assert_allclose(first, chain_result(a))
 
 
 def test_a_device_input_read_on_another_device_is_copied_and_counted():

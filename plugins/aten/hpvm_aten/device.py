@@ -34,6 +34,14 @@ from .ops import OPS
 _CAPTURE_LOCK = threading.Lock()
 """Held while a schedule's launches are captured (:meth:`AtenDevice.capture`)."""
 
+_STORAGE_USERS = getattr(torch._C, "_storage_Use_Count", None)
+"""Tensors and views using a storage (torch's CUDA graph trees ask it too)."""
+
+
+def _memory(tensor: torch.Tensor) -> int:
+    """Where the memory under ``tensor`` (and every view of it) starts."""
+    return tensor.untyped_storage().data_ptr()
+
 
 class Slot:
     """A buffer on a CUDA device: its shape, dtype and tensor (None until
@@ -42,10 +50,12 @@ class Slot:
     reads it without two conversions (the values are the same: a half
     value is exact in f32)."""
 
-    __slots__ = ("shape", "dtype", "tensor")
+    __slots__ = ("shape", "dtype", "tensor", "users")
 
     def __init__(self, shape, dtype: torch.dtype, tensor: torch.Tensor | None = None):
         self.shape, self.dtype, self.tensor = tuple(shape), dtype, tensor
+        self.users = 0
+        """Users of the tensor's memory when it was last lent (AtenDevice.lend)."""
 
     def fill(self, value: torch.Tensor) -> None:
         narrow = value.dtype == torch.float16 and self.dtype.is_floating_point
@@ -78,6 +88,7 @@ class AtenDevice(Device):
         self._index = (self.device.index if self.device.index is not None
                        else torch.cuda.current_device()) if self.device.type == "cuda" else None
         self._constants: dict = {}
+        self._constant_count, self._constant_starts = 0, set()
         self._plans: dict[NodeRef, _Plan] = {}
 
     # memory ----------------------------------------------------------------
@@ -180,6 +191,21 @@ class AtenDevice(Device):
             return None
         return self._tensor(handle)
 
+    def lend(self, handle):
+        """An alias of the buffer's tensor (a captured replay's output) for
+        the caller, counted by its memory's users (torch's storage use
+        count, which every view of it raises); None for a buffer over a
+        constant's memory, which the caller could write."""
+        tensor = handle.tensor if isinstance(handle, Slot) else None
+        if (tensor is None or tensor.dtype != handle.dtype or _STORAGE_USERS is None
+                or _memory(tensor) in self._constant_memory()):
+            return None
+        handle.users = _STORAGE_USERS(tensor.untyped_storage()._cdata)
+        return tensor.detach()
+
+    def lent(self, handle) -> bool:
+        return _STORAGE_USERS(handle.tensor.untyped_storage()._cdata) > handle.users
+
     # running -----------------------------------------------------------------
     def launch(self, node: NodeRef, args: dict[str, Any]) -> None:
         plan = self._plan(node)
@@ -267,6 +293,14 @@ class AtenDevice(Device):
         if dtype is not None and tensor.is_floating_point():
             return tensor.to(dtype)
         return tensor
+
+    def _constant_memory(self) -> set[int]:
+        """Where the constants' tensors on this device start."""
+        if self._constant_count != len(self._constants):
+            self._constant_count = len(self._constants)
+            self._constant_starts = {_memory(value) for value in self._constants.values()
+                                     if isinstance(value, torch.Tensor)}
+        return self._constant_starts
 
     def _constant(self, key: str, data: np.ndarray) -> torch.Tensor:
         """The constant's data on this device, copied there once."""

@@ -72,3 +72,34 @@ def test_on_the_cpu_tensors_come_in_as_numpy_and_outputs_stay_numpy(lenet):
     out = exe(x=torch.from_numpy(x), outputs="device")["y"]
     assert isinstance(out, np.ndarray)
     np.testing.assert_allclose(out, exe(x=x)["y"], rtol=1e-6)
+
+
+@CUDA
+def test_a_replays_outputs_are_lent_and_a_view_kept_holds_them(lenet):
+    exe = compile(lenet, ["aten"], {"device": "cuda"})
+    starts, views = set(), []
+    for seed in range(6):
+        x = images(seed)
+        out = exe(x=torch.from_numpy(x).cuda(), outputs="device")["y"]
+        starts.add(out.untyped_storage().data_ptr())
+        if seed == 1:
+            views.append((out[1:3], exe(x=x)["y"][1:3]))  # a view alone keeps the memory lent
+    assert len(starts) <= 4  # turns between a few replays' memory, no copy per call
+    for view, expected in views:
+        np.testing.assert_allclose(view.cpu().numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_lent_slot_is_busy_while_an_alias_or_a_view_of_it_lives():
+    from hpvm_aten.device import AtenDevice, Slot
+    from hpvm.ir.graph import Module
+    device = AtenDevice(Module("m", {}, {}, None), "cpu", None)
+    slot = Slot((4,), torch.float32, torch.arange(4.0))
+    alias = device.lend(slot)
+    assert alias.data_ptr() == slot.tensor.data_ptr() and device.lent(slot)
+    view = alias[2:]
+    del alias
+    assert device.lent(slot)
+    del view
+    assert not device.lent(slot)
+    device._constants["w"] = slot.tensor
+    assert device.lend(slot) is None  # a constant's memory is never lent

@@ -15,27 +15,39 @@ its chunks.
 Chunks are taken home first: participant p (worker p, the launcher last)
 owns the p-th of as many contiguous ranges of a job's chunks as there are
 participants, takes its own by an atomic counter per range, then steals
-from the others' ranges in turn.  The same rows land on the same core in
-consecutive launches of one size (a producer's output is still in that
-core's cache when its consumer runs), and a core that is late or slow has
-its chunks taken by the others.
+from the others' ranges in turn (reading a range's counter before taking
+from it, so that a finished range is not written by every participant).
+The same rows land on the same core in consecutive launches of one size
+(a producer's output is still in that core's cache when its consumer
+runs), and a core that is late or slow has its chunks taken by the others.
 
 The pool also clears and copies large host buffers (:meth:`ThreadPool.clear`,
 :meth:`ThreadPool.copy`): jobs whose chunks are ranges of whole pages, run
 by ``hpvm_pool_clear`` (memset) or ``hpvm_pool_copy`` (memcpy).
 
-A job is published under the pool's mutex, and only once no worker is left
-in the previous one (``active``), so a worker never takes a chunk of a job
-it did not read.  One job runs at a time: launches from other threads wait
-for the pool (a kernel never launches another, so none waits on itself).
+A job is published without a lock.  The record's ``generation`` is odd
+while a job is open: the launcher waits until no worker is left in the
+previous job (``active`` is 0), writes the job, and adds one; when the
+last chunk is done it adds one again, closing it.  A worker that sees an
+open generation it has not run counts itself ``active`` and reads the
+generation again: still the same, the job cannot change under it (its
+launcher waits for ``active``); changed, it missed the job and leaves it.
+(Both sides write, then read the other's word, with sequentially
+consistent atomics: one of the two sees the other.)  Workers that found no
+job in SPINS polls sleep on the condition variable, counted in
+``sleepers``; a launcher locks the mutex and wakes them only when that
+count is not 0.  The words spun on and counted (generation, active, done)
+and each participant's home counter lie on cache lines of their own.
+One job runs at a time: launches from other threads wait for the pool (a
+kernel never launches another, so none waits on itself).
 
-The pool record (``POOL_BYTES`` bytes, zeroed, owned by Python): the i64
-words of ``WORDS`` (generation, done, active, stop, entry, calls, count,
-homes, participants), then the pthread mutex at byte 128 and condition
-variable at byte 256 (128 bytes each, more than any libc needs),
+The pool record (``POOL_BYTES`` bytes, zeroed, owned by Python): i64 words
+at the indices of ``WORDS``, the pthread mutex at byte 256 and condition
+variable at byte 384 (128 bytes each, more than any libc needs),
 initialised by ``pthread_*_init``.
 ``calls`` is a ``[count, 3]`` uint64 array of (argument slots, first, end);
-``homes`` an i64 array, per participant the next chunk of its range.
+``homes`` an i64 array, per participant (HOME_STRIDE apart) the next chunk
+of its range.
 """
 from __future__ import annotations
 
@@ -55,10 +67,12 @@ from hpvm.threads import available_cores
 from .machine import MachineSpec, initialize, parse
 
 POOL_BYTES = 512
+HOME_STRIDE = 8
+"""i64 words between two participants' home counters (a cache line)."""
 CLEARS_PER_CORE = 2
 """Ranges per participant of :meth:`ThreadPool.clear` and
 :meth:`ThreadPool.copy`: a late core's range is taken by another."""
-MUTEX, CONDITION = 128, 256
+MUTEX, CONDITION = 256, 384
 SPINS = 4000
 """Polls of a worker for the next job before it sleeps (a pause each:
 about 0.1-0.5 ms), so back-to-back launches find it awake."""
@@ -78,9 +92,10 @@ def split_range(count: int, parts: int, unit: int = 1) -> list[tuple[int, int]]:
     return chunks
 
 
-WORDS = ("generation", "done", "active", "stop", "entry.at", "calls.at", "count.at", "homes.at",
-         "participants")
-"""The pool record's i64 words, in order."""
+WORDS = {"generation": 0, "active": 8, "done": 16, "stop": 24, "entry.at": 25, "calls.at": 26,
+         "count.at": 27, "homes.at": 28, "participants": 29, "sleepers": 30}
+"""The pool record's i64 words and their indices: the three written while
+a job runs on cache lines of their own, the job's fields on a fourth."""
 
 _PAUSE = {"x86_64": "call void @llvm.x86.sse2.pause()",
           "aarch64": "call void @llvm.aarch64.hint(i32 1)"}
@@ -90,7 +105,7 @@ _PAUSE_DECLARATION = {"x86_64": "declare void @llvm.x86.sse2.pause()",
 
 def _fields(*names: str) -> str:
     """IR lines pointing ``%name`` at each named field of the record."""
-    places = {**{word: f"i64, ptr %pool, i64 {index}" for index, word in enumerate(WORDS)},
+    places = {**{word: f"i64, ptr %pool, i64 {index}" for word, index in WORDS.items()},
               "mutex": f"i8, ptr %pool, i64 {MUTEX}", "cond": f"i8, ptr %pool, i64 {CONDITION}"}
     return "\n".join(f"  %{name} = getelementptr {places[name]}" for name in names)
 
@@ -145,12 +160,14 @@ entry:
 {_fields('done', 'homes.at', 'participants')}
   %homes.word = load i64, ptr %homes.at
   %homes = inttoptr i64 %homes.word to ptr
-  %next = getelementptr i64, ptr %homes, i64 %owner
+  %next = getelementptr [{HOME_STRIDE} x i64], ptr %homes, i64 %owner
   %parts = load i64, ptr %participants
   %owner.after = add i64 %owner, 1
   %scaled = mul i64 %owner.after, %count
   %end = udiv i64 %scaled, %parts
-  br label %loop
+  %peek = load atomic i64, ptr %next monotonic, align 8
+  %left = icmp ult i64 %peek, %end
+  br i1 %left, label %loop, label %exit
 loop:
   %i = atomicrmw add ptr %next, i64 1 seq_cst
   %more = icmp ult i64 %i, %end
@@ -189,68 +206,89 @@ exit:
 
 define void @hpvm_pool_worker(ptr %pool, i64 %me) {{
 entry:
-{_fields('generation', 'active', 'stop', 'entry.at', 'calls.at', 'count.at', 'mutex', 'cond')}
+{_fields('generation', 'active', 'sleepers', 'stop', 'entry.at', 'calls.at', 'count.at',
+          'mutex', 'cond')}
   %start = load atomic i64, ptr %generation seq_cst, align 8
   br label %idle
 idle:
-  %seen = phi i64 [ %start, %entry ], [ %current, %joined ]
+  %seen = phi i64 [ %start, %entry ], [ %g, %next ]
   br label %spin
 spin:
   %polls = phi i64 [ 0, %idle ], [ %polls.next, %spin.again ]
   %now = load atomic i64, ptr %generation seq_cst, align 8
-  %new = icmp ne i64 %now, %seen
-  br i1 %new, label %lock, label %spin.again
+  %now.odd = trunc i64 %now to i1
+  %now.new = icmp ne i64 %now, %seen
+  %now.job = and i1 %now.odd, %now.new
+  br i1 %now.job, label %join, label %spin.again
 spin.again:
   {pause}
   %polls.next = add i64 %polls, 1
   %keep = icmp slt i64 %polls.next, {SPINS}
-  br i1 %keep, label %spin, label %lock
-lock:
+  br i1 %keep, label %spin, label %sleep
+sleep:
   %l = call i32 @pthread_mutex_lock(ptr %mutex)
+  %asleep = atomicrmw add ptr %sleepers, i64 1 seq_cst
   br label %check
 check:
   %stopping = load atomic i64, ptr %stop seq_cst, align 8
   %quit = icmp ne i64 %stopping, 0
   br i1 %quit, label %leave, label %check.job
 check.job:
-  %current = load atomic i64, ptr %generation seq_cst, align 8
-  %same = icmp eq i64 %current, %seen
-  br i1 %same, label %sleep, label %join
-sleep:
+  %later = load atomic i64, ptr %generation seq_cst, align 8
+  %later.odd = trunc i64 %later to i1
+  %later.new = icmp ne i64 %later, %seen
+  %later.job = and i1 %later.odd, %later.new
+  br i1 %later.job, label %woken, label %wait
+wait:
   %w = call i32 @pthread_cond_wait(ptr %cond, ptr %mutex)
   br label %check
+woken:
+  %awake = atomicrmw sub ptr %sleepers, i64 1 seq_cst
+  %u = call i32 @pthread_mutex_unlock(ptr %mutex)
+  br label %join
 join:
+  %g = phi i64 [ %now, %spin ], [ %later, %woken ]
+  %joining = atomicrmw add ptr %active, i64 1 seq_cst
+  %again = load atomic i64, ptr %generation seq_cst, align 8
+  %same = icmp eq i64 %again, %g
+  br i1 %same, label %work, label %missed
+work:
   %entry.word = load i64, ptr %entry.at
   %calls.word = load i64, ptr %calls.at
   %count = load i64, ptr %count.at
-  %joining = atomicrmw add ptr %active, i64 1 seq_cst
-  %u = call i32 @pthread_mutex_unlock(ptr %mutex)
   %entry.fn = inttoptr i64 %entry.word to ptr
   %calls = inttoptr i64 %calls.word to ptr
   call void @take_chunks(ptr %pool, ptr %entry.fn, ptr %calls, i64 %count, i64 %me)
+  br label %missed
+missed:
   %leaving = atomicrmw sub ptr %active, i64 1 seq_cst
-  br label %joined
-joined:
+  br label %next
+next:
   br label %idle
 leave:
+  %gone = atomicrmw sub ptr %sleepers, i64 1 seq_cst
   %u2 = call i32 @pthread_mutex_unlock(ptr %mutex)
   ret void
 }}
 
 define void @hpvm_pool_run(ptr %pool, ptr %entry.fn, ptr %calls, i64 %count) {{
 entry:
-{_fields('generation', 'done', 'active', 'entry.at', 'calls.at', 'count.at', 'homes.at',
-          'participants', 'mutex', 'cond')}
-  br label %lock
-lock:
-  %l = call i32 @pthread_mutex_lock(ptr %mutex)
+{_fields('generation', 'done', 'active', 'sleepers', 'entry.at', 'calls.at', 'count.at',
+          'homes.at', 'participants', 'mutex', 'cond')}
+  br label %drain
+drain:
+  %drains = phi i64 [ 0, %entry ], [ %drains.next, %drain.again ], [ %drains.next, %drain.yield ]
   %busy = load atomic i64, ptr %active seq_cst, align 8
   %stragglers = icmp ne i64 %busy, 0
-  br i1 %stragglers, label %yield, label %publish
-yield:
-  %u = call i32 @pthread_mutex_unlock(ptr %mutex)
+  br i1 %stragglers, label %drain.again, label %publish
+drain.again:
+  {pause}
+  %drains.next = add i64 %drains, 1
+  %drain.long = icmp sgt i64 %drains.next, {SPINS}
+  br i1 %drain.long, label %drain.yield, label %drain
+drain.yield:
   %y = call i32 @sched_yield()
-  br label %lock
+  br label %drain
 publish:
   %entry.word = ptrtoint ptr %entry.fn to i64
   store i64 %entry.word, ptr %entry.at
@@ -266,15 +304,22 @@ home:
   %owner = phi i64 [ 0, %publish ], [ %owner.next, %home ]
   %scaled = mul i64 %owner, %count
   %start = udiv i64 %scaled, %parts
-  %next = getelementptr i64, ptr %homes, i64 %owner
+  %next = getelementptr [{HOME_STRIDE} x i64], ptr %homes, i64 %owner
   store atomic i64 %start, ptr %next seq_cst, align 8
   %owner.next = add i64 %owner, 1
   %more.homes = icmp ult i64 %owner.next, %parts
-  br i1 %more.homes, label %home, label %go
-go:
-  %bumped = atomicrmw add ptr %generation, i64 1 seq_cst
+  br i1 %more.homes, label %home, label %open
+open:
+  %opened = atomicrmw add ptr %generation, i64 1 seq_cst
+  %asleep = load atomic i64, ptr %sleepers seq_cst, align 8
+  %sleeping = icmp ne i64 %asleep, 0
+  br i1 %sleeping, label %wake, label %go
+wake:
+  %l = call i32 @pthread_mutex_lock(ptr %mutex)
   %b = call i32 @pthread_cond_broadcast(ptr %cond)
-  %u2 = call i32 @pthread_mutex_unlock(ptr %mutex)
+  %u = call i32 @pthread_mutex_unlock(ptr %mutex)
+  br label %go
+go:
   %me = sub i64 %parts, 1
   call void @take_chunks(ptr %pool, ptr %entry.fn, ptr %calls, i64 %count, i64 %me)
   br label %wait
@@ -292,6 +337,7 @@ wait.yield:
   %y2 = call i32 @sched_yield()
   br label %wait
 exit:
+  %closed = atomicrmw add ptr %generation, i64 1 seq_cst
   ret void
 }}
 
@@ -332,10 +378,10 @@ class ThreadPool:
         worker = _WORKER(address("hpvm_pool_worker"))
         self._record = np.zeros(POOL_BYTES, np.uint8)
         self.address = self._record.ctypes.data
-        self._homes = np.zeros(workers + 1, np.int64)
-        words = self._record[:8 * len(WORDS)].view(np.int64)
-        words[WORDS.index("homes.at")] = self._homes.ctypes.data
-        words[WORDS.index("participants")] = workers + 1
+        self._homes = np.zeros((workers + 1) * HOME_STRIDE, np.int64)
+        words = self._record[:MUTEX].view(np.int64)
+        words[WORDS["homes.at"]] = self._homes.ctypes.data
+        words[WORDS["participants"]] = workers + 1
         _INIT(address("hpvm_pool_init"))(self.address)
         self._busy = threading.Lock()
         self.workers = [threading.Thread(target=worker, args=(self.address, index), daemon=True,
@@ -367,7 +413,7 @@ class ThreadPool:
     def _run_in_pages(self, entry: int, argument: int, size: int) -> None:
         """``entry`` over ``[0, size)`` bytes in CLEARS_PER_CORE ranges of
         whole pages per participant."""
-        ranges = split_range(size, len(self._homes) * CLEARS_PER_CORE, PAGE)
+        ranges = split_range(size, len(self._homes) // HOME_STRIDE * CLEARS_PER_CORE, PAGE)
         self.run(entry, np.array([(argument, first, end) for first, end in ranges],
                                  dtype=np.uint64))
 

@@ -16,7 +16,10 @@ against the same nodes' time.
 aten on CUDA: LeNet at batch 64 and 512, the ResNet block at batch 8 and
 64 (the models of benchmarks/onnx_bench.py), run as one captured CUDA graph.
 Inputs are CUDA tensors, ``outputs="device"``, each output held until the
-next call returns (as a loop ``y = exe(x)`` holds it).  Nodes' own time: the
+next call returns (as a loop ``y = exe(x)`` holds it).  One input tensor
+passed in every call is read where it is from the second call on; two
+taking turns (the "inputs taking turns" row) are each copied into the
+graph's input buffer.  Nodes' own time: the
 captured graph's replays alone, back to back, timed by CUDA events.  Calls
 are timed synchronised after each call, and back to back with the GPU
 synchronised once per 20 calls (what a pipeline of calls sees).
@@ -139,14 +142,21 @@ def run_aten(name: str, batch: int, repeat: int) -> list[tuple]:
     own = statistics.median(owns)
 
     held = {}
+    turns = [tensor, tensor.clone()]
 
     def device_call():  # as a loop ``y = exe(x)`` does: the last output held meanwhile
         held["y"] = exe(x=tensor, outputs="device")["y"]
+
+    def turns_call():  # two input tensors taking turns: each copied into the graph's
+        turns.reverse()
+        held["y"] = exe(x=turns[0], outputs="device")["y"]
     sync = torch.cuda.synchronize
     label = f"aten cuda {'LeNet' if name == 'lenet' else 'ResNet block'}, batch {batch}"
     return [(label, "device in/out, synchronised", median_time(device_call, sync, repeat), own),
             (label, "device in/out, back to back",
              median_time(device_call, sync, repeat, BACK_TO_BACK), own),
+            (label, "device in/out, back to back, inputs taking turns",
+             median_time(turns_call, sync, repeat, BACK_TO_BACK), own),
             (label, "host in/out (copies)", median_time(lambda: exe(x=x), sync, repeat), own)]
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 
 import numpy as np
 
@@ -249,6 +249,16 @@ class Device:
         """True while an array :meth:`lend` made of ``handle``, or anything
         viewing its memory, is still alive."""
         return False
+
+    def held(self, handle) -> "tuple[Hashable, Any] | None":
+        """For a buffer over an array of the caller's (``adopt``, or an input
+        staged on this device): a key that stays equal while the same array
+        object comes back over the same memory and layout, and a buffer of
+        this device over that memory which keeps it alive whatever becomes
+        of ``handle``.  A captured replay then reads the array where it is
+        instead of copying it into a buffer of its own.  None (the
+        default): the device cannot say."""
+        return None
 
     def free(self, handle) -> None:
         """Release a buffer; the default leaves it to garbage collection."""

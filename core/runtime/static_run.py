@@ -107,6 +107,8 @@ class StaticProgram:
         """The device running the whole plan as one captured replay, or None."""
         self._lock = threading.Lock()
         self._idle: OrderedDict[tuple, list[_Schedule]] = OrderedDict()
+        self._last_held: dict[str, Any] = {}
+        """The keys of the last run's inputs on the device (Device.held)."""
 
     def staged_inputs(self, inputs: dict[str, Any]) -> dict[str, Any] | None:
         """``inputs`` with every staged value (``Executable.stage``, or an
@@ -132,15 +134,32 @@ class StaticProgram:
         records go to ``report``.  ``outputs``: where the outputs go
         (device_arrays.OUTPUT_PLACES)."""
         device_outputs = outputs == DEVICE_OUTPUTS and self.resident is not None
-        key = (_signature(inputs), device_outputs)
+        held = self._held_again(inputs) if self.captured is not None else {}
+        key = (_signature(inputs), device_outputs,
+               tuple(sorted((name, identity) for name, (identity, _) in held.items())))
         schedule, lends = self._take(key)
         if schedule is None:
             schedule = _Schedule.make(self.plan, self.devices, self.module, self.resident,
-                                      self.captured, inputs, device_outputs, lends)
+                                      self.captured, inputs, device_outputs, lends,
+                                      {name: buffer for name, (_, buffer) in held.items()})
         try:
             return schedule.run(inputs, report)
         finally:
             self._give_back(key, schedule)
+
+    def _held_again(self, inputs: dict[str, Any]) -> dict[str, tuple]:
+        """The inputs on the device that are the same arrays as in the last
+        run (``Device.held``: name -> (key, buffer)), which a captured replay
+        reads where they are: a caller passing one array again, refilled
+        between runs, is spared a copy per run."""
+        held = {}
+        for name, value in inputs.items():
+            if isinstance(value, StagedBuffer):
+                found = self.resident.held(value.handle)
+                if found is not None:
+                    held[name] = found
+        last, self._last_held = self._last_held, {name: key for name, (key, _) in held.items()}
+        return {name: found for name, found in held.items() if last.get(name) == found[0]}
 
     def _take(self, key: tuple) -> "tuple[_Schedule | None, bool]":
         """An idle schedule for ``key``: one that lends its outputs and has
@@ -198,13 +217,18 @@ class _Schedule(Schedule):
         """Slots of a captured schedule whose buffer a launch writes whole."""
         self.lent: set[int] = set()
         """The slots whose memory the last run lent."""
+        self.held: dict[str, Any] = {}
+        """Inputs a captured replay reads where the caller keeps them (name
+        -> a buffer over the caller's array, ``Device.held``): not copied."""
 
     @classmethod
     def make(cls, plan: ProgramPlan, devices: dict[str, Device], module: Module,
              resident: Device | None, captured: Device | None,
-             inputs: dict[str, Any], device_outputs: bool, lends: bool = False) -> "_Schedule":
+             inputs: dict[str, Any], device_outputs: bool, lends: bool = False,
+             held: dict[str, Any] | None = None) -> "_Schedule":
         schedule = cls(plan, devices, module, resident, captured, device_outputs)
         schedule.lends = lends
+        schedule.held = held or {}
         SchedulePlanner(schedule, inputs).plan()
         for fresh in schedule.fresh:
             if fresh.device is None:
@@ -264,7 +288,8 @@ class _Schedule(Schedule):
             if isinstance(value, np.ndarray):
                 self.resident.copy_in(values[slot], value)
                 stats.to_device += value.nbytes
-            elif isinstance(value, StagedBuffer) and self.captured is not None:
+            elif isinstance(value, StagedBuffer) and self.captured is not None \
+                    and name not in self.held:
                 self.resident.copy_buffer(values[slot], value.handle)
 
     def _copy_out(self, values: list[Any], stats: CopyStats) -> dict[str, Any]:
@@ -324,6 +349,8 @@ class _Schedule(Schedule):
             if device is not None and isinstance(value, np.ndarray):
                 self.kept[slot] = device.allocate(value.shape, value.dtype)
                 device.copy_in(self.kept[slot], value)
+            elif self.captured is not None and name in self.held:
+                self.kept[slot] = self.held[name]
             elif self.captured is not None and isinstance(value, StagedBuffer):
                 self.kept[slot] = device.allocate(value.shape, value.dtype)
                 device.copy_buffer(self.kept[slot], value.handle)

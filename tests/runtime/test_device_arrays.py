@@ -197,6 +197,43 @@ def test_host_outputs_of_a_lending_device_are_copied_out(lending):
     np.testing.assert_allclose(first, chain_result(a))
 
 
+class HoldingDevice(static.CapturingDevice):
+    """A capturing device that knows an array passed again (Device.held:
+    its handle, which the test keeps alive) and counts its copies."""
+
+    def __init__(self, inner, name):
+        super().__init__(inner, name)
+        self.copies = 0
+
+    def held(self, handle):
+        return handle, handle
+
+    def copy_buffer(self, to, source):
+        self.copies += 1
+        super().copy_buffer(to, source)
+
+
+class HoldingTarget(static.CapturingTarget):
+    def load(self, artifact, options):
+        return HoldingDevice(super().load(artifact, options).inner, self.name)
+
+
+def test_an_array_passed_again_is_read_by_the_replay_where_it_is():
+    exe = compile(programs.chain(), targets=["hold"],
+                  registry=registry_of(HoldingTarget("hold", claim_all=True)))
+    device = exe._get_devices()["hold"]
+    x = exe.device_array(np.zeros(16, np.float32))
+    for value in range(4):
+        device.store[x.handle][...] = value  # refilled in place between runs
+        np.testing.assert_allclose(exe(a=x)["b"], chain_result(np.full(16, value)))
+    assert device.copies == 2  # the first run's capture and replay; later runs read x
+    y = exe.device_array(np.arange(16, dtype=np.float32))
+    for _ in range(2):
+        np.testing.assert_allclose(exe(a=y)["b"], chain_result(np.arange(16)))
+        np.testing.assert_allclose(exe(a=x)["b"], chain_result(np.full(16, 3.0)))
+    assert device.copies == 2 + 4  # arrays taking turns are copied, each run
+
+
 def test_a_device_input_read_on_another_device_is_copied_and_counted():
     registry = registry_of(LoopbackTarget("own"), LoopbackTarget("other"))
     module = programs.chain(hints=("other", "own", "own"))

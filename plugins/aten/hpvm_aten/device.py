@@ -191,6 +191,15 @@ class AtenDevice(Device):
             return None
         return self._tensor(handle)
 
+    def held(self, handle):
+        """The caller's tensor under ``handle``, known by the object, where
+        its memory starts and its strides."""
+        tensor = handle.tensor if isinstance(handle, Slot) else None
+        if tensor is None:
+            return None
+        return ((id(tensor), tensor.data_ptr(), tensor.stride()),
+                Slot(handle.shape, handle.dtype, tensor))
+
     def lend(self, handle):
         """An alias of the buffer's tensor (a captured replay's output) for
         the caller, counted by its memory's users (torch's storage use

@@ -1,11 +1,13 @@
 """Compute-bound kernel programs on the cpu target against numpy's BLAS
 (issue 40): the suite's sgemm (f32) and ms_gemm (f64), as written (no
 register tiles) and as the cpu schedules them by default (the
-register-tile pass with this machine's sizes), at one size.
+register-tile pass with this machine's sizes), at one size; and a
+convolution written as loops over channels and taps
+(benchmarks/loop_nests.py) against PyTorch's ``conv2d`` (oneDNN).
 
     python benchmarks/loop_nest_bench.py [--size 2048] [--repeat 5] [--threads T]
-        [--programs sgemm,ms_gemm] [--skip-as-written] [--variant KEY=VALUE ...]
-        [--tune BUDGET]
+        [--programs sgemm,ms_gemm,conv] [--conv-shape C,K,H,R] [--skip-as-written]
+        [--variant KEY=VALUE ...] [--tune BUDGET]
     python benchmarks/loop_nest_bench.py --gpu [--size 4096] [--repeat 7]
         [--pipelines "",tile{size=32},default]
 
@@ -47,7 +49,9 @@ def parse_args(argv=None):
     parser.add_argument("--size", type=int, default=2048)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--programs", default="sgemm,ms_gemm")
+    parser.add_argument("--programs", default="sgemm,ms_gemm,conv")
+    parser.add_argument("--conv-shape", default="64,64,58,3",
+                        help="conv: channels in, out, image size (no padding), taps")
     parser.add_argument("--skip-as-written", action="store_true",
                         help="leave out the slow program-as-written rows")
     parser.add_argument("--variant", action="append", default=[],
@@ -99,6 +103,40 @@ def _tuned(program, inputs: dict, expected, args) -> tuple[str, dict]:
     label = "tuned (" + (", ".join(f"{k}={v}" for k, v in changed.items()) or "the defaults") \
         + f"; {args.tune} samples)"
     return label, chosen
+
+
+def conv_rows(args, threads: dict) -> None:
+    """The conv rows: hpvm's cpu as written and by default against torch's
+    conv2d on the same threads."""
+    import numpy as np
+    import torch
+    import hpvm
+    from benchmarks.loop_nests import conv
+    c, k, size, taps = (int(v) for v in args.conv_shape.split(","))
+    out = size - taps + 1
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((c, size, size)).astype(np.float32)
+    w = rng.standard_normal((k, c, taps, taps)).astype(np.float32)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    tx, tw = torch.from_numpy(x), torch.from_numpy(w)
+    with torch.no_grad():
+        expected = torch.nn.functional.conv2d(tx[None], tw)[0].numpy()
+        peer = best_time(lambda: torch.nn.functional.conv2d(tx[None], tw), args.repeat)
+    rows = [("torch conv2d (oneDNN)", peer)]
+    variants = [("default (register tiles)", {})]
+    if not args.skip_as_written:
+        variants.insert(0, ("as written", {"register_tiles": False}))
+    inputs = dict(x=x, w=w, OH=out, OW=out)
+    for label, options in variants:
+        exe = hpvm.compile(conv, targets=["cpu"], options={**threads, **options})
+        error = float(np.abs(exe(**inputs)["y"] - expected).max() / np.abs(expected).max())
+        assert error < 1e-4, f"conv {label}: relative error {error:.2e}"
+        rows.append((label, best_time(lambda: exe(**inputs), args.repeat)))
+    flops = 2 * k * out * out * c * taps * taps
+    for label, seconds in rows:
+        print(f"| conv {args.conv_shape} | {label} | {seconds * 1e3:.1f} | "
+              f"{flops / seconds / 1e9:.0f} | {seconds / peer:.2f} |", flush=True)
 
 
 def gpu_rows(args) -> None:
@@ -165,9 +203,12 @@ def main(argv=None) -> None:
     print(f"# {shlex.join([Path(sys.argv[0]).name] + (argv or sys.argv[1:]))}")
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus seen, "
           f"numpy {np.__version__}, size {n}^3")
-    print("| program | implementation | ms | GFLOP/s | ratio to numpy |")
+    print("| program | implementation | ms | GFLOP/s | ratio to numpy (conv: torch) |")
     print("| --- | --- | ---: | ---: | ---: |")
     for name in args.programs.split(","):
+        if name == "conv":
+            conv_rows(args, threads)
+            continue
         program, dtype, inputs_of = programs[name]
         a, b, c = (rng.standard_normal((n, n)).astype(dtype) for _ in range(3))
         inputs = inputs_of(a, b, c)

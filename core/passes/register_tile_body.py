@@ -36,7 +36,8 @@ class Schedule:
     """Sizes of the blocks (``chunk`` a multiple of ``rows``, ``panel`` of
     ``cols``).  With ``cores``, an instance takes fewer rows than
     ``chunk`` where the results are too few to give ``cores`` instances
-    two each (never fewer than ``least`` rows)."""
+    two each (never fewer than ``least`` rows), counting the instances the
+    node's other dimensions make (a convolution's output rows)."""
 
     rows: int
     cols: int
@@ -47,11 +48,13 @@ class Schedule:
     cores: int = 0
     least: int = 32
 
-    def chunk_rows(self, row_count: Expr, col_count: Expr) -> Expr:
-        """Rows per instance, for results of ``row_count`` x ``col_count``."""
+    def chunk_rows(self, row_count: Expr, col_count: Expr, others: Expr) -> Expr:
+        """Rows per instance, for results of ``row_count`` x ``col_count``
+        in each of ``others`` instances of the other dimensions."""
         if not self.cores:
             return i64(self.chunk)
-        blocks = mul(ceil_div(row_count, self.rows), ceil_div(col_count, self.panel))
+        blocks = mul(mul(ceil_div(row_count, self.rows), ceil_div(col_count, self.panel)),
+                     others)
         most, least = self.chunk // self.rows, max(1, self.least // self.rows)
         share = ceil_div(blocks, 2 * self.cores)
         return mul(maximum(i64(min(least, most)), minimum(i64(most), share)), i64(self.rows))
@@ -78,9 +81,19 @@ def tiled_replication(plan: NestPlan, s: Schedule, replication: tuple[Expr, ...]
     dimension (a runtime that splits the first dimension over the cores
     then finds every block there)."""
     rows_total, cols_total = replication[plan.rows], replication[plan.cols]
+    chunk = s.chunk_rows(rows_total, cols_total, _others(plan, replication))
     total = i64(1)
-    for size in _block_counts(plan, s, replication, s.chunk_rows(rows_total, cols_total)):
+    for size in _block_counts(plan, s, replication, chunk):
         total = mul(total, size)
+    return total
+
+
+def _others(plan: NestPlan, replication: tuple[Expr, ...]) -> Expr:
+    """Instances along the dimensions other than the rows and columns."""
+    total = i64(1)
+    for dim, size in enumerate(replication):
+        if dim not in (plan.rows, plan.cols):
+            total = mul(total, as_index(size))
     return total
 
 
@@ -103,7 +116,8 @@ class _Writer:
         b, s, plan = self.b, self.s, self.plan
         self.rows_total = b.let("rows_total", as_index(replication[plan.rows]))
         self.cols_total = b.let("cols_total", as_index(replication[plan.cols]))
-        chunk = b.let("chunk", s.chunk_rows(self.rows_total, self.cols_total))
+        chunk = b.let("chunk", s.chunk_rows(self.rows_total, self.cols_total,
+                                            _others(plan, replication)))
         counts = [self.rows_total if d == plan.rows else self.cols_total if d == plan.cols
                   else size for d, size in enumerate(replication)]
         counts = _block_counts(plan, s, counts, chunk)

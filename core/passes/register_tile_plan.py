@@ -6,7 +6,9 @@ and ``cols``), its body is::
 
     prelude     lets only: the loop's index values and accumulators
     for k ...   one loop, bounds the same in every instance, only lets
-                and assignments inside
+                and assignments inside; or a perfect nest of such loops
+                (``for c: for r: for s:``, a convolution's), taken as one
+                loop over their steps in the nest's order
     epilogue    anything per instance (stores of the results)
 
 and the loop reads *reused* values: some load the same in every
@@ -20,12 +22,13 @@ from dataclasses import dataclass
 
 from ..ir.graph import KernelBody, Module, Node
 from ..ir.kernel import (
-    ArrayDecl, Assign, Barrier, Call, Expr, ExprStmt, For, InstanceCount, InstanceId,
-    KernelFunction, Let, Load, Return, Stmt, Var, While,
+    ArrayDecl, Assign, Barrier, Binary, Call, Const, Expr, ExprStmt, For, InstanceCount,
+    InstanceId, KernelFunction, Let, Load, Return, Stmt, Var, While,
 )
+from ..ir.types import I64
 from ..ir.uniformity import Uniformity, written_buffers
 from ..ir.visit import rewrite, walk
-from .names import substitute
+from .names import function_names, substitute, unique_name
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ def _plan(function: KernelFunction, rows: int, cols: int) -> NestPlan | str:
     at = loops[0]
     loop, prelude, epilogue = function.body[at], function.body[:at], function.body[at + 1:]
     tile = Uniformity(function, (rows, cols))
+    loop = _collapsed(loop, tile, function_names(function))
     if loop.step != 1 or any(tile.is_varying(b) for b in (loop.start, loop.stop)):
         return f"loop '{loop.var}' steps by {loop.step} or has bounds that differ by instance"
     if any(not isinstance(s, (Let, Assign)) for s in loop.body):
@@ -138,6 +142,33 @@ def _plan(function: KernelFunction, rows: int, cols: int) -> NestPlan | str:
     return NestPlan(rows, cols, tuple(uniform), tuple(accumulators), loop, body,
                     substitute(tuple(sunk) + tuple(epilogue), values=index_values),
                     packable(col_reads), packable(row_reads))
+
+
+def _collapsed(loop: For, tile: Uniformity, taken: set[str]) -> For:
+    """A perfect nest of counted loops (each the only statement of the one
+    around it, steps of 1, bounds the same in every instance of a tile and
+    free of the nest's variables) as one loop over all their steps in the
+    nest's order, each variable read as its expression of the new one;
+    ``loop`` itself where it is no such nest."""
+    nest = [loop]
+    while len(nest[-1].body) == 1 and isinstance(nest[-1].body[0], For):
+        nest.append(nest[-1].body[0])
+    variables = {inner.var for inner in nest}
+    if len(nest) == 1 or any(
+            inner.step != 1 or tile.is_varying(bound) or _names(bound) & variables
+            for inner in nest for bound in (inner.start, inner.stop)):
+        return loop
+    step = Var(unique_name("_".join(inner.var for inner in nest), taken), I64)
+    values, inner_steps = {}, None
+    for inner in reversed(nest):
+        from_zero = isinstance(inner.start, Const) and inner.start.value == 0
+        trips = inner.stop if from_zero else inner.stop - inner.start
+        position = step if inner_steps is None else Binary("div", step, inner_steps)
+        if inner is not nest[0]:
+            position = Binary("rem", position, trips)
+        values[inner.var] = position if from_zero else inner.start + position
+        inner_steps = trips if inner_steps is None else inner_steps * trips
+    return For(step.name, Const(0, I64), inner_steps, 1, substitute(nest[-1].body, values=values))
 
 
 def _names(expr: Expr) -> set[str]:

@@ -1,0 +1,118 @@
+"""register-tile on convolutions written as kernel programs: a perfect
+nest of loops over channels and taps is taken as one loop over their
+steps, so a convolution runs as register tiles over panels packed from
+the image (im2col, per block of steps) and from the filters.  Six
+independently written forms (tests/passes/conv_programs.py) qualify and
+give, in the interpreter, the very sums of the program as written on
+ragged sizes; the cpu schedules them by default and agrees with the
+golden model; a depthwise convolution (nothing reused across output
+channels) and a nest whose inner bounds follow an outer variable are
+left alone."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hpvm
+from hpvm.frontend.compile import load_python_file
+from hpvm.ir.text import parse_module, print_module
+from hpvm.passes import PassError, run_pipeline
+from hpvm.passes.register_tile import SCHEDULE_ATTRIBUTE, eligible_nodes
+from hpvm.testing import usable_targets
+
+PROGRAMS = load_python_file(Path(__file__).with_name("conv_programs.py"))
+SMALL = "register-tile{rows=3 cols=4 chunk=6 panel=8 kblock=5}"
+"""Blocks far smaller than the sizes, so that every ragged edge is met."""
+SIZES = [(3, 5, 9, 3), (1, 1, 3, 3), (4, 7, 6, 1), (5, 9, 11, 2)]
+"""(channels in, out, image size, taps)."""
+TWO_DIMENSIONS = ("flat_pixels", "conv1d")
+
+
+def _outputs(module, inputs, target="interp", options=None):
+    return hpvm.compile(module, targets=[target], options=options or {})(**inputs)
+
+
+def _check(name, pipeline, sizes=SIZES):
+    module = PROGRAMS.TILED[name].build()
+    tiled = run_pipeline(module, pipeline, verify_each=True)
+    rng = np.random.default_rng(1)
+    for size in sizes:
+        inputs = PROGRAMS.inputs_for(name, rng, *size)
+        expected, got = _outputs(module, inputs), _outputs(tiled, inputs)
+        for port, value in expected.items():
+            np.testing.assert_array_equal(got[port], value, err_msg=f"{port} at {size}")
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))
+def test_every_written_form_of_a_convolution_qualifies(name):
+    module = PROGRAMS.TILED[name].build()
+    assert len(eligible_nodes(module)) == 1
+    text = print_module(run_pipeline(module, SMALL, verify_each=True))
+    assert f"{SCHEDULE_ATTRIBUTE} = [3, 4]" in text
+    assert print_module(parse_module(text)) == text
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))
+@pytest.mark.parametrize("pipeline", [SMALL, SMALL.replace("}", " pack=false}")])
+def test_results_equal_the_convolution_as_written_on_ragged_sizes(name, pipeline):
+    _check(name, pipeline)
+
+
+@pytest.mark.parametrize("name", TWO_DIMENSIONS)
+def test_work_groups_give_the_same_results(name):
+    _check(name, "register-tile{form=group rows=3 cols=2 group=4 kblock=5}")
+
+
+@pytest.mark.parametrize("target", usable_targets(("cpu",)))
+@pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))
+def test_the_cpu_schedules_convolutions_by_default_and_agrees_with_the_golden_model(target,
+                                                                                    name):
+    module = PROGRAMS.TILED[name].build()
+    rng = np.random.default_rng(2)
+    for size in [(16, 24, 14, 3), (3, 40, 9, 2)]:
+        inputs = PROGRAMS.inputs_for(name, rng, *size)
+        expected = _outputs(module, inputs)
+        exe = hpvm.compile(module, targets=[target])
+        assert SCHEDULE_ATTRIBUTE in exe.artifacts[target].files["module.hpvm"].decode()
+        got = exe(**inputs)
+        for port, value in expected.items():
+            np.testing.assert_allclose(got[port], value, rtol=2e-5, atol=1e-4,
+                                       err_msg=f"{port} at {size}")
+
+
+def test_a_depthwise_convolution_is_left_alone_and_a_named_one_refused():
+    module = PROGRAMS.UNTILED["depthwise"].build()
+    assert eligible_nodes(module) == []
+    with pytest.raises(PassError) as error:
+        run_pipeline(module, "register-tile{nodes=depthwise}")
+    assert "reused across instances" in str(error.value)
+
+
+def test_a_nest_whose_inner_bounds_follow_an_outer_variable_is_not_taken_as_one_loop():
+    text = """hpvm 1.2
+module m
+
+func @tri(in a: f32[M, K], in b: f32[K, N], out c: f32[M, N]) {
+  let i: i64 = instance_id(0)
+  let j: i64 = instance_id(1)
+  let acc: f32 = f32(0.0)
+  for k in 0 .. K step 1 {
+    for q in 0 .. k step 1 {
+      acc = acc + a[i, q] * b[q, j]
+    }
+  }
+  c[i, j] = acc
+}
+
+graph @g(in a: f32[M, K], in b: f32[K, N], out c: f32[M, N]) {
+  node tri = @tri [M, N]
+  in a -> tri.a
+  in b -> tri.b
+  out tri.c -> c
+}
+
+root @g
+"""
+    with pytest.raises(PassError) as error:
+        run_pipeline(parse_module(text), "register-tile{nodes=tri}")
+    assert "holds statements other than lets and assignments" in str(error.value)

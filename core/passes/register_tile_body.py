@@ -13,11 +13,18 @@ libraries do::
 Accumulators live between blocks of steps in a private array of the
 chunk's results; every result still takes the loop's steps in order, so
 results are those of the program as written (up to fused multiply-adds).
+Where the node has another dimension that the row reads and the loop's
+bounds do not follow (a convolution's output rows: the filters are the
+same for each), an instance takes ``group`` of its values, as many as
+that array holds (register_tile_group_dim.py): the rows' panel of a block
+is packed once and serves every one of them, each with its own column
+panel.
 Rows past the end read the last row (their results are not stored), and
 panels past the last column repeat the last column.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from ..ir.kernel import (
@@ -28,6 +35,7 @@ from ..ir.tensor_ops.lowering import KernelBuilder, add, maximum, minimum, mul
 from ..ir.types import I64
 from ..ir.visit import rewrite
 from .names import declared_names, function_names, substitute
+from .register_tile_group_dim import grouped_plan
 from .register_tile_plan import NestPlan, at_instance
 
 
@@ -60,6 +68,23 @@ class Schedule:
         return mul(maximum(i64(min(least, most)), minimum(i64(most), share)), i64(self.rows))
 
 
+def group_size(s: Schedule, replication: tuple[Expr, ...], rows: int, cols: int, dim: int,
+               chunk: Expr) -> Expr:
+    """Values of dimension ``dim`` per instance (register_tile_group_dim.py):
+    as many as the array of accumulators holds beside a chunk's results
+    (``s.chunk`` x ``s.panel`` values), fewer where the instances would
+    leave ``s.cores`` short."""
+    columns = minimum(as_index(replication[cols]), i64(s.panel))
+    used = mul(chunk, mul(ceil_div(columns, s.cols), i64(s.cols)))
+    size = minimum(Binary("div", i64(s.chunk * s.panel), used), as_index(replication[dim]))
+    if s.cores:
+        instances = mul(mul(ceil_div(as_index(replication[rows]), chunk),
+                            ceil_div(as_index(replication[cols]), s.panel)),
+                        _others_than(replication, rows, cols))
+        size = minimum(size, Binary("div", instances, i64(2 * s.cores)))
+    return maximum(i64(1), size)
+
+
 def i64(value: int) -> Const:
     return Const(value, I64)
 
@@ -73,7 +98,7 @@ def tiled_body(function: KernelFunction, plan: NestPlan, s: Schedule,
                replication: tuple[Expr, ...]) -> tuple[Stmt, ...]:
     """The body for a node of ``replication`` run as
     ``tiled_replication(...)`` instances."""
-    return _Writer(function, plan, s).body(replication)
+    return _Writer(function, plan, s, len(replication)).body(replication)
 
 
 def tiled_replication(plan: NestPlan, s: Schedule, replication: tuple[Expr, ...]) -> Expr:
@@ -82,31 +107,44 @@ def tiled_replication(plan: NestPlan, s: Schedule, replication: tuple[Expr, ...]
     then finds every block there)."""
     rows_total, cols_total = replication[plan.rows], replication[plan.cols]
     chunk = s.chunk_rows(rows_total, cols_total, _others(plan, replication))
+    dim = grouped_plan(plan, len(replication)).dim
+    group = None if dim is None else \
+        group_size(s, replication, plan.rows, plan.cols, dim, chunk)
     total = i64(1)
-    for size in _block_counts(plan, s, replication, chunk):
+    for size in _block_counts(plan, s, replication, chunk, dim, group):
         total = mul(total, size)
     return total
 
 
 def _others(plan: NestPlan, replication: tuple[Expr, ...]) -> Expr:
     """Instances along the dimensions other than the rows and columns."""
+    return _others_than(replication, plan.rows, plan.cols)
+
+
+def _others_than(replication: tuple[Expr, ...], rows: int, cols: int) -> Expr:
     total = i64(1)
     for dim, size in enumerate(replication):
-        if dim not in (plan.rows, plan.cols):
+        if dim not in (rows, cols):
             total = mul(total, as_index(size))
     return total
 
 
-def _block_counts(plan: NestPlan, s: Schedule, replication, chunk: Expr) -> list:
+def _block_counts(plan: NestPlan, s: Schedule, replication, chunk: Expr,
+                  group_dim: int | None = None, group: Expr | None = None) -> list:
     """Instances along each dimension of ``replication``."""
     counts = [as_index(size) for size in replication]
     counts[plan.rows] = ceil_div(counts[plan.rows], chunk)
     counts[plan.cols] = ceil_div(counts[plan.cols], s.panel)
+    if group_dim is not None:
+        counts[group_dim] = ceil_div(counts[group_dim], group)
     return counts
 
 
 class _Writer:
-    def __init__(self, function: KernelFunction, plan: NestPlan, s: Schedule):
+    def __init__(self, function: KernelFunction, plan: NestPlan, s: Schedule,
+                 rank: int):
+        self.grouped = grouped_plan(plan, rank)
+        plan = self.grouped.plan
         self.plan, self.s = plan, s
         self.b = KernelBuilder(None, tuple(p for p in function.params if p.is_buffer))
         self.b.reserve(function_names(function))
@@ -120,7 +158,13 @@ class _Writer:
                                             _others(plan, replication)))
         counts = [self.rows_total if d == plan.rows else self.cols_total if d == plan.cols
                   else size for d, size in enumerate(replication)]
-        counts = _block_counts(plan, s, counts, chunk)
+        self.group_dim = self.grouped.dim
+        if self.group_dim is not None:
+            self.group_count = b.let("group_count", as_index(replication[self.group_dim]))
+            self.group = b.let("group", group_size(s, replication, plan.rows, plan.cols,
+                                                   self.group_dim, chunk))
+        counts = _block_counts(plan, s, counts, chunk, self.group_dim,
+                               self.group if self.group_dim is not None else None)
         flat = InstanceId(0)
         self.ids, self.counts = {}, {}
         for dim in reversed(range(len(replication))):
@@ -128,15 +172,22 @@ class _Writer:
             self.ids[dim] = b.let("at", flat % size) if dim else b.let("at", flat)
             flat = flat / size
             if dim not in (plan.rows, plan.cols):
-                self.counts[dim] = size
+                self.counts[dim] = self.group_count if dim == self.group_dim else size
         for stmt in self._at(plan.uniform, None, None):
             b.emit(stmt)
+        if self.group_dim is not None:
+            self.group0 = b.let("group0", mul(self.ids[self.group_dim], self.group))
+            self.block_ids = dict(self.ids)
         self.row0 = b.let("row0", mul(self.ids[plan.rows], chunk))
         self.col0 = b.let("col0", mul(self.ids[plan.cols], i64(s.panel)))
         self.row_blocks = b.let("row_blocks", ceil_div(
             minimum(chunk, self.rows_total - self.row0), s.rows))
         self.col_tiles = b.let("col_tiles", ceil_div(
             minimum(i64(s.panel), self.cols_total - self.col0), s.cols))
+        self.pitch = i64(s.panel) if self.group_dim is None else \
+            b.let("pitch", mul(self.col_tiles, i64(s.cols)))
+        self.slab = mul(chunk, self.pitch)
+        self.slab_at = i64(0)
         self.sums = {}
         for acc in plan.accumulators:
             self.sums[acc.name] = b.fresh(f"{acc.name}_sums")
@@ -158,8 +209,25 @@ class _Writer:
     # where a result's accumulators are kept ------------------------------
     def _sum_at(self, block: Expr, row: Expr, tile: Expr, column: Expr) -> Expr:
         s = self.s
-        return add(mul(add(mul(block, i64(s.rows)), row), i64(s.panel)),
-                   add(mul(tile, i64(s.cols)), column))
+        return add(self.slab_at, add(mul(add(mul(block, i64(s.rows)), row), self.pitch),
+                                     add(mul(tile, i64(s.cols)), column)))
+
+    @contextlib.contextmanager
+    def _each_group_value(self):
+        """The statements emitted inside run for each value of the grouped
+        dimension this instance takes (once where there is none), with its
+        own accumulators."""
+        if self.group_dim is None:
+            yield
+            return
+        b = self.b
+        with b.loop("g", self.group) as g:
+            at = b.let("grouped", add(self.group0, g))
+            with b.when(at.lt(self.group_count)):
+                self.ids = {**self.block_ids, self.group_dim: at}
+                self.slab_at = mul(g, self.slab)
+                yield
+        self.ids, self.slab_at = self.block_ids, i64(0)
 
     def _each_result(self, emit) -> None:
         """``emit(block, row, tile, column)`` for every result of the
@@ -182,7 +250,8 @@ class _Writer:
             for acc in starting:
                 b.store(self.sums[acc.name], (self._sum_at(block, row, tile, column),),
                         self._at(acc.value, *at))
-        self._each_result(emit)
+        with self._each_group_value():
+            self._each_result(emit)
 
     # the loop's steps -----------------------------------------------------
     def _steps(self) -> None:
@@ -191,21 +260,29 @@ class _Writer:
         with b.loop("kb", ceil_div(count, s.kblock)) as k_block:
             first = b.let("k0", add(loop.start, mul(k_block, i64(s.kblock))))
             steps = b.let("ks", minimum(i64(s.kblock), loop.stop - first))
-            self._pack(first, steps)
-            with b.loop("t", self.col_tiles) as tile, b.loop("rb", self.row_blocks) as block:
-                rows = self._block_rows(block)
-                tiles = self._load_tiles(block, tile)
-                with b.loop("kk", steps) as step:
-                    k = add(first, step)
-                    packed_rows = [{load: b.let("packed", Load(
-                        panel, (self._row_panel_at(block, step, i64(r)),), load.type))
-                        for load, panel in self.row_panels.items()} for r in range(s.rows)]
-                    with b.loop("c", i64(s.cols), unroll=s.cols) as column:
-                        self._step(k, step, tile, column, rows, tiles, packed_rows)
-                self._store_tiles(block, tile, tiles)
+            self._pack_rows(first, steps)
+            with self._each_group_value():
+                self._pack(first, steps)
+                self._tiles(first, steps)
 
-    def _pack(self, first: Var, steps: Var) -> None:
+    def _tiles(self, first: Var, steps: Var) -> None:
+        """The block's steps for every tile of the chunk."""
         b, s = self.b, self.s
+        with b.loop("t", self.col_tiles) as tile, b.loop("rb", self.row_blocks) as block:
+            rows = self._block_rows(block)
+            tiles = self._load_tiles(block, tile)
+            with b.loop("kk", steps) as step:
+                k = add(first, step)
+                packed_rows = [{load: b.let("packed", Load(
+                    panel, (self._row_panel_at(block, step, i64(r)),), load.type))
+                    for load, panel in self.row_panels.items()} for r in range(s.rows)]
+                with b.loop("c", i64(s.cols), unroll=s.cols) as column:
+                    self._step(k, step, tile, column, rows, tiles, packed_rows)
+            self._store_tiles(block, tile, tiles)
+
+    def _pack_rows(self, first: Var, steps: Var) -> None:
+        """The block's row reads into the rows' panels."""
+        b = self.b
         if self.row_panels:
             with b.loop("rb", self.row_blocks) as block:
                 rows = self._block_rows(block)
@@ -215,6 +292,10 @@ class _Writer:
                         for r, row in enumerate(rows):
                             b.store(panel, (self._row_panel_at(block, step, i64(r)),),
                                     self._at(value, row, self.col0))
+
+    def _pack(self, first: Var, steps: Var) -> None:
+        """The block's column reads into the column panels."""
+        b, s = self.b, self.s
         if not self.panels:
             return
         with b.loop("t", self.col_tiles) as tile:
@@ -292,7 +373,8 @@ class _Writer:
                         acc.type)))
                 for stmt in self._at(plan.results, at_row, at_col):
                     b.emit(stmt)
-        self._each_result(emit)
+        with self._each_group_value():
+            self._each_result(emit)
 
     # helpers --------------------------------------------------------------
     def _at(self, root, row: Expr | None, col: Expr | None):

@@ -58,6 +58,20 @@ def test_results_equal_the_convolution_as_written_on_ragged_sizes(name, pipeline
     _check(name, pipeline)
 
 
+GROUPED = "register-tile{rows=3 cols=4 chunk=6 panel=16 kblock=5}"
+"""Panels wider than the images' rows: an instance takes several output
+rows (or images), the filters' panel packed once for them all."""
+
+
+@pytest.mark.parametrize("name", ["direct", "batched_strided", "taps_outside",
+                                  "channels_last"])
+def test_an_instance_takes_several_values_of_a_dimension_the_filters_do_not_follow(name):
+    module = PROGRAMS.TILED[name].build()
+    text = print_module(run_pipeline(module, GROUPED))
+    assert ("group_count" in text) == (name != "channels_last")  # there the rows follow oh
+    _check(name, GROUPED, [(3, 5, 7, 3), (2, 4, 6, 2), (1, 2, 9, 3)])
+
+
 @pytest.mark.parametrize("name", TWO_DIMENSIONS)
 def test_work_groups_give_the_same_results(name):
     _check(name, "register-tile{form=group rows=3 cols=2 group=4 kblock=5}")

@@ -1,0 +1,67 @@
+"""Which other dimension an instance of ``register-tile`` takes several
+values of (register_tile_body.py says how many).
+
+A node such as a convolution, ``y[k, oh, ow] = sum w[k, c, r, s] *
+x[c, oh + r, ow + s]`` tiled over rows ``k`` and columns ``ow``, packs a
+panel of the filters per block of steps for each instance, and each value
+packed serves only the columns of one output row.  Where the row reads
+and the loop's bounds do not follow a third dimension (``oh``), an
+instance takes several of its values: the rows' panel is packed once per
+block and serves them all, each value with its own column panel and
+accumulators.  The prelude's values that follow that dimension are read
+as their expressions where they are used.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+from ..ir.kernel import Expr, InstanceId, Var
+from ..ir.visit import walk
+from .names import substitute
+from .register_tile_plan import NestPlan
+
+
+class Grouped(NamedTuple):
+    """``plan`` with the prelude's values that follow dimension ``dim``
+    inlined; ``dim`` None where no dimension qualifies."""
+
+    plan: NestPlan
+    dim: int | None
+
+
+def grouped_plan(plan: NestPlan, rank: int) -> Grouped:
+    """The last dimension other than the rows and columns that the row
+    reads (packed) and the loop's bounds do not follow, or none."""
+    if not plan.row_packed:
+        return Grouped(plan, None)
+    for dim in reversed(range(rank)):
+        if dim in (plan.rows, plan.cols):
+            continue
+        values = _following(plan, dim)
+        inlined = dataclasses.replace(
+            plan, uniform=tuple(let for let in plan.uniform if let.name not in values),
+            accumulators=substitute(plan.accumulators, values=values),
+            steps=substitute(plan.steps, values=values),
+            results=substitute(plan.results, values=values),
+            packed=tuple(substitute(load, values=values) for load in plan.packed))
+        bounds = (plan.loop.start, plan.loop.stop)
+        if not any(_follows(expr, dim, values) for expr in plan.row_packed + bounds):
+            return Grouped(inlined, dim)
+    return Grouped(plan, None)
+
+
+def _following(plan: NestPlan, dim: int) -> dict[str, Expr]:
+    """The prelude's uniform values that follow ``dim``, each as its
+    expression of the instance ids (earlier such values inlined)."""
+    values: dict[str, Expr] = {}
+    for let in plan.uniform:
+        if let.value is not None and _follows(let.value, dim, values):
+            values[let.name] = substitute(let.value, values=values)
+    return values
+
+
+def _follows(expr, dim: int, values: dict[str, Expr]) -> bool:
+    return any(isinstance(n, InstanceId) and n.dim == dim or
+               isinstance(n, Var) and n.name in values for n in walk(expr))
+

@@ -34,7 +34,8 @@ from ..ir.graph import PADDED_GROUPS, Graph, KernelBody, Module, Node
 from .errors import PassError
 from .module_tools import iter_nodes, named_kernel_nodes
 from .names import unique_name
-from .register_tile_body import Schedule, tiled_body, tiled_replication
+from .register_tile_body import tiled_body
+from .register_tile_schedule import Schedule, tiled_replication
 from .register_tile_group import GroupSchedule, group_body
 from .register_tile_plan import NestPlan, nest_plan
 from .registry import Option, register_pass

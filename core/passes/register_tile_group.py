@@ -30,7 +30,8 @@ from ..ir.kernel import (
 )
 from ..ir.tensor_ops.lowering import KernelBuilder, add, minimum, mul
 from .names import function_names, substitute
-from .register_tile_body import as_index, cell_body, ceil_div, i64
+from .register_tile_body import cell_body
+from .register_tile_schedule import as_index, ceil_div, i64
 from .register_tile_plan import NestPlan, at_instance
 
 

@@ -93,7 +93,7 @@ class _Writer:
             minimum(i64(s.panel), self.cols_total - self.col0), s.cols))
         self.pitch = i64(s.panel) if self.group_dim is None else \
             b.let("pitch", mul(self.col_tiles, i64(s.cols)))
-        self.slab = mul(chunk, self.pitch)
+        self.slab = mul(mul(self.row_blocks, i64(s.rows)), self.pitch)
         self.slab_at = i64(0)
         self.sums = {}
         for acc in plan.accumulators:

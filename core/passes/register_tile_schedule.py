@@ -47,7 +47,8 @@ def group_size(s: Schedule, replication: tuple[Expr, ...], rows: int, cols: int,
     (``s.chunk`` x ``s.panel`` values), fewer where the instances would
     leave ``s.cores`` short."""
     columns = minimum(as_index(replication[cols]), i64(s.panel))
-    used = mul(chunk, mul(ceil_div(columns, s.cols), i64(s.cols)))
+    rows_used = minimum(chunk, mul(ceil_div(as_index(replication[rows]), s.rows), i64(s.rows)))
+    used = mul(rows_used, mul(ceil_div(columns, s.cols), i64(s.cols)))
     size = minimum(Binary("div", i64(s.chunk * s.panel), used), as_index(replication[dim]))
     if s.cores:
         instances = mul(mul(ceil_div(as_index(replication[rows]), chunk),

@@ -1,9 +1,10 @@
 # ruff: noqa: F821  (shape symbols such as C, K and OH are names the kernel language binds)
 """Convolutions written as kernel programs, the ways people write them,
-for the register-tile pass: direct loops over channels and taps in
-several orders and layouts, batched and strided, over flattened pixels,
-one-dimensional, with a bias and an activation, and a depthwise one the
-pass must leave alone (no value reused across output channels).
+for the register-tile pass (``direct``, the seven-loop nest, is the
+benchmarks' own): loops over channels and taps in several orders and
+layouts, batched and strided, over flattened pixels, one-dimensional,
+with a bias and an activation, and a depthwise one the pass must leave
+alone (no value reused across output channels).
 ``inputs_for`` makes inputs for ``channels`` in, ``kernels`` out, an
 image of ``size`` and taps of ``taps``."""
 from __future__ import annotations
@@ -13,18 +14,7 @@ import numpy as np
 import hpvm.lang as hl
 from hpvm.lang import Buffer, Out, f32, i64, parallel_loop
 
-
-@hl.program
-def direct(x: Buffer[f32, "C", "H", "W"], w: Buffer[f32, "K", "C", "R", "S"],
-           y: Out[Buffer[f32, "K", "OH", "OW"]], OH: i64, OW: i64):
-    """One image, channels outermost: the textbook seven-loop nest."""
-    for k, oh, ow in parallel_loop(K, OH, OW, ins=(x, w), outs=(y,), name="conv"):
-        acc: f32 = 0.0
-        for c in range(C):
-            for r in range(R):
-                for s in range(S):
-                    acc += w[k, c, r, s] * x[c, oh + r, ow + s]
-        y[k, oh, ow] = acc
+from benchmarks.loop_nests import conv as direct
 
 
 @hl.program

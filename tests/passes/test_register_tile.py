@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import hpvm
 from hpvm.frontend.compile import load_python_file
 from hpvm.ir.text import parse_module, print_module
 from hpvm.passes import PassError, run_pipeline
@@ -18,13 +17,13 @@ from hpvm.passes.register_tile import SCHEDULE_ATTRIBUTE, eligible_nodes
 from hpvm.testing import usable_targets
 
 PROGRAMS = load_python_file(Path(__file__).with_name("nest_programs.py"))
+CHECKS = load_python_file(Path(__file__).with_name("tiling_checks.py"))
 SMALL = "register-tile{rows=3 cols=4 chunk=6 panel=8 kblock=5}"
 """Blocks far smaller than the sizes, so that every ragged edge is met."""
 SIZES = [(13, 11, 17), (1, 3, 1), (2, 0, 5), (6, 10, 8), (40, 33, 70)]
 
 
-def _outputs(module, inputs, target="interp", options=None):
-    return hpvm.compile(module, targets=[target], options=options or {})(**inputs)
+_outputs = CHECKS.outputs
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))
@@ -94,17 +93,10 @@ def _check_ragged(name, pipeline, sizes):
 @pytest.mark.parametrize("target", usable_targets(("cpu",)))
 @pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))
 def test_the_cpu_schedules_products_by_default_and_agrees_with_the_golden_model(target, name):
-    module = PROGRAMS.TILED[name].build()
     rng = np.random.default_rng(2)
-    for m, k, n in [(67, 45, 83), (5, 300, 3)]:
-        inputs = PROGRAMS.inputs_for(name, rng, m, k if name != "ms_gemm" else m, n)
-        expected = _outputs(module, inputs)
-        exe = hpvm.compile(module, targets=[target])
-        assert SCHEDULE_ATTRIBUTE in exe.artifacts[target].files["module.hpvm"].decode()
-        got = exe(**inputs)
-        for port, value in expected.items():
-            np.testing.assert_allclose(got[port], value, rtol=2e-5, atol=1e-4,
-                                       err_msg=f"{port} at {m, k, n}")
+    CHECKS.check_scheduled_by_default(PROGRAMS.TILED[name].build(), target, [
+        ((m, k, n), PROGRAMS.inputs_for(name, rng, m, k if name != "ms_gemm" else m, n))
+        for m, k, n in [(67, 45, 83), (5, 300, 3)]])
 
 
 def test_a_nest_without_reuse_is_left_alone_and_a_named_one_refused():

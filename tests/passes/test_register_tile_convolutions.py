@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import hpvm
 from hpvm.frontend.compile import load_python_file
 from hpvm.ir.text import parse_module, print_module
 from hpvm.passes import PassError, run_pipeline
@@ -21,6 +20,7 @@ from hpvm.passes.register_tile import SCHEDULE_ATTRIBUTE, eligible_nodes
 from hpvm.testing import usable_targets
 
 PROGRAMS = load_python_file(Path(__file__).with_name("conv_programs.py"))
+CHECKS = load_python_file(Path(__file__).with_name("tiling_checks.py"))
 SMALL = "register-tile{rows=3 cols=4 chunk=6 panel=8 kblock=5}"
 """Blocks far smaller than the sizes, so that every ragged edge is met."""
 SIZES = [(3, 5, 9, 3), (1, 1, 3, 3), (4, 7, 6, 1), (5, 9, 11, 2)]
@@ -28,8 +28,7 @@ SIZES = [(3, 5, 9, 3), (1, 1, 3, 3), (4, 7, 6, 1), (5, 9, 11, 2)]
 TWO_DIMENSIONS = ("flat_pixels", "conv1d")
 
 
-def _outputs(module, inputs, target="interp", options=None):
-    return hpvm.compile(module, targets=[target], options=options or {})(**inputs)
+_outputs = CHECKS.outputs
 
 
 def _check(name, pipeline, sizes=SIZES):
@@ -81,17 +80,10 @@ def test_work_groups_give_the_same_results(name):
 @pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))
 def test_the_cpu_schedules_convolutions_by_default_and_agrees_with_the_golden_model(target,
                                                                                     name):
-    module = PROGRAMS.TILED[name].build()
     rng = np.random.default_rng(2)
-    for size in [(16, 24, 14, 3), (3, 40, 9, 2)]:
-        inputs = PROGRAMS.inputs_for(name, rng, *size)
-        expected = _outputs(module, inputs)
-        exe = hpvm.compile(module, targets=[target])
-        assert SCHEDULE_ATTRIBUTE in exe.artifacts[target].files["module.hpvm"].decode()
-        got = exe(**inputs)
-        for port, value in expected.items():
-            np.testing.assert_allclose(got[port], value, rtol=2e-5, atol=1e-4,
-                                       err_msg=f"{port} at {size}")
+    CHECKS.check_scheduled_by_default(PROGRAMS.TILED[name].build(), target, [
+        (size, PROGRAMS.inputs_for(name, rng, *size))
+        for size in [(16, 24, 14, 3), (3, 40, 9, 2)]])
 
 
 def test_a_depthwise_convolution_is_left_alone_and_a_named_one_refused():

@@ -127,7 +127,8 @@ class CStyleStatements:
                     "to helpers as arguments")
         else:
             storage = self.storage_type(s.element, "private")
-            self.writer.line(f"{storage} {c_name}[{size}] = {{0}};")
+            initial = " = {0}" if s.zeroed else ""
+            self.writer.line(f"{storage} {c_name}[{size}]{initial};")
         self.bind(s.name, self.array_binding(s, c_name))
 
     @staticmethod

@@ -36,10 +36,11 @@ from .kernel import Expr, KernelFunction
 from .parameter import Parameter
 from .types import BufferType
 
-FORMAT_VERSION = (1, 2)
+FORMAT_VERSION = (1, 3)
 """Version of the IR and of its text form: (major, minor).  A reader accepts
 any minor version of its own major version.  1.1 added loop reductions
-(``For.reduce``, ``[reduce var: op]``)."""
+(``For.reduce``, ``[reduce var: op]``); 1.3 arrays left undefined until
+written (``ArrayDecl.zeroed``, ``private a: f32[4] = undef``)."""
 
 EDGE_KINDS = ("all-to-all", "one-to-one")
 MAX_REPLICATION_DIMS = 3

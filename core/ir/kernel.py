@@ -339,12 +339,16 @@ class If(Stmt):
 class ArrayDecl(Stmt):
     """A fixed-size array, zero-initialised.  ``private``: one per instance;
     ``local``: one per work group of the node, shared by its instances
-    (visible to the others after a Barrier)."""
+    (visible to the others after a Barrier).  ``zeroed`` False: its values
+    are undefined until written (the text form's ``= undef``), for arrays
+    a kernel writes before it reads them; a back end may then skip the
+    zero fill (the cpu's memset of a large private array per instance)."""
 
     name: str
     element: ScalarType
     shape: tuple[int, ...]
     space: str = "private"
+    zeroed: bool = True
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ panels past the last column repeat the last column.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 from ..ir.kernel import (
     ArrayDecl, Assign, Binary, Const, Expr, InstanceId, KernelFunction, Let, Load, Stmt,
@@ -98,17 +99,19 @@ class _Writer:
         self.sums = {}
         for acc in plan.accumulators:
             self.sums[acc.name] = b.fresh(f"{acc.name}_sums")
-            b.emit(ArrayDecl(self.sums[acc.name], acc.type, (s.chunk * s.panel,)))
+            b.emit(ArrayDecl(self.sums[acc.name], acc.type, (s.chunk * s.panel,),
+                             zeroed=False))
         self._initial_values()
         self.panels, self.row_panels = {}, {}
         if s.pack:
             for load in plan.packed:
                 self.panels[load] = b.fresh("panel")
                 b.emit(ArrayDecl(self.panels[load], load.type,
-                                 (s.panel // s.cols * s.kblock * s.cols,)))
+                                 (s.panel // s.cols * s.kblock * s.cols,), zeroed=False))
             for load in plan.row_packed:
                 self.row_panels[load] = b.fresh("row_panel")
-                b.emit(ArrayDecl(self.row_panels[load], load.type, (s.chunk * s.kblock,)))
+                b.emit(ArrayDecl(self.row_panels[load], load.type, (s.chunk * s.kblock,),
+                                 zeroed=False))
         self._steps()
         self._epilogue()
         return b.finish()
@@ -145,11 +148,11 @@ class _Writer:
                 emit(block, row, tile, column)
 
     def _initial_values(self) -> None:
+        """Every result's accumulators set to their starting values (the
+        array is declared undefined: only the chunk's results are set)."""
         b = self.b
-        starting = [acc for acc in self.plan.accumulators
-                    if acc.value is not None and not _is_zero(acc.value)]
-        if not starting:
-            return
+        starting = [dataclasses.replace(acc, value=Const(0, acc.type))
+                    if acc.value is None else acc for acc in self.plan.accumulators]
 
         def emit(block, row, tile, column):
             at = self._clamped_row(add(mul(block, i64(self.s.rows)), row)), \
@@ -235,7 +238,7 @@ class _Writer:
         tiles = {}
         for acc in self.plan.accumulators:
             tiles[acc.name] = b.fresh(f"{acc.name}_tile")
-            b.emit(ArrayDecl(tiles[acc.name], acc.type, (s.rows, s.cols)))
+            b.emit(ArrayDecl(tiles[acc.name], acc.type, (s.rows, s.cols), zeroed=False))
         with b.loop("c", i64(s.cols), unroll=s.cols) as column:
             for r in range(s.rows):
                 for acc, name in tiles.items():
@@ -328,7 +331,3 @@ def cell_body(b: KernelBuilder, loop_body: tuple[Stmt, ...], reads: dict[Load, E
     stmts = rewrite(rewrite(loop_body, visit), assign)
     return substitute(stmts, renames={name: b.fresh(name) for name in declared_names(stmts)},
                       values={loop_var: k})
-
-
-def _is_zero(expr: Expr) -> bool:
-    return isinstance(expr, Const) and expr.value == 0

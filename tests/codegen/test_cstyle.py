@@ -15,7 +15,7 @@ from hpvm.ir.text import load_module, parse_module
 from hpvm.ir.types import BufferType
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ir"
-KERNELS = """hpvm 1.0
+KERNELS = """hpvm 1.3
 module kernels
 
 func @clip(in v: f32, in lo: f32) -> f32 {
@@ -27,7 +27,8 @@ func @clip(in v: f32, in lo: f32) -> f32 {
 
 func @steps(in a: i32[N], in floor_value: f32, out o: f32[N], out wrapped: i8[N]) {
   let i: i64 = instance_id(0)
-  private acc: f32[2]
+  private acc: f32[2] = undef
+  private zeros: f32[2]
   if a[i] < i32(0) {
     o[i] = f32(-1.0)
     return
@@ -35,7 +36,7 @@ func @steps(in a: i32[N], in floor_value: f32, out o: f32[N], out wrapped: i8[N]
   for k in 0 .. 2 step 1 [unroll = 2] {
     acc[k] = f32(a[i]) * f32(k) + f32(i64(instance_count(0)))
   }
-  o[i] = @clip(acc[0] + acc[1], floor_value)
+  o[i] = @clip(acc[0] + acc[1] + zeros[1], floor_value)
   wrapped[i] = i8(a[i]) * i8(100) / i8(-1)
 }
 
@@ -104,6 +105,13 @@ def test_plain_c_entries_compute_what_the_interpreter_computes(tmp_path, source,
     for name, value in expected.items():
         if isinstance(value, np.ndarray):
             np.testing.assert_allclose(got[name], value, rtol=1e-5, err_msg=name)
+
+
+def test_an_array_left_undefined_has_no_initialiser():
+    renderer = CStyleRenderer(parse_module(KERNELS))
+    renderer.add_entry("steps", 1)
+    text = renderer.finish().text
+    assert "acc[2];" in text and "zeros[2] = {0};" in text
 
 
 def test_identifiers_keep_plain_names_and_rename_the_rest():

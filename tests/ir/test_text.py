@@ -13,6 +13,7 @@ from hpvm.ir import (
     InstanceId, Intrinsic, KernelBody, KernelFunction, Let, Load, Module, Node,
     Parameter, Return, Select, Store, TensorBody, Unary, Var, While,
 )
+from hpvm.errors import HpvmError
 from hpvm.ir.text import parse_module, print_expr, print_module, print_stmts
 
 A, B, C = Var("a", I64), Var("b", I64), Var("c", I64)
@@ -264,6 +265,7 @@ ALL_STATEMENTS = (
     While(Compare("gt", Var("acc", F32), Const(1.0, F32)),
           (Assign("acc", Binary("div", Var("acc", F32), Const(2.0, F32))),)),
     ArrayDecl("tmp", F32, (9,), "private"),
+    ArrayDecl("scratch", F32, (4,), "private", zeroed=False),
     ArrayDecl("tile", F32, (16, 16), "local"),
     Store("tile", (Const(0, I64), Const(1, I64)), Load("tmp", (Const(2, I64),), F32)),
     AtomicUpdate("add", "hist", (Binary("rem", Var("i", I64), Const(16, I64)),),
@@ -298,6 +300,7 @@ while acc > f32(1.0) {
   acc = acc / f32(2.0)
 }
 private tmp: f32[9]
+private scratch: f32[4] = undef
 local tile: f32[16, 16]
 tile[0, 1] = tmp[2]
 atomic_add hist[i % 16], i32(1) -> old
@@ -309,6 +312,13 @@ return"""
 def test_every_statement_kind_prints_canonically_and_round_trips():
     roundtrip(module_of(ALL_STATEMENTS))
     assert print_stmts(ALL_STATEMENTS) == ALL_STATEMENTS_TEXT
+
+
+def test_an_array_initialised_otherwise_than_undef_is_refused_with_the_fix():
+    text = print_module(module_of(ALL_STATEMENTS)).replace("f32[4] = undef", "f32[4] = zero")
+    with pytest.raises(HpvmError) as error:
+        parse_module(text)
+    assert "expected 'undef'" in str(error.value) and "leave out '='" in str(error.value)
 
 
 def test_return_value_of_helper():

@@ -100,7 +100,7 @@ def lower_conv2d_grouped(b: KernelBuilder, stride, padding, dilation, groups: in
     phases = _copy_phases(b, p, n, first_channel, oh0, stride, padding)
     element = b.element("x")
     sums = b.fresh("sums")
-    b.emit(ArrayDecl(sums, b.element("y"), (p.pixels,), "private"))
+    b.emit(ArrayDecl(sums, b.element("y"), (p.pixels,), "private", zeroed=per_group > 1))
     with b.loop("c", i64(per_group)) as c:
         channel = b.let("at", mul(c, i64(sh * sw * p.phase_size)))
         taps = [(b.let("wk", b.load("w", k, c, i64(r), i64(s))),

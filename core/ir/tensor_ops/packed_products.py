@@ -159,7 +159,7 @@ def store_through_array(b: KernelBuilder, acc: ArrayTile, ms: list[Expr], out_ro
     width vectors (a 1x1 convolution computed transposed ran at half
     the speed)."""
     copy = b.fresh("tile")
-    b.emit(ArrayDecl(copy, acc.element, (acc.rows, acc.cols), "private"))
+    b.emit(ArrayDecl(copy, acc.element, (acc.rows, acc.cols), "private", zeroed=False))
     for r in range(acc.rows):
         acc.store(r, lambda j, value, r=r: b.store(copy, (i64(r), j), value), stop=used)
     with b.loop("j", i64(used), unroll=1) as j:

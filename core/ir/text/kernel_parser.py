@@ -431,8 +431,12 @@ class KernelParser:
                 isinstance(d, int) for d in type.shape):
             raise s.error(type_token, "an array needs a fixed shape",
                           f"write '{token.value} {name}: f32[4, 4]'")
+        zeroed = s.accept_op("=") is None
+        if not zeroed:
+            s.expect_word("undef", f"write '{token.value} {name}: {type} = undef' for an array "
+                                   "whose values are undefined until written, or leave out '='")
         self.scope.declare(name, type)
-        return ArrayDecl(name, type.element, type.shape, token.value)
+        return ArrayDecl(name, type.element, type.shape, token.value, zeroed)
 
     def _atomic(self, token: Token) -> AtomicUpdate:
         s = self.s

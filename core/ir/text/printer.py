@@ -207,7 +207,8 @@ def _simple_stmt(stmt: Stmt) -> str | None:
                 f"{print_expr(stmt.value)}")
     if isinstance(stmt, ArrayDecl):
         shape = ", ".join(str(d) for d in stmt.shape)
-        return f"{stmt.space} {format_name(stmt.name)}: {stmt.element}[{shape}]"
+        undefined = "" if stmt.zeroed else " = undef"
+        return f"{stmt.space} {format_name(stmt.name)}: {stmt.element}[{shape}]{undefined}"
     if isinstance(stmt, AtomicUpdate):
         result = "" if stmt.result is None else f" -> {format_name(stmt.result)}"
         return (f"atomic_{stmt.op} {format_name(stmt.buffer)}[{_args(stmt.indices)}], "

@@ -83,12 +83,14 @@ class StatementLowering(ExpressionLowering):
 
     def _arraydecl_stmt(self, stmt: ArrayDecl) -> None:
         """Private arrays are zeroed each time the declaration runs; local
-        arrays once per call (the work group is the whole chunk)."""
+        arrays once per call (the work group is the whole chunk); arrays
+        left undefined (``zeroed`` False) never."""
         count = math.prod(stmt.shape)
         pointer = self.alloca(memory_type(stmt.element), stmt.name, count)
         size = i64(count * byte_size(stmt.element))
         builder = self.entry_builder if stmt.space == "local" else self.builder
-        self.fill_zero(builder, pointer, size)
+        if stmt.zeroed:
+            self.fill_zero(builder, pointer, size)
         self.bind(stmt.name, BufferView(stmt.element, pointer, tuple(i64(e) for e in stmt.shape)))
 
     def _barrier_stmt(self, stmt: Barrier) -> None:

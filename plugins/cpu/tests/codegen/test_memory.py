@@ -36,6 +36,25 @@ def test_private_array_is_zeroed_for_every_instance():
     assert_same(result["out"], np.arange(9))
 
 
+def test_an_array_left_undefined_is_not_zero_filled():
+    """``zeroed=False`` (``= undef``): a kernel that writes before it reads
+    gets its results without the memset a zeroed array costs."""
+    def kernel(zeroed: bool):
+        return KernelFunction("scratch", (Parameter("out", BufferType(F32, ("N",)), "out"),), (
+            ArrayDecl("tmp", F32, (4096,), zeroed=zeroed),
+            For("q", Const(0, I64), Const(4096, I64), 1,
+                (Store("tmp", (Var("q", I64),), (Var("q", I64) + i).cast(F32)),)),
+            Store("out", (i,), Load("tmp", (Const(7, I64),), F32)),
+        ))
+    for zeroed in (True, False):
+        function = kernel(zeroed)
+        compiled = compile_kernel_node(module_of(function), "scratch", 1)
+        assert ("llvm.memset" in compiled.llvm_ir) == zeroed
+        result = run_checked(module_of(function), "scratch", {"out": np.zeros(5, np.float32)},
+                             (5,))
+        assert_same(result["out"], np.arange(7, 12, dtype=np.float32))
+
+
 def test_two_dimensional_private_array():
     kernel = KernelFunction("grid", (Parameter("out", BufferType(I32, ("N",)), "out"),), (
         ArrayDecl("g", I32, (3, 5)),

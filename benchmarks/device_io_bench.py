@@ -128,7 +128,7 @@ def run_aten(name: str, batch: int, repeat: int) -> list[tuple]:
     expected = exe(x=x)["y"]
     np.testing.assert_allclose(exe(x=tensor, outputs="device")["y"].cpu().numpy(), expected,
                                rtol=1e-4, atol=1e-4)
-    schedules = [s for idle in exe._static_program()._idle.values() for s in idle]
+    schedules = exe._static_program().schedules.idle()
     replay = next(s.replay for s in schedules if s.replay is not None)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     owns = []

@@ -33,9 +33,7 @@ and other placements run on the dynamic scheduler (execution.py).
 """
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from typing import Any, Callable
 
 import numpy as np
@@ -47,20 +45,9 @@ from .device_arrays import DEVICE_OUTPUTS, HOST_OUTPUTS
 from .execution import NodeRecord, Report, launch_failure, target_label
 from .memory import HOST, CopyStats, Value
 from .output_pool import OutputPool
+from .schedule_pool import SchedulePool
 from .static_planner import Schedule, SchedulePlanner, StagedBuffer
 from .task_plan import SCALAR, UPDATE, ProgramPlan
-
-SIGNATURES_KEPT = 4
-"""Schedules kept per executable (one per input signature, least recently
-used dropped first)."""
-
-LENDING_SCHEDULES = 2
-"""Captured schedules per input signature that lend their outputs' memory
-to the caller (``Device.lend``) instead of copying them out: a loop
-``y = exe(x)`` holds the previous call's outputs while it makes the next,
-so two take turns.  When every one of them is still lent, a run takes a
-schedule that copies its outputs."""
-
 
 def static_schedule_fits(plan: ProgramPlan, devices: dict[str, Device], serial: bool) -> bool:
     """Whether runs of ``plan`` may use a :class:`StaticProgram`."""
@@ -105,10 +92,8 @@ class StaticProgram:
         """The device holding every value of a run, or None (host memory)."""
         self.captured = captured_device(plan, devices)
         """The device running the whole plan as one captured replay, or None."""
-        self._lock = threading.Lock()
-        self._idle: OrderedDict[tuple, list[_Schedule]] = OrderedDict()
-        self._last_held: dict[str, Any] = {}
-        """The keys of the last run's inputs on the device (Device.held)."""
+        self.schedules = SchedulePool(self.resident, self.captured)
+        """The schedules kept between runs (schedule_pool.py)."""
 
     def staged_inputs(self, inputs: dict[str, Any]) -> dict[str, Any] | None:
         """``inputs`` with every staged value (``Executable.stage``, or an
@@ -134,69 +119,15 @@ class StaticProgram:
         records go to ``report``.  ``outputs``: where the outputs go
         (device_arrays.OUTPUT_PLACES)."""
         device_outputs = outputs == DEVICE_OUTPUTS and self.resident is not None
-        held = self._held_again(inputs) if self.captured is not None else {}
-        key = (_signature(inputs), device_outputs,
-               tuple(sorted((name, identity) for name, (identity, _) in held.items())))
-        schedule, lends = self._take(key)
+        key, held = self.schedules.key(inputs, device_outputs)
+        schedule, lends = self.schedules.take(key)
         if schedule is None:
             schedule = _Schedule.make(self.plan, self.devices, self.module, self.resident,
-                                      self.captured, inputs, device_outputs, lends,
-                                      {name: buffer for name, (_, buffer) in held.items()})
+                                      self.captured, inputs, device_outputs, lends, held)
         try:
             return schedule.run(inputs, report)
         finally:
-            self._give_back(key, schedule)
-
-    def _held_again(self, inputs: dict[str, Any]) -> dict[str, tuple]:
-        """The inputs on the device that are the same arrays as in the last
-        run (``Device.held``: name -> (key, buffer)), which a captured replay
-        reads where they are: a caller passing one array again, refilled
-        between runs, is spared a copy per run."""
-        held = {}
-        for name, value in inputs.items():
-            if isinstance(value, StagedBuffer):
-                found = self.resident.held(value.handle)
-                if found is not None:
-                    held[name] = found
-        last, self._last_held = self._last_held, {name: key for name, (key, _) in held.items()}
-        return {name: found for name, found in held.items() if last.get(name) == found[0]}
-
-    def _take(self, key: tuple) -> "tuple[_Schedule | None, bool]":
-        """An idle schedule for ``key``: one that lends its outputs and has
-        them back, else one that copies them; or None and whether a new one
-        should lend its outputs."""
-        with self._lock:
-            idle = self._idle.get(key, [])
-            pick = next((s for s in reversed(idle) if s.lends and not s.busy()), None) or \
-                next((s for s in reversed(idle) if not s.lends), None)
-            if pick is not None:
-                self._idle.move_to_end(key)
-                idle.remove(pick)
-                return pick, pick.lends
-            lending = key[1] and self.captured is not None and len(idle) < LENDING_SCHEDULES
-            return None, lending
-
-    def _give_back(self, key: tuple, schedule: "_Schedule") -> None:
-        with self._lock:
-            self._idle.setdefault(key, []).append(schedule)
-            self._idle.move_to_end(key)
-            while len(self._idle) > SIGNATURES_KEPT:
-                self._idle.popitem(last=False)
-
-
-def _signature(inputs: dict[str, Any]) -> tuple:
-    """What a schedule depends on: array shapes and integer scalars (they
-    may be sizes).  Float scalars only change the launches' arguments."""
-    parts = []
-    for name, value in inputs.items():
-        if isinstance(value, np.ndarray):
-            parts.append((name, value.shape))
-        elif isinstance(value, StagedBuffer):
-            parts.append((name, value.shape, "staged"))
-        elif isinstance(value, (np.integer, np.bool_, int)):
-            parts.append((name, int(value)))
-    return tuple(sorted(parts))
-
+            self.schedules.give_back(key, schedule)
 
 class _Schedule(Schedule):
     """A planned run (static_planner.Schedule) that runs: it binds the

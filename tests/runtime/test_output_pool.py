@@ -111,7 +111,7 @@ def test_every_output_of_a_size_finds_its_block_again(exe):
     for s in (2.0, 3.0, 4.0):
         outputs = exe(a=a, s=s)
         check(outputs, a, s)
-        schedule = next(iter(schedule_of._idle.values()))[0]
+        schedule = schedule_of.schedules.idle()[0]
         pooled = {fresh.slot for fresh in schedule.fresh if fresh.device is None}
         names = [name for name, slot, handed in schedule.outputs if handed and slot in pooled]
         seen.append({outputs[name].ctypes.data for name in names})

@@ -154,7 +154,7 @@ root @main
     exe = compile(parse_module(chain), targets=["cpu"])
     a = np.arange(5, dtype=np.float32)
     np.testing.assert_array_equal(exe(a=a, s=2.0)["b"], a * 2)
-    schedule = next(iter(exe._static_program()._idle.values()))[0]
+    schedule = exe._static_program().schedules.idle()[0]
     arena = [v for v in schedule.kept if v is not None]
     assert len(arena) == 2  # n1.y and n2.y; n3.y takes n1.y's buffer
 
@@ -392,7 +392,7 @@ def test_staged_inputs_of_a_host_memory_program_run_from_the_static_schedule(mod
     a = np.linspace(-1, 1, 16, dtype=np.float32)
     staged = exe.stage(a=a)
     check(exe(**staged, s=2.0), a, 2.0)
-    assert exe._static_program()._idle  # the run took (and gave back) a static schedule
+    assert exe._static_program().schedules.idle()  # the run took (and gave back) a static schedule
 
 
 def test_inputs_are_checked_in_full_after_a_good_call(module):
@@ -456,7 +456,7 @@ def test_a_large_intermediate_is_cleared_in_the_arena_where_the_device_clears_on
     for n in (5000, 5000, 77, 5000):
         a, s = rng.standard_normal(n).astype(np.float32), float(rng.uniform(1, 2))
         np.testing.assert_allclose(exe(a=a, s=s)["y"], a * s * s, rtol=1e-6)
-    schedule = exe._static_program()._idle[next(iter(exe._static_program()._idle))][0]
+    schedule = exe._static_program().schedules.idle()[0]
     zeroed = [slot for step in schedule.steps for slot in step.zero]
     assert len(zeroed) == (1 if arena else 0)
     assert len(schedule.fresh) == (1 if arena else 2)   # the output (and the intermediate)

@@ -140,6 +140,6 @@ root @main
     exe = compile(parse_module(text), targets=["cpu"])
     x = np.arange(16, dtype=np.float32)
     np.testing.assert_array_equal(exe(x=x)["y"], x * 4)
-    (schedule,) = [s for kept in exe._static_program()._idle.values() for s in kept]
+    (schedule,) = exe._static_program().schedules.idle()
     assert len(schedule.fresh) == 1   # the output; the intermediate is an arena buffer
     assert not any(step.zero for step in schedule.steps)

@@ -35,6 +35,7 @@ from .errors import PassError
 from .module_tools import iter_nodes, named_kernel_nodes
 from .names import unique_name
 from .register_tile_body import tiled_body
+from .register_tile_group_dim import grouped_plan
 from .register_tile_schedule import Schedule, tiled_replication
 from .register_tile_group import GroupSchedule, group_body
 from .register_tile_plan import NestPlan, nest_plan
@@ -178,9 +179,10 @@ def _multiple(value: int, of: int) -> int:
 def _scheduled(module: Module, graph: Graph, node: Node, plan: NestPlan,
                schedule: Schedule) -> Module:
     function = module.function(node.body.function)
-    body = tiled_body(function, plan, schedule, node.replication)
+    grouped = grouped_plan(plan, len(node.replication))
+    body = tiled_body(function, grouped, schedule, node.replication)
     return _replaced(module, graph, node, function, body,
-                     (tiled_replication(plan, schedule, node.replication),),
+                     (tiled_replication(grouped, schedule, node.replication),),
                      {SCHEDULE_ATTRIBUTE: (schedule.rows, schedule.cols)})
 
 

@@ -34,25 +34,23 @@ from ..ir.kernel import (
 from ..ir.tensor_ops.lowering import KernelBuilder, add, minimum, mul
 from ..ir.visit import rewrite
 from .names import declared_names, function_names, substitute
-from .register_tile_group_dim import grouped_plan
-from .register_tile_plan import NestPlan, at_instance
+from .register_tile_group_dim import Grouped
+from .register_tile_plan import at_instance
 from .register_tile_schedule import (
     Schedule, block_counts, other_instances, as_index, ceil_div, group_size, i64,
 )
 
 
-def tiled_body(function: KernelFunction, plan: NestPlan, s: Schedule,
+def tiled_body(function: KernelFunction, grouped: Grouped, s: Schedule,
                replication: tuple[Expr, ...]) -> tuple[Stmt, ...]:
     """The body for a node of ``replication`` run as
     ``tiled_replication(...)`` instances."""
-    return _Writer(function, plan, s, len(replication)).body(replication)
+    return _Writer(function, grouped, s).body(replication)
 
 
 class _Writer:
-    def __init__(self, function: KernelFunction, plan: NestPlan, s: Schedule,
-                 rank: int):
-        self.grouped = grouped_plan(plan, rank)
-        plan = self.grouped.plan
+    def __init__(self, function: KernelFunction, grouped: Grouped, s: Schedule):
+        plan, self.group_dim = grouped
         self.plan, self.s = plan, s
         self.b = KernelBuilder(None, tuple(p for p in function.params if p.is_buffer))
         self.b.reserve(function_names(function))
@@ -66,13 +64,11 @@ class _Writer:
                                             other_instances(plan, replication)))
         counts = [self.rows_total if d == plan.rows else self.cols_total if d == plan.cols
                   else size for d, size in enumerate(replication)]
-        self.group_dim = self.grouped.dim
+        self.group = None
         if self.group_dim is not None:
             self.group_count = b.let("group_count", as_index(replication[self.group_dim]))
-            self.group = b.let("group", group_size(s, replication, plan.rows, plan.cols,
-                                                   self.group_dim, chunk))
-        counts = block_counts(plan, s, counts, chunk, self.group_dim,
-                               self.group if self.group_dim is not None else None)
+            self.group = b.let("group", group_size(plan, s, replication, self.group_dim, chunk))
+        counts = block_counts(plan, s, counts, chunk, self.group_dim, self.group)
         flat = InstanceId(0)
         self.ids, self.counts = {}, {}
         for dim in reversed(range(len(replication))):

@@ -39,15 +39,14 @@ def grouped_plan(plan: NestPlan, rank: int) -> Grouped:
         if dim in (plan.rows, plan.cols):
             continue
         values = _following(plan, dim)
-        inlined = dataclasses.replace(
-            plan, uniform=tuple(let for let in plan.uniform if let.name not in values),
-            accumulators=substitute(plan.accumulators, values=values),
-            steps=substitute(plan.steps, values=values),
-            results=substitute(plan.results, values=values),
-            packed=tuple(substitute(load, values=values) for load in plan.packed))
         bounds = (plan.loop.start, plan.loop.stop)
         if not any(_follows(expr, dim, values) for expr in plan.row_packed + bounds):
-            return Grouped(inlined, dim)
+            return Grouped(dataclasses.replace(
+                plan, uniform=tuple(let for let in plan.uniform if let.name not in values),
+                accumulators=substitute(plan.accumulators, values=values),
+                steps=substitute(plan.steps, values=values),
+                results=substitute(plan.results, values=values),
+                packed=tuple(substitute(load, values=values) for load in plan.packed)), dim)
     return Grouped(plan, None)
 
 
@@ -64,4 +63,3 @@ def _following(plan: NestPlan, dim: int) -> dict[str, Expr]:
 def _follows(expr, dim: int, values: dict[str, Expr]) -> bool:
     return any(isinstance(n, InstanceId) and n.dim == dim or
                isinstance(n, Var) and n.name in values for n in walk(expr))
-

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..ir.kernel import Binary, Cast, Const, Expr
 from ..ir.tensor_ops.lowering import add, maximum, minimum, mul
 from ..ir.types import I64
-from .register_tile_group_dim import grouped_plan
+from .register_tile_group_dim import Grouped
 from .register_tile_plan import NestPlan
 
 
@@ -40,20 +40,19 @@ class Schedule:
         return mul(maximum(i64(min(least, most)), minimum(i64(most), share)), i64(self.rows))
 
 
-def group_size(s: Schedule, replication: tuple[Expr, ...], rows: int, cols: int, dim: int,
+def group_size(plan: NestPlan, s: Schedule, replication: tuple[Expr, ...], dim: int,
                chunk: Expr) -> Expr:
     """Values of dimension ``dim`` per instance (register_tile_group_dim.py):
     as many as the array of accumulators holds beside a chunk's results
     (``s.chunk`` x ``s.panel`` values), fewer where the instances would
     leave ``s.cores`` short."""
-    columns = minimum(as_index(replication[cols]), i64(s.panel))
-    rows_used = minimum(chunk, mul(ceil_div(as_index(replication[rows]), s.rows), i64(s.rows)))
+    columns = minimum(as_index(replication[plan.cols]), i64(s.panel))
+    rows_used = minimum(chunk, mul(ceil_div(as_index(replication[plan.rows]), s.rows),
+                                   i64(s.rows)))
     used = mul(rows_used, mul(ceil_div(columns, s.cols), i64(s.cols)))
     size = minimum(Binary("div", i64(s.chunk * s.panel), used), as_index(replication[dim]))
     if s.cores:
-        instances = mul(mul(ceil_div(as_index(replication[rows]), chunk),
-                            ceil_div(as_index(replication[cols]), s.panel)),
-                        others_than(replication, rows, cols))
+        instances = _product(block_counts(plan, s, replication, chunk))
         size = minimum(size, Binary("div", instances, i64(2 * s.cores)))
     return maximum(i64(1), size)
 
@@ -67,36 +66,32 @@ def ceil_div(value: Expr, by: int | Expr) -> Expr:
     return Binary("div", add(as_index(value), less), i64(by) if isinstance(by, int) else by)
 
 
-def tiled_replication(plan: NestPlan, s: Schedule, replication: tuple[Expr, ...]) -> Expr:
+def tiled_replication(grouped: Grouped, s: Schedule, replication: tuple[Expr, ...]) -> Expr:
     """The instances of a node of ``replication`` scheduled by ``s``, in one
     dimension (a runtime that splits the first dimension over the cores
     then finds every block there)."""
-    rows_total, cols_total = replication[plan.rows], replication[plan.cols]
-    chunk = s.chunk_rows(rows_total, cols_total, other_instances(plan, replication))
-    dim = grouped_plan(plan, len(replication)).dim
-    group = None if dim is None else \
-        group_size(s, replication, plan.rows, plan.cols, dim, chunk)
-    total = i64(1)
-    for size in block_counts(plan, s, replication, chunk, dim, group):
-        total = mul(total, size)
-    return total
+    plan, dim = grouped
+    chunk = s.chunk_rows(replication[plan.rows], replication[plan.cols],
+                         other_instances(plan, replication))
+    group = None if dim is None else group_size(plan, s, replication, dim, chunk)
+    return _product(block_counts(plan, s, replication, chunk, dim, group))
 
 
 def other_instances(plan: NestPlan, replication: tuple[Expr, ...]) -> Expr:
     """Instances along the dimensions other than the rows and columns."""
-    return others_than(replication, plan.rows, plan.cols)
+    return _product(as_index(size) for dim, size in enumerate(replication)
+                    if dim not in (plan.rows, plan.cols))
 
 
-def others_than(replication: tuple[Expr, ...], rows: int, cols: int) -> Expr:
+def _product(sizes) -> Expr:
     total = i64(1)
-    for dim, size in enumerate(replication):
-        if dim not in (rows, cols):
-            total = mul(total, as_index(size))
+    for size in sizes:
+        total = mul(total, size)
     return total
 
 
 def block_counts(plan: NestPlan, s: Schedule, replication, chunk: Expr,
-                  group_dim: int | None = None, group: Expr | None = None) -> list:
+                 group_dim: int | None = None, group: Expr | None = None) -> list:
     """Instances along each dimension of ``replication``."""
     counts = [as_index(size) for size in replication]
     counts[plan.rows] = ceil_div(counts[plan.rows], chunk)

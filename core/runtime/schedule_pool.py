@@ -26,7 +26,6 @@ so two take turns.  When every one of them is still lent, a run takes a
 schedule that copies its outputs."""
 
 
-
 class SchedulePool:
     """Idle schedules of one executable's plan, by key."""
 

@@ -49,6 +49,7 @@ from .schedule_pool import SchedulePool
 from .static_planner import Schedule, SchedulePlanner, StagedBuffer
 from .task_plan import SCALAR, UPDATE, ProgramPlan
 
+
 def static_schedule_fits(plan: ProgramPlan, devices: dict[str, Device], serial: bool) -> bool:
     """Whether runs of ``plan`` may use a :class:`StaticProgram`."""
     used = [devices[task.target] for task in plan.tasks]
@@ -128,6 +129,7 @@ class StaticProgram:
             return schedule.run(inputs, report)
         finally:
             self.schedules.give_back(key, schedule)
+
 
 class _Schedule(Schedule):
     """A planned run (static_planner.Schedule) that runs: it binds the

@@ -38,6 +38,11 @@ _STORAGE_USERS = getattr(torch._C, "_storage_Use_Count", None)
 """Tensors and views using a storage (torch's CUDA graph trees ask it too)."""
 
 
+def _users(tensor: torch.Tensor) -> int:
+    """Tensors and views using the memory under ``tensor``."""
+    return _STORAGE_USERS(tensor.untyped_storage()._cdata)
+
+
 def _memory(tensor: torch.Tensor) -> int:
     """Where the memory under ``tensor`` (and every view of it) starts."""
     return tensor.untyped_storage().data_ptr()
@@ -209,11 +214,11 @@ class AtenDevice(Device):
         if (tensor is None or tensor.dtype != handle.dtype or _STORAGE_USERS is None
                 or _memory(tensor) in self._constant_memory()):
             return None
-        handle.users = _STORAGE_USERS(tensor.untyped_storage()._cdata)
+        handle.users = _users(tensor)
         return tensor.detach()
 
     def lent(self, handle) -> bool:
-        return _STORAGE_USERS(handle.tensor.untyped_storage()._cdata) > handle.users
+        return _users(handle.tensor) > handle.users
 
     # running -----------------------------------------------------------------
     def launch(self, node: NodeRef, args: dict[str, Any]) -> None:

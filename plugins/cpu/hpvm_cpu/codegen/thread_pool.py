@@ -378,10 +378,11 @@ class ThreadPool:
         worker = _WORKER(address("hpvm_pool_worker"))
         self._record = np.zeros(POOL_BYTES, np.uint8)
         self.address = self._record.ctypes.data
-        self._homes = np.zeros((workers + 1) * HOME_STRIDE, np.int64)
+        self._participants = workers + 1
+        self._homes = np.zeros(self._participants * HOME_STRIDE, np.int64)
         words = self._record[:MUTEX].view(np.int64)
         words[WORDS["homes.at"]] = self._homes.ctypes.data
-        words[WORDS["participants"]] = workers + 1
+        words[WORDS["participants"]] = self._participants
         _INIT(address("hpvm_pool_init"))(self.address)
         self._busy = threading.Lock()
         self.workers = [threading.Thread(target=worker, args=(self.address, index), daemon=True,
@@ -413,7 +414,7 @@ class ThreadPool:
     def _run_in_pages(self, entry: int, argument: int, size: int) -> None:
         """``entry`` over ``[0, size)`` bytes in CLEARS_PER_CORE ranges of
         whole pages per participant."""
-        ranges = split_range(size, len(self._homes) // HOME_STRIDE * CLEARS_PER_CORE, PAGE)
+        ranges = split_range(size, self._participants * CLEARS_PER_CORE, PAGE)
         self.run(entry, np.array([(argument, first, end) for first, end in ranges],
                                  dtype=np.uint64))
 

@@ -22,6 +22,11 @@ VOID = ir.VoidType()
 
 _FLOATS = {16: HALF, 32: FLOAT, 64: DOUBLE}
 
+# llvmlite fills the table it escapes string constants and metadata with on
+# its first call, unguarded: a second thread compiling at the same moment
+# (target._in_parallel) can read it half-filled.  Fill it here, at import.
+ir.values._escape_string(b"")
+
 
 def register_type(type: ScalarType) -> ir.Type:
     """The LLVM type of a value of ``type`` held in a register."""

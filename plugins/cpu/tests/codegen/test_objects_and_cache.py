@@ -4,6 +4,7 @@ import dataclasses
 import shutil
 import struct
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -60,6 +61,15 @@ def test_unknown_triple_is_a_target_error():
 def test_second_compile_comes_from_memory():
     module = tanh_module()
     assert compile_kernel_node(module, "map", 1) is compile_kernel_node(module, "map", 1)
+
+
+def test_llvmlite_string_table_is_filled_before_threads_compile():
+    # llvmlite fills it on first use without a lock; kernels compiled in
+    # parallel threads must never see it half-filled (a KeyError once in CI).
+    check = ("from hpvm_cpu.codegen import kernel_code; from llvmlite import ir; "
+             "table = ir.values._escape_string.__defaults__[0]; "
+             "assert len(table) == 256, len(table)")
+    subprocess.run([sys.executable, "-c", check], check=True)
 
 
 def test_disk_cache_serves_a_fresh_process(tmp_path, monkeypatch):

@@ -283,10 +283,17 @@ class Executable(ApproximationsMixin):
     # -- internals -----------------------------------------------------------
     def _run(self, inputs: dict, outputs: str = HOST_OUTPUTS) -> dict:
         """One run, the calling thread working on it (not only waiting)."""
+        static = self._static or None  # decided by the first run
+        if static is not None:
+            report = Report()
+            result = static.run_again(inputs, report, outputs)
+            if result is not None:
+                self._last_report = report
+                return result
         checked, static, report = self._checked(inputs)
         self._last_report = report
         if static is not None:
-            return static.run(checked, report, outputs)
+            return static.run(checked, report, outputs, given=inputs)
         frame = self._new_frame(report)
         return frame.start(self._get_scheduler(), checked, pinned=set(checked),
                            run_here=True, outputs=outputs).result()

@@ -26,6 +26,13 @@ so two take turns.  When every one of them is still lent, a run takes a
 schedule that copies its outputs."""
 
 
+READ_IN_PLACE_WITHIN = 2
+"""Calls: an array on the device passed again within this many calls (the
+same array each call, or two taking turns) is read in place by a captured
+replay of its own (``Device.held``); others are copied into the replay's
+input buffer, so that a loop over fresh arrays captures nothing new."""
+
+
 class SchedulePool:
     """Idle schedules of one executable's plan, by key."""
 
@@ -33,8 +40,9 @@ class SchedulePool:
         self.resident, self.captured = resident, captured
         self._lock = threading.Lock()
         self._idle: OrderedDict[tuple, list] = OrderedDict()
-        self._last_held: dict[str, Any] = {}
-        """The keys of the last run's inputs on the device (Device.held)."""
+        self._recent_held: list[dict[str, Any]] = []
+        """The keys of the last runs' inputs on the device (Device.held),
+        the newest first."""
 
     def idle(self) -> list:
         """The schedules not running now, most recently used key last."""
@@ -55,7 +63,8 @@ class SchedulePool:
         should lend its outputs."""
         with self._lock:
             idle = self._idle.get(key, [])
-            pick = next((s for s in reversed(idle) if s.lends and not s.busy()), None) or \
+            # lending ones oldest first: a loop holds the outputs of the newest
+            pick = next((s for s in idle if s.lends and not s.busy()), None) or \
                 next((s for s in reversed(idle) if not s.lends), None)
             if pick is not None:
                 self._idle.move_to_end(key)
@@ -72,18 +81,22 @@ class SchedulePool:
                 self._idle.popitem(last=False)
 
     def _held_again(self, inputs: dict[str, Any]) -> dict[str, tuple]:
-        """The inputs on the device that are the same arrays as in the last
-        run (``Device.held``: name -> (key, buffer)), which a captured replay
-        reads where they are: a caller passing one array again, refilled
-        between runs, is spared a copy per run."""
+        """The inputs on the device that are the same arrays as in one of the
+        last READ_IN_PLACE_WITHIN runs (``Device.held``: name -> (key,
+        buffer)), which a captured replay reads where they are: a caller
+        passing one array again, refilled between runs, or two taking
+        turns, is spared a copy per run."""
         held = {}
         for name, value in inputs.items():
             if isinstance(value, StagedBuffer):
                 found = self.resident.held(value.handle)
                 if found is not None:
                     held[name] = found
-        last, self._last_held = self._last_held, {name: key for name, (key, _) in held.items()}
-        return {name: found for name, found in held.items() if last.get(name) == found[0]}
+        recent = self._recent_held
+        self._recent_held = [{name: key for name, (key, _) in held.items()}] + \
+            recent[:READ_IN_PLACE_WITHIN - 1]
+        return {name: found for name, found in held.items()
+                if any(keys.get(name) == found[0] for keys in recent)}
 
 
 def signature(inputs: dict[str, Any]) -> tuple:

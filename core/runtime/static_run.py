@@ -45,6 +45,7 @@ from .device_arrays import DEVICE_OUTPUTS, HOST_OUTPUTS
 from .execution import NodeRecord, Report, launch_failure, target_label
 from .memory import HOST, CopyStats, Value
 from .output_pool import OutputPool
+from .repeat_call import RecentCalls, RepeatCall
 from .schedule_pool import SchedulePool
 from .static_planner import Schedule, SchedulePlanner, StagedBuffer
 from .task_plan import SCALAR, UPDATE, ProgramPlan
@@ -95,6 +96,8 @@ class StaticProgram:
         """The device running the whole plan as one captured replay, or None."""
         self.schedules = SchedulePool(self.resident, self.captured)
         """The schedules kept between runs (schedule_pool.py)."""
+        self.recent = RecentCalls()
+        """The last calls, to recognise one repeated (repeat_call.py)."""
 
     def staged_inputs(self, inputs: dict[str, Any]) -> dict[str, Any] | None:
         """``inputs`` with every staged value (``Executable.stage``, or an
@@ -113,14 +116,35 @@ class StaticProgram:
             taken[name] = value
         return taken
 
-    def run(self, inputs: dict[str, Any], report: Report,
-            outputs: str = HOST_OUTPUTS) -> dict[str, Any]:
+    def run(self, inputs: dict[str, Any], report: Report, outputs: str = HOST_OUTPUTS,
+            given: dict[str, Any] | None = None) -> dict[str, Any]:
         """Outputs of one run on checked ``inputs`` (numpy arrays and
         scalars, or buffers staged on the resident device); the per-node
         records go to ``report``.  ``outputs``: where the outputs go
-        (device_arrays.OUTPUT_PLACES)."""
+        (device_arrays.OUTPUT_PLACES).  ``given``: the inputs as the caller
+        passed them, kept to recognise a call repeating this one
+        (repeat_call.py)."""
         device_outputs = outputs == DEVICE_OUTPUTS and self.resident is not None
         key, held = self.schedules.key(inputs, device_outputs)
+        result = self._run(key, held, inputs, report, device_outputs)
+        if given is not None:
+            self.recent.keep(given, RepeatCall.of(given, inputs, outputs, key, held,
+                                                  self.resident, self.captured is not None))
+        return result
+
+    def run_again(self, given: dict[str, Any], report: Report, outputs: str) -> dict | None:
+        """Outputs of a run on the caller's ``given`` inputs when they repeat
+        the last call kept (repeat_call.py), taken as it took them; None
+        otherwise (check them and :meth:`run`)."""
+        found = self.recent.taken(given, outputs)
+        if found is None:
+            return None
+        repeat, inputs = found
+        return self._run(repeat.key, repeat.held, inputs, report,
+                         outputs == DEVICE_OUTPUTS and self.resident is not None)
+
+    def _run(self, key: tuple, held: dict[str, Any], inputs: dict[str, Any], report: Report,
+             device_outputs: bool) -> dict[str, Any]:
         schedule, lends = self.schedules.take(key)
         if schedule is None:
             schedule = _Schedule.make(self.plan, self.devices, self.module, self.resident,

@@ -231,7 +231,14 @@ def test_an_array_passed_again_is_read_by_the_replay_where_it_is():
     for _ in range(2):
         np.testing.assert_allclose(exe(a=y)["b"], chain_result(np.arange(16)))
         np.testing.assert_allclose(exe(a=x)["b"], chain_result(np.full(16, 3.0)))
-    assert device.copies == 2 + 4  # arrays taking turns are copied, each run
+    # y is copied the first time; from its second run on, the two arrays
+    # taking turns are each read in place by a replay of its own
+    assert device.copies == 2 + 1
+    captures = device.captures
+    for value in range(3):  # a fresh array each run: copied, nothing captured for it
+        fresh = exe.device_array(np.full(16, value, np.float32))
+        np.testing.assert_allclose(exe(a=fresh)["b"], chain_result(np.full(16, value)))
+    assert device.copies == 3 + 3 and device.captures == captures
 
 
 def test_a_device_input_read_on_another_device_is_copied_and_counted():

@@ -172,13 +172,10 @@ class AtenDevice(Device):
         if self.host_memory:
             return None  # host arrays come as numpy arrays
         tensor = _cuda_tensor(array)
-        if tensor is None:
+        if tensor is None or not tensor.is_cuda:
             return None
-        device = tensor.device
-        if device.type != self.device.type:
-            return None
-        if device.index != self._index:
-            raise ArrayRefused(f"got a tensor on {device}, not on {self.device}, where "
+        if tensor.get_device() != self._index:  # asked every call: no torch.device made
+            raise ArrayRefused(f"got a tensor on {tensor.device}, not on {self.device}, where "
                                "its nodes run", f"move it there first (tensor.to('{self.device}'))")
         dtype = _numpy_dtype(tensor.dtype)
         if dtype is None:
@@ -211,10 +208,12 @@ class AtenDevice(Device):
         count, which every view of it raises); None for a buffer over a
         constant's memory, which the caller could write."""
         tensor = handle.tensor if isinstance(handle, Slot) else None
-        if (tensor is None or tensor.dtype != handle.dtype or _STORAGE_USERS is None
-                or _memory(tensor) in self._constant_memory()):
+        if tensor is None or tensor.dtype != handle.dtype or _STORAGE_USERS is None:
             return None
-        handle.users = _users(tensor)
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() in self._constant_memory():
+            return None
+        handle.users = _STORAGE_USERS(storage._cdata)
         return tensor.detach()
 
     def lent(self, handle) -> bool:

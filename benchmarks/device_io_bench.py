@@ -25,7 +25,10 @@ are timed synchronised after each call, and back to back with the GPU
 synchronised once per 20 calls (what a pipeline of calls sees).
 
 "host" rows: the same executable called with numpy arrays in and out.
-Medians of ``--repeat``; ratio = call / nodes' own time.
+Medians of ``--repeat``; ratio = call / nodes' own time.  "host CPU a
+call": how long the back-to-back calls keep the host busy, before the GPU
+is waited for (one tensor passed again; two taking turns): while it is
+below the nodes' own time, calls back to back are bound by the GPU.
 """
 from __future__ import annotations
 
@@ -50,18 +53,22 @@ BACK_TO_BACK = 20
 """Calls per GPU synchronisation in the back-to-back timing."""
 
 
-def median_time(call, finish, repeat: int, per: int = 1) -> float:
+def median_time(call, finish, repeat: int, per: int = 1, host: list | None = None) -> float:
     """Median seconds of ``call`` (``per`` of them between two
-    ``finish``es), after a warm-up."""
+    ``finish``es), after a warm-up; ``host`` gets the median seconds a call
+    keeps the host busy (the calls alone, before ``finish``)."""
     call()
     finish()
-    times = []
+    times, calls = [], []
     for _ in range(repeat):
         began = time.perf_counter()
         for _ in range(per):
             call()
+        calls.append((time.perf_counter() - began) / per)
         finish()
         times.append((time.perf_counter() - began) / per)
+    if host is not None:
+        host.append(statistics.median(calls))
     return statistics.median(times)
 
 
@@ -152,12 +159,14 @@ def run_aten(name: str, batch: int, repeat: int) -> list[tuple]:
         held["y"] = exe(x=turns[0], outputs="device")["y"]
     sync = torch.cuda.synchronize
     label = f"aten cuda {'LeNet' if name == 'lenet' else 'ResNet block'}, batch {batch}"
+    host: list[float] = []
     return [(label, "device in/out, synchronised", median_time(device_call, sync, repeat), own),
             (label, "device in/out, back to back",
-             median_time(device_call, sync, repeat, BACK_TO_BACK), own),
+             median_time(device_call, sync, repeat, BACK_TO_BACK, host), own),
             (label, "device in/out, back to back, inputs taking turns",
-             median_time(turns_call, sync, repeat, BACK_TO_BACK), own),
-            (label, "host in/out (copies)", median_time(lambda: exe(x=x), sync, repeat), own)]
+             median_time(turns_call, sync, repeat, BACK_TO_BACK, host), own),
+            (label, "host in/out (copies)", median_time(lambda: exe(x=x), sync, repeat), own),
+            (label, "host CPU a call, back to back (one tensor; two taking turns)", *host)]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -181,6 +190,9 @@ def main(argv: list[str] | None = None) -> None:
     print("| program | call | call ms | nodes' own ms | call / nodes |")
     print("| --- | --- | ---: | ---: | ---: |")
     for program, call, seconds, own in rows:
+        if call.startswith("host CPU"):  # two host times, in microseconds
+            print(f"| {program} | {call}, us | {seconds * 1e6:.1f} | {own * 1e6:.1f} | |")
+            continue
         print(f"| {program} | {call} | {seconds * 1e3:.3f} | {own * 1e3:.3f} | "
               f"{seconds / own:.2f} |")
 

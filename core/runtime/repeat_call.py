@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+import threading
 import weakref
 
 import numpy as np
@@ -49,6 +50,7 @@ class RecentCalls:
     """The last calls of one static program that can be recognised again."""
 
     def __init__(self):
+        self._lock = threading.Lock()  # calls from several threads at once
         self._calls: dict[tuple, RepeatCall] = {}
         self._lately: list[tuple] = []
         """The identities of the last calls' inputs, the newest first."""
@@ -60,9 +62,10 @@ class RecentCalls:
         """(the kept call that ``given`` repeats, the inputs as its schedule
         takes them); None where it repeats none."""
         identities = tuple(map(id, given.values()))
-        self._lately = [identities] + self._lately[:READ_IN_PLACE_WITHIN]
-        again = identities in self._lately[1:]
-        repeat = self._calls.get(identities)
+        with self._lock:
+            self._lately = [identities] + self._lately[:READ_IN_PLACE_WITHIN]
+            again = identities in self._lately[1:]
+            repeat = self._calls.get(identities)
         if repeat is None or (again and repeat.could_hold):
             return None
         taken = repeat.taken(given, outputs)
@@ -72,14 +75,15 @@ class RecentCalls:
         """Keep the call on ``given`` (that :meth:`taken` did not find) as
         ``repeat``, or forget it where that is None."""
         identities = tuple(map(id, given.values()))
-        if not self._lately:  # the first call: not offered to taken
-            self._lately = [identities]
-        if repeat is None:
-            self._calls.pop(identities, None)
-            return
-        self._calls[identities] = repeat
-        while len(self._calls) > RECENT_CALLS:
-            self._calls.pop(next(iter(self._calls)), None)
+        with self._lock:
+            if not self._lately:  # the first call: not offered to taken
+                self._lately = [identities]
+            if repeat is None:
+                self._calls.pop(identities, None)
+                return
+            self._calls[identities] = repeat
+            while len(self._calls) > RECENT_CALLS:
+                self._calls.pop(next(iter(self._calls)))
 
 
 class RepeatCall:

@@ -93,6 +93,23 @@ def test_keeping_the_last_call_keeps_no_array_alive(host):
     static.check(host(a=b, s=1.0), b, 1.0)
 
 
+def test_calls_from_several_threads_each_get_their_own_results(host):
+    failures = []
+
+    def worker(seed):
+        rng = np.random.default_rng(seed)
+        arrays = [rng.standard_normal(16).astype(np.float32) for _ in range(2)]
+        for _ in range(20):
+            for a in arrays:  # each thread's arrays, taking turns
+                a[...] = rng.standard_normal(16)
+                try:
+                    static.check(host(a=a, s=2.0), a, 2.0)
+                except Exception as error:  # noqa: BLE001 (reported below)
+                    failures.append(error)
+    static.run_side_by_side(worker, range(4))
+    assert not failures
+
+
 def holding():
     exe = compile(programs.chain(), targets=["hold"],
                   registry=arrays.registry_of(arrays.HoldingTarget("hold", claim_all=True)))

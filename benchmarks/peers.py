@@ -203,12 +203,15 @@ class OpenCLSession:
 
     def run(self, launch: Callable[[], None]) -> Outputs:
         """Copy inputs in, launch, read outputs back (the timed part)."""
-        for name, device in self._inputs:
-            device.set(np.ascontiguousarray(self._host_inputs[name]), queue=self.queue)
+        self.copy_inputs()
         launch()
         results = {name: device.get(queue=self.queue) for name, device in self._outputs}
         self.queue.finish()
         return results
+
+    def copy_inputs(self) -> None:
+        for name, device in self._inputs:
+            device.set(np.ascontiguousarray(self._host_inputs[name]), queue=self.queue)
 
 
 def opencl_peer(source: str, setup: Callable[[OpenCLSession, Inputs], Callable[[], None]],
@@ -219,4 +222,15 @@ def opencl_peer(source: str, setup: Callable[[OpenCLSession, Inputs], Callable[[
         session = OpenCLSession(source, inputs)
         launch = setup(session, inputs)
         return lambda: session.run(launch)
-    return Peer(name=name, prepare=prepare, available=_opencl_unavailable, targets=targets)
+
+    def prepare_kernels(inputs: Inputs) -> Callable[[], None]:
+        session = OpenCLSession(source, inputs)
+        launch = setup(session, inputs)
+        session.copy_inputs()
+
+        def kernels() -> None:
+            launch()
+            session.queue.finish()
+        return kernels
+    return Peer(name=name, prepare=prepare, available=_opencl_unavailable, targets=targets,
+                prepare_kernels=prepare_kernels)

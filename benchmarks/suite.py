@@ -41,6 +41,10 @@ class Peer:
     available: Callable[[], str | None] = lambda: None
     targets: tuple[str, ...] = ()
     """The hpvm targets this peer is compared with ("" = every target)."""
+    prepare_kernels: Callable[[Inputs], Callable[[], None]] | None = None
+    """Where the peer runs on a device: like ``prepare``, but the timed
+    callable only runs its kernels, on inputs copied there once, and waits
+    for them (benchmarks/roofline_bench.py)."""
 
 
 @dataclass(frozen=True)

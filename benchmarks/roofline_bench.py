@@ -1,0 +1,214 @@
+"""The gpu_opencl programs against the GPU's measured peaks (issue 40's
+roofline table), beside their hand-written OpenCL kernels.
+
+    python benchmarks/roofline_bench.py [--programs sgemm,mriq,stencil,spmv,blur]
+        [--size large] [--repeat 15] [--pipelines ,default]
+
+Every row runs on the device alone: hpvm's inputs are made there once
+(``exe.device_array``) and its outputs left there (``outputs="device"``);
+the hand-written kernels (the suite's OpenCL peers) read inputs copied
+once.  A row's time is the median of whole calls, each waited for (every
+launch and every wait of the runtime included, no host copies); hpvm's
+rows also give the nodes' own times of those calls (``exe.report()``:
+each launch and its wait, timed on the host).
+
+The work of a program is what its algorithm must do, counted from its
+inputs (WORK below), not what a schedule does: floating-point operations
+(a sine or cosine counts as one) and the bytes it must move at least (each
+input read once, each output written once; a sweep of stencil reads and
+writes the grid).  Peaks are measured in the same run: the bandwidth of a
+copy kernel over 256 MiB (read and write counted), and the FP32 rate of
+cuBLAS (through PyTorch, TF32 off) on 8192^3 where PyTorch sees a CUDA
+GPU.  A row's bound is the lower of the FP32 peak and its intensity
+(operations per byte) times the bandwidth; "of bound" is its rate against
+that bound.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+F32 = 4
+
+
+def _sgemm(inputs) -> tuple[float, float]:
+    (m, k), n = inputs["A"].shape, inputs["B"].shape[1]
+    return 2.0 * m * n * k + 3.0 * m * n, F32 * (m * k + k * n + 2 * m * n)
+
+
+def _mriq(inputs) -> tuple[float, float]:
+    samples, voxels = inputs["kx"].size, inputs["x"].size
+    # phi_mag: 3 a sample; Q: 6 for the angle, a cosine, a sine, 2 x 2 for the sums
+    return 3.0 * samples + 12.0 * samples * voxels, F32 * (5 * samples + 5 * voxels)
+
+
+def _stencil(inputs) -> tuple[float, float]:
+    from benchmarks.programs.stencil import ITERATIONS
+    points = inputs["A"].size
+    return 8.0 * points * ITERATIONS, 2.0 * F32 * points * ITERATIONS
+
+
+def _spmv(inputs) -> tuple[float, float]:
+    nonzeros, rows = inputs["vals"].size, inputs["x"].size
+    return 2.0 * nonzeros, F32 * (2 * nonzeros + inputs["row_ptr"].size + 2 * rows)
+
+
+def _blur(inputs) -> tuple[float, float]:
+    pixels = inputs["img"].size
+    return 6.0 * pixels, 2.0 * F32 * pixels
+
+
+WORK: dict[str, Callable[[dict], tuple[float, float]]] = {
+    "sgemm": _sgemm, "mriq": _mriq, "stencil": _stencil, "spmv": _spmv, "blur": _blur}
+"""(floating-point operations, least bytes moved) of a program's run."""
+
+
+def median_ms(run: Callable[[], object], repeat: int) -> float:
+    run()
+    times = []
+    for _ in range(repeat):
+        began = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - began)
+    return statistics.median(times) * 1e3
+
+
+def copy_bandwidth(repeat: int) -> float:
+    """Bytes a second of a float4 copy kernel over 256 MiB on the device
+    gpu_opencl uses (read and write counted)."""
+    import pyopencl as cl
+    from benchmarks.peers import _opencl_device
+    context, queue = _opencl_device()
+    program = cl.Program(context, "__kernel void copy(__global const float4* a, "
+                                  "__global float4* b) { size_t i = get_global_id(0); "
+                                  "b[i] = a[i]; }").build()
+    nbytes = 256 << 20
+    a = cl.Buffer(context, cl.mem_flags.READ_ONLY, nbytes)
+    b = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, nbytes)
+    cl.enqueue_fill_buffer(queue, a, np.float32(1), 0, nbytes)
+    kernel = program.copy
+
+    def run():
+        kernel(queue, (nbytes // 16,), None, a, b)
+        queue.finish()
+    return 2.0 * nbytes / (median_ms(run, repeat) / 1e3)
+
+
+def cublas_rate(repeat: int) -> float | None:
+    """FP32 operations a second of cuBLAS's 8192^3 product (TF32 off), or
+    None without a CUDA GPU in PyTorch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    n = 8192
+    a, b = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
+
+    def run():
+        torch.mm(a, b)
+        torch.cuda.synchronize()
+    return 2.0 * n ** 3 / (median_ms(run, repeat) / 1e3)
+
+
+def hpvm_run(bench, inputs: dict, pipeline: str) -> tuple[Callable[[], None], list[float]]:
+    """A device-resident call of ``bench`` compiled for gpu_opencl after
+    ``pipeline``, waited for; and the list it adds the nodes' own time of
+    each call to (ms)."""
+    from hpvm.runtime import compile
+    exe = compile(bench.build(), ["gpu_opencl"], {"pipeline": pipeline} if pipeline else {})
+    resident = {name: exe.device_array(value) if isinstance(value, np.ndarray) and value.ndim
+                else value for name, value in inputs.items()}
+    expected = exe(**inputs)
+    got = exe(**resident, outputs="device")
+    for name, value in expected.items():
+        np.testing.assert_allclose(got[name].get(), value, rtol=bench.rtol, atol=bench.atol)
+
+    def run() -> None:
+        outputs = exe(**resident, outputs="device")
+        for array in outputs.values():
+            array.finish()
+        next(iter(outputs.values())).queue.finish()
+        nodes.append(exe.report().node_seconds * 1e3)
+    nodes: list[float] = []
+    return run, nodes
+
+
+def rows_of(name: str, size: str, pipelines: list[str], repeat: int) -> list[tuple]:
+    """(program, implementation, ms, flops, bytes, nodes' own ms or None)
+    rows of one program."""
+    bench = importlib.import_module(f"benchmarks.programs.{name}").BENCHMARKS[0]
+    inputs = bench.make_inputs(size, np.random.default_rng(0))
+    flops, nbytes = WORK[name](inputs)
+    rows = []
+    for pipeline in pipelines:
+        run, nodes = hpvm_run(bench, inputs, pipeline)
+        ms = median_ms(run, repeat)
+        rows.append((name, f"hpvm, pipeline '{pipeline}'" if pipeline else "hpvm, as written",
+                     ms, flops, nbytes, statistics.median(nodes)))
+    for peer in bench.peers:
+        if peer.prepare_kernels is not None and peer.available() is None:
+            rows.append((name, peer.name, median_ms(peer.prepare_kernels(inputs), repeat),
+                         flops, nbytes, None))
+    return rows
+
+
+def format_rows(rows: list[tuple], bandwidth: float, fp32: float | None) -> list[str]:
+    lines = ["| program | implementation | ms | nodes' own ms | GFLOP/s | GB/s | FLOP/byte | bound "
+             "| of bound |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
+    for program, implementation, ms, flops, nbytes, nodes in rows:
+        seconds = ms / 1e3
+        intensity = flops / nbytes
+        memory_bound = intensity * bandwidth
+        if fp32 is None or memory_bound < fp32:
+            bound, limit = "memory", memory_bound
+        else:
+            bound, limit = "FP32", fp32
+        rate = flops / seconds
+        own = "" if nodes is None else f"{nodes:.3f}"
+        lines.append(f"| {program} | {implementation} | {ms:.3f} | {own} | {rate / 1e9:.0f} | "
+                     f"{nbytes / seconds / 1e9:.0f} | {intensity:.2f} | {bound} | "
+                     f"{rate / limit:.2f} |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--programs", default=",".join(WORK))
+    parser.add_argument("--size", default="large", choices=("small", "large"))
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--pipelines", default=",default",
+                        help="comma-separated pass pipelines ('' : as written)")
+    args = parser.parse_args(argv)
+    names = args.programs.split(",")
+    unknown = [name for name in names if name not in WORK]
+    if unknown:
+        raise SystemExit(f"no work model for {', '.join(unknown)}; choose from {', '.join(WORK)}")
+    bandwidth, fp32 = copy_bandwidth(args.repeat), cublas_rate(args.repeat)
+    rows = [row for name in names
+            for row in rows_of(name, args.size, args.pipelines.split(","), args.repeat)]
+    print(f"command: python {shlex.join(sys.argv)}")
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus")
+    print(f"peaks: copy kernel {bandwidth / 1e9:.0f} GB/s; cuBLAS FP32 "
+          + (f"{fp32 / 1e12:.1f} TFLOP/s" if fp32 else "not measured (no CUDA in PyTorch)"))
+    print("\n".join(format_rows(rows, bandwidth, fp32)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

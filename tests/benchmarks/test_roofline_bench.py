@@ -1,0 +1,37 @@
+"""roofline_bench: each program's rows (hpvm per pipeline, the hand
+kernels) against the measured peaks, and the bound each row is held to."""
+import pytest
+
+from benchmarks.roofline_bench import WORK, format_rows, main
+
+
+def test_a_row_is_held_to_the_lower_of_the_two_peaks():
+    # 1e9 operations over 1e9 bytes in 10 ms: 100 GFLOP/s and GB/s
+    rows = [("p", "impl", 10.0, 1e9, 1e9, 9.0), ("q", "impl", 10.0, 1e12, 1e9, None)]
+    lines = format_rows(rows, bandwidth=200e9, fp32=1e12)
+    assert lines[2].split("|")[8:10] == [" memory ", " 0.50 "]  # 1 FLOP/byte: 200 GFLOP/s bound
+    assert lines[3].split("|")[8:10] == [" FP32 ", " 100.00 "]
+    assert lines[2].split("|")[4] == " 9.000 " and lines[3].split("|")[4] == "  "
+    assert format_rows(rows[:1], bandwidth=200e9, fp32=None)[2].split("|")[8] == " memory "
+
+
+def test_every_work_model_counts_operations_and_bytes():
+    import importlib
+
+    import numpy as np
+    for name, work in WORK.items():
+        bench = importlib.import_module(f"benchmarks.programs.{name}").BENCHMARKS[0]
+        flops, nbytes = work(bench.make_inputs("small", np.random.default_rng(0)))
+        assert flops > 0 and nbytes > 0, name
+
+
+def test_small_programs_run_on_an_opencl_device(capsys):
+    pytest.importorskip("hpvm_gpu_opencl")
+    from benchmarks.peers import _opencl_unavailable
+    if _opencl_unavailable():
+        pytest.skip(_opencl_unavailable())
+    assert main(["--programs", "spmv", "--size", "small", "--repeat", "1",
+                 "--pipelines", ",default"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| spmv")]
+    assert [row.split("|")[2].strip() for row in rows] == [
+        "hpvm, as written", "hpvm, pipeline 'default'", "opencl (hand, csr-vector)"]

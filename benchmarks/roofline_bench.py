@@ -32,7 +32,6 @@ import platform
 import shlex
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -40,6 +39,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.onnx_bench import median_ms  # noqa: E402
 
 F32 = 4
 
@@ -74,16 +75,6 @@ def _blur(inputs) -> tuple[float, float]:
 WORK: dict[str, Callable[[dict], tuple[float, float]]] = {
     "sgemm": _sgemm, "mriq": _mriq, "stencil": _stencil, "spmv": _spmv, "blur": _blur}
 """(floating-point operations, least bytes moved) of a program's run."""
-
-
-def median_ms(run: Callable[[], object], repeat: int) -> float:
-    run()
-    times = []
-    for _ in range(repeat):
-        began = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - began)
-    return statistics.median(times) * 1e3
 
 
 def copy_bandwidth(repeat: int) -> float:

@@ -15,19 +15,11 @@ from hpvm.ir.text import parse_module
 from hpvm.runtime import compile
 from hpvm.runtime.loopback import LoopbackArray
 
-_here = Path(__file__).parent
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"repeat_call_{name}", _here / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-programs = _load("programs")
-static = _load("test_static_run")
-arrays = _load("test_device_arrays")
+_spec = importlib.util.spec_from_file_location(
+    "repeat_call_device_arrays", Path(__file__).with_name("test_device_arrays.py"))
+arrays = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(arrays)
+programs, static = arrays.programs, arrays.static
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ Every row runs on the device alone: hpvm's inputs are made there once
 the hand-written kernels (the suite's OpenCL peers) read inputs copied
 once.  A row's time is the median of whole calls, each waited for (every
 launch and every wait of the runtime included, no host copies); hpvm's
-rows also give the nodes' own times of those calls (``exe.report()``:
-each launch and its wait, timed on the host).
+rows also give the nodes' own time (``exe.report()``: each launch and
+its wait, timed on the host).
 
 The work of a program is what its algorithm must do, counted from its
 inputs (WORK below), not what a schedule does: floating-point operations
@@ -117,10 +117,11 @@ def cublas_rate(repeat: int) -> float | None:
     return 2.0 * n ** 3 / (median_ms(run, repeat) / 1e3)
 
 
-def hpvm_run(bench, inputs: dict, pipeline: str) -> tuple[Callable[[], None], list[float]]:
+def hpvm_run(bench, inputs: dict, pipeline: str
+             ) -> tuple[Callable[[], None], Callable[[int], float]]:
     """A device-resident call of ``bench`` compiled for gpu_opencl after
-    ``pipeline``, waited for; and the list it adds the nodes' own time of
-    each call to (ms)."""
+    ``pipeline``, waited for; and a function measuring its nodes' own
+    time."""
     from hpvm.runtime import compile
     exe = compile(bench.build(), ["gpu_opencl"], {"pipeline": pipeline} if pipeline else {})
     resident = {name: exe.device_array(value) if isinstance(value, np.ndarray) and value.ndim
@@ -135,8 +136,14 @@ def hpvm_run(bench, inputs: dict, pipeline: str) -> tuple[Callable[[], None], li
         for array in outputs.values():
             array.finish()
         next(iter(outputs.values())).queue.finish()
-        nodes.append(exe.report().node_seconds * 1e3)
-    nodes: list[float] = []
+
+    def nodes(repeat: int) -> float:
+        """The nodes' own time (ms), median of ``repeat`` calls."""
+        times = []
+        for _ in range(repeat):
+            run()
+            times.append(exe.report().node_seconds * 1e3)
+        return statistics.median(times)
     return run, nodes
 
 
@@ -151,7 +158,7 @@ def rows_of(name: str, size: str, pipelines: list[str], repeat: int) -> list[tup
         run, nodes = hpvm_run(bench, inputs, pipeline)
         ms = median_ms(run, repeat)
         rows.append((name, f"hpvm, pipeline '{pipeline}'" if pipeline else "hpvm, as written",
-                     ms, flops, nbytes, statistics.median(nodes)))
+                     ms, flops, nbytes, nodes(repeat)))
     for peer in bench.peers:
         if peer.prepare_kernels is not None and peer.available() is None:
             rows.append((name, peer.name, median_ms(peer.prepare_kernels(inputs), repeat),

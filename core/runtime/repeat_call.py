@@ -1,12 +1,12 @@
-"""A call passing the very objects of the call before, unchanged, taken
-as that call took them (static_run.py).
+"""A call passing the very objects of a recent call, unchanged, taken as
+that call took them (static_run.py).
 
 A loop calling an executable on the same arrays (a CUDA tensor refilled
 between calls, numpy arrays rewritten in place) would repeat at every call
 checks whose answers cannot have changed: the inputs' names, types, shapes
 and dtypes, which device takes each array, which kept schedule runs them
-and which arrays its captured replay reads where they are.  The last
-call's answers are kept with what they depend on, and reused while that is
+and which arrays its captured replay reads where they are.  A call's
+answers are kept with what they depend on, and reused while that is
 unchanged:
 
 - a numpy array: the same object, of the same shape and dtype, still dense
@@ -24,15 +24,15 @@ kept call that copied an array in: it is checked in full, so that the
 schedule reads the array in place from then on (``SchedulePool.key``).
 
 The caller's arrays are known by weak references: keeping the answers
-keeps no array alive.  Anything else (a staged Value, a host array copied on the way in, an
-array type without weak references) makes a call that is not kept.
+keeps no array alive.  Anything else (a staged Value, a host array copied
+on the way in, an array type without weak references) makes a call that
+is not kept.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 import threading
 import weakref
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -40,7 +40,6 @@ from ..target import ArrayRefused, Device
 from .memory import Value
 from .schedule_pool import READ_IN_PLACE_WITHIN
 from .static_planner import StagedBuffer
-
 
 RECENT_CALLS = 4
 """Calls kept per executable (by their inputs' identities)."""

@@ -18,17 +18,19 @@ aten on CUDA: LeNet at batch 64 and 512, the ResNet block at batch 8 and
 Inputs are CUDA tensors, ``outputs="device"``, each output held until the
 next call returns (as a loop ``y = exe(x)`` holds it).  One input tensor
 passed in every call is read where it is from the second call on; two
-taking turns (the "inputs taking turns" row) are each copied into the
-graph's input buffer.  Nodes' own time: the
-captured graph's replays alone, back to back, timed by CUDA events.  Calls
+taking turns (the "inputs taking turns" row) each get a replay that reads
+them where they are from their second call on (READ_IN_PLACE_WITHIN in
+core/runtime/schedule_pool.py).  Nodes' own time: the captured graph's
+replays alone, back to back, timed by CUDA events.  Calls
 are timed synchronised after each call, and back to back with the GPU
 synchronised once per 20 calls (what a pipeline of calls sees).
 
 "host" rows: the same executable called with numpy arrays in and out.
-Medians of ``--repeat``; ratio = call / nodes' own time.  "host CPU a
-call": how long the back-to-back calls keep the host busy, before the GPU
-is waited for (one tensor passed again; two taking turns): while it is
-below the nodes' own time, calls back to back are bound by the GPU.
+Medians of ``--repeat``; ratio = call / nodes' own time.  Below the
+table, for each aten case, the host CPU a call takes back to back: how
+long the calls keep the host busy before the GPU is waited for (one tensor
+passed again; two taking turns): while it is below the nodes' own time,
+calls back to back are bound by the GPU.
 """
 from __future__ import annotations
 
@@ -122,7 +124,8 @@ def run_opencl(name: str, repeat: int, scale: int) -> list[tuple]:
             (f"gpu_opencl {label}", "host in/out (copies)", host, own)]
 
 
-def run_aten(name: str, batch: int, repeat: int) -> list[tuple]:
+def run_aten(name: str, batch: int, repeat: int) -> tuple[list[tuple], str]:
+    """(rows, a line saying the host CPU time a call takes back to back)."""
     import torch
 
     import hpvm.runtime as rt
@@ -154,19 +157,21 @@ def run_aten(name: str, batch: int, repeat: int) -> list[tuple]:
     def device_call():  # as a loop ``y = exe(x)`` does: the last output held meanwhile
         held["y"] = exe(x=tensor, outputs="device")["y"]
 
-    def turns_call():  # two input tensors taking turns: each copied into the graph's
+    def turns_call():  # two input tensors taking turns: each read by a replay of its own
         turns.reverse()
         held["y"] = exe(x=turns[0], outputs="device")["y"]
     sync = torch.cuda.synchronize
     label = f"aten cuda {'LeNet' if name == 'lenet' else 'ResNet block'}, batch {batch}"
     host: list[float] = []
-    return [(label, "device in/out, synchronised", median_time(device_call, sync, repeat), own),
+    rows = [(label, "device in/out, synchronised", median_time(device_call, sync, repeat), own),
             (label, "device in/out, back to back",
              median_time(device_call, sync, repeat, BACK_TO_BACK, host), own),
             (label, "device in/out, back to back, inputs taking turns",
              median_time(turns_call, sync, repeat, BACK_TO_BACK, host), own),
-            (label, "host in/out (copies)", median_time(lambda: exe(x=x), sync, repeat), own),
-            (label, "host CPU a call, back to back (one tensor; two taking turns)", *host)]
+            (label, "host in/out (copies)", median_time(lambda: exe(x=x), sync, repeat), own)]
+    one_tensor, taking_turns = host
+    return rows, (f"{label}: host CPU a call back to back, {one_tensor * 1e6:.1f} us (one "
+                  f"tensor), {taking_turns * 1e6:.1f} us (two taking turns)")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -176,7 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scale", type=int, default=1,
                         help="divide the gpu_opencl sizes by this (a quick check without a GPU)")
     args = parser.parse_args(argv)
-    rows = []
+    rows, host_lines = [], []
     for name in args.cases.split(","):
         if name not in OPENCL_CASES + ATEN_CASES:
             raise SystemExit(f"unknown case '{name}'; choose from "
@@ -184,17 +189,18 @@ def main(argv: list[str] | None = None) -> None:
         if name in OPENCL_CASES:
             rows += run_opencl(name, args.repeat, args.scale)
         for batch in ATEN_BATCHES.get(name, ()):
-            rows += run_aten(name, batch, args.repeat)
+            aten_rows, host_line = run_aten(name, batch, args.repeat)
+            rows += aten_rows
+            host_lines.append(host_line)
     print(f"command: python {shlex.join(sys.argv)}")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus")
     print("| program | call | call ms | nodes' own ms | call / nodes |")
     print("| --- | --- | ---: | ---: | ---: |")
     for program, call, seconds, own in rows:
-        if call.startswith("host CPU"):  # two host times, in microseconds
-            print(f"| {program} | {call}, us | {seconds * 1e6:.1f} | {own * 1e6:.1f} | |")
-            continue
         print(f"| {program} | {call} | {seconds * 1e3:.3f} | {own * 1e3:.3f} | "
               f"{seconds / own:.2f} |")
+    for line in host_lines:
+        print(line)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..target import ArrayRefused, Device
 from .memory import Value
-from .schedule_pool import READ_IN_PLACE_WITHIN
+from .schedule_pool import READ_IN_PLACE_WITHIN, SchedulePool
 from .static_planner import StagedBuffer
 
 RECENT_CALLS = 4
@@ -118,7 +118,7 @@ class RepeatCall:
         its inputs cannot be recognised again (module docstring)."""
         repeat = cls(outputs, checked, key, held, device)
         repeat._count = len(given)
-        identities = dict(key[2])
+        identities = SchedulePool.held_identities(key)
         for name, value in given.items():
             taken = checked.get(name)
             if isinstance(value, Value):

@@ -57,6 +57,12 @@ class SchedulePool:
                tuple(sorted((name, identity) for name, (identity, _) in held.items())))
         return key, {name: buffer for name, (_, buffer) in held.items()}
 
+    @staticmethod
+    def held_identities(key: tuple) -> dict[str, Any]:
+        """Input name -> ``Device.held`` key of the inputs a run under
+        ``key`` reads in place."""
+        return dict(key[2])
+
     def take(self, key: tuple) -> tuple[Any, bool]:
         """An idle schedule for ``key``: one that lends its outputs and has
         them back, else one that copies them; or None and whether a new one

@@ -124,7 +124,7 @@ class StaticProgram:
         (device_arrays.OUTPUT_PLACES).  ``given``: the inputs as the caller
         passed them, kept to recognise a call repeating this one
         (repeat_call.py)."""
-        device_outputs = outputs == DEVICE_OUTPUTS and self.resident is not None
+        device_outputs = self._device_outputs(outputs)
         key, held = self.schedules.key(inputs, device_outputs)
         result = self._run(key, held, inputs, report, device_outputs)
         if given is not None:
@@ -140,8 +140,11 @@ class StaticProgram:
         if found is None:
             return None
         repeat, inputs = found
-        return self._run(repeat.key, repeat.held, inputs, report,
-                         outputs == DEVICE_OUTPUTS and self.resident is not None)
+        return self._run(repeat.key, repeat.held, inputs, report, self._device_outputs(outputs))
+
+    def _device_outputs(self, outputs: str) -> bool:
+        """Whether ``outputs`` leaves the run's outputs on the resident device."""
+        return outputs == DEVICE_OUTPUTS and self.resident is not None
 
     def _run(self, key: tuple, held: dict[str, Any], inputs: dict[str, Any], report: Report,
              device_outputs: bool) -> dict[str, Any]:

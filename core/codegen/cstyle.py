@@ -68,6 +68,13 @@ class CStyleRenderer(CStyleStatements, CStyleExpressions):
     space_qualifiers: dict[str, str] = {"global": "", "local": "", "private": ""}
     helper_qualifier = "static inline"
     entry_qualifier = ""
+    index_type: str | None = None
+    """The C type buffer indices are flattened in (each index and dimension
+    cast to it), or None: the indices' own type (i64).  A narrower type
+    gives the same element wherever the access is in bounds and the buffer
+    has at most that type's largest value of elements: every index then
+    lies in [0, its dimension), so no partial sum of the flattening
+    exceeds the flat index."""
     reserved_names: frozenset[str] = C_KEYWORDS | frozenset(
         "NAN INFINITY fabs fabsf fmin fminf fmax fmaxf fmod fmodf sqrt sqrtf exp expf log logf "
         "sin sinf cos cosf tanh tanhf floor floorf ceil ceilf pow powf abs min max".split())

@@ -50,13 +50,17 @@ class BufferBinding:
         # kernels move a narrow type's elements as its storage integers
         object.__setattr__(self, "element", self.element.storage_type)
 
-    def flat_index(self, indices: list[str]) -> str:
-        """Row-major flattening of C index expressions."""
-        if len(indices) == 1:
-            return indices[0]
+    def flat_index(self, indices: list[str], cast: str = "") -> str:
+        """Row-major flattening of C index expressions, each index and
+        dimension converted by ``cast`` (a C cast such as ``(int)``, or
+        nothing)."""
+        def converted(text: str) -> str:
+            return f"{cast}{text if text.isidentifier() else f'({text})'}" if cast else text
+
+        indices = [converted(index) for index in indices]
         text = indices[0]
         for index, dim in zip(indices[1:], self.dims[1:]):
-            text = f"({text}) * {dim} + {index}"
+            text = f"({text}) * {converted(dim)} + {index}"
         return text
 
     def length(self) -> str:
@@ -129,7 +133,8 @@ class CStyleExpressions:
         return self.load_element(binding, self.index(binding, e.indices))
 
     def index(self, binding: BufferBinding, indices) -> str:
-        return binding.flat_index([self.expr(i) for i in indices])
+        cast = f"({self.index_type})" if self.index_type else ""
+        return binding.flat_index([self.expr(i) for i in indices], cast)
 
     # -- operators --------------------------------------------------------
     def _expr_Unary(self, e: k.Unary) -> str:

@@ -32,6 +32,7 @@ class AocRenderer(OpenCLRenderer):
     """Renders sequentialized node kernels as single-work-item kernels."""
 
     language = "OpenCL C (Intel FPGA)"
+    index_type = None   # one bitstream (hours of aoc) serves every size: i64 indices
 
     def entry_name(self, function: str, rank: int) -> str:
         return f"hpvm_k_{self.names(function)}"

@@ -172,16 +172,20 @@ class GpuOpenCLTarget(Target):
         plans = {k: NodePlan(**v) for k, v in artifact.metadata["nodes"].items()}
         arguments = {e: [Argument(**a) for a in args]
                      for e, args in artifact.metadata["entries"].items()}
-        return OpenCLDevice(runtime, program, module, plans, arguments, options)
+        return OpenCLDevice(runtime, program, module, plans, arguments, options,
+                            wide_program=lambda: self._build(artifact, module, options,
+                                                             wide=True)[1])
 
-    def _build(self, artifact: Artifact, module: Module, options: dict):
+    def _build(self, artifact: Artifact, module: Module, options: dict, wide: bool = False):
+        """The device's runtime and the program built for it (indexing
+        buffers in ``long`` if ``wide``, else in ``int``)."""
         from hpvm_opencl.devices import runtime_for, select_device
         from hpvm_opencl.program import build_options, build_program
         runtime = runtime_for(select_device(options))
         _check_features(artifact, module, runtime.info)
         origins = json.loads(artifact.files[ORIGINS_FILE].decode())
         program = build_program(runtime, artifact.files[SOURCE_FILE].decode(),
-                                build_options(options),
+                                build_options(options, wide),
                                 lambda n: origins[n - 1] if 1 <= n <= len(origins) else "?")
         return runtime, program
 

@@ -69,9 +69,12 @@ class KernelProgram:
                                             synchronizes(module, function))
         self.source = renderer.finish()
         runtime = runtime_for(select_device(options))
-        program = build_program(runtime, self.source.text, build_options(options),
-                                lambda n: self.source.origin_of(n).describe())
-        self.device = OpenCLDevice(runtime, program, module, {}, arguments, options)
+        def build(wide: bool = False):
+            return build_program(runtime, self.source.text, build_options(options, wide),
+                                 lambda n: self.source.origin_of(n).describe())
+
+        self.device = OpenCLDevice(runtime, build(), module, {}, arguments, options,
+                                   wide_program=lambda: build(wide=True))
         self.module = module
 
     def run(self, function: str, args: Mapping[str, Any], replication: tuple[int, ...],

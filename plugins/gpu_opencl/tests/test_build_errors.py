@@ -22,5 +22,6 @@ def test_build_error_shows_source_line_node_and_ir_statement(monkeypatch):
         rt.compile(load_module(MATMUL), targets=["gpu_opencl"])
     message = str(error.value)
     assert "undefined_name" in message                       # the compiler's complaint
-    assert "kernels.cl:" in message and "c[(i) * hpvm_c_d1 + j] = acc + undefined_name;" in message
+    assert "kernels.cl:" in message and (
+        "c[((HPVM_INDEX)i) * (HPVM_INDEX)hpvm_c_d1 + (HPVM_INDEX)j] = acc + undefined_name;" in message)
     assert "node(s) @main.mm, function '@matmul': c[i, j] = acc" in message

@@ -72,4 +72,4 @@ def test_generated_source_keeps_loops_pragmas_and_coalesced_dimensions(executabl
     assert "#pragma unroll 4" in source
     assert "const long hpvm_id1 = (long)get_global_id(0);" in source  # innermost IR dim
     assert "__local float tile[4];" in source
-    assert "vload_half(i, h)" in source
+    assert "vload_half((HPVM_INDEX)i, h)" in source

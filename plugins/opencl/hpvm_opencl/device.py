@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from hpvm.target import ArrayRefused, Device, NodeRef
 from .devices import DeviceRuntime
 from .launch import chosen_group, geometry
 from .layout import Argument
+from .program import NARROW_ELEMENTS
 from .transfers import Transfers
 
 DEFAULT_TRANSFER = "auto"
@@ -52,6 +53,11 @@ class DeviceBuffer:
     """asynchronous: the event of the last command writing it."""
     readers: list = field(default_factory=list)
     """asynchronous: events of the kernels reading it since."""
+    narrow: bool = field(init=False)
+    """Whether kernels index it in ``int`` (program.NARROW_ELEMENTS)."""
+
+    def __post_init__(self):
+        self.narrow = math.prod(self.shape) <= NARROW_ELEMENTS
 
     def settled(self) -> None:
         """Wait until every command using it is done (before the host
@@ -91,9 +97,19 @@ class OpenCLDevice(Device):
     slower on the H100 (ablation in benchmarks/RESULTS.md)."""
 
     def __init__(self, runtime: DeviceRuntime, program, module: Module,
-                 plans: dict[str, NodePlan], arguments: dict[str, list[Argument]], options: dict):
+                 plans: dict[str, NodePlan], arguments: dict[str, list[Argument]], options: dict,
+                 wide_program: Callable[[], Any] | None = None):
+        """``program`` indexes buffers in ``int`` where ``wide_program`` is
+        given: the function building the program with ``long`` indices,
+        called when a launch first passes a buffer of more elements than
+        ``int`` counts; None: ``program`` serves every size."""
         self.runtime = runtime
         self.program = program
+        self._build_wide = wide_program
+        self._wide = None
+        self._buffer_arguments = {entry: tuple(a.name for a in entry_arguments
+                                               if a.kind == "buffer")
+                                  for entry, entry_arguments in arguments.items()}
         self.module = module
         self.plans = plans
         self.arguments = arguments
@@ -107,7 +123,7 @@ class OpenCLDevice(Device):
             self.timing_label = "asynchronous: launch times"
         self.queues: list = []
         self._local = threading.local()
-        self._kernels: dict[str, Any] = {}
+        self._kernels: dict[tuple[str, bool], Any] = {}
         self._constants: dict[str, Any] = {}
         self._written: dict[str, set[str]] = {}   # function -> buffers it writes (asynchronous)
 
@@ -258,10 +274,13 @@ class OpenCLDevice(Device):
         import pyopencl as cl
         values = [self._argument(a, args, sizes) for a in self.arguments[plan.entry]]
         queue = self.kernel_queue()
+        wide = self._build_wide is not None and not all(
+            args[name].narrow for name in self._buffer_arguments[plan.entry])
         with self.runtime.lock:
-            cl_kernel = self._kernels.get(plan.entry)
+            cl_kernel = self._kernels.get((plan.entry, wide))
             if cl_kernel is None:
-                cl_kernel = self._kernels[plan.entry] = cl.Kernel(self.program, plan.entry)
+                cl_kernel = self._kernels[(plan.entry, wide)] = cl.Kernel(
+                    self._program(wide), plan.entry)
             cl_kernel.set_args(*values)
             if not self.asynchronous:
                 return cl.enqueue_nd_range_kernel(queue, cl_kernel, global_size, local_size)
@@ -285,6 +304,14 @@ class OpenCLDevice(Device):
                     handle.readers = [e for e in handle.readers
                                       if e.command_execution_status != done] + [event]
             return event
+
+    def _program(self, wide: bool):
+        """The program for a launch (under the runtime's lock)."""
+        if not wide:
+            return self.program
+        if self._wide is None:
+            self._wide = self._build_wide()
+        return self._wide
 
     def wait(self, event) -> None:
         """Block until ``event`` is done; asynchronous, return at once (the

@@ -20,6 +20,7 @@ from hpvm.target import cache_directory as target_cache_directory
 from hpvm.errors import TargetError
 
 from .devices import DeviceRuntime
+from .renderer import INDEX_MACRO
 
 CODEGEN_VERSION = 1
 """Bump when the meaning of generated code changes."""
@@ -31,11 +32,19 @@ _PROGRAMS_LOCK = threading.Lock()
 _LOCATION = re.compile(r":(\d+):(\d+):")
 
 
-def build_options(options: dict) -> list[str]:
+NARROW_ELEMENTS = 2 ** 31 - 1
+"""Buffers of at most this many elements are indexed in ``int`` (the
+renderer's INDEX_MACRO); a launch passing a larger one runs the program
+built with ``long`` indices."""
+
+
+def build_options(options: dict, wide: bool = False) -> list[str]:
     """Compiler flags: exact division and sqrt (the interpreter's results)
-    unless ``fast_math`` is set, and the user's ``build_options``."""
+    unless ``fast_math`` is set, the type of buffer indices (``long`` if
+    ``wide``, else ``int``), and the user's ``build_options``."""
     flags = ["-cl-fast-relaxed-math"] if options.get("fast_math") else [
         "-cl-fp32-correctly-rounded-divide-sqrt"]
+    flags.append(f"-D{INDEX_MACRO}={'long' if wide else 'int'}")
     extra = options.get("build_options") or []
     return flags + (extra.split() if isinstance(extra, str) else list(extra))
 

@@ -157,6 +157,14 @@ class InputChecker:
 _SCALARS = (bool, int, float, np.bool_, np.number)
 
 
+def _exactly(value) -> Any:
+    """A scalar as a key that only the same value matches: a float by its
+    bits (0.0 and -0.0 are equal numbers, not the same input)."""
+    if isinstance(value, np.inexact):
+        return value.tobytes()
+    return value.hex() if isinstance(value, float) else value
+
+
 def _signature(inputs: Mapping[str, Any]) -> tuple | None:
     """(name, shape, dtype) of every numpy array input, (name, type, shape,
     dtype) of every other array (another library's, or a staged Value),
@@ -170,7 +178,7 @@ def _signature(inputs: Mapping[str, Any]) -> tuple | None:
                 return None
             key.append((name, value.shape, value.dtype))
         elif isinstance(value, _SCALARS):
-            key.append((name, type(value), value))
+            key.append((name, type(value), _exactly(value)))
         else:
             try:
                 key.append((name, type(value), tuple(value.shape), value.dtype))

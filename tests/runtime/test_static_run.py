@@ -422,6 +422,27 @@ def test_inputs_are_checked_in_full_after_a_good_call(module):
     assert len(checker._passed) == 2
 
 
+SCALE = PROGRAM[:PROGRAM.index("graph @main")] + """\
+graph @main(in a: f32[N], in s: f32, out y: f32[N]) {
+  node first = @scale [N]
+  in a -> first.x
+  in s -> first.s
+  out first.y -> y
+}
+
+root @main
+"""
+
+
+@pytest.mark.parametrize("zero", [0.0, np.float32(0.0), np.float64(0.0)])
+def test_a_scalar_of_the_other_sign_is_another_input(zero):
+    """0.0 and -0.0 are equal numbers: the signature tells them apart."""
+    exe = compile(parse_module(SCALE), targets=["cpu"])
+    a = -np.ones(4, np.float32)
+    for s in (zero, -zero, zero):
+        assert np.signbit(exe(a=a, s=s)["y"]).all() == (not np.signbit(s))
+
+
 CHAIN = PROGRAM[:PROGRAM.index("graph @main")] + """\
 graph @main(in a: f32[N], in s: f32, out y: f32[N]) {
   node first = @scale [N]

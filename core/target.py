@@ -177,6 +177,12 @@ class Device:
     schedule (runtime/static_run.py) then keeps large intermediates in its
     arena and clears them in each run, rather than making them afresh and
     paying the OS for zeroed pages."""
+    ordered_launches: bool = False
+    """True when launches made from one thread run on the device in the
+    order made, and :meth:`elapsed` gives each one's own time once a later
+    one is waited for: a program placed wholly on this device then waits
+    only where the host must see the device's work, not after every
+    launch (runtime/pending_launches.py)."""
     timing_label: str = ""
     """Said beside the target in run reports when the times are not the
     real device's: ``"emulated"`` for a target emulating its hardware."""

@@ -45,6 +45,7 @@ from .device_arrays import DEVICE_OUTPUTS, HOST_OUTPUTS
 from .execution import NodeRecord, Report, launch_failure, target_label
 from .memory import HOST, CopyStats, Value
 from .output_pool import OutputPool
+from .pending_launches import PendingLaunches
 from .repeat_call import RecentCalls, RepeatCall
 from .schedule_pool import SchedulePool
 from .static_planner import Schedule, SchedulePlanner, StagedBuffer
@@ -212,32 +213,47 @@ class _Schedule(Schedule):
                 self._free_per_run(values)
 
     def _launch_steps(self, values: list[Any], report: Report) -> None:
+        """Launch the steps in order, each waited for; on a resident device
+        with ordered launches, waited for only where the host must see
+        their work (pending_launches.py)."""
         records = report.records
         clock = time.perf_counter
-        for step in self.steps:
-            if step.launch is None:  # a constant: made with the schedule
-                records.append(NodeRecord(step.plan.task.label, step.label, 0.0, CopyStats()))
-                continue
-            for slot in step.zero:
-                step.device.clear(values[slot])
-            for to, source in step.copies:
-                if to in self.duplicates:
-                    values[to] = self.resident.duplicate(values[source], *self.layouts[to])
-                else:
-                    step.device.copy_buffer(values[to], values[source])
-            changed = {port: values[slot] for port, slot in step.changing}
-            began = clock()
-            try:
-                event = step.launch(changed)
-                step.device.wait(event)
-            except HpvmError:
-                raise
-            except Exception as error:  # a device or driver failing mid-run
-                raise launch_failure(step.plan, error) from error
-            seconds = step.device.elapsed(event)
-            if seconds is None:
-                seconds = clock() - began
-            records.append(NodeRecord(step.plan.task.label, step.label, seconds, CopyStats()))
+        pending = PendingLaunches(records)
+        deferred = self.resident is not None and self.resident.ordered_launches
+        try:
+            for step in self.steps:
+                if step.launch is None:  # a constant: made with the schedule
+                    records.append(NodeRecord(step.plan.task.label, step.label, 0.0, CopyStats()))
+                    continue
+                if pending and (step.zero or step.copies):
+                    pending.settle()
+                for slot in step.zero:
+                    step.device.clear(values[slot])
+                for to, source in step.copies:
+                    if to in self.duplicates:
+                        values[to] = self.resident.duplicate(values[source], *self.layouts[to])
+                    else:
+                        step.device.copy_buffer(values[to], values[source])
+                changed = {port: values[slot] for port, slot in step.changing}
+                began = clock()
+                try:
+                    event = step.launch(changed)
+                    if deferred:
+                        pending.add(step, event)
+                        continue
+                    step.device.wait(event)
+                except HpvmError:
+                    raise
+                except Exception as error:  # a device or driver failing mid-run
+                    raise launch_failure(step.plan, error) from error
+                seconds = step.device.elapsed(event)
+                if seconds is None:
+                    seconds = clock() - began
+                records.append(NodeRecord(step.plan.task.label, step.label, seconds, CopyStats()))
+            pending.settle()
+        except BaseException:
+            pending.abandon()
+            raise
 
     def _copy_in(self, values: list[Any], inputs: dict[str, Any], stats: CopyStats) -> None:
         """The run's input arrays into their buffers on the resident device

@@ -47,9 +47,9 @@ class SingleWorkItemDevice(OpenCLDevice):
             labels.append("asynchronous: launch times")
         self.timing_label = "; ".join(labels)
 
-    def enqueue(self, plan: NodePlan, args: dict[str, Any], sizes: tuple[int, ...],
-                group: tuple[int, ...] | None, where: Location, padded: bool = False):
-        return self.enqueue_kernel(plan, args, sizes, (1,), (1,))
+    def launch_geometry(self, plan: NodePlan, sizes: tuple[int, ...],
+                        group: tuple[int, ...] | None, where: Location, padded: bool):
+        return (1,), (1,)
 
 
 class HostEmulationDevice(Device):

@@ -8,7 +8,11 @@ path between them run at the same time on the device.  The runtime waits
 for a producer's event before it launches a consumer, so the DFG's
 dependencies hold across queues; fills and device-to-device copies finish
 before they return for the same reason.  ``launch`` returns the kernel's
-event and ``wait`` waits for it.  Reads back to the host (``copy_out``)
+event and ``wait`` waits for it; the queues profile, so a node's time in
+run reports is its kernel's own (``elapsed``).  A program placed wholly
+here runs its static schedule without a wait after each launch, the
+thread's queue keeping them in order (``ordered_launches``,
+hpvm.runtime.pending_launches).  Reads back to the host (``copy_out``)
 are blocking, and so is ``copy_in`` (the caller may reuse its array).
 ``copy_out`` reads into arrays of an OutputPool (hpvm.runtime.output_pool):
 the memory of results the caller dropped, already mapped, instead of fresh
@@ -37,6 +41,7 @@ from hpvm.target import ArrayRefused, Device, NodeRef
 
 from .devices import DeviceRuntime
 from .launch import chosen_group, geometry
+from .bound_launch import BoundLaunch
 from .layout import Argument
 from .program import NARROW_ELEMENTS
 from .transfers import Transfers
@@ -106,7 +111,7 @@ class OpenCLDevice(Device):
         self.runtime = runtime
         self.program = program
         self._build_wide = wide_program
-        self._wide = None
+        self._wide_program = None
         self._buffer_arguments = {entry: tuple(a.name for a in entry_arguments
                                                if a.kind == "buffer")
                                   for entry, entry_arguments in arguments.items()}
@@ -134,7 +139,9 @@ class OpenCLDevice(Device):
         queue = getattr(self._local, "queue", None)
         if queue is None:
             import pyopencl as cl
-            queue = self._local.queue = cl.CommandQueue(self.runtime.context, self.runtime.device)
+            queue = self._local.queue = cl.CommandQueue(
+                self.runtime.context, self.runtime.device,
+                cl.command_queue_properties.PROFILING_ENABLE)
             with self.runtime.lock:
                 self.queues.append(queue)
         return queue
@@ -241,28 +248,60 @@ class OpenCLDevice(Device):
     # -- execution ---------------------------------------------------------
     def launch(self, node: NodeRef, args: dict[str, Any]):
         plan = self.plans[str(node)]
-        graph_node = self.module.graph(node.graph).node(node.node)
         if plan.kind == "constant":
-            return self._copy_constant(str(node), graph_node.body, args["value"])
+            body = self.module.graph(node.graph).node(node.node).body
+            return self._copy_constant(str(node), body, args["value"])
+        return self.enqueue(plan, args, *self.replication(node, plan, args))
+
+    def bind(self, node: NodeRef, args: dict[str, Any]):
+        """Waited kernel launches are prepared once (bound_launch.py)."""
+        plan = self.plans[str(node)]
+        if plan.kind == "constant" or self.asynchronous:
+            return super().bind(node, args)
+        return BoundLaunch(self, node, plan, args)
+
+    def replication(self, node: NodeRef, plan: NodePlan, args: dict[str, Any]) -> tuple:
+        """(replication sizes, work-group size or None, location, whether
+        the node runs whole groups) of a kernel node's launch with ``args``."""
+        graph_node = self.module.graph(node.graph).node(node.node)
         kernel = self.module.function(plan.function)
         where = Location(graph=node.graph, node=node.node)
         sizes = replication_sizes(graph_node.replication, bind_symbols(kernel.params, args, where),
                                   where)
         group = chosen_group(node.node, len(sizes), graph_node.attributes.get("group"),
                              self.work_group)
-        return self.enqueue(plan, args, sizes, group, where, graph_node.padded_groups)
+        return sizes, group, where, graph_node.padded_groups
 
     def enqueue(self, plan: NodePlan, args: dict[str, Any], sizes: tuple[int, ...],
                 group: tuple[int, ...] | None, where: Location, padded: bool = False):
         """Launch ``plan``'s entry over replication ``sizes`` with work-group
-        size ``group`` (None: the driver's choice); returns its event.
-        ``padded``: the node runs whole groups (attribute padded_groups), so
-        even a synchronising kernel's global size is padded up."""
+        size ``group`` (None: the driver's choice); returns its event."""
         if math.prod(sizes) == 0:
             return None
-        global_size, local_size = geometry(sizes, group, plan.synchronous and not padded,
-                                           self.runtime.info.max_work_group_size, where)
+        global_size, local_size = self.launch_geometry(plan, sizes, group, where, padded)
         return self.enqueue_kernel(plan, args, sizes, global_size, local_size)
+
+    def launch_geometry(self, plan: NodePlan, sizes: tuple[int, ...],
+                        group: tuple[int, ...] | None, where: Location, padded: bool
+                        ) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+        """(global size, local size) of a launch (launch.geometry).
+        ``padded``: the node runs whole groups (attribute padded_groups), so
+        even a synchronising kernel's global size is padded up."""
+        return geometry(sizes, group, plan.synchronous and not padded,
+                        self.runtime.info.max_work_group_size, where)
+
+    def new_kernel(self, entry: str, args: dict[str, Any]):
+        """A kernel object of ``entry`` of its own, from the program for
+        the sizes of ``args``'s buffers."""
+        import pyopencl as cl
+        with self.runtime.lock:
+            return cl.Kernel(self._program(self._wide(entry, args)), entry)
+
+    def _wide(self, entry: str, args: dict[str, Any]) -> bool:
+        """Whether a launch of ``entry`` with ``args`` needs the program of
+        ``long`` indices."""
+        return self._build_wide is not None and not all(
+            args[name].narrow for name in self._buffer_arguments[entry])
 
     def enqueue_kernel(self, plan: NodePlan, args: dict[str, Any], sizes: tuple[int, ...],
                        global_size: tuple[int, ...], local_size: tuple[int, ...] | None):
@@ -272,10 +311,9 @@ class OpenCLDevice(Device):
         those it writes, for their readers: the DFG's dependencies as
         OpenCL events, with no host round trip."""
         import pyopencl as cl
-        values = [self._argument(a, args, sizes) for a in self.arguments[plan.entry]]
+        values = [self.argument_value(a, args, sizes) for a in self.arguments[plan.entry]]
         queue = self.kernel_queue()
-        wide = self._build_wide is not None and not all(
-            args[name].narrow for name in self._buffer_arguments[plan.entry])
+        wide = self._wide(plan.entry, args)
         with self.runtime.lock:
             cl_kernel = self._kernels.get((plan.entry, wide))
             if cl_kernel is None:
@@ -309,9 +347,9 @@ class OpenCLDevice(Device):
         """The program for a launch (under the runtime's lock)."""
         if not wide:
             return self.program
-        if self._wide is None:
-            self._wide = self._build_wide()
-        return self._wide
+        if self._wide_program is None:
+            self._wide_program = self._build_wide()
+        return self._wide_program
 
     def wait(self, event) -> None:
         """Block until ``event`` is done; asynchronous, return at once (the
@@ -320,7 +358,21 @@ class OpenCLDevice(Device):
         if event is not None and not self.asynchronous:
             event.wait()
 
-    def _argument(self, argument: Argument, args: dict, sizes: tuple[int, ...]):
+    @property
+    def ordered_launches(self) -> bool:
+        """Waited launches: each thread's in-order queue runs them in order."""
+        return not self.asynchronous
+
+    def elapsed(self, event) -> float | None:
+        """The kernel's own time on the device, from its profiling event
+        (the queues profile); None asynchronous (the report times launches)."""
+        if event is None or self.asynchronous:
+            return None
+        return (event.profile.end - event.profile.start) * 1e-9
+
+    def argument_value(self, argument: Argument, args: dict, sizes: tuple[int, ...]):
+        """The value ``argument`` is set to for a launch with ``args`` over
+        replication ``sizes``."""
         if argument.kind == "count":
             return np.int64(sizes[argument.index])
         if argument.kind == "scalar":

@@ -175,7 +175,7 @@ def runtime_for(device) -> DeviceRuntime:
         if runtime is None:
             import pyopencl.tools as cl_tools
             context = cl.Context([device])
-            queue = cl.CommandQueue(context, device)
+            queue = cl.CommandQueue(context, device, cl.command_queue_properties.PROFILING_ENABLE)
             runtime = DeviceRuntime(device, context, queue, device_info(device), threading.Lock(),
                                     cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue)))
             _RUNTIMES[device.int_ptr] = runtime

@@ -64,3 +64,16 @@ def test_node_times_are_the_kernels_own(exe):
     exe(data=np.ones(4096, np.float32), s=1.0)
     records = {r.node: r for r in exe.report().records}
     assert 0.0 < records["first"].seconds < 1.0 and 0.0 < records["second"].seconds < 1.0
+
+
+def test_outputs_left_on_the_device_are_dense_pyopencl_arrays_of_their_shape():
+    from pathlib import Path
+    from hpvm.ir.text import load_module
+    module = load_module(Path(__file__).resolve().parents[3] / "examples" / "ir" / "matmul.hpvm")
+    exe = rt.compile(module, targets=["gpu_opencl"])
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in ((5, 7), (7, 3)))
+    c = exe(a=a, b=b, outputs="device")["c"]
+    assert isinstance(c, cl_array.Array) and c.flags.c_contiguous
+    assert (c.shape, c.strides, c.size, c.nbytes) == ((5, 3), (12, 4), 15, 60)
+    np.testing.assert_allclose((c * 2).get(), 2 * a @ b, rtol=1e-5)

@@ -9,9 +9,9 @@ edge pipeline 4096x4096 (hpvm.demo.edge_detection), sgemm 2048^3
 (examples/ir/matmul.hpvm).  Inputs are made once with
 ``exe.device_array``; each call asks ``outputs="device"`` and finishes
 the queue.  Nodes' own time: the node times of those calls'
-reports (each kernel launched and waited for).  The option
-``asynchronous`` (launches queued without host waits) gives a second row
-against the same nodes' time.
+reports (each kernel's own time, from OpenCL profiling events).  The
+option ``asynchronous`` (launches queued with the DFG's dependencies as
+events) gives a second row against the same nodes' time.
 
 aten on CUDA: LeNet at batch 64 and 512, the ResNet block at batch 8 and
 64 (the models of benchmarks/onnx_bench.py), run as one captured CUDA graph.

@@ -9,8 +9,8 @@ Every row runs on the device alone: hpvm's inputs are made there once
 the hand-written kernels (the suite's OpenCL peers) read inputs copied
 once.  A row's time is the median of whole calls, each waited for (every
 launch and every wait of the runtime included, no host copies); hpvm's
-rows also give the nodes' own time (``exe.report()``: each launch and
-its wait, timed on the host).
+rows also give the nodes' own time (``exe.report()``: each kernel's own
+time, from OpenCL profiling events).
 
 The work of a program is what its algorithm must do, counted from its
 inputs (WORK below), not what a schedule does: floating-point operations

@@ -13,7 +13,6 @@ then gets the time the device measured (``Device.elapsed``).
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from ..errors import HpvmError
@@ -23,19 +22,21 @@ from .static_planner import Step
 
 
 class PendingLaunches:
-    """Launches made, not yet waited for, and where their records are."""
+    """Launches made, not yet waited for, and their records (in the run's
+    records already, their times to come)."""
 
     def __init__(self, records: list[NodeRecord]):
         self.records = records
-        self._launches: list[tuple[int, Step, Any]] = []
+        self._launches: list[tuple[NodeRecord, Step, Any]] = []
 
     def __bool__(self) -> bool:
         return bool(self._launches)
 
     def add(self, step: Step, event: Any) -> None:
         """Record ``step``'s launch (``event``), its time to come."""
-        self._launches.append((len(self.records), step, event))
-        self.records.append(NodeRecord(step.plan.task.label, step.label, 0.0, CopyStats()))
+        record = NodeRecord(step.plan.task.label, step.label, 0.0, CopyStats())
+        self._launches.append((record, step, event))
+        self.records.append(record)
 
     def settle(self) -> None:
         """Wait for every pending launch (the last one's wait is every
@@ -51,9 +52,8 @@ class PendingLaunches:
                 raise
             except Exception as error:  # a device or driver failing mid-run
                 raise launch_failure(step.plan, error) from error
-        for index, step, event in launches:
-            seconds = step.device.elapsed(event) if event is not None else None
-            self.records[index] = replace(self.records[index], seconds=seconds or 0.0)
+        for record, step, event in launches:
+            record.seconds = (step.device.elapsed(event) if event is not None else None) or 0.0
 
     def abandon(self) -> None:
         """Wait for the pending launches of a run that failed (their buffers

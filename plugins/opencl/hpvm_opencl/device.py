@@ -366,7 +366,9 @@ class OpenCLDevice(Device):
         (the queues profile); None asynchronous (the report times launches)."""
         if event is None or self.asynchronous:
             return None
-        return (event.profile.end - event.profile.start) * 1e-9
+        import pyopencl as cl
+        info = event.get_profiling_info   # not event.profile: pyopencl's __getattr__ is slow
+        return (info(cl.profiling_info.END) - info(cl.profiling_info.START)) * 1e-9
 
     def argument_value(self, argument: Argument, args: dict, sizes: tuple[int, ...]):
         """The value ``argument`` is set to for a launch with ``args`` over

@@ -135,13 +135,18 @@ class Knob:
     leave the option unset (the target decides).  ``as_written``: the
     value that compiles the program as written, where the default
     transforms it (the cpu's ``register_tiles``); the tuner's confirmation
-    step always measures it beside the winner (None: the default)."""
+    step always measures it beside the winner (None: the default).
+    ``copies_only``: the knob changes how buffers move between host and
+    device, not the nodes' work (gpu_opencl's ``transfer``); tuning for
+    the nodes' own time alone leaves it at its default, since that
+    objective cannot see what it does."""
 
     name: str
     values: tuple
     default: Any
     node: NodeRef | None = None
     as_written: Any = None
+    copies_only: bool = False
 
 
 class Device:

@@ -55,7 +55,8 @@ def add_parsers(subparsers) -> None:
                         help="run each sample, or ask the targets' cost models")
     parser.add_argument("--objectives", type=_target_list, default=["seconds"],
                         help="seconds (whole calls), node_seconds (the nodes' own times: "
-                             "no host copies), or two for a Pareto front, e.g. "
+                             "no host copies, so knobs of copies alone stay at their "
+                             "defaults), or two for a Pareto front, e.g. "
                              "seconds,compile_seconds")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="samples at a time (1)")
     parser.add_argument("--executor", choices=EXECUTORS, default="local")

@@ -127,7 +127,8 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
                         f"choose --objectives from {', '.join(OBJECTIVES)})")
     module = as_module(program)
     verify(module)
-    design = make_space(module, targets, passes=passes, registry=registry)
+    design = make_space(module, targets, passes=passes, registry=registry,
+                        copies_seen="seconds" in objectives)
     if not len(design):
         raise TuneError(f"the program has nothing to tune on {','.join(design.targets)}: no "
                         "fusible nodes or loops, no target knobs, one node (fix: list more "

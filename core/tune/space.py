@@ -293,11 +293,14 @@ class Space:
         return options
 
 
-def space(program, targets, passes=PASS_PARAMETERS, registry=None) -> Space:
+def space(program, targets, passes=PASS_PARAMETERS, registry=None,
+          copies_seen: bool = True) -> Space:
     """The design space of ``program`` (what ``hpvm.compile`` takes: a
     front-end program, a Module or a ``.hpvm`` path) on the ordered
     ``targets`` (see the module docstring); ``passes`` picks the passes
-    whose parameters it includes (``()``: target knobs and placement only)."""
+    whose parameters it includes (``()``: target knobs and placement only).
+    ``copies_seen``: whether what is tuned for sees host copies; if not,
+    knobs that change only copies (``Knob.copies_only``) are left out."""
     module = as_module(program)
     registry = registry or get_registry()
     targets = [targets] if isinstance(targets, str) else list(targets)
@@ -314,7 +317,7 @@ def space(program, targets, passes=PASS_PARAMETERS, registry=None) -> Space:
     for name in PASS_PARAMETERS:
         if name in passes:
             parameters += parameters_of_pass(name, module, usable)
-    parameters += _knob_parameters(module, usable, claimed)
+    parameters += _knob_parameters(module, usable, claimed, copies_seen)
     leaves = sum(1 for graph in module.graphs.values() for node in graph.nodes if node.is_leaf)
     if leaves > 1:
         parameters.append(Parameter("task parallelism", (True, False), True,
@@ -383,14 +386,14 @@ def _placement_parameters(module: Module, claimed) -> list[Parameter]:
     return parameters
 
 
-def _knob_parameters(module: Module, targets, claimed) -> list[Parameter]:
+def _knob_parameters(module: Module, targets, claimed, copies_seen: bool) -> list[Parameter]:
     parameters = []
     for target in targets:
         nodes = [_ref(key) for key, claimants in claimed.items() if target in claimants]
         if not nodes:
             continue
         for knob in target.knobs(module, nodes):
-            if len(knob.values) < 2:
+            if len(knob.values) < 2 or (knob.copies_only and not copies_seen):
                 continue
             where = f" {knob.node}" if knob.node is not None else ""
             about = f"{target.name} option '{knob.name}'" + \

@@ -74,6 +74,15 @@ def test_tiles_are_offered_only_where_a_listed_target_runs_work_groups():
 
 
 @pytest.mark.skipif("gpu_opencl" not in usable_targets(), reason="no usable OpenCL device")
+def test_knobs_of_copies_alone_are_left_out_where_the_objective_cannot_see_copies():
+    module = parse_module((ROOT / "examples" / "ir" / "matmul.hpvm").read_text())
+    names = {p.name for p in space(module, ["gpu_opencl"])}
+    assert "gpu_opencl.transfer" in names and "gpu_opencl.work_group @main.mm" in names
+    names = {p.name for p in space(module, ["gpu_opencl"], copies_seen=False)}
+    assert "gpu_opencl.transfer" not in names and "gpu_opencl.work_group @main.mm" in names
+
+
+@pytest.mark.skipif("gpu_opencl" not in usable_targets(), reason="no usable OpenCL device")
 def test_a_form_chosen_for_a_node_follows_it_into_a_fusion_or_is_dropped_with_a_note():
     edge = next(b for b in benchmarks() if b.name == "edge").build()
     design = space(edge, ["gpu_opencl", "cpu"])

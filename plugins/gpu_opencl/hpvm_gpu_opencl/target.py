@@ -121,7 +121,7 @@ class GpuOpenCLTarget(Target):
     def knobs(self, module: Module, nodes: list[NodeRef]) -> list[Knob]:
         """The transfer mode (whole program), and a work-group size per
         replicated kernel node without a ``group``."""
-        knobs = [Knob("transfer", TRANSFER_MODES, DEFAULT_TRANSFER)]
+        knobs = [Knob("transfer", TRANSFER_MODES, DEFAULT_TRANSFER, copies_only=True)]
         for ref in nodes:
             node = module.graph(ref.graph).node(ref.node)
             rank = len(node.replication)

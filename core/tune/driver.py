@@ -10,9 +10,9 @@ the record, and returns the best configuration.
 The first sample is always the defaults (the program as written), so the
 result can say how much tuning gained.  A sample proposed twice is
 answered from the record without running it again.  At the end, the
-``confirm`` best samples, the defaults and the program as written (where
-a target's default schedule transforms it: ``Knob.as_written``) are
-measured again with three times the runs, their calls interleaved, and
+``confirm`` best samples, the defaults, the program as written (where
+a target's default schedule transforms it: ``Knob.as_written``) and the
+defaults through the first target's default pipeline are measured again with three times the runs, their calls interleaved, and
 the best of those wins: a sample that was lucky once (the winner's curse
 of noisy timings) is not chosen, and the winner is never one the
 defaults or the program as written beat.
@@ -76,6 +76,12 @@ class TuneResult:
     def __repr__(self) -> str:
         return f"<TuneResult: {self.summary().splitlines()[0]}>"
 
+    def _confirmed_as(self, values: dict) -> str:
+        """What a configuration the confirmation step added stands for."""
+        if key_of(values) == key_of(self.space.default_pipeline() or {}):
+            return "the default pipeline"
+        return "the program as written"
+
     def summary(self) -> str:
         """The winning configuration in words: the parameters it changes."""
         best = self.record.best()
@@ -83,7 +89,7 @@ class TuneResult:
             return "no feasible configuration was found"
         name = self.record.objectives[0]
         which = f"sample {best.index} of {len(self.record.samples)}" if best.index >= 0 else \
-            "the program as written, measured in the confirmation step"
+            f"{self._confirmed_as(best.values)}, measured in the confirmation step"
         lines = [f"best {name}: {_seconds(best.objectives[name])} ({which})"]
         if self.speedup is not None:
             lines.append(f"speedup over the defaults: {self.speedup:.2f}x")
@@ -92,7 +98,8 @@ class TuneResult:
         if changed:
             lines.append("changes:")
             lines.extend(f"  {p.name} = {p.label(changed[p.name])}  ({p.about})"
-                         for p in self.space if p.name in changed)
+                         for p in self.space.parameters + self.space.confirmed_only
+                         if p.name in changed)
         else:
             lines.append("the defaults are best")
         lines.extend(f"note: {note}" for note in self.notes)
@@ -297,8 +304,9 @@ def _confirm(design, history, job, executor, timeout, count) -> None:
     name = history.objectives[0]
     ranked = sorted(history.feasible(), key=lambda s: s.objectives[name])
     chosen = {key_of(s.values): s.values for s in ranked[:count]}
-    for values in (design.defaults(), design.as_written()):
-        chosen.setdefault(key_of(values), values)
+    for values in (design.defaults(), design.as_written(), design.default_pipeline()):
+        if values is not None:
+            chosen.setdefault(key_of(values), values)
     for target in placed_targets(design):
         pins = placed_on(design, target)
         alone = [s for s in ranked if all(key_of(s.values.get(k)) == key_of(v)

@@ -34,6 +34,11 @@ on:
   claims (work-group shape, vector lanes ...), realised as its options.
 - **the runtime**: task parallelism on or off, for programs of more than
   one node.
+- **the default pipeline**: whether the first target's default pipeline
+  (what ``pipeline="default"`` compiles) runs after the tuned passes,
+  where that target has one.  The search leaves it off (the fusions and
+  forms above span what such pipelines do); the tuner's confirmation
+  step measures the defaults with it (``Space.confirmed_only``).
 
 The defaults are the program as written (no pass, the targets' defaults):
 the untuned baseline a tuned result is compared with.
@@ -62,6 +67,8 @@ from .pass_parameters import PASS_PARAMETERS, group_options, parameters_of_pass,
 ORIGIN = "tune_origin"
 """Node attribute naming the source node while a realisation runs its
 passes (node-level knobs then find the node a fusion made)."""
+DEFAULT_PIPELINE = "default pipeline"
+"""The parameter naming whether the first target's default pipeline runs."""
 
 
 @dataclass
@@ -81,13 +88,17 @@ class Space:
     """The parameters of one program on an ordered list of targets."""
 
     def __init__(self, module: Module, targets: list[str], parameters: list[Parameter],
-                 placed: dict[str, str | None] | None = None):
+                 placed: dict[str, str | None] | None = None,
+                 confirmed_only: list[Parameter] = ()):
         self.module = module
         self.targets = list(targets)
         self.placed = dict(placed or {})
         """Where each leaf node runs without tuning (node ref -> target)."""
         self.parameters = tuple(parameters)
-        self._by_name = {p.name: p for p in self.parameters}
+        self.confirmed_only = tuple(confirmed_only)
+        """Parameters the search leaves at their defaults and only the
+        confirmation step sets (the default pipeline: default_pipeline)."""
+        self._by_name = {p.name: p for p in self.parameters + self.confirmed_only}
         self.digest = module_digest(module)
 
     def __len__(self) -> int:
@@ -111,7 +122,7 @@ class Space:
         """The space of the other parameters, for a search with ``values``
         fixed (the caller adds them back before realising)."""
         kept = [p for p in self.parameters if p.name not in values]
-        return Space(self.module, self.targets, kept, self.placed)
+        return Space(self.module, self.targets, kept, self.placed, self.confirmed_only)
 
     @property
     def size(self) -> int:
@@ -120,6 +131,13 @@ class Space:
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.parameters}
+
+    def default_pipeline(self) -> dict[str, Any] | None:
+        """The defaults with the first target's default pipeline, or None
+        where the space has no such parameter."""
+        if DEFAULT_PIPELINE not in self._by_name:
+            return None
+        return {**self.defaults(), DEFAULT_PIPELINE: True}
 
     def as_written(self) -> dict[str, Any]:
         """The defaults, except parameters whose default transforms the
@@ -131,7 +149,7 @@ class Space:
         """``values`` completed with defaults, each value the parameter's
         own (a JSON list becomes the tuple it stands for); TuneError naming
         an unknown parameter or a value it does not admit."""
-        result = self.defaults()
+        result = self.defaults()   # a confirmed-only parameter only where given
         for name, value in values.items():
             parameter = self.parameter(name)
             try:
@@ -166,7 +184,7 @@ class Space:
         module docstring); a pass that refuses raises its PassError."""
         values = self.checked(values)
         by_role: dict[str, list[Parameter]] = {}
-        for p in self.parameters:
+        for p in self.parameters + self.confirmed_only:
             by_role.setdefault(p.role, []).append(p)
         chosen = {p.subject: values[p.name] for p in by_role.get("placement", ())}
         placed = {**self.placed, **chosen}
@@ -277,6 +295,8 @@ class Space:
         options: dict[str, Any] = {}
         for p in by_role.get("task-parallelism", ()):
             options["task_parallelism"] = values[p.name]
+        if any(values.get(p.name, p.default) for p in by_role.get("default-pipeline", ())):
+            options["pipeline"] = "default"
         for p in by_role.get("knob", ()):
             target, option, node = p.subject
             value = values[p.name]
@@ -323,6 +343,10 @@ def space(program, targets, passes=PASS_PARAMETERS, registry=None,
         parameters.append(Parameter("task parallelism", (True, False), True,
                                     "run nodes with no path between them at the same time",
                                     "task-parallelism"))
+    pipeline = usable[0].default_pipeline if usable[0].name == targets[0] else ""
+    confirmed_only = [Parameter(DEFAULT_PIPELINE, (False, True), False,
+                                f"run {targets[0]}'s default pipeline ({pipeline}) after the "
+                                "tuned passes", "default-pipeline")] if pipeline else []
     placed = {ref: (claimants[0].name if claimants else None) for ref, claimants in claimed.items()}
     for graph in module.graphs.values():
         for node in graph.nodes:
@@ -330,7 +354,7 @@ def space(program, targets, passes=PASS_PARAMETERS, registry=None,
             hinted = [t.name for t in claimed.get(ref, ()) if node.hint and t.name.startswith(node.hint)]
             if hinted:
                 placed[ref] = hinted[0]
-    return Space(module, targets, parameters, placed)
+    return Space(module, targets, parameters, placed, confirmed_only)
 
 
 def _origins(module: Module) -> dict[str, str]:

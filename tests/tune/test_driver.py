@@ -35,12 +35,33 @@ def test_tuning_records_every_sample_and_returns_a_working_best(tmp_path):
     assert TuningRecord.load(record).to_json() == result.record.to_json()
     assert result.best.values == result.record.best().values
     confirmed = result.record.confirmations
-    assert 2 <= len(confirmed) <= 4 and result.space.defaults() in [c.values for c in confirmed]
+    assert 2 <= len(confirmed) <= 5 and result.space.defaults() in [c.values for c in confirmed]
     assert result.record.best() in confirmed and result.speedup is not None
     assert "best seconds" in result.summary()
     assert repr(result) == f"<TuneResult: {result.summary().splitlines()[0]}>"
     exe = hpvm.compile(module, config=result.best)
     np.testing.assert_allclose(exe(**INPUTS)["c"], Interpreter(module).run(**INPUTS)["c"])
+
+
+def test_the_default_pipeline_is_confirmed_and_a_config_choosing_it_compiles_through_it():
+    """The search leaves the first target's default pipeline off; the
+    confirmation step measures the defaults through it, and a
+    configuration that sets it compiles as ``pipeline="default"`` does."""
+    from hpvm.tune import TuningConfig
+    module = parse_module(CHAIN)
+    result = tune(module, ["cpu"], INPUTS, budget=2, engine="random", repeat=1, confirm=1)
+    chosen = result.space.default_pipeline()
+    assert chosen == {**result.space.defaults(), "default pipeline": True}
+    assert all("default pipeline" not in s.values for s in result.record.samples)
+    assert chosen in [c.values for c in result.record.confirmations]
+    assert result.space.realise(chosen).options["pipeline"] == "default"
+    exe = hpvm.compile(module, config=TuningConfig(result.space.digest, ["cpu"], chosen))
+    np.testing.assert_allclose(exe(**INPUTS)["c"], Interpreter(module).run(**INPUTS)["c"])
+    fused = hpvm.compile(module, ["cpu"], options={"pipeline": "default"})
+    fused(**INPUTS)
+    assert [r.node for r in exe.report().node_records] == \
+        [r.node for r in fused.report().node_records]
+    assert len(exe.report().node_records) < 3   # the chain's three nodes fused
 
 
 def test_a_resumed_run_goes_on_to_the_budget(tmp_path):

@@ -12,10 +12,11 @@ result can say how much tuning gained.  A sample proposed twice is
 answered from the record without running it again.  At the end, the
 ``confirm`` best samples, the defaults, the program as written (where
 a target's default schedule transforms it: ``Knob.as_written``) and the
-defaults through the first target's default pipeline are measured again with three times the runs, their calls interleaved, and
-the best of those wins: a sample that was lucky once (the winner's curse
-of noisy timings) is not chosen, and the winner is never one the
-defaults or the program as written beat.
+defaults through the first target's default pipeline are measured again
+with three times the runs, their calls interleaved, and the best of
+those wins: a sample that was lucky once (the winner's curse of noisy
+timings) is not chosen, and the winner is never one the defaults, the
+program as written or the default pipeline beat.
 """
 from __future__ import annotations
 

@@ -39,9 +39,10 @@ from hpvm.ir.shapes import bind_symbols, replication_sizes
 from hpvm.runtime.output_pool import OutputPool
 from hpvm.target import ArrayRefused, Device, NodeRef
 
+from .arrays import pyopencl_array
+from .bound_launch import BoundLaunch
 from .devices import DeviceRuntime
 from .launch import chosen_group, geometry
-from .bound_launch import BoundLaunch
 from .layout import Argument
 from .program import NARROW_ELEMENTS
 from .transfers import Transfers
@@ -241,7 +242,7 @@ class OpenCLDevice(Device):
         """The buffer as a ``pyopencl.array.Array`` on this device's queue
         (waiting for its last writer, where launches are asynchronous)."""
         events = [handle.writer] if handle.writer is not None else None
-        return _pyopencl_array(self.runtime.queue, handle, events)
+        return pyopencl_array(self.runtime.queue, handle, events)
 
     # -- execution ---------------------------------------------------------
     def launch(self, node: NodeRef, args: dict[str, Any]):
@@ -402,29 +403,6 @@ class OpenCLDevice(Device):
         event = cl.enqueue_copy(self.runtime.queue, handle.buffer, source, byte_count=handle.nbytes)
         handle.writer, handle.readers = event, []
         return event
-
-
-def _pyopencl_array(queue, handle: DeviceBuffer, events: list | None):
-    """A ``pyopencl.array.Array`` over ``handle``'s buffer, through the
-    constructor pyopencl's own ``_new_with_changes`` uses (no checks of
-    the shape: the checked one cost 30-60 us, a third of a small call's
-    host time on the lent H200); the checked one for an empty buffer or a
-    pyopencl without it."""
-    import pyopencl.array as cl_array
-    if handle.nbytes:
-        strides, stride = [], handle.dtype.itemsize
-        for size in reversed(handle.shape):
-            strides.append(stride)
-            stride *= max(size, 1)
-        try:
-            return cl_array.Array(None, handle.shape, handle.dtype, data=handle.buffer,
-                                  strides=tuple(reversed(strides)), events=events, _fast=True,
-                                  _size=math.prod(handle.shape), _context=queue.context,
-                                  _queue=queue)
-        except TypeError:  # a pyopencl without the fast constructor
-            pass
-    return cl_array.Array(queue, handle.shape, handle.dtype,
-                          data=handle.buffer if handle.nbytes else None, events=events)
 
 
 def _scalar(value, type_name: str):

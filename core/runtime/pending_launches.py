@@ -43,9 +43,10 @@ class PendingLaunches:
         one's, the device running them in order) and record each one's
         time; a failure is reported against the last launch."""
         launches, self._launches = self._launches, []
-        waited = [(step, event) for _, step, event in launches if event is not None]
-        if waited:
-            step, event = waited[-1]
+        last = next(((step, event) for _, step, event in reversed(launches)
+                     if event is not None), None)
+        if last is not None:
+            step, event = last
             try:
                 step.device.wait(event)
             except HpvmError:

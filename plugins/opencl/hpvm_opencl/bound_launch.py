@@ -33,9 +33,12 @@ class BoundLaunch:
         self.empty = False
         """Whether the replication has no instance (nothing to launch)."""
         self.positions: dict[str, list[tuple[int, Any]]] = {}
+        """Port -> (index, argument) of the arguments a call may change."""
         for index, argument in enumerate(self.arguments):
             if argument.kind in ("buffer", "scalar"):
                 self.positions.setdefault(argument.name, []).append((index, argument))
+        self.set: dict[int, Any] = {}
+        """Argument index -> the identity (_identity) of what it is set to."""
 
     def _prepare(self, args: dict[str, Any]) -> None:
         """Sizes, geometry, the kernel object and its arguments, for ``args``."""
@@ -52,15 +55,8 @@ class BoundLaunch:
         self.scratch = [v for a, v in zip(self.arguments, values) if a.kind == "scratch"]
         """The private copies' buffers, made once: an argument does not keep
         its buffer alive."""
-        self.set = {name: self._identity(at[0][1], args[name])
-                    for name, at in self.positions.items()}
-
-    def _identity(self, argument, value) -> Any:
-        """What tells whether the argument set for a port is ``value``'s:
-        a buffer's ``cl_mem``, a scalar's bytes as the kernel takes it."""
-        if argument.kind == "buffer":
-            return value.buffer.int_ptr
-        return self.device.argument_value(argument, {argument.name: value}, self.sizes).tobytes()
+        self.set = {index: _identity(argument, values[index])
+                    for at in self.positions.values() for index, argument in at}
 
     def __call__(self, changed: dict[str, Any]):
         import pyopencl as cl
@@ -76,15 +72,24 @@ class BoundLaunch:
             self._prepare(given)
         if self.empty:
             return None
-        for name, value in changed.items():
-            at = self.positions.get(name)
-            if at is None or first:
-                continue
-            identity = self._identity(at[0][1], value)
-            if identity != self.set[name]:
-                for index, argument in at:
-                    self.kernel.set_arg(index, self.device.argument_value(argument, changed,
-                                                                          self.sizes))
-                self.set[name] = identity
+        if not first:
+            self._set_again(changed)
         return cl.enqueue_nd_range_kernel(self.device.kernel_queue(), self.kernel,
                                           self.global_size, self.local_size)
+
+    def _set_again(self, changed: dict[str, Any]) -> None:
+        """Set the arguments of ``changed`` whose value differs from what
+        they are set to."""
+        for name in changed:
+            for index, argument in self.positions.get(name, ()):
+                value = self.device.argument_value(argument, changed, self.sizes)
+                identity = _identity(argument, value)
+                if identity != self.set[index]:
+                    self.kernel.set_arg(index, value)
+                    self.set[index] = identity
+
+
+def _identity(argument, value) -> Any:
+    """What tells whether an argument set to ``value`` (as the kernel takes
+    it) is set to the same again: a buffer's ``cl_mem``, a scalar's bytes."""
+    return value.int_ptr if argument.kind == "buffer" else value.tobytes()

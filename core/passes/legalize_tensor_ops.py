@@ -22,6 +22,7 @@ from ..ir.types import BufferType, scalar_type_of_dtype
 from ..ir.tensor_ops.precision import (
     LOWERED_PRECISIONS, PRECISION_ATTRIBUTE, node_precision, round_kernel,
 )
+from .channels_last import CHANNELS_LAST_ATTRIBUTE, lowered_with_layouts
 from .errors import PassError
 from .names import unique_name
 from .registry import Option, register_pass
@@ -41,7 +42,8 @@ def legalize_tensor_ops(module: Module, keep: tuple[str, ...]) -> Module:
 
 
 def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool],
-                       tiles=None, relayout: bool = False, pad_inputs: bool = False) -> Module:
+                       tiles=None, relayout: bool = False, pad_inputs: bool = False,
+                       channels_last: Callable[[str, Node], bool] | None = None) -> Module:
     """``module`` with the tensor-op nodes ``chosen`` picks lowered to
     kernel nodes (a target that runs some nodes of an op itself), their
     register tiles shaped by ``tiles`` (tensor_ops.lowering.RegisterTiles;
@@ -62,21 +64,44 @@ def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool],
     this runs the marked node's kernel before the node's, into a buffer
     of its own (the cpu target's device does).
 
+    With ``channels_last`` (graph name, node -> whether the target runs
+    it), the activations passing between such nodes are stored
+    channels-last where their lowerings can (channels_last.py; the
+    lowered nodes name those ports in CHANNELS_LAST_ATTRIBUTE): the
+    runtime never reads them, so a target that asks for this needs
+    nothing else.
+
     Nodes whose lowerings are the same kernel (layers of one shape) share
     one function, so that a target compiles it once."""
     functions = dict(module.functions)
     same_kernels: dict = {}
 
-    def lower(graph: Graph, node: Node) -> tuple[Node, dict, dict]:
-        if not isinstance(node.body, TensorBody) or not chosen(node):
+    def lowerable(node: Node) -> bool:
+        return isinstance(node.body, TensorBody) and chosen(node) \
+            and node_precision(node) in LOWERED_PRECISIONS
+
+    def lowering(graph: Graph, node: Node, stored=frozenset()):
+        exact = node_precision(node) == "fp32"
+        constants = _constant_inputs(graph, node) if relayout and exact else {}
+        return get_op(node.body.op).lower_with_constants(
+            node.name, node.body, tiles, constants, pad_inputs and exact, stored)
+
+    def layouts(graph: Graph) -> dict:
+        """Node -> its lowering, with activations stored channels-last."""
+        if channels_last is None:
+            return {}
+        candidates = {node.name: ports for node in graph.nodes if lowerable(node)
+                      and node_precision(node) == "fp32" and channels_last(graph.name, node)
+                      for ports in [_layout_ports(node)] if ports}
+        return lowered_with_layouts(graph, candidates,
+                                    lambda node, stored: lowering(graph, node, stored))
+
+    def lower(graph: Graph, node: Node, done: dict) -> tuple[Node, dict, dict]:
+        if not lowerable(node):
             return node, {}, {}
         precision = node_precision(node)
-        if precision not in LOWERED_PRECISIONS:
-            return node, {}, {}
-        exact = precision == "fp32"
-        constants = _constant_inputs(graph, node) if relayout and exact else {}
-        function, replication, relaid, padded = get_op(node.body.op).lower_with_constants(
-            node.name, node.body, tiles, constants, pad_inputs and exact)
+        function, replication, relaid, padded, stored = done.get(node.name) \
+            or lowering(graph, node)
         if precision == "fp16":
             function = round_kernel(function)
         elif precision == "int8":
@@ -84,6 +109,8 @@ def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool],
         name = _shared_function(function, len(replication), functions, same_kernels)
         attributes = {k: v for k, v in node.attributes.items()
                       if k not in (PRECISION_ATTRIBUTE, SCALES_ATTRIBUTE)}
+        if stored:
+            attributes[CHANNELS_LAST_ATTRIBUTE] = ",".join(sorted(stored))
         padded = {port: (_port_type(node, port), _port_type(functions[name], port), pads)
                   for port, pads in padded.items()}
         return dataclasses.replace(node, body=KernelBody(name), replication=tuple(replication),
@@ -102,7 +129,8 @@ def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool],
 
     graphs = {}
     for graph_name, graph in module.graphs.items():
-        lowered = [lower(graph, node) for node in graph.nodes]
+        done = layouts(graph)
+        lowered = [lower(graph, node, done) for node in graph.nodes]
         graph = dataclasses.replace(graph, nodes=tuple(node for node, *_ in lowered))
         for node, relaid, padded in lowered:
             for port, array in relaid.items():
@@ -112,6 +140,12 @@ def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool],
                                       padding_node(graph, node.name, port, types, pads))
         graphs[graph_name] = graph
     return dataclasses.replace(module, graphs=graphs, functions=functions)
+
+
+def _layout_ports(node: Node) -> tuple[str, ...]:
+    """The ports of a tensor node its op may store channels-last."""
+    names = {p.name for p in node.body.params}
+    return tuple(p for p in get_op(node.body.op).layout_ports if p in names)
 
 
 def _port_type(node_or_function, port: str):

@@ -70,15 +70,18 @@ def apply_kernel(name: Activation, value: Expr) -> Expr:
     return value
 
 
-def channel_result(b, activation: Activation, k: Expr, total: Expr, at) -> Expr:
+def channel_result(b, activation: Activation, k: Expr, total: Expr, at,
+                   summand_at=None) -> Expr:
     """act(total + bias[k] + z[at]): a convolution's sum for output
     channel ``k``, stored at ``at`` of ``y`` (a flat index or a tuple of
     indices), through the node's bias (port ``b``) and residual summand
-    (port ``z``, of ``y``'s shape), where it has them, and its
+    (port ``z``, of ``y``'s shape; read at ``summand_at`` where given: z
+    stored unlike y, channels_last.py), where it has them, and its
     activation; ``b`` is the lowering's KernelBuilder."""
     if "b" in b.types:
         total = total + b.load("b", k)
-    return apply_kernel(activation, with_summand(b, total, at))
+    return apply_kernel(activation, with_summand(b, total, at if summand_at is None
+                                                 else summand_at))
 
 
 def with_summand(b, total: Expr, at) -> Expr:

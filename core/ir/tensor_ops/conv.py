@@ -18,17 +18,20 @@ offset`` and scales the sum of the others by ``every / (every - 1)``.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..kernel import Const, Expr
 from ..types import I64, BufferType
-from . import conv_grouped, conv_panels, conv_products, tiled
+from . import conv_depthwise, conv_grouped, conv_panels, conv_products, tiled
+from .channels_last import moved_index
 from .activation import (
     Activation, activation_attr, apply_kernel, apply_numpy, channel_result, with_summand,
 )
 from .dims import describe, require_concrete, require_equal, window_dim
 from .lowering import KernelBuilder, add, const_value, in_range, mul, replication_over
-from .matrix_tiles import MatrixView, Product
+from .matrix_tiles import MatrixView, Product, lower_row_tiles
 from .packed_products import lower_packed_product
 from .perforation import (
     approximated, kept_positions, perforated, real_position, sampled_sum, sampled_tap,
@@ -187,7 +190,9 @@ def _lower_conv2d(b: KernelBuilder) -> tuple[Expr, ...]:
         if replication is None:
             replication = conv_panels.lower_conv2d_panels(b, *attrs, activation)
     else:
-        replication = conv_grouped.lower_conv2d_grouped(b, *attrs, groups, activation)
+        replication = conv_depthwise.lower_depthwise_channels_last(b, *attrs, groups, activation)
+        if replication is None:
+            replication = conv_grouped.lower_conv2d_grouped(b, *attrs, groups, activation)
     if replication is None:
         replication = tiled.lower_conv2d(b, *attrs, groups, activation)
     return replication if replication is not None else _lower_conv2d_reference(b)
@@ -228,16 +233,34 @@ def _lower_pointwise_conv2d(b: KernelBuilder, attrs, activation: Activation
         strided = (sizes[0], sizes[1], stride[0], stride[1], sizes[2])
 
     narrow = fixed_width is not None and fixed_width < b.tiles.cols
+    x_last, y_last = b.asks_channels_last("x"), b.asks_channels_last("y")
+    z_last = b.asks_channels_last("z")
+    fixed_pixels, fixed_kernels = const_value(pixels), const_value(kernels)
+    if "z" in b.types and None in (fixed_pixels, fixed_kernels):
+        z_last = y_last = y_last and z_last  # z read at y's index
+
+    def finish(b: KernelBuilder, q: Expr, k: Expr, total: Expr, at: Expr) -> Expr:
+        at_z = moved_index(at, fixed_kernels, fixed_pixels, y_last, z_last) \
+            if "z" in b.types and z_last != y_last else None
+        return channel_result(b, activation, k, total, at, at_z)
     if b.constant("w") is not None and (
-            narrow or (const_value(channels) or 0) >= MIN_TRANSPOSED_CHANNELS):
-        product = Product(MatrixView("x", (batch,), pixels, channels, transposed=True,
+            x_last or y_last or narrow or (const_value(channels) or 0) >= MIN_TRANSPOSED_CHANNELS):
+        product = Product(MatrixView("x", (batch,), pixels, channels, transposed=not x_last,
                                      pixels=strided),
                           MatrixView("w", (), channels, kernels, transposed=True),
-                          MatrixView("y", (batch,), pixels, kernels, transposed=True), (batch,),
-                          lambda b, q, k, total, at: channel_result(b, activation, k, total,
-                                                                    at))
+                          MatrixView("y", (batch,), pixels, kernels, transposed=not y_last),
+                          (batch,), finish, reads_results="z" in b.types)
         replication = lower_packed_product(b, product)
+        if replication is None and (x_last or y_last):
+            # too small to pack: row tiles over the weights as [C, K]
+            weights = b.constant("w")
+            b.relayout("w", weights.reshape(weights.shape[0], -1).T)
+            product = dataclasses.replace(product, b=MatrixView("w", (), channels, kernels))
+            replication = lower_row_tiles(b, product)
         if replication is not None:
+            for port, last in (("x", x_last), ("y", y_last), ("z", z_last)):
+                if last:
+                    b.stored_channels_last(port)
             return replication
     few_pixels = (const_value(pixels) or 0) < MIN_PACKED_PIXELS_TILES * b.tiles.cols
     if strided is not None or not narrow or few_pixels:
@@ -292,7 +315,7 @@ def output_position(b: KernelBuilder, index: Expr, axis: str) -> Expr:
 
 CONV2D = TensorOpSpec(
     "conv2d", ("x", "w"), ("y",), _infer_conv2d, _evaluate_conv2d, _lower_conv2d,
-    optional_inputs=("b", "z"),
+    optional_inputs=("b", "z"), layout_ports=("x", "y", "z"),
     attrs={"stride": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1,
            "activation": "none", "perforate_rows": (), "perforate_cols": (),
            "sample_filter": ()},

@@ -35,9 +35,10 @@ from __future__ import annotations
 
 from ..kernel import ArrayDecl, Expr, InstanceId, Load
 from .activation import Activation, channel_result
+from .channels_last import activation_index
 from .lowering import KernelBuilder, add, const_value, div, in_range, minimum, mul
-from .matrix_tiles import clamped_rows, in_groups
-from .packed_products import column_panels, packed_tile, panel_width, store_through_array
+from .matrix_tiles import clamped_rows, in_groups, store_tile
+from .packed_products import column_panels, packed_tile, panel_width
 from .perforation import approximated
 from .tiled import ArrayTile, column_tiles, fixed_sizes, i64
 
@@ -81,8 +82,12 @@ def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
     inner = channels * rows * cols
     if kernels < tile_cols or inner < MIN_TAPS or channels < MIN_CHANNELS:
         return None
-    if any(padding) and (PAD_AT_STRIDE_ONE or stride != (1, 1)) and b.read_padded(
-            "x", (0, 0, padding[0], padding[1], 0, 0, padding[2], padding[3])):
+    # An input stored channels-last is copied rather than padded by the
+    # caller, whose pad kernel pads NCHW values.
+    x_last = "x" in b.channels_last
+    if any(padding) and not x_last and (PAD_AT_STRIDE_ONE or stride != (1, 1)) \
+            and b.read_padded("x", (0, 0, padding[0], padding[1], 0, 0, padding[2],
+                                    padding[3])):
         padding = (0, 0, 0, 0)
         sizes = fixed_sizes(b.dims("x")[1:]) + sizes[3:]
     width_k = panel_width(inner, kernels, tile_cols)
@@ -90,12 +95,17 @@ def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
     chunk = _rows_per_instance(b, sizes, stride, padding, dilation, width_k, panels)
     if chunk is None:
         return None
+    x_last, y_last = b.stored_channels_last("x"), b.stored_channels_last("y")
+    z_last = b.stored_channels_last("z")
     channels, height, width, kernels, _, rows, cols, _, out_h, out_w = sizes
-    (sh, sw), (_, left, _, right), (dh, dw) = stride, padding, dilation
+    (sh, sw), (_, left, _, right), (dh, _) = stride, padding, dilation
     pitch = width + left + right
     in_place = not any(padding)
     copy_rows = (chunk - 1) * sh + dh * (rows - 1) + 1
-    b.relayout("w", column_panels(weights.reshape(kernels, inner).T, tile_cols))
+    # Taps in the order the input's channels lie: channels-last, the
+    # channels of a pixel are the innermost steps.
+    taps = weights.transpose(0, 2, 3, 1) if x_last else weights
+    b.relayout("w", column_panels(taps.reshape(kernels, inner).T, tile_cols))
     chunks = -(-out_h // chunk)
 
     instance = b.let("i", InstanceId(0))
@@ -104,13 +114,14 @@ def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
     oh0 = b.let("oh0", mul(rest % i64(chunks), i64(chunk))) if chunks > 1 else i64(0)
     n = b.let("n", div(rest, i64(chunks))) if chunks > 1 else rest
 
-    element = b.element("x")
+    # A pixel is ``depth`` values from the next, a channel ``plane_size``.
+    depth = channels if x_last else 1
     if in_place:
-        source, plane_size = "x", height * width
-        origin = b.let("origin", add(mul(n, i64(channels * plane_size)),
-                                     mul(oh0, i64(sh * width))))
+        source, plane_size = "x", 1 if x_last else height * width
+        origin = b.let("origin", add(mul(n, i64(channels * height * width)),
+                                     mul(oh0, i64(sh * width * depth))))
     else:
-        source, plane_size = _copy_rows(b, n, oh0, sizes, stride, padding, copy_rows)
+        source, plane_size = _copy_rows(b, n, oh0, sizes, stride, padding, copy_rows, x_last)
         origin = i64(0)
 
     last_rows = out_h - (chunks - 1) * chunk
@@ -118,8 +129,8 @@ def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
               if last_rows != chunk else i64(chunk * out_w))
     ragged = last_rows != chunk or (chunk * out_w) % tile_rows != 0
     first_pixel = b.let("q0", mul(oh0, i64(out_w)))
-    image = b.let("image", mul(n, i64(kernels * out_h * out_w)))
     blocks = div(add(pixels, i64(tile_rows - 1)), i64(tile_rows))
+    element = b.element("x")
 
     def panel(start: Expr, count: int) -> None:
         with b.loop("rb", blocks) as block:
@@ -128,37 +139,70 @@ def lower_conv2d_product(b: KernelBuilder, stride, padding, dilation,
             bases = []
             for q in clamped_rows(b, ms, pixels, ragged):
                 oh, ow = div(q, i64(out_w)), q % i64(out_w)
-                bases.append(b.let("at", add(origin, add(mul(oh, i64(sh * pitch)),
-                                                         mul(ow, i64(sw))))))
+                bases.append(b.let("at", add(origin, mul(add(mul(oh, i64(sh * pitch)),
+                                                             mul(ow, i64(sw))), i64(depth)))))
 
             def tile(at: Expr, used: int) -> None:
                 acc = ArrayTile(b, tile_rows, tile_cols)
                 first = b.let("from", mul(add(start, at), i64(inner)))
-                with b.loop("c", i64(channels)) as c:
-                    plane = b.let("plane", mul(c, i64(plane_size)))
-                    # A filter row's taps unrolled, the rows a loop: a 3x3
-                    # tile unrolled whole gave LLVM's SLP vectoriser 2,304
-                    # multiply-adds in one block (0.5 s per kernel, ResNet-18
-                    # 5.3 s to compile on 2 cores, now 2.5), and ran no faster.
-                    with b.loop("r", i64(rows), unroll=1) as r:
-                        line = b.let("line", add(plane, mul(r, i64(dh * pitch))))
-                        with b.loop("s", i64(cols), unroll=cols) as s:
-                            tap = add(line, mul(s, i64(dw)))
-                            lhs = [b.let("av", Load(source, (add(base, tap),), element))
-                                   for base in bases]
-                            step = add(mul(add(mul(c, i64(rows)), r), i64(cols)), s)
-                            run = b.let("run", add(first, mul(step, i64(tile_cols))))
-                            acc.accumulate(lhs, lambda j: b.load("w", add(run, j)))
+
+                def tap(step: Expr, offset: Expr) -> None:
+                    lhs = [b.let("av", Load(source, (add(base, offset),), element))
+                           for base in bases]
+                    run = b.let("run", add(first, mul(step, i64(tile_cols))))
+                    acc.accumulate(lhs, lambda j: b.load("w", add(run, j)))
+                if x_last:
+                    _taps_channels_last(b, tap, channels, rows, cols, dilation, pitch)
+                else:
+                    _taps_by_plane(b, tap, channels, rows, cols, dilation, pitch, plane_size)
 
                 def store(m: Expr, j: Expr, value: Expr) -> None:
                     k = add(add(start, at), j)
-                    at_y = add(add(image, mul(k, i64(out_h * out_w))), add(first_pixel, m))
-                    b.store("y", (at_y,), channel_result(b, activation, k, value, at_y))
-                store_through_array(b, acc, ms, pixels, ragged, store, used)
+                    q = add(first_pixel, m)
+                    at_y = activation_index(n, k, q, kernels, out_h * out_w, y_last)
+                    at_z = activation_index(n, k, q, kernels, out_h * out_w, z_last) \
+                        if z_last != y_last and "z" in b.types else None
+                    b.store("y", (at_y,), channel_result(b, activation, k, value, at_y, at_z))
+                store_tile(b, acc, ms, pixels, ragged, store, used, not y_last,
+                           "z" in b.types)
             column_tiles(b, count, tile, tile_cols, one_rest=True)
 
     in_groups(b, k0, width_k, kernels, panel)
     return (mul(b.dim("x", 0), i64(panels * chunks)),)
+
+
+def _taps_by_plane(b: KernelBuilder, tap, channels: int, rows: int, cols: int, dilation,
+                   pitch: int, plane_size: int) -> None:
+    """``tap(step, offset)`` for every tap of an NCHW input, channel by
+    channel: ``step`` (c R + r) S + s, ``offset`` from a pixel's value."""
+    dh, dw = dilation
+    with b.loop("c", i64(channels)) as c:
+        plane = b.let("plane", mul(c, i64(plane_size)))
+        # A filter row's taps unrolled, the rows a loop: a 3x3 tile
+        # unrolled whole gave LLVM's SLP vectoriser 2,304 multiply-adds in
+        # one block (0.5 s per kernel, ResNet-18 5.3 s to compile on 2
+        # cores, now 2.5), and ran no faster.
+        with b.loop("r", i64(rows), unroll=1) as r:
+            line = b.let("line", add(plane, mul(r, i64(dh * pitch))))
+            with b.loop("s", i64(cols), unroll=cols) as s:
+                tap(add(mul(add(mul(c, i64(rows)), r), i64(cols)), s),
+                    add(line, mul(s, i64(dw))))
+
+
+def _taps_channels_last(b: KernelBuilder, tap, channels: int, rows: int, cols: int,
+                        dilation, pitch: int) -> None:
+    """``tap(step, offset)`` for every tap of a channels-last input, the
+    channels of each filter position consecutive: ``step`` (r S + s) C +
+    c, ``offset`` from a pixel's value."""
+    dh, dw = dilation
+    with b.loop("r", i64(rows), unroll=1) as r:
+        with b.loop("s", i64(cols), unroll=1) as s:
+            position = b.let("position", add(mul(r, i64(cols)), s))
+            line = b.let("line", mul(add(mul(r, i64(dh * pitch)), mul(s, i64(dw))),
+                                     i64(channels)))
+            first = b.let("step", mul(position, i64(channels)))
+            with b.loop("c", i64(channels)) as c:
+                tap(add(first, c), add(line, c))
 
 
 def _rows_per_instance(b: KernelBuilder, sizes, stride, padding, dilation, width_k: int,
@@ -192,15 +236,27 @@ def _rows_per_instance(b: KernelBuilder, sizes, stride, padding, dilation, width
 
 
 def _copy_rows(b: KernelBuilder, n: Expr, oh0: Expr, sizes, stride, padding,
-               copy_rows: int) -> tuple[str, int]:
+               copy_rows: int, x_last: bool) -> tuple[str, int]:
     """Copy the input rows an instance reads into a private array whose
-    zeros are the padding: (its name, its channel plane's size)."""
+    zeros are the padding, laid out as the input is (``x_last``:
+    channels-last, ``[rows][padded width][C]``; else ``[C][rows][padded
+    width]``): (its name, its channel plane's size, 1 channels-last)."""
     channels, height, width = sizes[:3]
     (sh, _), (top, left, _, right) = stride, padding
     pitch = width + left + right
     copy = b.fresh("rows")
     b.emit(ArrayDecl(copy, b.element("x"), (channels * copy_rows * pitch,), "private"))
     ih0 = b.let("ih0", add(mul(oh0, i64(sh)), i64(-top)))
+    if x_last:
+        image = b.let("from", mul(n, i64(height * width * channels)))
+        with b.loop("r", i64(copy_rows)) as r:
+            ih = b.let("ih", add(ih0, r))
+            with b.when(in_range(ih, i64(height))):
+                to = b.let("to", mul(add(mul(r, i64(pitch)), i64(left)), i64(channels)))
+                line = b.let("line", add(image, mul(ih, i64(width * channels))))
+                with b.loop("v", i64(width * channels)) as v:
+                    b.store(copy, (add(to, v),), b.load("x", add(line, v)))
+        return copy, 1
     with b.loop("c", i64(channels)) as c:
         with b.loop("r", i64(copy_rows)) as r:
             ih = b.let("ih", add(ih0, r))

@@ -142,7 +142,7 @@ class KernelBuilder:
     def __init__(self, ctx: OpContext, params: tuple[Parameter, ...],
                  tiles: RegisterTiles = RegisterTiles(),
                  constants: Mapping[str, np.ndarray] | None = None,
-                 pads_inputs: bool = False):
+                 pads_inputs: bool = False, channels_last: frozenset[str] = frozenset()):
         self.ctx = ctx
         self.tiles = tiles
         self.types: dict[str, BufferType] = {p.name: p.type for p in params}
@@ -157,6 +157,11 @@ class KernelBuilder:
         self.padded: dict[str, tuple[int, ...]] = {}
         """Input port -> the ``pads`` (pad.py) of the zero-padded copy the
         kernel reads there (read_padded)."""
+        self.channels_last = frozenset(channels_last)
+        """Ports whose NCHW activations the caller stores channels-last,
+        where the lowering can (stored_channels_last)."""
+        self.honoured: set[str] = set()
+        """The ports of ``channels_last`` the kernel reads or writes so."""
         self._taken = {p.name for p in params}
         for t in self.types.values():
             self._taken.update(t.symbols)
@@ -207,6 +212,24 @@ class KernelBuilder:
             return False
         self.types[port] = BufferType(self.element(port), padded_shape(shape, widths))
         self.padded[port] = tuple(pads)
+        return True
+
+    def asks_channels_last(self, *ports: str) -> bool:
+        """Whether the caller stores the activations at ``ports`` all
+        channels-last, where the kernel can (stored_channels_last, which
+        a lowering still undecided must not ask)."""
+        return all(port in self.channels_last for port in ports)
+
+    def stored_channels_last(self, *ports: str) -> bool:
+        """Whether the activations at ``ports`` (NCHW by type) are all
+        stored channels-last, element (n, c, h, w) at ((n H + h) W + w) C
+        + c: true only when the caller stores every one of them so, which
+        the kernel then honours.  Ask only in a lowering already chosen,
+        which indexes those ports accordingly; a lowering that never asks
+        honours none, and the caller stores them NCHW."""
+        if not self.asks_channels_last(*ports):
+            return False
+        self.honoured.update(ports)
         return True
 
     # sizes and names ------------------------------------------------------

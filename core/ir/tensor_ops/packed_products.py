@@ -32,7 +32,9 @@ import numpy as np
 
 from ..kernel import ArrayDecl, Expr, InstanceId, Intrinsic, Load
 from .lowering import KernelBuilder, add, const_value, div, mul, product as size_product
-from .matrix_tiles import Operands, Product, clamped_rows, in_groups, reduction
+from .matrix_tiles import (
+    Operands, Product, clamped_rows, in_groups, reduction, store_tile,
+)
 from .tiled import ArrayTile, column_tiles, i64
 
 PANEL_ELEMENTS = 65536
@@ -127,12 +129,8 @@ def lower_packed_product(b: KernelBuilder, product: Product) -> tuple[Expr, ...]
 
                 def store(m: Expr, j: Expr, value: Expr) -> None:
                     operands.store(m, add(add(start, at), j), value)
-                if product.y.transposed:
-                    store_through_array(b, acc, ms, out_rows, ragged, store, used)
-                    return
-                for r, m in enumerate(ms):
-                    with b.guard(ragged, m.lt(out_rows)):
-                        acc.store(r, lambda j, value, m=m: store(m, j, value), stop=used)
+                store_tile(b, acc, ms, out_rows, ragged, store, used, product.y.transposed,
+                           product.reads_results)
             column_tiles(b, count, tile, tile_cols, one_rest=True)
 
     in_groups(b, n0, width, cols, panel)
@@ -147,25 +145,6 @@ def panel_width(inner: int, cols: int, tile_cols: int) -> int:
     widest = max(tile_cols, min(MAX_PANEL_TILES * tile_cols,
                                 PANEL_ELEMENTS // inner // tile_cols * tile_cols))
     return -(-cols // -(-cols // widest) // tile_cols) * tile_cols
-
-
-def store_through_array(b: KernelBuilder, acc: ArrayTile, ms: list[Expr], out_rows: Expr,
-                         ragged: bool, store, used: int) -> None:
-    """Store a tile into a ``y`` that is transposed: the tile goes to a
-    private array as it is, then a loop over its columns stores each
-    column's rows, consecutive values of ``y``.  Stored straight from the
-    tile, LLVM's SLP vectoriser took those consecutive stores for the
-    vectors and rebuilt the whole tile's arithmetic along rows, in half-
-    width vectors (a 1x1 convolution computed transposed ran at half
-    the speed)."""
-    copy = b.fresh("tile")
-    b.emit(ArrayDecl(copy, acc.element, (acc.rows, acc.cols), "private", zeroed=False))
-    for r in range(acc.rows):
-        acc.store(r, lambda j, value, r=r: b.store(copy, (i64(r), j), value), stop=used)
-    with b.loop("j", i64(used), unroll=1) as j:
-        for r, m in enumerate(ms):
-            with b.guard(ragged, m.lt(out_rows)):
-                store(m, j, Load(copy, (i64(r), j), acc.element))
 
 
 def packed_tile(tiles) -> tuple[int, int]:

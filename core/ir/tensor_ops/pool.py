@@ -23,15 +23,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernel import ArrayDecl, Cast, Const, Expr, Load
+from ..kernel import ArrayDecl, Cast, Const, Expr, InstanceId, Load
 from ..types import I64, BufferType
 from .conv import window_attrs
 from .dims import window_dim
+from .channels_last import activation_index
 from .lowering import (
-    KernelBuilder, add, const_value, in_range, maximum, minimum, mul, replication_over,
+    KernelBuilder, add, const_value, div, in_range, maximum, minimum, mul, replication_over,
 )
 from .perforation import skip_pattern
 from .spec import REQUIRED, OpContext, TensorOpSpec
+from .tiled import fixed_sizes, i64
 
 MAX_ROW_ELEMENTS = 16384
 """Longest private row of the row-folding lowering (64 KiB of f32, on a
@@ -196,12 +198,55 @@ def _lower_pool_rows(b: KernelBuilder, maximal: bool, result) -> tuple[Expr, ...
     return replication_over(out_dims[:3])
 
 
+def _lower_max_pool_channels_last(b: KernelBuilder) -> tuple[Expr, ...] | None:
+    """One instance per output row (n, oh) of an input the caller stores
+    channels-last (its result either way); for each output pixel, a loop over the
+    channels (vectors, where they are consecutive) takes the maximum of
+    the window's cells.  A cell in the padding reads the nearest cell of
+    the image instead, which lies in the window too (padding is smaller
+    than the kernel), so no cell needs a guard.  None for symbolic sizes
+    but the batch, a target without vectors, a sampled window, or an
+    input stored NCHW (its channels a plane apart, each vector of them a
+    gather: ResNet's pool after its stem ran 7x slower so)."""
+    (kh, kw), (sh, sw), (top, left, _, _) = _pool_attrs(b.ctx)
+    sizes = fixed_sizes(b.dims("x")[1:] + b.dims("y")[2:])
+    if sizes is None or not b.tiles.vectors or pool_sampling(b.ctx) is not None \
+            or not b.asks_channels_last("x"):
+        return None
+    channels, height, width, out_h, out_w = sizes
+    x_last, y_last = b.stored_channels_last("x"), b.stored_channels_last("y")
+    instance = b.let("i", InstanceId(0))
+    oh, n = b.let("oh", instance % i64(out_h)), b.let("n", div(instance, i64(out_h)))
+    ih0 = b.let("ih0", add(mul(oh, i64(sh)), i64(-top)))
+    rows = [b.let("ih", minimum(maximum(add(ih0, i64(r)), i64(0)), i64(height - 1)))
+            for r in range(kh)]
+    with b.loop("ow", i64(out_w)) as ow:
+        iw0 = b.let("iw0", add(mul(ow, i64(sw)), i64(-left)))
+        cells = [activation_index(n, i64(0), add(mul(ih, i64(width)), b.let(
+            "iw", minimum(maximum(add(iw0, i64(s)), i64(0)), i64(width - 1)))),
+            channels, height * width, x_last) for ih in rows for s in range(kw)]
+        cells = [b.let("cell", cell) for cell in cells]
+        at = b.let("at", activation_index(n, i64(0), add(mul(oh, i64(out_w)), ow), channels,
+                                          out_h * out_w, y_last))
+        with b.loop("c", i64(channels), unroll=1, ivdep=True) as c:
+            offset = c if x_last else mul(c, i64(height * width))
+            values = [b.load("x", add(cell, offset)) for cell in cells]
+            total = values[0]
+            for value in values[1:]:
+                total = maximum(total, value)
+            b.store("y", (add(at, c if y_last else mul(c, i64(out_h * out_w))),), total)
+    return (mul(b.dim("x", 0), i64(out_h)),)
+
+
 def _lower_max_pool(b: KernelBuilder) -> tuple[Expr, ...]:
     def greatest(values, ih0, iw0):
         total = values[0]
         for value in values[1:]:
             total = maximum(total, value)
         return total
+    rows = _lower_max_pool_channels_last(b)
+    if rows is not None:
+        return rows
     rows = _lower_pool_rows(b, True, greatest)
     if rows is not None:
         return rows
@@ -225,7 +270,62 @@ def _lower_max_pool(b: KernelBuilder) -> tuple[Expr, ...]:
     return _lower_pool(b, start, visit, lambda acc: acc)
 
 
+def _lower_avg_pool_channels_last(b: KernelBuilder) -> tuple[Expr, ...] | None:
+    """One instance per output row (n, oh) of an input the caller stores
+    channels-last, without padding (global pooling, where the result
+    is the same stored either way); for each output pixel a private row
+    of sums, one per channel, gathers the window's cells a vector of
+    channels at a time, then is divided into the result.  None as
+    _lower_max_pool_channels_last, and for padding."""
+    (kh, kw), (sh, sw), padding = _pool_attrs(b.ctx)
+    sizes = fixed_sizes(b.dims("x")[1:] + b.dims("y")[2:])
+    if sizes is None or not b.tiles.vectors or pool_sampling(b.ctx) is not None \
+            or any(padding) or not b.asks_channels_last("x"):
+        return None
+    channels, height, width, out_h, out_w = sizes
+    b.stored_channels_last("x")
+    y_last = b.stored_channels_last("y")
+    block = _channel_block(b, channels, out_h)
+    instance = b.let("i", InstanceId(0))
+    oh, rest = b.let("oh", instance % i64(out_h)), b.let("rest", div(instance, i64(out_h)))
+    c0 = b.let("c0", mul(rest % i64(channels // block), i64(block)))
+    n = b.let("n", div(rest, i64(channels // block)))
+    element, sums = b.element("x"), b.fresh("sums")
+    b.emit(ArrayDecl(sums, element, (block,), "private", zeroed=False))
+    with b.loop("ow", i64(out_w)) as ow:
+        with b.loop("c", i64(block), unroll=1, ivdep=True) as c:
+            b.store(sums, (c,), b.const(0, "x"))
+        with b.loop("r", i64(kh)) as r:
+            row = b.let("row", add(mul(oh, i64(sh)), r))
+            with b.loop("s", i64(kw)) as s:
+                cell = b.let("cell", activation_index(
+                    n, c0, add(mul(row, i64(width)), add(mul(ow, i64(sw)), s)), channels,
+                    height * width, True))
+                with b.loop("c", i64(block), unroll=1, ivdep=True) as c:
+                    b.store(sums, (c,), Load(sums, (c,), element) + b.load("x", add(cell, c)))
+        at = b.let("at", activation_index(n, c0, add(mul(oh, i64(out_w)), ow), channels,
+                                          out_h * out_w, y_last))
+        with b.loop("c", i64(block), unroll=1, ivdep=True) as c:
+            b.store("y", (add(at, c if y_last else mul(c, i64(out_h * out_w))),),
+                    Load(sums, (c,), element) / b.const(kh * kw))
+    return (mul(b.dim("x", 0), i64(out_h * (channels // block))),)
+
+
+def _channel_block(b: KernelBuilder, channels: int, out_h: int) -> int:
+    """Channels an instance of a channels-last pool takes: all of them, or
+    the largest block of whole vectors that gives every core an instance
+    (global pooling has one output row per image: at batch 1 it ran on
+    one core)."""
+    rows = (const_value(b.dim("x", 0)) or 1) * out_h
+    blocks = [d for d in range(channels, 0, -1)
+              if channels % d == 0 and (d % b.tiles.cols == 0 or d == channels)]
+    return next((d for d in blocks if rows * (channels // d) >= b.tiles.cores), blocks[-1])
+
+
 def _lower_avg_pool(b: KernelBuilder) -> tuple[Expr, ...]:
+    rows = _lower_avg_pool_channels_last(b)
+    if rows is not None:
+        return rows
     (kh, kw), _, padding = _pool_attrs(b.ctx)
     counted = any(padding) and not b.ctx.flag_attr("count_include_pad")
     _, _, height, width = b.dims("x")
@@ -266,14 +366,15 @@ def _lower_avg_pool(b: KernelBuilder) -> tuple[Expr, ...]:
 
 MAX_POOL = TensorOpSpec(
     "max_pool", ("x",), ("y",), _infer_pool(float_only=False), _evaluate_max_pool,
-    _lower_max_pool, attrs={"kernel": REQUIRED, "stride": (1, 1), "padding": (0, 0, 0, 0),
-                            "sample": ()},
+    _lower_max_pool, layout_ports=("x", "y"),
+    attrs={"kernel": REQUIRED, "stride": (1, 1), "padding": (0, 0, 0, 0), "sample": ()},
     summary="2-D max pooling, NCHW (ONNX MaxPool)")
 
 AVG_POOL = TensorOpSpec(
     "avg_pool", ("x",), ("y",), _infer_pool(float_only=True), _evaluate_avg_pool,
-    _lower_avg_pool, attrs={"kernel": REQUIRED, "stride": (1, 1), "padding": (0, 0, 0, 0),
-                            "count_include_pad": False, "sample": ()},
+    _lower_avg_pool, layout_ports=("x", "y"),
+    attrs={"kernel": REQUIRED, "stride": (1, 1), "padding": (0, 0, 0, 0),
+           "count_include_pad": False, "sample": ()},
     summary="2-D average pooling, NCHW (ONNX AveragePool)")
 
 OPS = (MAX_POOL, AVG_POOL)

@@ -46,12 +46,15 @@ class Lowered(NamedTuple):
     reads at ports fed by constants instead of those constants
     (KernelBuilder.relayout: weights packed once when compiling), and the
     ``pads`` of the inputs it reads zero-padded (KernelBuilder.read_padded:
-    the caller pads them before each launch)."""
+    the caller pads them before each launch), and the ports whose
+    activations it reads or writes stored channels-last
+    (KernelBuilder.stored_channels_last)."""
 
     function: KernelFunction
     replication: tuple[Expr, ...]
     relaid: Mapping[str, np.ndarray]
     padded: Mapping[str, tuple[int, ...]] = {}
+    channels_last: frozenset[str] = frozenset()
 
 
 def normalize_attr(value):
@@ -88,6 +91,9 @@ class TensorOpSpec:
     moves_bits: bool = False
     """The op moves the bits of its elements (bitcast): narrow types are
     not widened around it (storage.py)."""
+    layout_ports: tuple[str, ...] = ()
+    """Ports of NCHW activations that some of its lowerings can read or
+    write stored channels-last (KernelBuilder.stored_channels_last)."""
 
     # the public behaviours ----------------------------------------------
     def infer(self, input_types: Mapping[str, BufferType], attrs: Mapping | None = None,
@@ -136,14 +142,17 @@ class TensorOpSpec:
 
     def lower_with_constants(self, node_name: str, body: TensorBody, tiles=None,
                              constants: Mapping[str, np.ndarray] | None = None,
-                             pads_inputs: bool = False) -> Lowered:
+                             pads_inputs: bool = False,
+                             channels_last: frozenset[str] = frozenset()) -> Lowered:
         """``lower``, told the arrays constant nodes feed into input ports
         (``constants``): the lowering may then read a rearranged copy at
         such a port instead (``Lowered.relaid``; that param has the
         copy's type), which the caller feeds the port.  With
         ``pads_inputs``, it may read an input zero-padded
         (``Lowered.padded``; that param has the padded type), which the
-        caller pads before each launch."""
+        caller pads before each launch.  ``channels_last``: ports of
+        ``layout_ports`` whose values are stored channels-last (NHWC); the
+        lowering honours them or not (``Lowered.channels_last``)."""
         ctx = self.context(self._body_inputs(node_name, body), body.attrs, node_name)
         self._check_outputs(ctx, body)
         if not self.moves_bits and storage.has_narrow(p.type for p in body.params):
@@ -155,10 +164,11 @@ class TensorOpSpec:
                 ctx.fail(f"{self.name} on narrow types: {error}",
                          "cast the narrow values to f32 before the op")
         builder = KernelBuilder(ctx, body.params, tiles or RegisterTiles(), constants,
-                                pads_inputs)
+                                pads_inputs, channels_last)
         replication = self.lower_fn(builder)
         function = KernelFunction(f"{node_name}_{self.name}", builder.params(), builder.finish())
-        return Lowered(function, replication, builder.relaid, builder.padded)
+        return Lowered(function, replication, builder.relaid, builder.padded,
+                       frozenset(builder.honoured))
 
     # checking a use -----------------------------------------------------
     def context(self, input_types: Mapping[str, BufferType], attrs: Mapping | None = None,

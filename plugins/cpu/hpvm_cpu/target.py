@@ -55,6 +55,9 @@ OPTIONS = [
     Option("pack_weights", bool, True, "lay out the constant weights of matrix products and "
            "convolutions for the register tiles once, when compiling (a second copy of those "
            "weights is kept), instead of packing them in every call"),
+    Option("channels_last", bool, True, "store the activations passing between convolutions "
+           "channels-last (NHWC), where their kernels can, instead of NCHW: each pixel's "
+           "channels are then a run of vectors"),
 ]
 BLAS_OPS = frozenset({"matmul", "gemm"})
 """Tensor ops the cpu runs through numpy's BLAS when option ``blas`` is on
@@ -139,10 +142,14 @@ class CpuTarget(Target):
         warm_up((EMITTER.partition(":")[0],), 1 if triple else None)
         blas = options.get("blas", False) and not triple
         vector_bits = MachineSpec.from_options(options).vector_bits()
+        placed = {(ref.graph, ref.node) for ref in nodes}
         lowered = lower_tensor_nodes(module, lambda node: not (blas and worth_blas(node)),
                                      register_tiles(vector_bits, _threads(options)),
                                      relayout=options.get("pack_weights", True),
-                                     pad_inputs=True)
+                                     pad_inputs=True,
+                                     channels_last=(lambda graph, node: (graph, node.name)
+                                                    in placed)
+                                     if options.get("channels_last", True) else None)
         tensor_kernels = set(lowered.functions) - set(module.functions)
         module = lowered
         ranks = _kernel_ranks(module, nodes)

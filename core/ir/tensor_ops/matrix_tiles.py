@@ -98,7 +98,8 @@ class Product:
     batch: tuple[Expr, ...]
     finish: Finish
     reads_results: bool = False
-    """``finish`` loads values of ``y``'s shape (store_tile)."""
+    """``finish`` loads values of ``y``'s shape: tiles are stored through
+    an array (store_tile)."""
 
 
 def port_product(b: KernelBuilder, trans_a: bool, trans_b: bool, finish: Finish) -> Product:
@@ -237,7 +238,7 @@ def lower_row_tiles(b: KernelBuilder, product: Product) -> tuple[Expr, ...]:
         reduction(b, product.a.cols, step, VECTOR_K_STEPS if b.tiles.vectors else 1)
         store_tile(b, acc, grid.ms, grid.out_rows, grid.ragged,
                    lambda m, j, value: grid.store(m, add(n0, j), value), width,
-                   product.y.transposed, product.reads_results)
+                   product.y.transposed, through_array=product.reads_results)
 
     grid.column_tiles(tile, b.tiles.cols)
     return grid.replication
@@ -245,20 +246,20 @@ def lower_row_tiles(b: KernelBuilder, product: Product) -> tuple[Expr, ...]:
 
 def store_tile(b: KernelBuilder, acc: ArrayTile, ms: list[Expr], out_rows: Expr,
                ragged: bool, store, used: int, transposed: bool = False,
-               reads_results: bool = False) -> None:
+               through_array: bool = False) -> None:
     """Store the first ``used`` columns of tile ``acc`` (rows ``ms``, those
     from ``out_rows`` on skipped where ``ragged``) through ``store(m, j,
     value)``: straight from the tile, or through a private array holding
     it where ``y`` is ``transposed`` (then a loop over its columns stores
-    each column's rows, consecutive values of ``y``) or where the
-    epilogue ``reads_results`` (values of ``y``'s shape: a residual
-    summand; then a loop over each row's columns).  Stored straight from
-    the tile, LLVM's SLP vectoriser took those consecutive stores, or
-    loads, for the vectors and rebuilt the whole tile's arithmetic around
-    them in narrower vectors (a 1x1 convolution computed transposed ran
-    at half the speed; a 3x3 one stored channels-last with a summand, 128
-    channels at 28x28, too)."""
-    if not (transposed or reads_results):
+    each column's rows, consecutive values of ``y``) or where asked
+    (``through_array``; then a loop over each row's columns): where the
+    epilogue reads values of ``y``'s shape (a residual summand), say.
+    Stored straight from the tile, LLVM's SLP vectoriser took those
+    consecutive stores, or loads, for the vectors and rebuilt the whole
+    tile's arithmetic around them in narrower vectors (a 1x1 convolution
+    computed transposed ran at half the speed; a 3x3 one stored
+    channels-last with a summand, 128 channels at 28x28, too)."""
+    if not (transposed or through_array):
         for r, m in enumerate(ms):
             with b.guard(ragged, m.lt(out_rows)):
                 acc.store(r, lambda j, value, m=m: store(m, j, value), stop=used)

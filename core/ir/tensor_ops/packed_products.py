@@ -130,7 +130,7 @@ def lower_packed_product(b: KernelBuilder, product: Product) -> tuple[Expr, ...]
                 def store(m: Expr, j: Expr, value: Expr) -> None:
                     operands.store(m, add(add(start, at), j), value)
                 store_tile(b, acc, ms, out_rows, ragged, store, used, product.y.transposed,
-                           product.reads_results)
+                           through_array=product.reads_results)
             column_tiles(b, count, tile, tile_cols, one_rest=True)
 
     in_groups(b, n0, width, cols, panel)

@@ -103,8 +103,11 @@ class CpuTarget(Target):
     def knobs(self, module: Module, nodes: list[NodeRef]) -> list[Knob]:
         """Vector lanes and rows of lane strips, for the whole program; the
         register tiles' rows and panel, or none (the program as written),
-        where a node qualifies for them."""
+        where a node qualifies for them; the layout of activations between
+        convolutions and pools, where there are some."""
         knobs = [Knob("lanes", (1, 4, 8, 16), 16), Knob("rows", (1, 2, 4), 1)]
+        if _has_layout_ports(module, nodes):
+            knobs.append(Knob("channels_last", (True, False), True))
         from hpvm.passes.register_tile import eligible_nodes
         if eligible_nodes(module):
             knobs += [Knob("register_tiles", (True, False), True, as_written=False),
@@ -208,6 +211,14 @@ class CpuTarget(Target):
                                                codes[function], options.get("threads"),
                                                lanes=options.get("lanes") or DEFAULT_LANES)
         return CpuDevice(module, kernels, options.get("threads"))
+
+
+def _has_layout_ports(module: Module, nodes: list[NodeRef]) -> bool:
+    """Whether a tensor node among ``nodes`` has activations its op may
+    store channels-last."""
+    from hpvm.ir.tensor_ops import get_op
+    return any(isinstance(n.body, TensorBody) and get_op(n.body.op).layout_ports
+               for ref in nodes for n in [module.graph(ref.graph).node(ref.node)])
 
 
 def worth_blas(node: Node) -> bool:

@@ -12,6 +12,7 @@ from hpvm.ir.graph import BindIn, BindOut, ConstantBody, Edge, Graph, Module, No
 from hpvm.ir.tensor_ops import get_op, tensor_node
 from hpvm.ir.tensor_ops.testing import types_of
 from hpvm.passes.channels_last import CHANNELS_LAST_ATTRIBUTE
+from hpvm.runtime import Executable
 
 RELU6 = ("clipped_relu", 0.0, 6.0)
 
@@ -101,7 +102,7 @@ def test_inverted_residual_blocks_store_their_activations_channels_last():
     assert ports["pool"] == "x"  # the graph's result is stored NCHW
 
 
-def test_residual_stages_with_a_max_pool_store_channels_last():
+def test_residual_stages_with_a_max_pool_store_channels_last(tmp_path):
     """ResNet's stages: a max pool after the stem, 3x3 convolutions with
     summands, a strided stage with a strided 1x1 downsampling."""
     layers = [conv("stem", "x", 3, 16, size=7, stride=2),
@@ -113,10 +114,15 @@ def test_residual_stages_with_a_max_pool_store_channels_last():
               conv("c", "b", 32, 48, stride=2),
               conv("d", "c", 48, 48, z="down", activation="relu")]
     x = np.random.default_rng(2).standard_normal((2, 3, 36, 36)).astype(np.float32)
-    exe = run_both_ways(layers_module(x.shape, layers), x)
+    module = layers_module(x.shape, layers)
+    exe = run_both_ways(module, x)
     ports = stored(exe)
     assert ports["a"] == "y" and ports["b"] == "x,y,z"
     assert ports["c"] == "x,y" and ports["d"] == "x,z"
+    exe.save(tmp_path / "stages.hpvmx")  # the layouts are in the kernels
+    loaded = Executable.load(tmp_path / "stages.hpvmx")
+    np.testing.assert_allclose(loaded(x=x)["y"], run_module(module, {"x": x})["y"],
+                               rtol=2e-4, atol=2e-4)
 
 
 def test_values_read_outside_stay_nchw():
@@ -164,3 +170,15 @@ def test_pools_of_one_image_match_the_interpreter():
     x = np.random.default_rng(5).standard_normal((1, 16, 8, 10)).astype(np.float32)
     exe = run_both_ways(layers_module(x.shape, layers), x)
     assert stored(exe) == {"a": "y", "max": "x,y", "b": "x,y", "pool": "x"}
+
+
+def test_the_layout_is_a_tuning_knob_where_there_are_convolutions():
+    from hpvm.registry import get_registry
+    from hpvm.target import NodeRef
+    cpu = get_registry().target("cpu").target
+    layers = [conv("a", "x", 16, 32), conv("b", "a", 32, 32)]
+    module = layers_module((1, 16, 8, 8), layers)
+    nodes = [NodeRef("main", n.name) for n in module.root_graph.nodes]
+    assert "channels_last" in {k.name for k in cpu.knobs(module, nodes)}
+    relu = layers_module((1, 16, 8, 8), [("r", "relu", {}, {}, {"x": "x"})])
+    assert "channels_last" not in {k.name for k in cpu.knobs(relu, [NodeRef("main", "r")])}

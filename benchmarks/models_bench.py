@@ -16,7 +16,8 @@ run.  ``compile`` is hpvm's compile and first call, from a cold start of
 the process's compile cache (set ``HPVM_CACHE_DIR`` to an empty folder to
 time a cold compile).  ``--nodes K`` prints the K slowest nodes of hpvm's
 last run of each model (``exe.report()``).  With ``--device cuda`` the aten
-target and torch run on the GPU.  ``--cpu-variant`` adds a row of the cpu
+target and torch run on the GPU, torch twice: with its defaults (TF32
+convolutions) and in FP32, as hpvm's exact nodes compute.  ``--cpu-variant`` adds a row of the cpu
 target compiled with other options.  ``--json`` records the run (command,
 machine, each row with its ratio); ``--compare`` prints each ratio beside
 a recorded run's (benchmarks/compare.py), marking those that moved past
@@ -94,6 +95,9 @@ def bench(name: str, batch: int, args) -> list[Row]:
     if args.openvino:
         runners.append((OPENVINO, openvino_runner(proto, x, args.threads), "", None))
     runners.append(("torch (eager, no_grad)", torch_runner(model, x, args.device), "", None))
+    if args.device.startswith("cuda"):  # torch's convolutions are TF32 unless told not to
+        runners.append(("torch (eager, no_grad, no TF32)",
+                        torch_runner(model, x, args.device, tf32=False), "", None))
     if args.torch_compile:
         runners.append((f"torch.compile ({args.torch_compile})",
                         torch_runner(model, x, args.device, args.torch_compile), "", None))

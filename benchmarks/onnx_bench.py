@@ -85,19 +85,30 @@ def make_model(name: str, batch: int, seed: int = 0):
     return model, shape, x
 
 
-def torch_runner(model, x: np.ndarray, device: str = "cpu", mode: str | None = None):
+def torch_runner(model, x: np.ndarray, device: str = "cpu", mode: str | None = None,
+                 tf32: bool = True):
     """Host input to host output (a copy each way on a GPU); with ``mode``
     the model goes through ``torch.compile(mode=...)`` first (compiled by
-    the first call, which median_ms does not time)."""
+    the first call, which median_ms does not time).  ``tf32`` False: on
+    CUDA, cuDNN's and cuBLAS's TF32 tensor cores are off (PyTorch allows
+    them for convolutions by default), so that the model computes in
+    FP32 as hpvm's exact nodes do."""
     import torch
     model = model.to(device)
     if mode is not None:
         model = torch.compile(model, mode=mode)
     tensor = torch.from_numpy(x)
+    backends = torch.backends
 
     def run():
-        with torch.no_grad():
-            return model(tensor.to(device)).cpu().numpy()
+        allowed = backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32
+        if not tf32:
+            backends.cudnn.allow_tf32 = backends.cuda.matmul.allow_tf32 = False
+        try:
+            with torch.no_grad():
+                return model(tensor.to(device)).cpu().numpy()
+        finally:
+            backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32 = allowed
     return run
 
 

@@ -1,27 +1,34 @@
 """The gpu_opencl programs against the GPU's measured peaks (issue 40's
-roofline table), beside their hand-written OpenCL kernels.
+roofline table), beside their hand-written OpenCL kernels; with
+``--target cpu``, the cpu's compute-bound programs against the host's.
 
     python benchmarks/roofline_bench.py [--programs sgemm,mriq,stencil,spmv,blur]
         [--size large] [--repeat 15] [--pipelines ,default]
+    python benchmarks/roofline_bench.py --target cpu [--threads N]
+        [--programs sgemm,ms_gemm,mriq]
 
-Every row runs on the device alone: hpvm's inputs are made there once
-(``exe.device_array``) and its outputs left there (``outputs="device"``);
-the hand-written kernels (the suite's OpenCL peers) read inputs copied
-once.  A row's time is the median of whole calls, each waited for (every
-launch and every wait of the runtime included, no host copies); hpvm's
-rows also give the nodes' own time (``exe.report()``: each kernel's own
-time, from OpenCL profiling events).
+On gpu_opencl every row runs on the device alone: hpvm's inputs are made
+there once (``exe.device_array``) and its outputs left there
+(``outputs="device"``); the hand-written kernels (the suite's OpenCL
+peers) read inputs copied once.  A row's time is the median of whole
+calls, each waited for (every launch and every wait of the runtime
+included, no host copies); hpvm's rows also give the nodes' own time
+(``exe.report()``: each kernel's own time, from OpenCL profiling
+events).  On the cpu a row is a whole call from host arrays, beside the
+suite's cpu peers (numba).
 
 The work of a program is what its algorithm must do, counted from its
 inputs (WORK below), not what a schedule does: floating-point operations
 (a sine or cosine counts as one) and the bytes it must move at least (each
 input read once, each output written once; a sweep of stencil reads and
-writes the grid).  Peaks are measured in the same run: the bandwidth of a
-copy kernel over 256 MiB (read and write counted), and the FP32 rate of
-cuBLAS (through PyTorch, TF32 off) on 8192^3 where PyTorch sees a CUDA
-GPU.  A row's bound is the lower of the FP32 peak and its intensity
-(operations per byte) times the bandwidth; "of bound" is its rate against
-that bound.
+writes the grid).  Peaks are measured in the same run.  GPU: the
+bandwidth of a copy kernel over 256 MiB (read and write counted), and the
+FP32 rate of cuBLAS (through PyTorch, TF32 off) on 8192^3 where PyTorch
+sees a CUDA GPU.  cpu: the bandwidth of the cpu target's copy on every
+core (its thread pool) over 256 MiB, and the rates of numpy's BLAS sgemm
+and dgemm on 2048^3 (its own threads).  A row's bound is the lower of
+its precision's peak and its intensity (operations per byte) times the
+bandwidth; "of bound" is its rate against that bound.
 """
 from __future__ import annotations
 
@@ -72,9 +79,18 @@ def _blur(inputs) -> tuple[float, float]:
     return 6.0 * pixels, 2.0 * F32 * pixels
 
 
+def _ms_gemm(inputs) -> tuple[float, float]:
+    n = inputs["m1"].shape[0]
+    return 2.0 * n ** 3, 8.0 * 3 * n * n
+
+
 WORK: dict[str, Callable[[dict], tuple[float, float]]] = {
-    "sgemm": _sgemm, "mriq": _mriq, "stencil": _stencil, "spmv": _spmv, "blur": _blur}
+    "sgemm": _sgemm, "mriq": _mriq, "stencil": _stencil, "spmv": _spmv, "blur": _blur,
+    "ms_gemm": _ms_gemm}
 """(floating-point operations, least bytes moved) of a program's run."""
+FP64 = {"ms_gemm"}
+"""Programs computing in f64 (bound by the FP64 peak)."""
+PROGRAMS = {"gpu_opencl": "sgemm,mriq,stencil,spmv,blur", "cpu": "sgemm,ms_gemm,mriq"}
 
 
 def copy_bandwidth(repeat: int) -> float:
@@ -117,6 +133,44 @@ def cublas_rate(repeat: int) -> float | None:
     return 2.0 * n ** 3 / (median_ms(run, repeat) / 1e3)
 
 
+def host_peaks(repeat: int) -> tuple[float, float, float]:
+    """(bytes a second of the cpu target's copy on every core over 256 MiB,
+    read and write counted; FP32 and FP64 operations a second of numpy's
+    BLAS on 2048^3)."""
+    from hpvm_cpu.codegen.thread_pool import thread_pool
+    pool = thread_pool()
+    source = np.ones(64 << 20, np.float32)
+    target = np.empty_like(source)
+    bandwidth = 2.0 * source.nbytes / (median_ms(lambda: pool.copy(target, source),
+                                                 repeat) / 1e3)
+    rates = []
+    for dtype in (np.float32, np.float64):
+        a = np.random.default_rng(0).standard_normal((2048, 2048)).astype(dtype)
+        rates.append(2.0 * 2048 ** 3 / (median_ms(lambda: a @ a, repeat) / 1e3))
+    return bandwidth, rates[0], rates[1]
+
+
+def hpvm_host_run(bench, inputs: dict, pipeline: str, threads: int | None
+                  ) -> tuple[Callable[[], None], Callable[[int], float]]:
+    """A call of ``bench`` compiled for the cpu after ``pipeline`` from host
+    arrays; and a function measuring its nodes' own time."""
+    from hpvm.runtime import compile
+    options = {"threads": threads} if threads else {}
+    exe = compile(bench.build(), ["cpu"], {**options, "pipeline": pipeline} if pipeline
+                  else options)
+    for name, value in bench.reference(inputs).items():
+        np.testing.assert_allclose(exe(**inputs)[name], value, rtol=bench.rtol,
+                                   atol=bench.atol)
+
+    def nodes(repeat: int) -> float:
+        times = []
+        for _ in range(repeat):
+            exe(**inputs)
+            times.append(exe.report().node_seconds * 1e3)
+        return statistics.median(times)
+    return lambda: exe(**inputs), nodes
+
+
 def hpvm_run(bench, inputs: dict, pipeline: str
              ) -> tuple[Callable[[], None], Callable[[int], float]]:
     """A device-resident call of ``bench`` compiled for gpu_opencl after
@@ -147,7 +201,8 @@ def hpvm_run(bench, inputs: dict, pipeline: str
     return run, nodes
 
 
-def rows_of(name: str, size: str, pipelines: list[str], repeat: int) -> list[tuple]:
+def rows_of(name: str, size: str, pipelines: list[str], repeat: int, target: str = "gpu_opencl",
+            threads: int | None = None) -> list[tuple]:
     """(program, implementation, ms, flops, bytes, nodes' own ms or None)
     rows of one program."""
     bench = importlib.import_module(f"benchmarks.programs.{name}").BENCHMARKS[0]
@@ -155,28 +210,36 @@ def rows_of(name: str, size: str, pipelines: list[str], repeat: int) -> list[tup
     flops, nbytes = WORK[name](inputs)
     rows = []
     for pipeline in pipelines:
-        run, nodes = hpvm_run(bench, inputs, pipeline)
+        run, nodes = hpvm_run(bench, inputs, pipeline) if target == "gpu_opencl" \
+            else hpvm_host_run(bench, inputs, pipeline, threads)
         ms = median_ms(run, repeat)
         rows.append((name, f"hpvm, pipeline '{pipeline}'" if pipeline else "hpvm, as written",
                      ms, flops, nbytes, nodes(repeat)))
     for peer in bench.peers:
-        if peer.prepare_kernels is not None and peer.available() is None:
+        if peer.available() is not None:
+            continue
+        if target == "gpu_opencl" and peer.prepare_kernels is not None:
             rows.append((name, peer.name, median_ms(peer.prepare_kernels(inputs), repeat),
                          flops, nbytes, None))
+        elif target == "cpu" and "cpu" in peer.targets:
+            rows.append((name, peer.name, median_ms(peer.prepare(inputs), repeat), flops,
+                         nbytes, None))
     return rows
 
 
-def format_rows(rows: list[tuple], bandwidth: float, fp32: float | None) -> list[str]:
+def format_rows(rows: list[tuple], bandwidth: float, fp32: float | None,
+                fp64: float | None = None) -> list[str]:
     lines = ["| program | implementation | ms | nodes' own ms | GFLOP/s | GB/s | FLOP/byte | bound "
              "| of bound |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
     for program, implementation, ms, flops, nbytes, nodes in rows:
         seconds = ms / 1e3
         intensity = flops / nbytes
         memory_bound = intensity * bandwidth
-        if fp32 is None or memory_bound < fp32:
+        precision, peak = ("FP64", fp64) if program in FP64 else ("FP32", fp32)
+        if peak is None or memory_bound < peak:
             bound, limit = "memory", memory_bound
         else:
-            bound, limit = "FP32", fp32
+            bound, limit = precision, peak
         rate = flops / seconds
         own = "" if nodes is None else f"{nodes:.3f}"
         lines.append(f"| {program} | {implementation} | {ms:.3f} | {own} | {rate / 1e9:.0f} | "
@@ -187,24 +250,34 @@ def format_rows(rows: list[tuple], bandwidth: float, fp32: float | None) -> list
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--programs", default=",".join(WORK))
+    parser.add_argument("--target", default="gpu_opencl", choices=tuple(PROGRAMS))
+    parser.add_argument("--programs", default=None, help="comma-separated (default: the "
+                        "target's: " + "; ".join(f"{t}: {p}" for t, p in PROGRAMS.items()) + ")")
     parser.add_argument("--size", default="large", choices=("small", "large"))
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--threads", type=int, default=None, help="the cpu's threads")
     parser.add_argument("--pipelines", default=",default",
                         help="comma-separated pass pipelines ('' : as written)")
     args = parser.parse_args(argv)
-    names = args.programs.split(",")
+    names = (args.programs or PROGRAMS[args.target]).split(",")
     unknown = [name for name in names if name not in WORK]
     if unknown:
         raise SystemExit(f"no work model for {', '.join(unknown)}; choose from {', '.join(WORK)}")
-    bandwidth, fp32 = copy_bandwidth(args.repeat), cublas_rate(args.repeat)
+    if args.target == "cpu":
+        bandwidth, fp32, fp64 = host_peaks(args.repeat)
+        peaks = (f"peaks: the cpu's copy on every core {bandwidth / 1e9:.0f} GB/s; numpy's "
+                 f"BLAS FP32 {fp32 / 1e9:.0f} GFLOP/s, FP64 {fp64 / 1e9:.0f} GFLOP/s")
+    else:
+        (bandwidth, fp32), fp64 = (copy_bandwidth(args.repeat), cublas_rate(args.repeat)), None
+        peaks = (f"peaks: copy kernel {bandwidth / 1e9:.0f} GB/s; cuBLAS FP32 "
+                 + (f"{fp32 / 1e12:.1f} TFLOP/s" if fp32 else "not measured (no CUDA in PyTorch)"))
     rows = [row for name in names
-            for row in rows_of(name, args.size, args.pipelines.split(","), args.repeat)]
+            for row in rows_of(name, args.size, args.pipelines.split(","), args.repeat,
+                               args.target, args.threads)]
     print(f"command: python {shlex.join(sys.argv)}")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus")
-    print(f"peaks: copy kernel {bandwidth / 1e9:.0f} GB/s; cuBLAS FP32 "
-          + (f"{fp32 / 1e12:.1f} TFLOP/s" if fp32 else "not measured (no CUDA in PyTorch)"))
-    print("\n".join(format_rows(rows, bandwidth, fp32)))
+    print(peaks)
+    print("\n".join(format_rows(rows, bandwidth, fp32, fp64)))
     return 0
 
 

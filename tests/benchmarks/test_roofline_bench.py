@@ -35,3 +35,19 @@ def test_small_programs_run_on_an_opencl_device(capsys):
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| spmv")]
     assert [row.split("|")[2].strip() for row in rows] == [
         "hpvm, as written", "hpvm, pipeline 'default'", "opencl (hand, csr-vector)"]
+
+
+def test_an_f64_program_is_held_to_the_fp64_peak():
+    rows = [("ms_gemm", "impl", 10.0, 1e12, 1e9, None)]
+    lines = format_rows(rows, bandwidth=200e12, fp32=1e15, fp64=1e14)
+    assert lines[2].split("|")[8:10] == [" FP64 ", " 1.00 "]
+
+
+def test_small_programs_run_on_the_cpu(capsys):
+    assert main(["--target", "cpu", "--programs", "ms_gemm", "--size", "small", "--repeat",
+                 "1", "--threads", "2", "--pipelines", ",default"]) == 0
+    out = capsys.readouterr().out
+    assert "numpy's BLAS FP32" in out
+    rows = [line for line in out.splitlines() if line.startswith("| ms_gemm")]
+    assert [row.split("|")[2].strip() for row in rows][:2] == [
+        "hpvm, as written", "hpvm, pipeline 'default'"]

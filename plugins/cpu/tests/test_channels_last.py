@@ -182,3 +182,17 @@ def test_the_layout_is_a_tuning_knob_where_there_are_convolutions():
     assert "channels_last" in {k.name for k in cpu.knobs(module, nodes)}
     relu = layers_module((1, 16, 8, 8), [("r", "relu", {}, {}, {"x": "x"})])
     assert "channels_last" not in {k.name for k in cpu.knobs(relu, [NodeRef("main", "r")])}
+
+
+@pytest.mark.parametrize("size", [1, 3])
+def test_a_summand_stored_unlike_the_result(size):
+    """A convolution whose residual summand is a graph output (NCHW) while
+    its input and result are stored channels-last: a 1x1 one (packed,
+    the summand's index moved from the result's) and a 3x3 one."""
+    layers = [conv("a", "x", 16, 32, activation="none"),
+              conv("b", "x", 16, 32),
+              conv("c", "b", 32, 32, size=size, z="a"),
+              conv("d", "c", 32, 32, size=1)]
+    x = np.random.default_rng(6).standard_normal((2, 16, 9, 9)).astype(np.float32)
+    exe = run_both_ways(layers_module(x.shape, layers, outputs=("y", "a")), x)
+    assert stored(exe)["c"] == "x,y"

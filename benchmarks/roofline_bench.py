@@ -6,6 +6,7 @@ roofline table), beside their hand-written OpenCL kernels; with
         [--size large] [--repeat 15] [--pipelines ,default]
     python benchmarks/roofline_bench.py --target cpu [--threads N]
         [--programs sgemm,ms_gemm,mriq]
+    ... [--tune BUDGET]     # and a row tuned with hpvm.tune in BUDGET samples
 
 On gpu_opencl every row runs on the device alone: hpvm's inputs are made
 there once (``exe.device_array``) and its outputs left there
@@ -15,7 +16,13 @@ calls, each waited for (every launch and every wait of the runtime
 included, no host copies); hpvm's rows also give the nodes' own time
 (``exe.report()``: each kernel's own time, from OpenCL profiling
 events).  On the cpu a row is a whole call from host arrays, beside the
-suite's cpu peers (numba).
+suite's cpu peers (numba).  With ``--tune``, each program is also tuned
+(``hpvm.tune``, its default engine, objective the nodes' own time on
+gpu_opencl and the whole call on the cpu, the program's reference
+outputs as the check) and its best configuration timed as the rows
+above; the tuner's confirmation step keeps the program as written and
+the default pipeline among the candidates, so the tuned row is never
+slower than both in the tuner's measurement.
 
 The work of a program is what its algorithm must do, counted from its
 inputs (WORK below), not what a schedule does: floating-point operations
@@ -150,14 +157,34 @@ def host_peaks(repeat: int) -> tuple[float, float, float]:
     return bandwidth, rates[0], rates[1]
 
 
-def hpvm_host_run(bench, inputs: dict, pipeline: str, threads: int | None
+def compiled(bench, target: str, pipeline: str, options: dict, config=None):
+    """``bench``'s program compiled for ``target``: after ``pipeline``, or
+    with a tuned ``config`` (its options overridden by ``options``)."""
+    import hpvm
+    if config is not None:
+        return hpvm.compile(bench.build(), [target], options, config=config)
+    return hpvm.compile(bench.build(), [target],
+                        {**options, "pipeline": pipeline} if pipeline else options)
+
+
+def tuned_config(bench, inputs: dict, target: str, budget: int, threads: int | None):
+    """The best configuration ``hpvm.tune`` finds in ``budget`` samples
+    (None where none was feasible)."""
+    from hpvm.tune import tune
+    objective = "node_seconds" if target == "gpu_opencl" else "seconds"
+    program = bench.build()
+    result = tune(program, [target], inputs, budget, objectives=[objective],
+                  reference=bench.reference(inputs))
+    print(f"{bench.name}: {result.summary()}", file=sys.stderr)
+    return result.best
+
+
+def hpvm_host_run(bench, inputs: dict, pipeline: str, threads: int | None, config=None
                   ) -> tuple[Callable[[], None], Callable[[int], float]]:
-    """A call of ``bench`` compiled for the cpu after ``pipeline`` from host
-    arrays; and a function measuring its nodes' own time."""
-    from hpvm.runtime import compile
-    options = {"threads": threads} if threads else {}
-    exe = compile(bench.build(), ["cpu"], {**options, "pipeline": pipeline} if pipeline
-                  else options)
+    """A call of ``bench`` compiled for the cpu after ``pipeline`` (or
+    with ``config``) from host arrays; and a function measuring its
+    nodes' own time."""
+    exe = compiled(bench, "cpu", pipeline, {"threads": threads} if threads else {}, config)
     for name, value in bench.reference(inputs).items():
         np.testing.assert_allclose(exe(**inputs)[name], value, rtol=bench.rtol,
                                    atol=bench.atol)
@@ -171,13 +198,12 @@ def hpvm_host_run(bench, inputs: dict, pipeline: str, threads: int | None
     return lambda: exe(**inputs), nodes
 
 
-def hpvm_run(bench, inputs: dict, pipeline: str
+def hpvm_run(bench, inputs: dict, pipeline: str, config=None
              ) -> tuple[Callable[[], None], Callable[[int], float]]:
     """A device-resident call of ``bench`` compiled for gpu_opencl after
-    ``pipeline``, waited for; and a function measuring its nodes' own
-    time."""
-    from hpvm.runtime import compile
-    exe = compile(bench.build(), ["gpu_opencl"], {"pipeline": pipeline} if pipeline else {})
+    ``pipeline`` (or with ``config``), waited for; and a function
+    measuring its nodes' own time."""
+    exe = compiled(bench, "gpu_opencl", pipeline, {}, config)
     resident = {name: exe.device_array(value) if isinstance(value, np.ndarray) and value.ndim
                 else value for name, value in inputs.items()}
     expected = exe(**inputs)
@@ -202,19 +228,23 @@ def hpvm_run(bench, inputs: dict, pipeline: str
 
 
 def rows_of(name: str, size: str, pipelines: list[str], repeat: int, target: str = "gpu_opencl",
-            threads: int | None = None) -> list[tuple]:
+            threads: int | None = None, tune: int = 0) -> list[tuple]:
     """(program, implementation, ms, flops, bytes, nodes' own ms or None)
     rows of one program."""
     bench = importlib.import_module(f"benchmarks.programs.{name}").BENCHMARKS[0]
     inputs = bench.make_inputs(size, np.random.default_rng(0))
     flops, nbytes = WORK[name](inputs)
+    variants = [(f"hpvm, pipeline '{pipeline}'" if pipeline else "hpvm, as written", pipeline,
+                 None) for pipeline in pipelines]
+    config = tuned_config(bench, inputs, target, tune, threads) if tune else None
+    if config is not None:
+        variants.append((f"hpvm, tuned ({tune} samples)", "", config))
     rows = []
-    for pipeline in pipelines:
-        run, nodes = hpvm_run(bench, inputs, pipeline) if target == "gpu_opencl" \
-            else hpvm_host_run(bench, inputs, pipeline, threads)
+    for implementation, pipeline, config in variants:
+        run, nodes = hpvm_run(bench, inputs, pipeline, config) if target == "gpu_opencl" \
+            else hpvm_host_run(bench, inputs, pipeline, threads, config)
         ms = median_ms(run, repeat)
-        rows.append((name, f"hpvm, pipeline '{pipeline}'" if pipeline else "hpvm, as written",
-                     ms, flops, nbytes, nodes(repeat)))
+        rows.append((name, implementation, ms, flops, nbytes, nodes(repeat)))
     for peer in bench.peers:
         if peer.available() is not None:
             continue
@@ -258,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="the cpu's threads")
     parser.add_argument("--pipelines", default=",default",
                         help="comma-separated pass pipelines ('' : as written)")
+    parser.add_argument("--tune", type=int, default=0, metavar="BUDGET",
+                        help="also tune each program in BUDGET samples and time the best")
     args = parser.parse_args(argv)
     names = (args.programs or PROGRAMS[args.target]).split(",")
     unknown = [name for name in names if name not in WORK]
@@ -273,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                  + (f"{fp32 / 1e12:.1f} TFLOP/s" if fp32 else "not measured (no CUDA in PyTorch)"))
     rows = [row for name in names
             for row in rows_of(name, args.size, args.pipelines.split(","), args.repeat,
-                               args.target, args.threads)]
+                               args.target, args.threads, args.tune)]
     print(f"command: python {shlex.join(sys.argv)}")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus")
     print(peaks)

@@ -51,3 +51,13 @@ def test_small_programs_run_on_the_cpu(capsys):
     rows = [line for line in out.splitlines() if line.startswith("| ms_gemm")]
     assert [row.split("|")[2].strip() for row in rows][:2] == [
         "hpvm, as written", "hpvm, pipeline 'default'"]
+
+
+def test_a_tuned_row_follows_the_pipelines(capsys):
+    assert main(["--target", "cpu", "--programs", "ms_gemm", "--size", "small", "--repeat",
+                 "1", "--threads", "2", "--pipelines", "", "--tune", "2"]) == 0
+    captured = capsys.readouterr()
+    rows = [line for line in captured.out.splitlines() if line.startswith("| ms_gemm")]
+    assert [row.split("|")[2].strip() for row in rows][:2] == [
+        "hpvm, as written", "hpvm, tuned (2 samples)"]
+    assert "ms_gemm: best seconds" in captured.err

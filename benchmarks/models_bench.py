@@ -5,7 +5,7 @@ onnxruntime, OpenVINO and torch eager, in the same run (issue 39).
     .venv/bin/python benchmarks/models_bench.py [--models resnet18,mobilenetv2]
         [--batch 1,8] [--threads N] [--repeat 10] [--targets cpu] [--openvino]
         [--device cuda] [--torch-compile MODE] [--nodes 10] [--json out.json]
-        [--compare earlier.json] [--cpu-variant blas=False]
+        [--compare earlier.json] [--cpu-variant blas=False] [--aten-variant precision=tf32]
 
 hpvm loads each model with ``hpvm.frontend.torch.load`` (torch.export, the
 default TENSOR_PIPELINE); onnxruntime and OpenVINO read the file
@@ -17,11 +17,13 @@ the process's compile cache (set ``HPVM_CACHE_DIR`` to an empty folder to
 time a cold compile).  ``--nodes K`` prints the K slowest nodes of hpvm's
 last run of each model (``exe.report()``).  With ``--device cuda`` the aten
 target and torch run on the GPU, torch twice: with its defaults (TF32
-convolutions) and in FP32, as hpvm's exact nodes compute.  ``--cpu-variant`` adds a row of the cpu
-target compiled with other options.  ``--json`` records the run (command,
-machine, each row with its ratio); ``--compare`` prints each ratio beside
-a recorded run's (benchmarks/compare.py), marking those that moved past
-10%.
+convolutions) and in FP32, as hpvm's exact nodes compute.
+``--cpu-variant`` and ``--aten-variant`` add a row of the target compiled
+with other options (``--aten-variant precision=tf32``: aten's convolutions
+and products on TF32 tensor cores, as torch's defaults have them).
+``--json`` records the run (command, machine, each row with its ratio);
+``--compare`` prints each ratio beside a recorded run's
+(benchmarks/compare.py), marking those that moved past 10%.
 """
 from __future__ import annotations
 
@@ -79,13 +81,12 @@ def bench(name: str, batch: int, args) -> list[Row]:
     label = f"{name}, batch {batch}"
     reference = torch_runner(model, x)()
     module = load(model, (torch.from_numpy(x),))
-    hpvm_rows = [(f"hpvm {target}" + (f" {args.device}" if target == "aten" else ""), target,
-                  {"threads": args.threads} if target == "cpu" else
-                  {"device": args.device} if target == "aten" else {})
+    hpvm_rows = [(implementation_name(target, args), target, target_options(target, args))
                  for target in args.targets]
-    hpvm_rows += [(f"hpvm cpu ({variant})", "cpu",
-                   {"threads": args.threads, **variant_options(variant)})
-                  for variant in args.cpu_variant]
+    hpvm_rows += [(f"{implementation_name(target, args)} ({variant})", target,
+                   {**target_options(target, args), **variant_options(variant)})
+                  for target, variants in (("cpu", args.cpu_variant), ("aten", args.aten_variant))
+                  for variant in variants]
     runners = []
     for implementation, target, options in hpvm_rows:
         run, seconds, exe = hpvm_runner(module, target, options, x)
@@ -108,6 +109,15 @@ def bench(name: str, batch: int, args) -> list[Row]:
         if exe is not None and args.nodes:
             print(f"{label}, {implementation}:\n{slowest_nodes(exe, args.nodes)}", flush=True)
     return rows
+
+
+def implementation_name(target: str, args) -> str:
+    return f"hpvm {target}" + (f" {args.device}" if target == "aten" else "")
+
+
+def target_options(target: str, args) -> dict:
+    """The options every row of ``target`` is compiled with."""
+    return {"cpu": {"threads": args.threads}, "aten": {"device": args.device}}.get(target, {})
 
 
 def variant_options(text: str) -> dict:
@@ -136,6 +146,9 @@ def parse_args(argv=None):
     parser.add_argument("--nodes", type=int, default=0, help="print the slowest hpvm nodes")
     parser.add_argument("--cpu-variant", action="append", default=[], metavar="KEY=VALUE,...",
                         help="another hpvm cpu row compiled with these options (repeatable)")
+    parser.add_argument("--aten-variant", action="append", default=[], metavar="KEY=VALUE,...",
+                        help="another hpvm aten row compiled with these options (repeatable), "
+                             "e.g. precision=tf32: TF32 convolutions, as torch's defaults")
     parser.add_argument("--json", type=Path, help="write the command, machine and rows here")
     parser.add_argument("--compare", type=Path, help="a --json file of an earlier run: print "
                                                      "each ratio then and now")

@@ -35,3 +35,13 @@ def test_compare_with_a_file_that_is_no_record_fails_before_running(tmp_path, ca
     broken.write_text("{not json")
     assert main(["--models", "bert", "--compare", str(broken)]) == 2
     assert "broken.json: not a recorded suite run" in capsys.readouterr().err
+
+
+def test_a_variant_row_takes_its_targets_options_and_its_own():
+    from benchmarks.models_bench import implementation_name, parse_args, target_options
+    args = parse_args(["--device", "cuda", "--threads", "3", "--aten-variant", "precision=tf32",
+                       "--cpu-variant", "blas=False"])
+    assert args.aten_variant == ["precision=tf32"] and args.cpu_variant == ["blas=False"]
+    assert implementation_name("aten", args) == "hpvm aten cuda"
+    assert target_options("aten", args) == {"device": "cuda"}
+    assert target_options("cpu", args) == {"threads": 3}

@@ -16,7 +16,8 @@ calls, each waited for (every launch and every wait of the runtime
 included, no host copies); hpvm's rows also give the nodes' own time
 (``exe.report()``: each kernel's own time, from OpenCL profiling
 events).  On the cpu a row is a whole call from host arrays, beside the
-suite's cpu peers (numba).  With ``--tune``, each program is also tuned
+suite's cpu peers (numba).  hpvm's rows of a program are timed in
+turn, call by call.  With ``--tune``, each program is also tuned
 (``hpvm.tune``, its default engine, objective the nodes' own time on
 gpu_opencl and the whole call on the cpu, the program's reference
 outputs as the check) and its best configuration timed as the rows
@@ -46,6 +47,7 @@ import platform
 import shlex
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -227,6 +229,21 @@ def hpvm_run(bench, inputs: dict, pipeline: str, config=None
     return run, nodes
 
 
+def interleaved_ms(runs: list[Callable[[], None]], repeat: int) -> list[float]:
+    """The median ms of each of ``runs``, warmed up as median_ms does and
+    then called in turn ``repeat`` times, so that a disturbance of the
+    machine falls on all of them alike."""
+    for run in runs:
+        median_ms(run, 1)
+    times: list[list[float]] = [[] for _ in runs]
+    for _ in range(repeat):
+        for run, own in zip(runs, times):
+            began = time.perf_counter()
+            run()
+            own.append(time.perf_counter() - began)
+    return [statistics.median(own) * 1e3 for own in times]
+
+
 def rows_of(name: str, size: str, pipelines: list[str], repeat: int, target: str = "gpu_opencl",
             threads: int | None = None, tune: int = 0) -> list[tuple]:
     """(program, implementation, ms, flops, bytes, nodes' own ms or None)
@@ -239,12 +256,12 @@ def rows_of(name: str, size: str, pipelines: list[str], repeat: int, target: str
     config = tuned_config(bench, inputs, target, tune, threads) if tune else None
     if config is not None:
         variants.append((f"hpvm, tuned ({tune} samples)", "", config))
-    rows = []
-    for implementation, pipeline, config in variants:
-        run, nodes = hpvm_run(bench, inputs, pipeline, config) if target == "gpu_opencl" \
+    runs = [hpvm_run(bench, inputs, pipeline, config) if target == "gpu_opencl"
             else hpvm_host_run(bench, inputs, pipeline, threads, config)
-        ms = median_ms(run, repeat)
-        rows.append((name, implementation, ms, flops, nbytes, nodes(repeat)))
+            for _, pipeline, config in variants]
+    calls = interleaved_ms([run for run, _ in runs], repeat)
+    rows = [(name, implementation, ms, flops, nbytes, nodes(repeat))
+            for (implementation, _, _), ms, (_, nodes) in zip(variants, calls, runs)]
     for peer in bench.peers:
         if peer.available() is not None:
             continue

@@ -13,6 +13,15 @@ degree-6 polynomial for e^r, and the scale 2^n applied as two powers of
 two built from their exponent bits, so that results below 2^-126 come
 out as denormals as libm's do.  Error within 2 ulp of the exact result
 over the whole range; exp(+inf) = inf, exp(-inf) = 0, NaN stays NaN.
+
+``log_f32`` is Cephes' ``logf``: x = m 2^e with m in [sqrt(1/2), sqrt(2))
+(denormals scaled by 2^23 first), log x = e ln 2 + log(1 + f) with
+f = m - 1 and a degree-8 polynomial; within 2 ulp; log 0 = -inf,
+log of a negative number NaN, log inf = inf.
+
+``tanh_f32`` is Cephes' ``tanhf``: an odd degree-11 polynomial below
+0.625, ``1 - 2 / (e^(2|x|) + 1)`` with the sign of x above (exp_f32),
+so 1 from about 9 on; within 3 ulp.  f64 log and tanh stay libm calls.
 """
 from __future__ import annotations
 
@@ -20,6 +29,16 @@ from llvmlite import ir
 
 F32 = ir.FloatType()
 I32 = ir.IntType(32)
+SQRT_HALF_TWO = 1.41421356237309504880
+LOG_POLY = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
+            1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
+            3.3333331174e-1)
+"""log(1 + f) = f - f^2 / 2 + f^3 poly(f), highest coefficient first."""
+SMALLEST_NORMAL = 2.0 ** -126
+TANH_POLY = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
+             -3.33332819422e-1)
+"""tanh x = x + x^3 poly(x^2) below TANH_SMALL, highest coefficient first."""
+TANH_SMALL = 0.625
 
 LOG2E = 1.44269504088896341
 LN2_HI, LN2_LO = 0.693359375, -2.12194440e-4
@@ -52,9 +71,7 @@ def exp_f32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     n_float = builder.call(floor, [scaled])
     r = builder.fsub(clamped, builder.fmul(n_float, _f(LN2_HI)))
     r = builder.fsub(r, builder.fmul(n_float, _f(LN2_LO)))
-    poly = _f(EXP_POLY[0])
-    for coefficient in EXP_POLY[1:]:
-        poly = builder.fadd(builder.fmul(poly, r), _f(coefficient))
+    poly = _polynomial(builder, EXP_POLY, r)
     square = builder.fmul(r, r)
     value = builder.fadd(builder.fadd(builder.fmul(poly, square), r), _f(1.0))
     # 2^n as 2^(n - half) * 2^half: both factors normal for n in [-150, 128]
@@ -67,3 +84,52 @@ def exp_f32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     underflow = builder.fcmp_ordered("<", x, _f(EXP_LOW))
     value = builder.select(underflow, _f(0.0), value)
     return builder.select(builder.fcmp_unordered("uno", x, x), x, value)
+
+
+def _polynomial(builder: ir.IRBuilder, coefficients, x) -> ir.Value:
+    """Horner's rule, highest coefficient first."""
+    value = _f(coefficients[0])
+    for coefficient in coefficients[1:]:
+        value = builder.fadd(builder.fmul(value, x), _f(coefficient))
+    return value
+
+
+def log_f32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """log x for an f32 ``x`` (see the module's text)."""
+    denormal = builder.fcmp_ordered("<", x, _f(SMALLEST_NORMAL))
+    scaled = builder.select(denormal, builder.fmul(x, _f(2.0 ** 23)), x)
+    bits = builder.bitcast(scaled, I32)
+    exponent = builder.sub(builder.lshr(bits, ir.Constant(I32, 23)), ir.Constant(I32, 127))
+    exponent = builder.sub(exponent, builder.select(denormal, ir.Constant(I32, 23),
+                                                    ir.Constant(I32, 0)))
+    mantissa = builder.or_(builder.and_(bits, ir.Constant(I32, 0x7FFFFF)),
+                           ir.Constant(I32, 0x3F800000))
+    m = builder.bitcast(mantissa, F32)                           # in [1, 2)
+    above = builder.fcmp_ordered(">", m, _f(SQRT_HALF_TWO))
+    m = builder.select(above, builder.fmul(m, _f(0.5)), m)
+    exponent = builder.add(exponent, builder.zext(above, I32))
+    f = builder.fsub(m, _f(1.0))
+    square = builder.fmul(f, f)
+    value = builder.fmul(builder.fmul(f, square), _polynomial(builder, LOG_POLY, f))
+    e = builder.sitofp(exponent, F32)
+    value = builder.fadd(value, builder.fmul(e, _f(LN2_LO)))
+    value = builder.fsub(value, builder.fmul(square, _f(0.5)))
+    value = builder.fadd(builder.fadd(f, value), builder.fmul(e, _f(LN2_HI)))
+    value = builder.select(builder.fcmp_ordered("==", x, _f(float("inf"))), x, value)
+    value = builder.select(builder.fcmp_ordered("==", x, _f(0.0)), _f(float("-inf")), value)
+    return builder.select(builder.fcmp_unordered("<", x, _f(0.0)), _f(float("nan")), value)
+
+
+def tanh_f32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """tanh x for an f32 ``x`` (see the module's text): tanh |x| with the
+    sign of x."""
+    magnitude = builder.call(builder.module.declare_intrinsic("llvm.fabs", [F32]), [x])
+    square = builder.fmul(magnitude, magnitude)
+    small = builder.fmul(builder.fmul(_polynomial(builder, TANH_POLY, square), square), magnitude)
+    small = builder.fadd(small, magnitude)
+    e = exp_f32(builder, builder.fmul(magnitude, _f(2.0)))
+    large = builder.fsub(_f(1.0), builder.fdiv(_f(2.0), builder.fadd(e, _f(1.0))))
+    value = builder.select(builder.fcmp_ordered("<", magnitude, _f(TANH_SMALL)), small, large)
+    copysign = builder.module.declare_intrinsic("llvm.copysign", [F32],
+                                                ir.FunctionType(F32, [F32, F32]))
+    return builder.call(copysign, [value, x])

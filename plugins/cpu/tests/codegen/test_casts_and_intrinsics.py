@@ -167,3 +167,36 @@ def test_f32_sin_cos_are_within_one_ulp_for_every_magnitude(name, formula):
     assert np.all(np.abs(got[finite].astype(np.float64) - exact[finite]) <= ulp[finite])
     assert np.all(np.isnan(got[~finite]))
     assert name == "cos" or np.signbit(got[a.size - 6])      # sin(-0) = -0
+
+
+def test_f32_log_is_within_two_ulp_over_its_whole_range():
+    """log on f32 is written out as instructions (vector_math.py): within
+    2 ulp of the exact value from the denormals to the largest float, and
+    exact at the ends."""
+    bits = RNG.integers(1, 0x7F800000, 4000, dtype=np.uint32)
+    a = np.concatenate([bits.view(np.float32), np.linspace(0.5, 2.0, 1001), [1.0, 2.0],
+                        [0.0, -0.0, np.inf, -1.0, -np.inf, np.nan]]).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exact = np.log(a.astype(np.float64))
+    got = check_map({"a": a}, F32, lambda a: Intrinsic("log", (a,)), exact.astype(np.float32),
+                    rtol=2.4e-7, atol=1.2e-7)
+    finite = np.isfinite(exact)
+    ulp = np.spacing(np.abs(exact[finite].astype(np.float32))).astype(np.float64)
+    assert np.all(np.abs(got[finite] - exact[finite]) <= 2 * ulp)
+    assert list(got[-6:-3]) == [-np.inf, -np.inf, np.inf] and np.all(np.isnan(got[-3:]))
+
+
+def test_f32_tanh_is_within_three_ulp_and_saturates():
+    """tanh on f32 is written out as instructions (vector_math.py): a
+    polynomial below 0.625, exp above; within 3 ulp, +-1 far out."""
+    a = np.concatenate([np.linspace(-12, 12, 4001), RNG.normal(size=1000),
+                        np.linspace(0.6, 0.65, 101), RNG.integers(1, 0x3F000000, 1000,
+                                                                  dtype=np.uint32).view(np.float32),
+                        [0.0, -0.0, 100.0, -100.0, np.inf, -np.inf, np.nan]]).astype(np.float32)
+    exact = np.tanh(a.astype(np.float64))
+    got = check_map({"a": a}, F32, lambda a: Intrinsic("tanh", (a,)), exact.astype(np.float32),
+                    rtol=4e-7, atol=1e-45)
+    ulp = np.spacing(np.abs(exact[:-1].astype(np.float32))).astype(np.float64)
+    assert np.all(np.abs(got[:-1] - exact[:-1]) <= 3 * ulp)
+    assert list(got[-5:-1]) == [1.0, -1.0, 1.0, -1.0] and np.isnan(got[-1])
+    assert np.signbit(got[-6])      # tanh(-0) = -0

@@ -2,9 +2,9 @@
 
 Float math maps to LLVM intrinsics (``llvm.sqrt.f32`` ...), which LLVM turns
 into instructions or libm calls; ``tanh`` has no LLVM intrinsic and calls
-libm's ``tanh`` on f64; ``exp``, ``log``, ``tanh``, ``sin`` and ``cos`` on
-f32 (and f16) are written out as instructions (vector_math.py,
-vector_trig.py), so that loops using them vectorise.
+libm's ``tanh`` on f64; ``exp``, ``log``, ``tanh``, ``sin``, ``cos`` and
+``pow`` on f32 (and f16) are written out as instructions (vector_math.py,
+vector_trig.py, vector_pow.py), so that loops using them vectorise.
 ``min``/``max`` on floats are C's fmin/fmax (a NaN operand yields the
 other operand, as the reference interpreter does), written as compares
 and selects rather than ``llvm.minnum`` /
@@ -24,6 +24,7 @@ from hpvm.ir.types import ScalarType
 from .arithmetic import narrow, widen
 from .llvm_types import FLOAT
 from .vector_math import exp_f32, log_f32, tanh_f32
+from .vector_pow import pow_f32
 from .vector_trig import cos_f32, sin_f32
 
 _LLVM_FLOAT_INTRINSICS = {
@@ -33,7 +34,7 @@ _LLVM_FLOAT_INTRINSICS = {
 }
 _LIBM_FUNCTIONS = {"tanh": {32: "tanhf", 64: "tanh"}}
 _WRITTEN_OUT_F32 = {"exp": exp_f32, "log": log_f32, "tanh": tanh_f32, "sin": sin_f32,
-                    "cos": cos_f32}
+                    "cos": cos_f32, "pow": pow_f32}
 
 
 def math_intrinsic(builder: ir.IRBuilder, name: str, args: list, type: ScalarType):
@@ -53,7 +54,7 @@ def _float_intrinsic(builder: ir.IRBuilder, name: str, args: list, type: ScalarT
     if name in ("min", "max"):
         return narrow(builder, _float_min_max(builder, name, *wide), type)
     if name in _WRITTEN_OUT_F32 and value_type == FLOAT:
-        return narrow(builder, _WRITTEN_OUT_F32[name](builder, wide[0]), type)
+        return narrow(builder, _WRITTEN_OUT_F32[name](builder, *wide), type)
     if name in _LLVM_FLOAT_INTRINSICS:
         signature = ir.FunctionType(value_type, [value_type] * len(args))
         function = module.declare_intrinsic(_LLVM_FLOAT_INTRINSICS[name], [value_type], signature)

@@ -200,3 +200,35 @@ def test_f32_tanh_is_within_three_ulp_and_saturates():
     assert np.all(np.abs(got[:-1] - exact[:-1]) <= 3 * ulp)
     assert list(got[-5:-1]) == [1.0, -1.0, 1.0, -1.0] and np.isnan(got[-1])
     assert np.signbit(got[-6])      # tanh(-0) = -0
+
+
+def test_f32_pow_is_within_one_ulp_with_c99s_special_cases():
+    """pow on f32 is written out as instructions (vector_pow.py): within
+    1 ulp of the exact value (numpy in f64) on bases and exponents of every
+    size and sign, and C99's results (numpy's) on zeros, infinities, NaNs,
+    negative bases and odd exponents."""
+    bases = np.concatenate([RNG.uniform(0, 4, 3000), RNG.uniform(-4, 0, 500),
+                            RNG.integers(1, 0x7F800000, 1500, dtype=np.uint32)
+                            .view(np.float32)]).astype(np.float32)
+    exponents = np.concatenate([RNG.uniform(-8, 8, 3000), RNG.integers(-9, 10, 500),
+                                RNG.uniform(-2, 2, 1500)]).astype(np.float32)
+    special = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, np.inf, -np.inf, np.nan,
+                        1e-45, 3.0], np.float32)
+    grid_a, grid_b = np.meshgrid(special, np.concatenate([special, [0.5, 3.0, -3.0, 2.0, 1e30]])
+                                 .astype(np.float32))
+    a = np.concatenate([bases, grid_a.ravel()])
+    b = np.concatenate([exponents, grid_b.ravel()])
+    with np.errstate(all="ignore"):
+        exact = np.power(a.astype(np.float64), b.astype(np.float64))
+        expected = np.power(a, b)
+    got = check_map({"a": a, "b": b}, F32, lambda a, b: Intrinsic("pow", (a, b)), expected,
+                    rtol=2.4e-7, atol=1.5e-45)
+    finite = np.isfinite(exact) & (np.abs(exact) < 3.4e38)
+    ulp = np.spacing(np.abs(exact[finite].astype(np.float32))).astype(np.float64)
+    assert np.all(np.abs(got[finite] - exact[finite]) <= ulp)
+    same_special = (got[~finite] == expected[~finite]) | (np.isnan(got[~finite])
+                                                          & np.isnan(expected[~finite]))
+    assert same_special.all()
+    tail, expected_tail = got[bases.size:], expected[bases.size:]
+    signed = ~np.isnan(expected_tail)       # pow(-0, 3) = -0, pow(-0, -1) = -inf
+    assert np.array_equal(np.signbit(tail[signed]), np.signbit(expected_tail[signed]))

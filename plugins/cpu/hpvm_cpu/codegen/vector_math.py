@@ -71,7 +71,7 @@ def exp_f32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     n_float = builder.call(floor, [scaled])
     r = builder.fsub(clamped, builder.fmul(n_float, _f(LN2_HI)))
     r = builder.fsub(r, builder.fmul(n_float, _f(LN2_LO)))
-    poly = _polynomial(builder, EXP_POLY, r)
+    poly = polynomial(builder, EXP_POLY, r)
     square = builder.fmul(r, r)
     value = builder.fadd(builder.fadd(builder.fmul(poly, square), r), _f(1.0))
     # 2^n as 2^(n - half) * 2^half: both factors normal for n in [-150, 128]
@@ -86,16 +86,17 @@ def exp_f32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return builder.select(builder.fcmp_unordered("uno", x, x), x, value)
 
 
-def _polynomial(builder: ir.IRBuilder, coefficients, x) -> ir.Value:
-    """Horner's rule, highest coefficient first."""
-    value = _f(coefficients[0])
+def polynomial(builder: ir.IRBuilder, coefficients, x) -> ir.Value:
+    """Horner's rule in the type of ``x``, highest coefficient first."""
+    value = ir.Constant(x.type, coefficients[0])
     for coefficient in coefficients[1:]:
-        value = builder.fadd(builder.fmul(value, x), _f(coefficient))
+        value = builder.fadd(builder.fmul(value, x), ir.Constant(x.type, coefficient))
     return value
 
 
-def log_f32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    """log x for an f32 ``x`` (see the module's text)."""
+def significand_and_exponent(builder: ir.IRBuilder, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(m, e) with x = m 2^e, m an f32 in [sqrt(1/2), sqrt(2)) and e an i32,
+    for a positive finite f32 ``x`` (denormals scaled by 2^23 first); exact."""
     denormal = builder.fcmp_ordered("<", x, _f(SMALLEST_NORMAL))
     scaled = builder.select(denormal, builder.fmul(x, _f(2.0 ** 23)), x)
     bits = builder.bitcast(scaled, I32)
@@ -107,10 +108,15 @@ def log_f32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     m = builder.bitcast(mantissa, F32)                           # in [1, 2)
     above = builder.fcmp_ordered(">", m, _f(SQRT_HALF_TWO))
     m = builder.select(above, builder.fmul(m, _f(0.5)), m)
-    exponent = builder.add(exponent, builder.zext(above, I32))
+    return m, builder.add(exponent, builder.zext(above, I32))
+
+
+def log_f32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """log x for an f32 ``x`` (see the module's text)."""
+    m, exponent = significand_and_exponent(builder, x)
     f = builder.fsub(m, _f(1.0))
     square = builder.fmul(f, f)
-    value = builder.fmul(builder.fmul(f, square), _polynomial(builder, LOG_POLY, f))
+    value = builder.fmul(builder.fmul(f, square), polynomial(builder, LOG_POLY, f))
     e = builder.sitofp(exponent, F32)
     value = builder.fadd(value, builder.fmul(e, _f(LN2_LO)))
     value = builder.fsub(value, builder.fmul(square, _f(0.5)))
@@ -125,7 +131,7 @@ def tanh_f32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     sign of x."""
     magnitude = builder.call(builder.module.declare_intrinsic("llvm.fabs", [F32]), [x])
     square = builder.fmul(magnitude, magnitude)
-    small = builder.fmul(builder.fmul(_polynomial(builder, TANH_POLY, square), square), magnitude)
+    small = builder.fmul(builder.fmul(polynomial(builder, TANH_POLY, square), square), magnitude)
     small = builder.fadd(small, magnitude)
     e = exp_f32(builder, builder.fmul(magnitude, _f(2.0)))
     large = builder.fsub(_f(1.0), builder.fdiv(_f(2.0), builder.fadd(e, _f(1.0))))

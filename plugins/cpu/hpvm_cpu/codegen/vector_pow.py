@@ -5,9 +5,8 @@ vectorise (libm's ``powf`` is a call: a GELU written as GPT-2's,
 ``x^y = 2^(y log2 |x|)``, computed in f64 and rounded once to f32:
 
 - ``log2 |x|`` to about 2^-50 relative: |x| = m 2^e with m in
-  [sqrt(1/2), sqrt(2)) (denormals scaled by 2^23 first, as exact f32
-  bit operations), ``log(m) = 2 atanh(s)`` with ``s = (m - 1) / (m + 1)``
-  (|s| <= 0.172) and the odd series of atanh to s^17;
+  [sqrt(1/2), sqrt(2)) (as ``log_f32`` splits it), ``log(m) = 2 atanh(s)``
+  with ``s = (m - 1) / (m + 1)`` (|s| <= 0.172) and the odd series of atanh to s^17;
 - ``t = y log2 |x|``, whose absolute error stays below 2^-38 wherever the
   result is neither 0 nor inf in f32 (|t| < 150);
 - ``2^t = 2^n e^(r ln 2)`` with n the nearest integer and |r| <= 1/2, a
@@ -27,6 +26,8 @@ from __future__ import annotations
 import math
 
 from llvmlite import ir
+
+from .vector_math import polynomial, significand_and_exponent
 
 F32, F64 = ir.FloatType(), ir.DoubleType()
 I32, I64 = ir.IntType(32), ir.IntType(64)
@@ -51,31 +52,14 @@ def _call(builder: ir.IRBuilder, name: str, type: ir.Type, *args) -> ir.Value:
     return builder.call(builder.module.declare_intrinsic(name, [type], signature), list(args))
 
 
-def _horner(builder: ir.IRBuilder, coefficients, x) -> ir.Value:
-    value = _d(coefficients[0])
-    for coefficient in coefficients[1:]:
-        value = builder.fadd(builder.fmul(value, x), _d(coefficient))
-    return value
-
-
 def _log2_of_magnitude(builder: ir.IRBuilder, magnitude) -> ir.Value:
     """log2 of a non-negative f32, in f64 (-inf at 0, inf at inf, NaN at NaN)."""
-    denormal = builder.fcmp_ordered("<", magnitude, _f(2.0 ** -126))
-    scaled = builder.select(denormal, builder.fmul(magnitude, _f(2.0 ** 23)), magnitude)
-    bits = builder.bitcast(scaled, I32)
-    exponent = builder.sub(builder.lshr(bits, ir.Constant(I32, 23)), ir.Constant(I32, 127))
-    exponent = builder.sub(exponent, builder.select(denormal, ir.Constant(I32, 23),
-                                                    ir.Constant(I32, 0)))
-    mantissa = builder.or_(builder.and_(bits, ir.Constant(I32, 0x7FFFFF)),
-                           ir.Constant(I32, 0x3F800000))
-    m = builder.fpext(builder.bitcast(mantissa, F32), F64)          # in [1, 2)
-    above = builder.fcmp_ordered(">", m, _d(math.sqrt(2.0)))
-    m = builder.select(above, builder.fmul(m, _d(0.5)), m)
-    exponent = builder.add(exponent, builder.zext(above, I32))
+    m32, exponent = significand_and_exponent(builder, magnitude)
+    m = builder.fpext(m32, F64)
     s = builder.fdiv(builder.fsub(m, _d(1.0)), builder.fadd(m, _d(1.0)))
     square = builder.fmul(s, s)
     atanh = builder.fadd(s, builder.fmul(builder.fmul(s, square),
-                                         _horner(builder, ATANH_SERIES, square)))
+                                         polynomial(builder, ATANH_SERIES, square)))
     log2 = builder.fadd(builder.sitofp(exponent, F64),
                         builder.fmul(atanh, _d(2.0 / math.log(2.0))))
     log2 = builder.select(builder.fcmp_ordered("==", magnitude, _f(0.0)), _d(-math.inf), log2)
@@ -94,7 +78,7 @@ def _exp2(builder: ir.IRBuilder, t) -> ir.Value:
     finite_n = builder.select(builder.fcmp_unordered("uno", n, n), _d(0.0), n)
     biased = builder.add(builder.fptosi(finite_n, I64), ir.Constant(I64, 1023))
     scale = builder.bitcast(builder.shl(biased, ir.Constant(I64, 52)), F64)
-    return builder.fmul(_horner(builder, EXP_SERIES, u), scale)
+    return builder.fmul(polynomial(builder, EXP_SERIES, u), scale)
 
 
 def pow_f32(builder: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:

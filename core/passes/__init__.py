@@ -6,8 +6,8 @@
 Built-in passes (one per file): dce, const-fold, inline, sequentialize,
 loop-unroll, loop-fusion, node-fusion, argument-privatisation,
 input-buffering, parallel-reduce, tile, legalize-tensor-ops, and on tensor-op graphs
-fold-tensor-constants, fold-transposes,
-fuse-ops and fuse-elementwise (TENSOR_PIPELINE runs the three, as the ONNX
+fold-tensor-constants, expand-powers, fold-transposes,
+fuse-ops and fuse-elementwise (TENSOR_PIPELINE runs them, as the ONNX
 front end does by default).  Plugins add theirs with ``register_pass``.
 """
 from .errors import PassError, PipelineError
@@ -17,9 +17,11 @@ from .registry import (
     Option, PassInfo, get_pass, list_passes, register_pass, unregister_pass,
 )
 
-TENSOR_PIPELINE = "fold-tensor-constants,fold-transposes,fuse-ops,fuse-elementwise"
+TENSOR_PIPELINE = ("fold-tensor-constants,expand-powers,fold-transposes,fuse-ops,"
+                   "fuse-elementwise")
 """The optimisations of tensor-op graphs, in order: constants folded first
-(so that fusion sees constant weights), layout changes moved past
+(so that fusion sees constant weights), squares and cubes by a constant
+exponent written as products (so that they fuse), layout changes moved past
 elementwise ops and cancelled (channels-last models), then conv/gemm with
 bias, batchnorm and activation, then the remaining elementwise chains."""
 
@@ -31,8 +33,8 @@ __all__ = [
 
 # The built-in passes register themselves on import.
 from . import (  # noqa: E402,F401
-    approximate, argument_privatisation, calibrate, const_fold, dce, fold_tensor_constants, fold_transposes,
-    fuse_elementwise,
+    approximate, argument_privatisation, calibrate, const_fold, dce, expand_powers,
+    fold_tensor_constants, fold_transposes, fuse_elementwise,
     fuse_ops, inline,
     input_buffering, legalize_tensor_ops, loop_fusion, loop_unroll, node_fusion, parallel_reduce,
     register_tile, sequentialize, stencil_fusion, tile,

@@ -19,7 +19,7 @@ from ..ir.graph import Graph, Module, Node, TensorBody
 from ..ir.tensor_ops import get_op, tensor_node
 from .registry import register_pass
 from .tensor_graph import (
-    drop_edges_into, producer, remove_nodes, replace_node, reroute, rewrite_until_done,
+    drop_edges_into, feeds_of, remove_nodes, replace_node, reroute, rewrite_until_done,
     sole_consumer,
 )
 
@@ -93,7 +93,7 @@ def _merge(graph: Graph, first_node: Node, first: Chain, second_node: Node,
     fused = tensor_node(first_node.name, "elementwise", input_types,
                         {"steps": first.steps + renumbered}, hint=first_node.hint)
     fused = dataclasses.replace(fused, attributes=first_node.attributes)
-    edges, bind_ins = _feeds(graph, sources, fused.name)
+    edges, bind_ins = feeds_of(graph, sources, fused.name)
     graph = drop_edges_into(drop_edges_into(graph, first_node.name), second_node.name)
     graph = replace_node(graph, fused)
     graph = dataclasses.replace(graph, edges=graph.edges + edges,
@@ -105,16 +105,3 @@ def _merge(graph: Graph, first_node: Node, first: Chain, second_node: Node,
 def _port_type(first_node: Node, second_node: Node, source: tuple[str, str]):
     node = first_node if source[0] == first_node.name else second_node
     return next(p.type for p in node.body.params if p.name == source[1])
-
-
-def _feeds(graph: Graph, sources: list[tuple[str, str]], fused: str):
-    """New edges and bind-ins feeding port ``x<i>`` of ``fused`` from
-    whatever fed ``sources[i]``."""
-    edges, bind_ins = [], []
-    for index, (node, port) in enumerate(sources):
-        edge = producer(graph, node, port)
-        if edge is not None:
-            edges.append(dataclasses.replace(edge, dst_node=fused, dst_port=f"x{index}"))
-        bind_ins.extend(dataclasses.replace(b, dst_node=fused, dst_port=f"x{index}")
-                        for b in graph.bind_ins if (b.dst_node, b.dst_port) == (node, port))
-    return tuple(edges), tuple(bind_ins)

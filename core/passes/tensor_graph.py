@@ -43,6 +43,19 @@ def constant_input(graph: Graph, node: str, port: str) -> np.ndarray | None:
     return source.body.data if isinstance(source.body, ConstantBody) else None
 
 
+def feeds_of(graph: Graph, sources: list[tuple[str, str]], node: str):
+    """(edges, bind-ins) feeding port ``x<i>`` of ``node`` from whatever
+    fed ``sources[i]`` (a node and port)."""
+    edges, bind_ins = [], []
+    for index, (source, port) in enumerate(sources):
+        edge = producer(graph, source, port)
+        if edge is not None:
+            edges.append(dataclasses.replace(edge, dst_node=node, dst_port=f"x{index}"))
+        bind_ins.extend(dataclasses.replace(b, dst_node=node, dst_port=f"x{index}")
+                        for b in graph.bind_ins if (b.dst_node, b.dst_port) == (source, port))
+    return tuple(edges), tuple(bind_ins)
+
+
 def tensor_inputs(node: Node) -> dict[str, object]:
     """Input port -> BufferType of a tensor node."""
     assert isinstance(node.body, TensorBody)

@@ -87,11 +87,20 @@ def exp_f32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 
 def polynomial(builder: ir.IRBuilder, coefficients, x) -> ir.Value:
-    """Horner's rule in the type of ``x``, highest coefficient first."""
-    value = ir.Constant(x.type, coefficients[0])
-    for coefficient in coefficients[1:]:
-        value = builder.fadd(builder.fmul(value, x), ir.Constant(x.type, coefficient))
-    return value
+    """The polynomial in the type of ``x``, highest coefficient first, by
+    Estrin's scheme: pairs ``a + b x`` combined by ``x^2``, ``x^4`` ...,
+    a chain of log2(degree) fused multiply-adds where Horner's rule is one
+    as long as the degree (vectorised loops are bound by that latency)."""
+    terms = [ir.Constant(x.type, c) for c in reversed(coefficients)]
+    power = x
+    while len(terms) > 1:
+        paired = [builder.fadd(low, builder.fmul(high, power, flags=("contract",)),
+                               flags=("contract",))
+                  for low, high in zip(terms[0::2], terms[1::2])]
+        terms = paired + terms[len(paired) * 2:]
+        if len(terms) > 1:
+            power = builder.fmul(power, power)
+    return terms[0]
 
 
 def significand_and_exponent(builder: ir.IRBuilder, x: ir.Value) -> tuple[ir.Value, ir.Value]:

@@ -20,8 +20,8 @@ from ..ir.graph import Graph, Module, Node, TensorBody
 from ..ir.tensor_ops import tensor_node
 from .registry import register_pass
 from .tensor_graph import (
-    constant_input, drop_edges_into, feeds_of, remove_nodes, replace_node, rewrite_until_done,
-    tensor_inputs, unused_constants,
+    constant_input, drop_edges_into, feeds_of, replace_node, rewrite_dropping_constants,
+    tensor_inputs,
 )
 
 EXPANDED = {2.0: 1, 3.0: 2}
@@ -31,11 +31,8 @@ EXPANDED = {2.0: 1, 3.0: 2}
 @register_pass("expand-powers")
 def expand_powers(module: Module) -> Module:
     """Write pow(x, 2) and pow(x, 3) with a constant exponent as products."""
-    graphs = {}
-    for name, graph in module.graphs.items():
-        unread_before = unused_constants(graph)
-        graph = rewrite_until_done(graph, _expanded)
-        graphs[name] = remove_nodes(graph, unused_constants(graph) - unread_before)
+    graphs = {name: rewrite_dropping_constants(graph, _expanded)
+              for name, graph in module.graphs.items()}
     return dataclasses.replace(module, graphs=graphs)
 
 

@@ -18,7 +18,7 @@ from ..ir.tensor_ops import get_op
 from ..ir.types import BufferType, scalar_type_of_dtype
 from .registry import Option, register_pass
 from .tensor_graph import (
-    constant_input, remove_nodes, reroute, rewrite_until_done, unused_constants,
+    constant_input, reroute, rewrite_dropping_constants,
 )
 
 
@@ -35,9 +35,7 @@ def _fold_graph(graph: Graph, max_elements: int) -> Graph:
         folded = _folded(graph, node, max_elements)
         return None if folded is None else _replace_by_constant(graph, node, folded)
 
-    unread_before = unused_constants(graph)
-    graph = rewrite_until_done(graph, fold)
-    return remove_nodes(graph, unused_constants(graph) - unread_before)
+    return rewrite_dropping_constants(graph, fold)
 
 
 def _folded(graph: Graph, node: Node, max_elements: int) -> Node | None:

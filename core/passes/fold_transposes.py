@@ -27,7 +27,7 @@ from .names import unique_name
 from .registry import register_pass
 from .tensor_graph import (
     add_edge, constant_input, consumers, drop_edges_into, is_bound_out, producer, remove_nodes,
-    replace_node, reroute, rewrite_until_done, sole_consumer, unused_constants,
+    replace_node, reroute, rewrite_dropping_constants, sole_consumer,
 )
 
 ELEMENTWISE = ("relu", "tanh", "sigmoid", "clipped_relu", "add", "mul", "elementwise")
@@ -36,11 +36,8 @@ ELEMENTWISE = ("relu", "tanh", "sigmoid", "clipped_relu", "add", "mul", "element
 @register_pass("fold-transposes")
 def fold_transposes(module: Module) -> Module:
     """Sink transposes past elementwise ops and cancel inverse pairs."""
-    graphs = {}
-    for name, graph in module.graphs.items():
-        unread_before = unused_constants(graph)
-        graph = rewrite_until_done(graph, _rewrite)
-        graphs[name] = remove_nodes(graph, unused_constants(graph) - unread_before)
+    graphs = {name: rewrite_dropping_constants(graph, _rewrite)
+              for name, graph in module.graphs.items()}
     return dataclasses.replace(module, graphs=graphs)
 
 

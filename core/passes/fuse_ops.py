@@ -29,8 +29,8 @@ from ..ir.tensor_ops import get_op, tensor_node
 from ..ir.types import BufferType
 from .registry import register_pass
 from .tensor_graph import (
-    constant_input, producer, remove_nodes, reroute, rewrite_until_done, sole_consumer,
-    tensor_inputs, unused_constants,
+    constant_input, producer, remove_nodes, reroute, rewrite_dropping_constants, sole_consumer,
+    tensor_inputs,
 )
 
 ACTIVATION_OPS = ("relu", "tanh", "sigmoid", "clipped_relu")
@@ -44,9 +44,7 @@ def fuse_ops(module: Module) -> Module:
 
 
 def _fuse_graph(graph: Graph) -> Graph:
-    unread_before = unused_constants(graph)
-    graph = rewrite_until_done(graph, _fuse_after)
-    return remove_nodes(graph, unused_constants(graph) - unread_before)
+    return rewrite_dropping_constants(graph, _fuse_after)
 
 
 def _fuse_after(graph: Graph, node: Node) -> Graph | None:

@@ -117,3 +117,12 @@ def rewrite_until_done(graph: Graph, rewrite: Callable[[Graph, Node], Graph | No
                 break
         else:
             return graph
+
+
+def rewrite_dropping_constants(graph: Graph,
+                               rewrite: Callable[[Graph, Node], Graph | None]) -> Graph:
+    """``rewrite_until_done``, then without the constant nodes the rewrites
+    left unread (those nothing read before stay)."""
+    unread_before = unused_constants(graph)
+    graph = rewrite_until_done(graph, rewrite)
+    return remove_nodes(graph, unused_constants(graph) - unread_before)

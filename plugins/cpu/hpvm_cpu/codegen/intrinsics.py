@@ -23,7 +23,7 @@ from hpvm.ir.types import ScalarType
 
 from .arithmetic import narrow, widen
 from .llvm_types import FLOAT
-from .vector_math import exp_f32, log_f32, tanh_f32
+from .vector_math import call_intrinsic, exp_f32, log_f32, tanh_f32
 from .vector_pow import pow_f32
 from .vector_trig import cos_f32, sin_f32
 
@@ -32,7 +32,8 @@ _LLVM_FLOAT_INTRINSICS = {
     "cos": "llvm.cos", "floor": "llvm.floor", "ceil": "llvm.ceil", "abs": "llvm.fabs",
     "pow": "llvm.pow",
 }
-_LIBM_FUNCTIONS = {"tanh": {32: "tanhf", 64: "tanh"}}
+_LIBM_F64_FUNCTIONS = {"tanh": "tanh"}
+"""f64 functions without an LLVM intrinsic (f32 ones are written out)."""
 _WRITTEN_OUT_F32 = {"exp": exp_f32, "log": log_f32, "tanh": tanh_f32, "sin": sin_f32,
                     "cos": cos_f32, "pow": pow_f32}
 
@@ -50,20 +51,18 @@ def math_intrinsic(builder: ir.IRBuilder, name: str, args: list, type: ScalarTyp
 def _float_intrinsic(builder: ir.IRBuilder, name: str, args: list, type: ScalarType):
     wide = [widen(builder, a, type)[0] for a in args]
     value_type = wide[0].type
-    module = builder.module
     if name in ("min", "max"):
         return narrow(builder, _float_min_max(builder, name, *wide), type)
     if name in _WRITTEN_OUT_F32 and value_type == FLOAT:
         return narrow(builder, _WRITTEN_OUT_F32[name](builder, *wide), type)
     if name in _LLVM_FLOAT_INTRINSICS:
-        signature = ir.FunctionType(value_type, [value_type] * len(args))
-        function = module.declare_intrinsic(_LLVM_FLOAT_INTRINSICS[name], [value_type], signature)
-    elif name in _LIBM_FUNCTIONS:
-        bits = 64 if type.bits == 64 else 32
-        function = _declare_libm(module, _LIBM_FUNCTIONS[name][bits], value_type, len(args))
+        value = call_intrinsic(builder, _LLVM_FLOAT_INTRINSICS[name], value_type, *wide)
+    elif name in _LIBM_F64_FUNCTIONS:
+        function = _declare_libm(builder.module, _LIBM_F64_FUNCTIONS[name], value_type, len(args))
+        value = builder.call(function, wide)
     else:
         raise TargetError(f"cpu codegen: unknown intrinsic '{name}'")
-    return narrow(builder, builder.call(function, wide), type)
+    return narrow(builder, value, type)
 
 
 def _float_min_max(builder: ir.IRBuilder, name: str, a, b):

@@ -26,7 +26,7 @@ LLVM_LOCK = threading.RLock()
 global context, which is not thread-safe."""
 
 RUNTIME_LIBRARIES = ("m", "gcc_s")
-"""Libraries whose symbols generated code may call: libm (expf, tanhf ...)
+"""Libraries whose symbols generated code may call: libm (f64 exp, tanh ...)
 and libgcc (half-precision conversions on CPUs without F16C)."""
 
 CPU_MODEL_VARIABLE = "HPVM_CPU_MODEL"

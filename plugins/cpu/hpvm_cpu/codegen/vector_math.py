@@ -55,6 +55,13 @@ def _f(value: float) -> ir.Constant:
     return ir.Constant(F32, value)
 
 
+def call_intrinsic(builder: ir.IRBuilder, name: str, type: ir.Type, *args) -> ir.Value:
+    """``name`` (an LLVM intrinsic such as ``llvm.floor``) on ``args``, all
+    of ``type`` as its result is."""
+    signature = ir.FunctionType(type, [type] * len(args))
+    return builder.call(builder.module.declare_intrinsic(name, [type], signature), list(args))
+
+
 def _power_of_two(builder: ir.IRBuilder, n) -> ir.Value:
     """2^n as f32 for an i32 n in [-126, 127]."""
     bits = builder.shl(builder.add(n, ir.Constant(I32, 127)), ir.Constant(I32, 23))
@@ -67,8 +74,7 @@ def exp_f32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     clamped = builder.select(builder.fcmp_ordered("<", clamped, _f(EXP_LOW)), _f(EXP_LOW),
                              clamped)
     scaled = builder.fadd(builder.fmul(clamped, _f(LOG2E)), _f(0.5))
-    floor = builder.module.declare_intrinsic("llvm.floor", [F32])
-    n_float = builder.call(floor, [scaled])
+    n_float = call_intrinsic(builder, "llvm.floor", F32, scaled)
     r = builder.fsub(clamped, builder.fmul(n_float, _f(LN2_HI)))
     r = builder.fsub(r, builder.fmul(n_float, _f(LN2_LO)))
     poly = polynomial(builder, EXP_POLY, r)
@@ -138,13 +144,11 @@ def log_f32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
 def tanh_f32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """tanh x for an f32 ``x`` (see the module's text): tanh |x| with the
     sign of x."""
-    magnitude = builder.call(builder.module.declare_intrinsic("llvm.fabs", [F32]), [x])
+    magnitude = call_intrinsic(builder, "llvm.fabs", F32, x)
     square = builder.fmul(magnitude, magnitude)
     small = builder.fmul(builder.fmul(polynomial(builder, TANH_POLY, square), square), magnitude)
     small = builder.fadd(small, magnitude)
     e = exp_f32(builder, builder.fmul(magnitude, _f(2.0)))
     large = builder.fsub(_f(1.0), builder.fdiv(_f(2.0), builder.fadd(e, _f(1.0))))
     value = builder.select(builder.fcmp_ordered("<", magnitude, _f(TANH_SMALL)), small, large)
-    copysign = builder.module.declare_intrinsic("llvm.copysign", [F32],
-                                                ir.FunctionType(F32, [F32, F32]))
-    return builder.call(copysign, [value, x])
+    return call_intrinsic(builder, "llvm.copysign", F32, value, x)

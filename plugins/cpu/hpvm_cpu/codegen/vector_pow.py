@@ -27,7 +27,7 @@ import math
 
 from llvmlite import ir
 
-from .vector_math import polynomial, significand_and_exponent
+from .vector_math import call_intrinsic, polynomial, significand_and_exponent
 
 F32, F64 = ir.FloatType(), ir.DoubleType()
 I32, I64 = ir.IntType(32), ir.IntType(64)
@@ -45,11 +45,6 @@ def _f(value: float) -> ir.Constant:
 
 def _d(value: float) -> ir.Constant:
     return ir.Constant(F64, value)
-
-
-def _call(builder: ir.IRBuilder, name: str, type: ir.Type, *args) -> ir.Value:
-    signature = ir.FunctionType(type, [type] * len(args))
-    return builder.call(builder.module.declare_intrinsic(name, [type], signature), list(args))
 
 
 def _log2_of_magnitude(builder: ir.IRBuilder, magnitude) -> ir.Value:
@@ -73,7 +68,7 @@ def _exp2(builder: ir.IRBuilder, t) -> ir.Value:
     """2^t in f64 for any f64 t (clamped to [T_LOW, T_HIGH]; NaN stays NaN)."""
     clamped = builder.select(builder.fcmp_ordered(">", t, _d(T_HIGH)), _d(T_HIGH), t)
     clamped = builder.select(builder.fcmp_ordered("<", clamped, _d(T_LOW)), _d(T_LOW), clamped)
-    n = _call(builder, "llvm.floor", F64, builder.fadd(clamped, _d(0.5)))
+    n = call_intrinsic(builder, "llvm.floor", F64, builder.fadd(clamped, _d(0.5)))
     u = builder.fmul(builder.fsub(clamped, n), _d(math.log(2.0)))
     finite_n = builder.select(builder.fcmp_unordered("uno", n, n), _d(0.0), n)
     biased = builder.add(builder.fptosi(finite_n, I64), ir.Constant(I64, 1023))
@@ -83,14 +78,13 @@ def _exp2(builder: ir.IRBuilder, t) -> ir.Value:
 
 def pow_f32(builder: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     """x^y for f32 ``x`` and ``y`` (see the module's text)."""
-    magnitude = _call(builder, "llvm.fabs", F32, x)
+    magnitude = call_intrinsic(builder, "llvm.fabs", F32, x)
     t = builder.fmul(builder.fpext(y, F64), _log2_of_magnitude(builder, magnitude))
     value = builder.fptrunc(_exp2(builder, t), F32)
-    y_floor = _call(builder, "llvm.floor", F32, y)
-    integer = builder.fcmp_ordered("==", y_floor, y)
+    integer = builder.fcmp_ordered("==", call_intrinsic(builder, "llvm.floor", F32, y), y)
     half = builder.fmul(y, _f(0.5))
-    odd = builder.and_(integer, builder.fcmp_ordered("!=", _call(builder, "llvm.floor", F32,
-                                                                  half), half))
+    half_floor = call_intrinsic(builder, "llvm.floor", F32, half)
+    odd = builder.and_(integer, builder.fcmp_ordered("!=", half_floor, half))
     x_negative = builder.icmp_signed("<", builder.bitcast(x, I32), ir.Constant(I32, 0))
     value = builder.select(builder.and_(x_negative, odd), builder.fneg(value), value)
     finite_negative = builder.and_(builder.fcmp_ordered("<", x, _f(0.0)),
@@ -99,8 +93,7 @@ def pow_f32(builder: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
                            value)
     one = builder.or_(builder.fcmp_ordered("==", y, _f(0.0)),
                       builder.fcmp_ordered("==", x, _f(1.0)))
-    one = builder.or_(one, builder.and_(builder.fcmp_ordered("==", x, _f(-1.0)),
-                                        builder.fcmp_ordered("==", _call(builder, "llvm.fabs",
-                                                                          F32, y),
-                                                             _f(math.inf))))
+    infinite_y = builder.fcmp_ordered("==", call_intrinsic(builder, "llvm.fabs", F32, y),
+                                      _f(math.inf))
+    one = builder.or_(one, builder.and_(builder.fcmp_ordered("==", x, _f(-1.0)), infinite_y))
     return builder.select(one, _f(1.0), value)

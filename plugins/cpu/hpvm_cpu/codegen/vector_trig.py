@@ -16,8 +16,8 @@ reduced mod 4 exactly; the nearest integer ``n`` of the sum is the
 quadrant, and the fraction ``f = y - n`` in [-1/2, 1/2] is summed from
 the largest part down, each partial sum exact whenever it is small (the
 cancellation that makes naive reductions lose every bit happens only in
-exact operations).  The error is then below 2^-52
-relative to ``f`` for every f32, where a 2^-24 one would do.
+exact operations).  The error is then below 2^-52 relative to ``f`` for
+every f32, where a 2^-24 one would do.
 
 ``r = f * pi/2`` is in [-pi/4, pi/4], where the polynomials of FreeBSD's
 ``__kernel_sindf`` and ``__kernel_cosdf`` (minimax, evaluated in f64,
@@ -33,6 +33,8 @@ import functools
 
 from llvmlite import ir
 
+from .vector_math import call_intrinsic, polynomial
+
 F32, F64 = ir.FloatType(), ir.DoubleType()
 I32 = ir.IntType(32)
 
@@ -46,11 +48,13 @@ ROWS = 4
 SIN_POLY = tuple(float.fromhex(h) for h in (
     "-0x15555554cbac77p-55", "0x111110896efbb2p-59", "-0x1a00f9e2cae774p-65",
     "0x16cd878c3b46a7p-71"))
-"""sin r = r + r^3 (S1 + S2 r^2 + S3 r^4 + S4 r^6) on [-pi/4, pi/4] (FreeBSD k_sinf.c)."""
+"""sin r = r + r^3 (S1 + S2 r^2 + S3 r^4 + S4 r^6) on [-pi/4, pi/4] (FreeBSD k_sinf.c),
+lowest coefficient first."""
 COS_POLY = tuple(float.fromhex(h) for h in (
     "-0x1ffffffd0c5e81p-54", "0x155553e1053a42p-57", "-0x16c087e80f1e27p-62",
     "0x199342e0ee5069p-68"))
-"""cos r = 1 + C0 r^2 + C1 r^4 + C2 r^6 + C3 r^8 on [-pi/4, pi/4] (FreeBSD k_cosf.c)."""
+"""cos r = 1 + C0 r^2 + C1 r^4 + C2 r^6 + C3 r^8 on [-pi/4, pi/4] (FreeBSD k_cosf.c),
+lowest coefficient first."""
 HALF_PI = 1.5707963267948966
 
 
@@ -98,10 +102,6 @@ def _i(value: int) -> ir.Constant:
     return ir.Constant(I32, value)
 
 
-def _floor(builder: ir.IRBuilder, value):
-    return builder.call(builder.module.declare_intrinsic("llvm.floor", [F64]), [value])
-
-
 def _row_constants(builder: ir.IRBuilder, magnitude) -> list:
     """The chunks of the row of 2/pi for the f32 ``magnitude``."""
     table = reduction_table()
@@ -114,7 +114,7 @@ def _row_constants(builder: ir.IRBuilder, magnitude) -> list:
 
 def _mod_4(builder: ir.IRBuilder, value):
     """``value`` mod 4, exactly for a non-negative f64."""
-    quarter = _floor(builder, builder.fmul(value, _d(0.25)))
+    quarter = call_intrinsic(builder, "llvm.floor", F64, builder.fmul(value, _d(0.25)))
     return builder.fsub(value, builder.fmul(quarter, _d(4.0)))
 
 
@@ -124,7 +124,7 @@ def _quadrant_and_angle(builder: ir.IRBuilder, magnitude):
     parts = [builder.fmul(wide, chunk) for chunk in _row_constants(builder, magnitude)]
     parts[0], parts[1] = _mod_4(builder, parts[0]), _mod_4(builder, parts[1])
     nearest = builder.fadd(builder.fadd(parts[0], parts[1]), builder.fadd(parts[2], _d(0.5)))
-    n = _floor(builder, nearest)
+    n = call_intrinsic(builder, "llvm.floor", F64, nearest)
     fraction = builder.fsub(parts[0], n)
     for part in parts[1:]:
         fraction = builder.fadd(fraction, part)
@@ -133,17 +133,11 @@ def _quadrant_and_angle(builder: ir.IRBuilder, magnitude):
 
 
 def _sine_and_cosine_polynomials(builder: ir.IRBuilder, r):
+    """(sin r, cos r): r + r^3 S(r^2) and 1 + r^2 C(r^2)."""
     z = builder.fmul(r, r)
-    w = builder.fmul(z, z)
-    s1, s2, s3, s4 = (_d(c) for c in SIN_POLY)
-    cube = builder.fmul(z, r)
-    sine = builder.fadd(r, builder.fmul(cube, builder.fadd(s1, builder.fmul(z, s2))))
-    sine = builder.fadd(sine, builder.fmul(builder.fmul(cube, w),
-                                           builder.fadd(s3, builder.fmul(z, s4))))
-    c0, c1, c2, c3 = (_d(c) for c in COS_POLY)
-    cosine = builder.fadd(builder.fadd(_d(1.0), builder.fmul(z, c0)), builder.fmul(w, c1))
-    cosine = builder.fadd(cosine, builder.fmul(builder.fmul(w, z),
-                                               builder.fadd(c2, builder.fmul(z, c3))))
+    sine = builder.fadd(r, builder.fmul(builder.fmul(z, r),
+                                        polynomial(builder, SIN_POLY[::-1], z)))
+    cosine = builder.fadd(_d(1.0), builder.fmul(z, polynomial(builder, COS_POLY[::-1], z)))
     return sine, cosine
 
 
@@ -158,8 +152,7 @@ def cos_f32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 
 def _sine_or_cosine(builder: ir.IRBuilder, x, cosine: bool):
-    fabs = builder.module.declare_intrinsic("llvm.fabs", [F32])
-    magnitude = builder.call(fabs, [x])
+    magnitude = call_intrinsic(builder, "llvm.fabs", F32, x)
     quadrant, r = _quadrant_and_angle(builder, magnitude)
     sine, cos_r = _sine_and_cosine_polynomials(builder, r)
     # sin: quadrants 0..3 give sin r, cos r, -sin r, -cos r; cos: cos r, -sin r, -cos r, sin r

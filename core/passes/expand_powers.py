@@ -20,7 +20,7 @@ from ..ir.graph import Graph, Module, Node, TensorBody
 from ..ir.tensor_ops import tensor_node
 from .registry import register_pass
 from .tensor_graph import (
-    constant_input, drop_edges_into, feeds_of, replace_node, rewrite_dropping_constants,
+    constant_input, drop_edges_into, feeds_of, replace_node, rewrite_each_graph,
     tensor_inputs,
 )
 
@@ -31,9 +31,7 @@ EXPANDED = {2.0: 1, 3.0: 2}
 @register_pass("expand-powers")
 def expand_powers(module: Module) -> Module:
     """Write pow(x, 2) and pow(x, 3) with a constant exponent as products."""
-    graphs = {name: rewrite_dropping_constants(graph, _expanded)
-              for name, graph in module.graphs.items()}
-    return dataclasses.replace(module, graphs=graphs)
+    return rewrite_each_graph(module, _expanded)
 
 
 def _expanded(graph: Graph, node: Node) -> Graph | None:
@@ -52,7 +50,7 @@ def _expanded(graph: Graph, node: Node) -> Graph | None:
     product = dataclasses.replace(
         tensor_node(node.name, "elementwise", {"x0": base, "x1": base}, {"steps": steps},
                     node.hint), attributes=node.attributes)
-    edges, bind_ins = feeds_of(graph, [(node.name, "a"), (node.name, "a")], node.name)
+    edges, bind_ins = feeds_of(graph, {"x0": (node.name, "a"), "x1": (node.name, "a")}, node.name)
     graph = replace_node(drop_edges_into(graph, node.name), product)
     return dataclasses.replace(graph, edges=graph.edges + edges,
                                bind_ins=graph.bind_ins + bind_ins)

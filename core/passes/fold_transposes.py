@@ -27,7 +27,7 @@ from .names import unique_name
 from .registry import register_pass
 from .tensor_graph import (
     add_edge, constant_input, consumers, drop_edges_into, is_bound_out, producer, remove_nodes,
-    replace_node, reroute, rewrite_dropping_constants, sole_consumer,
+    replace_node, reroute, rewrite_each_graph, sole_consumer,
 )
 
 ELEMENTWISE = ("relu", "tanh", "sigmoid", "clipped_relu", "add", "mul", "elementwise")
@@ -36,9 +36,7 @@ ELEMENTWISE = ("relu", "tanh", "sigmoid", "clipped_relu", "add", "mul", "element
 @register_pass("fold-transposes")
 def fold_transposes(module: Module) -> Module:
     """Sink transposes past elementwise ops and cancel inverse pairs."""
-    graphs = {name: rewrite_dropping_constants(graph, _rewrite)
-              for name, graph in module.graphs.items()}
-    return dataclasses.replace(module, graphs=graphs)
+    return rewrite_each_graph(module, _rewrite)
 
 
 def _perm(node: Node) -> tuple[int, ...] | None:

@@ -93,7 +93,8 @@ def _merge(graph: Graph, first_node: Node, first: Chain, second_node: Node,
     fused = tensor_node(first_node.name, "elementwise", input_types,
                         {"steps": first.steps + renumbered}, hint=first_node.hint)
     fused = dataclasses.replace(fused, attributes=first_node.attributes)
-    edges, bind_ins = feeds_of(graph, sources, fused.name)
+    edges, bind_ins = feeds_of(graph, {f"x{i}": source for i, source in enumerate(sources)},
+                               fused.name)
     graph = drop_edges_into(drop_edges_into(graph, first_node.name), second_node.name)
     graph = replace_node(graph, fused)
     graph = dataclasses.replace(graph, edges=graph.edges + edges,

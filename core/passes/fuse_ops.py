@@ -29,7 +29,7 @@ from ..ir.tensor_ops import get_op, tensor_node
 from ..ir.types import BufferType
 from .registry import register_pass
 from .tensor_graph import (
-    constant_input, producer, remove_nodes, reroute, rewrite_dropping_constants, sole_consumer,
+    constant_input, feeds_of, remove_nodes, reroute, rewrite_each_graph, sole_consumer,
     tensor_inputs,
 )
 
@@ -39,12 +39,7 @@ ACTIVATION_OPS = ("relu", "tanh", "sigmoid", "clipped_relu")
 @register_pass("fuse-ops")
 def fuse_ops(module: Module) -> Module:
     """Fuse conv/gemm with following bias, batchnorm and activation ops."""
-    graphs = {name: _fuse_graph(graph) for name, graph in module.graphs.items()}
-    return dataclasses.replace(module, graphs=graphs)
-
-
-def _fuse_graph(graph: Graph) -> Graph:
-    return rewrite_dropping_constants(graph, _fuse_after)
+    return rewrite_each_graph(module, _fuse_after)
 
 
 def _fuse_after(graph: Graph, node: Node) -> Graph | None:
@@ -193,15 +188,9 @@ def _absorb(graph: Graph, fused: Node, consumer: Node, moves: dict[str, str],
     readers read ``fused.y``; the sources of its ports ``moves`` keys feed
     the fused node's ports ``moves`` values; ``constants`` (port -> array)
     become new ConstantBody nodes feeding the fused node."""
-    edges, bind_ins = list(graph.edges), list(graph.bind_ins)
-    for source_port, target_port in moves.items():
-        edge = producer(graph, consumer.name, source_port)
-        if edge is not None:
-            edges.append(dataclasses.replace(edge, dst_node=fused.name, dst_port=target_port))
-        for bind in graph.bind_ins:
-            if (bind.dst_node, bind.dst_port) == (consumer.name, source_port):
-                bind_ins.append(dataclasses.replace(bind, dst_node=fused.name,
-                                                    dst_port=target_port))
+    moved_edges, moved_bind_ins = feeds_of(
+        graph, {target: (consumer.name, source) for source, target in moves.items()}, fused.name)
+    edges, bind_ins = list(graph.edges + moved_edges), list(graph.bind_ins + moved_bind_ins)
     nodes = [fused if n.name == fused.name else n for n in graph.nodes]
     taken = {n.name for n in nodes}
     for port, data in (constants or {}).items():

@@ -10,7 +10,7 @@ import numpy as np
 
 from typing import Callable
 
-from ..ir.graph import BindOut, ConstantBody, Edge, Graph, Node, TensorBody
+from ..ir.graph import BindOut, ConstantBody, Edge, Graph, Module, Node, TensorBody
 
 
 def consumers(graph: Graph, node: str, port: str) -> list[Edge]:
@@ -43,15 +43,15 @@ def constant_input(graph: Graph, node: str, port: str) -> np.ndarray | None:
     return source.body.data if isinstance(source.body, ConstantBody) else None
 
 
-def feeds_of(graph: Graph, sources: list[tuple[str, str]], node: str):
-    """(edges, bind-ins) feeding port ``x<i>`` of ``node`` from whatever
-    fed ``sources[i]`` (a node and port)."""
+def feeds_of(graph: Graph, sources: dict[str, tuple[str, str]], node: str):
+    """(edges, bind-ins) feeding each port ``p`` of ``node`` from whatever
+    fed ``sources[p]`` (a node and port)."""
     edges, bind_ins = [], []
-    for index, (source, port) in enumerate(sources):
+    for target, (source, port) in sources.items():
         edge = producer(graph, source, port)
         if edge is not None:
-            edges.append(dataclasses.replace(edge, dst_node=node, dst_port=f"x{index}"))
-        bind_ins.extend(dataclasses.replace(b, dst_node=node, dst_port=f"x{index}")
+            edges.append(dataclasses.replace(edge, dst_node=node, dst_port=target))
+        bind_ins.extend(dataclasses.replace(b, dst_node=node, dst_port=target)
                         for b in graph.bind_ins if (b.dst_node, b.dst_port) == (source, port))
     return tuple(edges), tuple(bind_ins)
 
@@ -117,6 +117,13 @@ def rewrite_until_done(graph: Graph, rewrite: Callable[[Graph, Node], Graph | No
                 break
         else:
             return graph
+
+
+def rewrite_each_graph(module: Module,
+                       rewrite: Callable[[Graph, Node], Graph | None]) -> Module:
+    """``module`` with ``rewrite_dropping_constants`` applied to every graph."""
+    return dataclasses.replace(module, graphs={
+        name: rewrite_dropping_constants(graph, rewrite) for name, graph in module.graphs.items()})
 
 
 def rewrite_dropping_constants(graph: Graph,

@@ -169,7 +169,7 @@ def compiled(bench, target: str, pipeline: str, options: dict, config=None):
                         {**options, "pipeline": pipeline} if pipeline else options)
 
 
-def tuned_config(bench, inputs: dict, target: str, budget: int, threads: int | None):
+def tuned_config(bench, inputs: dict, target: str, budget: int):
     """The best configuration ``hpvm.tune`` finds in ``budget`` samples
     (None where none was feasible)."""
     from hpvm.tune import tune
@@ -253,7 +253,7 @@ def rows_of(name: str, size: str, pipelines: list[str], repeat: int, target: str
     flops, nbytes = WORK[name](inputs)
     variants = [(f"hpvm, pipeline '{pipeline}'" if pipeline else "hpvm, as written", pipeline,
                  None) for pipeline in pipelines]
-    config = tuned_config(bench, inputs, target, tune, threads) if tune else None
+    config = tuned_config(bench, inputs, target, tune) if tune else None
     if config is not None:
         variants.append((f"hpvm, tuned ({tune} samples)", "", config))
     runs = [hpvm_run(bench, inputs, pipeline, config) if target == "gpu_opencl"

@@ -89,7 +89,7 @@ class RepeatCall:
     """The answers of one call, and what they depend on."""
 
     __slots__ = ("outputs", "key", "held", "device", "could_hold", "_taken", "_count", "_arrays",
-                 "_scalars", "_on_device")
+                 "_scalars", "_on_device", "_staged")
 
     def __init__(self, outputs: str, checked: dict[str, Any], key: tuple,
                  held: dict[str, Any], device: Device | None):
@@ -107,6 +107,10 @@ class RepeatCall:
         self._on_device: list[tuple[str, weakref.ref, Any, tuple, np.dtype]] = []
         """(name, the caller's array, its held key or None where it is
         copied in, shape, dtype)."""
+        self._staged: dict[int, StagedBuffer] = {}
+        """The last buffer each of those arrays was taken as, by its
+        identity (alive while the call is kept: the array is one of its
+        inputs)."""
 
     @classmethod
     def of(cls, given: Mapping[str, Any], checked: dict[str, Any], outputs: str, key: tuple,
@@ -178,13 +182,17 @@ class RepeatCall:
         if adopted is None:
             return None
         handle, taken_shape, taken_dtype = adopted
-        if tuple(taken_shape) != shape or np.dtype(taken_dtype) != dtype:
+        if taken_shape != shape and tuple(taken_shape) != shape \
+                or taken_dtype != dtype and np.dtype(taken_dtype) != dtype:
             return None
         if identity is not None:
             found = self.device.held(handle)
             if found is None or found[0] != identity:
                 return None
-        return StagedBuffer(handle, shape, dtype)
+        staged = self._staged.get(id(array))
+        if staged is None or staged.handle is not handle:
+            staged = self._staged[id(array)] = StagedBuffer(handle, shape, dtype)
+        return staged
 
 
 def _array_state(array: np.ndarray) -> tuple:

@@ -112,3 +112,19 @@ def test_a_view_is_refused_naming_the_input():
         exe(data=longer[4:])
     out = exe(data=longer[4:].copy())
     np.testing.assert_allclose(out["result"], expected(np.zeros(N, np.float32))["result"])
+
+
+def test_an_array_passed_again_is_taken_as_before_and_a_new_one_as_itself():
+    exe = rt.compile(module(), targets=["gpu_opencl"])
+    device = exe._static_program().resident
+    x = exe.device_array(data(5))
+    assert device.adopt(x)[0] is device.adopt(x)[0]  # the same buffer, checked once
+    del x
+    for seed in range(6):  # made and dropped in turn: a new array may get the old one's id
+        values = data(seed)
+        x = exe.device_array(values)
+        out = exe(data=x, outputs="device")
+        for name, want in expected(values).items():
+            np.testing.assert_allclose(out[name].get(), want, rtol=1e-6)
+        assert device.adopt(x)[0].buffer is x.base_data
+        del x, out

@@ -2,7 +2,11 @@
 hpvm.runtime.device_arrays)."""
 from __future__ import annotations
 
+import functools
 import math
+import threading
+import weakref
+from typing import Any
 
 
 def pyopencl_array(queue, handle, events: list | None):
@@ -13,16 +17,59 @@ def pyopencl_array(queue, handle, events: list | None):
     the checked one for an empty buffer or a pyopencl without it."""
     import pyopencl.array as cl_array
     if handle.nbytes:
-        strides, stride = [], handle.dtype.itemsize
-        for size in reversed(handle.shape):
-            strides.append(stride)
-            stride *= max(size, 1)
         try:
             return cl_array.Array(None, handle.shape, handle.dtype, data=handle.buffer,
-                                  strides=tuple(reversed(strides)), events=events, _fast=True,
+                                  strides=dense_strides(handle.shape, handle.dtype.itemsize),
+                                  events=events, _fast=True,
                                   _size=math.prod(handle.shape), _context=queue.context,
                                   _queue=queue)
         except TypeError:  # a pyopencl without the fast constructor
             pass
     return cl_array.Array(queue, handle.shape, handle.dtype,
                           data=handle.buffer if handle.nbytes else None, events=events)
+
+
+@functools.lru_cache(maxsize=256)
+def dense_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """The strides (bytes) of a dense row-major array of ``shape``."""
+    strides, stride = [], itemsize
+    for size in reversed(shape):
+        strides.append(stride)
+        stride *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+class Adoptions:
+    """The DeviceBuffer each recently adopted pyopencl array was taken as
+    (``OpenCLDevice.adopt``), by the array's identity: a loop passing the
+    same arrays call after call gets the same DeviceBuffer back without
+    checking again what does not change once an array is made (its
+    context, buffer, offset, shape and strides).  Arrays are known by weak
+    references; the last KEPT are kept."""
+
+    KEPT = 64
+
+    def __init__(self):
+        self._taken: dict[int, tuple[weakref.ref, Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, array) -> Any:
+        """The DeviceBuffer ``array`` was taken as, or None."""
+        found = self._taken.get(id(array))
+        if found is None or found[0]() is not array:
+            return None
+        handle = found[1]
+        return handle if array.base_data is handle.buffer else None
+
+    def keep(self, array, handle) -> None:
+        """Remember that ``array`` was taken as ``handle``."""
+        try:
+            ref = weakref.ref(array)
+        except TypeError:  # an array type without weak references
+            return
+        with self._lock:
+            taken = self._taken
+            taken.pop(id(array), None)
+            taken[id(array)] = (ref, handle)
+            while len(taken) > self.KEPT:
+                del taken[next(iter(taken))]

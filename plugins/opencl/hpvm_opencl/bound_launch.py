@@ -13,6 +13,7 @@ thread at a time (a schedule is taken by one run), so no lock is needed.
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 from hpvm.errors import Location
@@ -39,6 +40,9 @@ class BoundLaunch:
                 self.positions.setdefault(argument.name, []).append((index, argument))
         self.set: dict[int, Any] = {}
         """Argument index -> the identity (_identity) of what it is set to."""
+        self.given: dict[str, weakref.ref] = {}
+        """Port -> the object the last call gave it (a weak reference), whose
+        arguments are set: given again, nothing to look at."""
 
     def _prepare(self, args: dict[str, Any]) -> None:
         """Sizes, geometry, the kernel object and its arguments, for ``args``."""
@@ -80,13 +84,21 @@ class BoundLaunch:
     def _set_again(self, changed: dict[str, Any]) -> None:
         """Set the arguments of ``changed`` whose value differs from what
         they are set to."""
-        for name in changed:
+        given = self.given
+        for name, port_value in changed.items():
+            last = given.get(name)
+            if last is not None and last() is port_value:
+                continue
             for index, argument in self.positions.get(name, ()):
                 value = self.device.argument_value(argument, changed, self.sizes)
                 identity = _identity(argument, value)
                 if identity != self.set[index]:
                     self.kernel.set_arg(index, value)
                     self.set[index] = identity
+            try:
+                given[name] = weakref.ref(port_value)
+            except TypeError:  # a number: its bytes are compared
+                given.pop(name, None)
 
 
 def _identity(argument, value) -> Any:

@@ -27,6 +27,7 @@ time launches, not kernels, and say so.
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -39,7 +40,7 @@ from hpvm.ir.shapes import bind_symbols, replication_sizes
 from hpvm.runtime.output_pool import OutputPool
 from hpvm.target import ArrayRefused, Device, NodeRef
 
-from .arrays import pyopencl_array
+from .arrays import Adoptions, pyopencl_array
 from .bound_launch import BoundLaunch
 from .devices import DeviceRuntime
 from .launch import chosen_group, geometry
@@ -132,6 +133,7 @@ class OpenCLDevice(Device):
         self._kernels: dict[tuple[str, bool], Any] = {}
         self._constants: dict[str, Any] = {}
         self._written: dict[str, set[str]] = {}   # function -> buffers it writes (asynchronous)
+        self._adoptions = Adoptions()
 
     def kernel_queue(self):
         """The queue this thread launches kernels on (see the module docstring)."""
@@ -219,11 +221,19 @@ class OpenCLDevice(Device):
         """A ``pyopencl.array.Array`` of this device's context, dense from
         the start of its buffer, taken as it is (its pending events waited
         for first)."""
-        import sys
         cl_array = sys.modules.get("pyopencl.array")
         if cl_array is None or not isinstance(array, cl_array.Array):
             return None  # a program that made none has none to pass
-        if array.context != self.runtime.context:
+        handle = self._adoptions.get(array)
+        if handle is None:
+            handle = self._adopted(array)
+            self._adoptions.keep(array, handle)
+        array.finish()
+        return handle, handle.shape, handle.dtype
+
+    def _adopted(self, array) -> DeviceBuffer:
+        """A pyopencl array, checked, as a DeviceBuffer over its buffer."""
+        if array.context is not self.runtime.context and array.context != self.runtime.context:
             raise ArrayRefused(
                 "got a pyopencl array of another OpenCL context (on "
                 f"{array.context.devices[0].name}), not of this executable's "
@@ -234,9 +244,7 @@ class OpenCLDevice(Device):
             raise ArrayRefused("got a pyopencl array that is not dense from the start of its "
                                "buffer (a strided view or an offset slice)",
                                "pass array.copy(), which is")
-        array.finish()
-        handle = DeviceBuffer(array.base_data, tuple(array.shape), np.dtype(array.dtype))
-        return handle, handle.shape, handle.dtype
+        return DeviceBuffer(array.base_data, tuple(array.shape), np.dtype(array.dtype))
 
     def export(self, handle: DeviceBuffer):
         """The buffer as a ``pyopencl.array.Array`` on this device's queue

@@ -174,6 +174,8 @@ class OpenCLSession:
         self._inputs: list[tuple[str, Any]] = []
         self._outputs: list[tuple[str, Any]] = []
         self._kernels: dict[str, Any] = {}
+        self.launched: list[Any] = []
+        """The events of the last run's launches."""
 
     def input(self, name: str):
         """A device array copied from ``inputs[name]`` at every timed run."""
@@ -198,12 +200,24 @@ class OpenCLSession:
             self._kernels[kernel] = self._cl.Kernel(self.program, kernel)
         compiled = self._kernels[kernel]
         compiled.set_args(*(a.data if isinstance(a, self._array.Array) else a for a in args))
-        self._cl.enqueue_nd_range_kernel(self.queue, compiled, tuple(global_size),
-                                         None if local_size is None else tuple(local_size))
+        self.launched.append(self._cl.enqueue_nd_range_kernel(
+            self.queue, compiled, tuple(global_size),
+            None if local_size is None else tuple(local_size)))
+
+    def kernel_seconds(self) -> float | None:
+        """The last run's kernels' own time, from profiling events (their
+        queue finished); None where the queue does not profile."""
+        launched = self.launched
+        if not self.queue.properties & self._cl.command_queue_properties.PROFILING_ENABLE:
+            return None
+        info = self._cl.profiling_info
+        return sum(e.get_profiling_info(info.END) - e.get_profiling_info(info.START)
+                   for e in launched) * 1e-9
 
     def run(self, launch: Callable[[], None]) -> Outputs:
         """Copy inputs in, launch, read outputs back (the timed part)."""
         self.copy_inputs()
+        self.launched = []
         launch()
         results = {name: device.get(queue=self.queue) for name, device in self._outputs}
         self.queue.finish()
@@ -229,8 +243,10 @@ def opencl_peer(source: str, setup: Callable[[OpenCLSession, Inputs], Callable[[
         session.copy_inputs()
 
         def kernels() -> None:
+            session.launched = []
             launch()
             session.queue.finish()
+        kernels.kernel_seconds = session.kernel_seconds  # the last run's, from profiling
         return kernels
     return Peer(name=name, prepare=prepare, available=_opencl_unavailable, targets=targets,
                 prepare_kernels=prepare_kernels)

@@ -15,8 +15,10 @@ peers) read inputs copied once.  A row's time is the median of whole
 calls, each waited for (every launch and every wait of the runtime
 included, no host copies); hpvm's rows also give the nodes' own time
 (``exe.report()``: each kernel's own time, from OpenCL profiling
-events).  On the cpu a row is a whole call from host arrays, beside the
-suite's cpu peers (numba).  hpvm's rows of a program are timed in
+events), and the hand-written kernels theirs (profiling events too);
+"of bound, own time" is a row's share of its bound on that time.  On
+the cpu a row is a whole call from host arrays, beside the suite's cpu
+peers (numba).  hpvm's rows of a program are timed in
 turn, call by call.  With ``--tune``, each program is also tuned
 (``hpvm.tune``, its default engine, objective the nodes' own time on
 gpu_opencl and the whole call on the cpu, the program's reference
@@ -244,6 +246,19 @@ def interleaved_ms(runs: list[Callable[[], None]], repeat: int) -> list[float]:
     return [statistics.median(own) * 1e3 for own in times]
 
 
+def kernels_ms(kernels: Callable[[], None], repeat: int) -> float | None:
+    """The median of the hand-written kernels' own time (ms) over
+    ``repeat`` runs, from profiling events; None where not profiled."""
+    times = []
+    for _ in range(repeat):
+        kernels()
+        seconds = kernels.kernel_seconds()
+        if seconds is None:
+            return None
+        times.append(seconds * 1e3)
+    return statistics.median(times)
+
+
 def rows_of(name: str, size: str, pipelines: list[str], repeat: int, target: str = "gpu_opencl",
             threads: int | None = None, tune: int = 0) -> list[tuple]:
     """(program, implementation, ms, flops, bytes, nodes' own ms or None)
@@ -266,8 +281,9 @@ def rows_of(name: str, size: str, pipelines: list[str], repeat: int, target: str
         if peer.available() is not None:
             continue
         if target == "gpu_opencl" and peer.prepare_kernels is not None:
-            rows.append((name, peer.name, median_ms(peer.prepare_kernels(inputs), repeat),
-                         flops, nbytes, None))
+            kernels = peer.prepare_kernels(inputs)
+            rows.append((name, peer.name, median_ms(kernels, repeat), flops, nbytes,
+                         kernels_ms(kernels, repeat)))
         elif target == "cpu" and "cpu" in peer.targets:
             rows.append((name, peer.name, median_ms(peer.prepare(inputs), repeat), flops,
                          nbytes, None))
@@ -277,7 +293,8 @@ def rows_of(name: str, size: str, pipelines: list[str], repeat: int, target: str
 def format_rows(rows: list[tuple], bandwidth: float, fp32: float | None,
                 fp64: float | None = None) -> list[str]:
     lines = ["| program | implementation | ms | nodes' own ms | GFLOP/s | GB/s | FLOP/byte | bound "
-             "| of bound |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
+             "| of bound | of bound, own time |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]
     for program, implementation, ms, flops, nbytes, nodes in rows:
         seconds = ms / 1e3
         intensity = flops / nbytes
@@ -289,9 +306,10 @@ def format_rows(rows: list[tuple], bandwidth: float, fp32: float | None,
             bound, limit = precision, peak
         rate = flops / seconds
         own = "" if nodes is None else f"{nodes:.3f}"
+        own_share = "" if not nodes else f"{flops / (nodes / 1e3) / limit:.2f}"
         lines.append(f"| {program} | {implementation} | {ms:.3f} | {own} | {rate / 1e9:.0f} | "
                      f"{nbytes / seconds / 1e9:.0f} | {intensity:.2f} | {bound} | "
-                     f"{rate / limit:.2f} |")
+                     f"{rate / limit:.2f} | {own_share} |")
     return lines
 
 

@@ -12,6 +12,7 @@ def test_a_row_is_held_to_the_lower_of_the_two_peaks():
     assert lines[2].split("|")[8:10] == [" memory ", " 0.50 "]  # 1 FLOP/byte: 200 GFLOP/s bound
     assert lines[3].split("|")[8:10] == [" FP32 ", " 100.00 "]
     assert lines[2].split("|")[4] == " 9.000 " and lines[3].split("|")[4] == "  "
+    assert lines[2].split("|")[10] == " 0.56 " and lines[3].split("|")[10] == "  "  # on 9 ms
     assert format_rows(rows[:1], bandwidth=200e9, fp32=None)[2].split("|")[8] == " memory "
 
 
@@ -35,6 +36,7 @@ def test_small_programs_run_on_an_opencl_device(capsys):
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| spmv")]
     assert [row.split("|")[2].strip() for row in rows] == [
         "hpvm, as written", "hpvm, pipeline 'default'", "opencl (hand, csr-vector)"]
+    assert all(float(row.split("|")[4]) > 0 for row in rows)  # the kernels' own time, each
 
 
 def test_an_f64_program_is_held_to_the_fp64_peak():

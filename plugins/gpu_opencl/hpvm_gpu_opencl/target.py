@@ -11,7 +11,7 @@ so build errors surface at compile time and the binary cache is warm.
 Runtime shim: device.py.
 
 Options: ``platform``, ``device`` (devices.py), ``work_group`` (launch.py),
-``fast_math`` and ``build_options`` (program.py).
+``per_item`` (renderer.py), ``fast_math`` and ``build_options`` (program.py).
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from hpvm.target import Artifact, Availability, Device, Knob, NodeRef, Target
 
 from hpvm_opencl.device import DEFAULT_TRANSFER, NodePlan, OpenCLDevice
 from hpvm_opencl.layout import Argument, entry_arguments, synchronizes
+from hpvm_opencl.renderer import PER_ITEM
 from hpvm_opencl.transfers import MODES as TRANSFER_MODES
 
 SOURCE_FILE = "kernels.cl"
@@ -31,6 +32,7 @@ MODULE_FILE = "module.hpvm"
 ORIGINS_FILE = "kernels.origins.json"
 WORK_GROUP_CHOICES = {1: ((64,), (128,), (256,)), 2: ((8, 8), (8, 32), (16, 16), (4, 64)),
                       3: ((4, 4, 4), (1, 8, 32))}
+PER_ITEM_CHOICES = (1, 2, 4, 8)
 FEATURE_NEEDS = {"fp64": ("fp64", "double precision (f64)", "cl_khr_fp64"),
                  "atomics64": ("atomics64", "64-bit atomics",
                                "cl_khr_int64_base_atomics and cl_khr_int64_extended_atomics")}
@@ -42,6 +44,10 @@ OPTIONS = [
            "(default: the first GPU, else the first device)"),
     Option("work_group", object, None, "work-group size: a tuple for every node, or a dict "
            "node -> tuple; None: chosen per node"),
+    Option("per_item", int, PER_ITEM, "instances of a kernel's innermost dimension one work "
+           "item runs, strided by the launch's width, where the kernel neither synchronises "
+           "its group nor returns early and the launch still fills the device (1: one)",
+           choices=PER_ITEM_CHOICES),
     Option("fast_math", bool, False, "build with -cl-fast-relaxed-math"),
     Option("build_options", list, (), "more OpenCL C compiler flags"),
     Option("transfer", str, DEFAULT_TRANSFER, "how buffers move between host and device: "
@@ -121,7 +127,8 @@ class GpuOpenCLTarget(Target):
     def knobs(self, module: Module, nodes: list[NodeRef]) -> list[Knob]:
         """The transfer mode (whole program), and a work-group size per
         replicated kernel node without a ``group``."""
-        knobs = [Knob("transfer", TRANSFER_MODES, DEFAULT_TRANSFER, copies_only=True)]
+        knobs = [Knob("transfer", TRANSFER_MODES, DEFAULT_TRANSFER, copies_only=True),
+                 Knob("per_item", PER_ITEM_CHOICES, PER_ITEM)]
         for ref in nodes:
             node = module.graph(ref.graph).node(ref.node)
             rank = len(node.replication)
@@ -133,7 +140,7 @@ class GpuOpenCLTarget(Target):
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
         from hpvm.ir.text import print_module
         from hpvm_opencl.renderer import OpenCLRenderer
-        renderer = OpenCLRenderer(module)
+        renderer = OpenCLRenderer(module, options.get("per_item", PER_ITEM))
         plans: dict[str, NodePlan] = {}
         arguments: dict[str, list[Argument]] = {}
         for ref in nodes:
@@ -163,7 +170,8 @@ class GpuOpenCLTarget(Target):
         if entry not in arguments:
             renderer.add_entry(function, rank)
             arguments[entry] = entry_arguments(module.function(function), rank)
-        return NodePlan("kernel", function, entry, rank, synchronizes(module, function))
+        return NodePlan("kernel", function, entry, rank, synchronizes(module, function),
+                        renderer.entry_per_item.get(entry, 1))
 
     def load(self, artifact: Artifact, options: dict) -> Device:
         from hpvm.ir.text import parse_module

@@ -66,7 +66,8 @@ class KernelProgram:
             entry = renderer.add_entry(function, rank)
             arguments[entry] = entry_arguments(module.function(function), rank)
             self.plans[function] = NodePlan("kernel", function, entry, rank,
-                                            synchronizes(module, function))
+                                            synchronizes(module, function),
+                                            renderer.entry_per_item[entry])
         self.source = renderer.finish()
         runtime = runtime_for(select_device(options))
         def build(wide: bool = False):

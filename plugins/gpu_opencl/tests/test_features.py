@@ -70,6 +70,9 @@ def test_f64_on_a_device_without_it_is_a_clear_error(module, monkeypatch):
 def test_generated_source_keeps_loops_pragmas_and_coalesced_dimensions(executable):
     source = executable.artifacts["gpu_opencl"].files["kernels.cl"].decode()
     assert "#pragma unroll 4" in source
-    assert "const long hpvm_id1 = (long)get_global_id(0);" in source  # innermost IR dim
+    # the innermost IR dimension is OpenCL's first, each work item stepping over it
+    assert "const long hpvm_first = (long)get_global_id(0);" in source
+    assert "const long hpvm_id1 = hpvm_first + hpvm_step * hpvm_stride;" in source
+    assert "const long hpvm_id0 = (long)get_global_id(1);" in source
     assert "__local float tile[4];" in source
     assert "vload_half((HPVM_INDEX)i, h)" in source

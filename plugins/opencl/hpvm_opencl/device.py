@@ -43,7 +43,7 @@ from hpvm.target import ArrayRefused, Device, NodeRef
 from .arrays import Adoptions, pyopencl_array
 from .bound_launch import BoundLaunch
 from .devices import DeviceRuntime
-from .launch import chosen_group, geometry
+from .launch import chosen_group, geometry, work_items
 from .layout import Argument
 from .program import NARROW_ELEMENTS
 from .transfers import Transfers
@@ -87,6 +87,9 @@ class NodePlan:
     entry: str = ""
     rank: int = 1
     synchronous: bool = False
+    per_item: int = 1
+    """Instances of the innermost dimension a work item may run
+    (renderer.PER_ITEM; :meth:`OpenCLDevice.work_items`)."""
 
     def to_json(self) -> dict:
         return self.__dict__.copy()
@@ -294,8 +297,13 @@ class OpenCLDevice(Device):
         """(global size, local size) of a launch (launch.geometry).
         ``padded``: the node runs whole groups (attribute padded_groups), so
         even a synchronising kernel's global size is padded up."""
-        return geometry(sizes, group, plan.synchronous and not padded,
+        return geometry(self.work_items(plan, sizes), group, plan.synchronous and not padded,
                         self.runtime.info.max_work_group_size, where)
+
+    def work_items(self, plan: NodePlan, sizes: tuple[int, ...]) -> tuple[int, ...]:
+        """The work items of ``plan``'s launch over replication ``sizes``
+        (launch.work_items)."""
+        return work_items(sizes, plan.per_item, self.runtime.info.compute_units)
 
     def new_kernel(self, entry: str, args: dict[str, Any]):
         """A kernel object of ``entry`` of its own, from the program for

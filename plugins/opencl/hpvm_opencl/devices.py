@@ -29,6 +29,7 @@ class DeviceInfo:
     extensions: frozenset[str]
     max_work_group_size: int
     local_memory: int
+    compute_units: int = 1
 
     @property
     def fp64(self) -> bool:
@@ -54,7 +55,7 @@ def device_info(device) -> DeviceInfo:
         kind=cl.device_type.to_string(device.type), version=device.version.strip(),
         driver=device.driver_version.strip(), extensions=frozenset(device.extensions.split()),
         max_work_group_size=int(device.max_work_group_size),
-        local_memory=int(device.local_mem_size))
+        local_memory=int(device.local_mem_size), compute_units=int(device.max_compute_units))
 
 
 @lru_cache(maxsize=1)

@@ -10,6 +10,10 @@ their work group (barriers, local arrays) are padded only on nodes with the
 attribute ``padded_groups`` (their padded instances run, as in the
 interpreter); otherwise their replication must be a multiple of the group,
 and without a ``group`` the whole replication is one work group.
+
+A kernel whose work items may each run several instances of the
+innermost dimension (renderer.PER_ITEM) is launched with that many times
+fewer work items along it where the device stays filled (:func:`work_items`).
 """
 from __future__ import annotations
 
@@ -58,3 +62,23 @@ def geometry(sizes: tuple[int, ...], group: tuple[int, ...] | None, synchronous:
             "choose sizes divisible by the group, or a 'group' attribute that divides them"))
     padded = tuple(-(-s // g) * g for s, g in zip(sizes, group))
     return tuple(reversed(padded)), tuple(reversed(group))
+
+
+RESIDENT_ITEMS = 2048
+"""Work items a GPU compute unit keeps in flight (an NVIDIA SM 2048, an
+AMD CU 2560): a launch divided among fewer per unit would leave it idle."""
+COALESCED = 32
+"""Work items that read consecutive elements in one step (a warp)."""
+
+
+def work_items(sizes: tuple[int, ...], per_item: int, compute_units: int) -> tuple[int, ...]:
+    """The work items of a launch over replication ``sizes`` (IR order): as
+    many, or, for a kernel whose work items may each run ``per_item``
+    instances of the innermost dimension (renderer.PER_ITEM), that many
+    times fewer along it, where RESIDENT_ITEMS are still left for each of
+    the device's ``compute_units`` and a step of the work items along it
+    spans a warp (COALESCED)."""
+    if per_item < 2 or sizes[-1] < per_item * COALESCED \
+            or math.prod(sizes) < per_item * RESIDENT_ITEMS * compute_units:
+        return sizes
+    return sizes[:-1] + (-(-sizes[-1] // per_item),)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
+from hpvm.codegen.aliasing import aliases_nothing
 from hpvm.errors import TargetError
 from hpvm.ir.graph import Module
 from hpvm.ir.kernel import KernelFunction
@@ -163,7 +164,7 @@ def _define_node_body(context: ModuleContext, kernel: KernelFunction, layout: Ar
             values.append(next(arguments))
             continue
         pointer = next(arguments)
-        if _aliases_nothing(parameter, kernel):
+        if aliases_nothing(parameter, kernel):
             pointer.add_attribute("noalias")
         values.append(pointer)
         values.extend(next(arguments) for _ in slots.dims)
@@ -178,20 +179,6 @@ def _define_node_body(context: ModuleContext, kernel: KernelFunction, layout: Ar
     lowering.builder.ret_void()
     lowering.finish_entry()
     return function
-
-
-def _aliases_nothing(parameter, kernel: KernelFunction) -> bool:
-    """Whether no other buffer of the kernel's can reach the memory
-    ``parameter``'s loads and stores touch (LLVM's ``noalias``): a
-    ``restrict`` one; an ``out`` one, made fresh for its node (the runtime
-    never hands an output the buffer of one of its node's inputs); an
-    ``in`` one where the kernel writes no buffer it is given to update
-    (read-only buffers may overlap one another: noalias speaks only of
-    memory that one of them writes)."""
-    if parameter.restrict or parameter.direction == "out":
-        return True
-    return parameter.direction == "in" and not any(
-        other.is_buffer and other.direction in ("inout", "private") for other in kernel.params)
 
 
 def _define_entry(llvm_module: ir.Module, symbol: str, layout: ArgumentLayout,

@@ -1,0 +1,122 @@
+"""Work items running several instances of the innermost dimension
+(renderer.PER_ITEM, OpenCLDevice.work_items): the same results as the
+interpreter wherever the launch is divided, tails included; launches too
+small to fill the device are not divided; kernels that synchronise their
+group or return early run one instance a work item; ``restrict`` only
+where no other buffer can reach the memory."""
+import numpy as np
+import pytest
+
+import hpvm.runtime as rt
+from hpvm.interp import run_module
+from hpvm.ir.text import parse_module
+
+PROGRAM = """hpvm 1.0
+module strided
+
+func @rows(in x: f32[H, W], out y: f32[H, W]) {
+  let r: i64 = instance_id(0)
+  let c: i64 = instance_id(1)
+  let left: i64 = max(c - 1, 0)
+  y[r, c] = (x[r, left] + x[r, c]) * f32(0.5) + f32(instance_count(1))
+}
+
+func @scale(in y: f32[H, W], out z: f32[H, W]) {
+  let r: i64 = instance_id(0)
+  let c: i64 = instance_id(1)
+  z[r, c] = y[r, c] * f32(3.0)
+}
+
+graph @main(in x: f32[H, W], out z: f32[H, W]) {
+  node first = @rows [H, W]
+  node second = @scale [H, W]
+  edge first.y -> second.y all-to-all
+  in x -> first.x
+  out second.z -> z
+}
+
+root @main
+"""
+EARLY_RETURN = """hpvm 1.0
+module early
+
+func @clip(in x: f32[N], out y: f32[N]) {
+  let i: i64 = instance_id(0)
+  y[i] = f32(0.0)
+  if x[i] < f32(0.0) {
+    return
+  }
+  y[i] = x[i]
+}
+
+func @bump(inout y: f32[N], in x: f32[N]) {
+  let i: i64 = instance_id(0)
+  y[i] = y[i] + x[i]
+}
+
+graph @main(in x: f32[N], out y: f32[N]) {
+  node k = @clip [N]
+  node b = @bump [N]
+  edge k.y -> b.y all-to-all
+  in x -> k.x
+  in x -> b.x
+  out b.y -> y
+}
+
+root @main
+"""
+
+
+def device_of(exe):
+    return exe._static_program().resident
+
+
+def source_of(exe) -> str:
+    return exe.artifacts["gpu_opencl"].files["kernels.cl"].decode()
+
+
+def filling_width(exe, rows: int) -> int:
+    """A row width past the divided launch's threshold on this device,
+    not a multiple of four (a tail in every row)."""
+    info = device_of(exe).runtime.info
+    return max(4 * 2048 * info.compute_units // rows + 1, 4 * 32 + 1) | 1
+
+
+@pytest.mark.parametrize("per_item", [4, 2, 1])
+def test_divided_launches_compute_what_the_interpreter_does(per_item):
+    module = parse_module(PROGRAM)
+    exe = rt.compile(module, targets=["gpu_opencl"], options={"per_item": per_item})
+    rows = 3
+    x = np.random.default_rng(0).standard_normal((rows, filling_width(exe, rows)))
+    x = x.astype(np.float32)
+    plan = next(iter(device_of(exe).plans.values()))
+    assert plan.per_item == per_item
+    divided = device_of(exe).work_items(plan, x.shape)
+    assert divided == (rows, -(-x.shape[1] // per_item))
+    np.testing.assert_allclose(exe(x=x)["z"], run_module(module, {"x": x})["z"], rtol=1e-6)
+    assert ("hpvm_step < " in source_of(exe)) == (per_item > 1)
+
+
+def test_a_launch_too_small_to_fill_the_device_runs_an_instance_a_work_item():
+    module = parse_module(PROGRAM)
+    exe = rt.compile(module, targets=["gpu_opencl"])
+    x = np.random.default_rng(1).standard_normal((5, 300)).astype(np.float32)
+    plan = next(iter(device_of(exe).plans.values()))
+    assert device_of(exe).work_items(plan, x.shape) == x.shape
+    assert device_of(exe).work_items(plan, (100000, 3)) == (100000, 3)  # rows too narrow
+    np.testing.assert_allclose(exe(x=x)["z"], run_module(module, {"x": x})["z"], rtol=1e-6)
+
+
+def test_an_early_return_keeps_an_instance_a_work_item_and_inout_drops_restrict():
+    module = parse_module(EARLY_RETURN)
+    exe = rt.compile(module, targets=["gpu_opencl"])
+    plans = {p.function: p for p in device_of(exe).plans.values()}
+    assert plans["clip"].per_item == 1 and plans["bump"].per_item == 4
+    source = source_of(exe)
+    clip = source[source.index("void hpvm_k_clip"):source.index("void hpvm_k_bump")]
+    bump = source[source.index("void hpvm_k_bump"):]
+    assert "float* restrict y" in clip and "const float* restrict x" in clip
+    assert "restrict" not in bump.split(")")[0]  # y is updated in place: x may be y
+    n = filling_width(exe, 1)
+    x = np.random.default_rng(2).standard_normal(n).astype(np.float32)
+    np.testing.assert_allclose(exe(x=x)["y"], run_module(module, {"x": x})["y"], rtol=1e-6)

@@ -94,18 +94,18 @@ def _lower(b: KernelBuilder) -> tuple[Expr, ...]:
     out_dims = b.dims("y")
     shape = b.types["y"].shape
     operands = [port for port in b.types if port not in ("x0", "y")]
+    replication = replication_over(out_dims)
     if all(b.types[port].shape == shape for port in operands):
         i = b.instance()
         load = lambda port: b.load(port, i)  # noqa: E731
     else:
-        i, indices = b.instance_indices(out_dims)
-        load = lambda port: (b.load(port, i) if b.types[port].shape == shape  # noqa: E731
-                             else b.load_broadcast(port, indices))
-    value = b.let("v", b.load("x0", i))
+        i, at, replication = b.broadcast_grid(["x0", *operands])
+        load = lambda port: b.load(port, at[port])  # noqa: E731
+    value = b.let("v", load("x0"))
     for step in chain_steps(b.ctx):
         b.assign(value, _step_expr(b, step, value, load))
     b.store("y", i, value)
-    return replication_over(out_dims)
+    return replication
 
 
 def _step_expr(b: KernelBuilder, step: tuple, value: Expr, load) -> Expr:

@@ -30,9 +30,10 @@ def _lower_binary(op: str):
             lhs, rhs = b.load("a", i), b.load("b", i)
             b.store("y", i, lhs + rhs if op == "add" else lhs * rhs)
         else:
-            i, indices = b.instance_indices(out_dims)
-            lhs, rhs = b.load_broadcast("a", indices), b.load_broadcast("b", indices)
+            i, at, replication = b.broadcast_grid(("a", "b"))
+            lhs, rhs = b.load("a", at["a"]), b.load("b", at["b"])
             b.store("y", i, lhs + rhs if op == "add" else lhs * rhs)
+            return replication
         return replication_over(out_dims)
     return lower
 

@@ -25,6 +25,7 @@ from ..kernel import (
     Assign, Binary, Const, Expr, For, If, InstanceId, Intrinsic, Let, Load, Stmt,
     Store, Var,
 )
+from ..graph import MAX_REPLICATION_DIMS
 from ..parameter import Parameter
 from ..types import I64, BufferType, Dim, ScalarType
 from .context import OpContext
@@ -333,10 +334,84 @@ class KernelBuilder:
             rest = quotient if position == len(live) - 2 else self.let("rest", quotient)
         return indices
 
+    def broadcast_grid(self, ports) -> "tuple[Expr, dict[str, Expr], tuple[Expr, ...]]":
+        """For an op storing one element of ``y`` an instance and reading
+        ``ports`` under numpy broadcasting: y's flat index, each port's
+        flat index and the replication, the instances laid over the runs
+        of y's axes along which the same ports broadcast (broadcast_runs):
+        no instance divides its index to find a broadcast port's element,
+        and the innermost run is contiguous in y and in every port that
+        does not broadcast along it."""
+        runs = broadcast_runs(self.dims("y"), {port: self.dims(port) for port in ports})
+        extents = [extent for _, extent in runs]
+        strides = {port: run_strides(extents, [port not in skip for skip, _ in runs])
+                   for port in (*ports, "y")}
+        flats, replication = self.grid(extents, strides)
+        return flats.pop("y"), flats, replication
+
+    def grid(self, extents: list[Expr], strides: Mapping[str, list[Expr | None]]
+             ) -> tuple[dict[str, Expr], tuple[Expr, ...]]:
+        """Instances over ``extents`` (outermost first), and each port's
+        flat index at one: the sum of the instance's index along each
+        extent times the port's stride there (None: it does not move
+        along it).  With more extents than a replication has dimensions,
+        the outermost share the first, divided out of its index (once per
+        instance of the inner dimensions' loops).  Returns the indices and
+        the replication."""
+        extents = list(extents) or [Const(1, I64)]
+        shared = max(len(extents) - MAX_REPLICATION_DIMS + 1, 1)
+        outer = self.let("i0", InstanceId(0))
+        ids = self.unflatten(outer, extents[:shared]) if shared > 1 else [outer]
+        ids += [self.let(f"i{k}", InstanceId(k - shared + 1)) for k in range(shared, len(extents))]
+        flats = {}
+        for port, port_strides in strides.items():
+            flat: Expr = Const(0, I64)
+            for index, stride in zip(ids, port_strides):
+                if stride is not None:
+                    flat = add(flat, mul(index, stride))
+            flats[port] = flat
+        return flats, (product(extents[:shared]), *extents[shared:])
+
     def instance_indices(self, dims: list[Expr], hints=None) -> tuple[Var, list[Expr]]:
         """The flat instance index and its row-major indices in ``dims``."""
         flat = self.instance()
         return flat, self.unflatten(flat, dims, hints)
+
+
+def broadcast_runs(out_dims: list[Expr], port_dims: Mapping[str, list[Expr]]
+                   ) -> list[tuple[frozenset, Expr]]:
+    """The runs of adjacent axes of a result of ``out_dims`` (axes of size 1
+    left out) along which the same ports broadcast (numpy: dims aligned on
+    the right, a missing or size-1 dim broadcasts): (those ports, the
+    run's number of elements), outermost first."""
+    runs: list[tuple[frozenset, list[Expr]]] = []
+    for axis, dim in enumerate(out_dims):
+        if const_value(dim) == 1:
+            continue
+        skip = frozenset(port for port, dims in port_dims.items()
+                         if axis < len(out_dims) - len(dims)
+                         or const_value(dims[axis - len(out_dims) + len(dims)]) == 1)
+        if runs and runs[-1][0] == skip:
+            runs[-1][1].append(dim)
+        else:
+            runs.append((skip, [dim]))
+    return [(skip, product(dims)) for skip, dims in runs]
+
+
+def row_major_strides(dims: list[Expr]) -> list[Expr]:
+    """The strides (elements) of a dense row-major array of ``dims``."""
+    return run_strides(dims, [True] * len(dims))
+
+
+def run_strides(extents: list[Expr], present: list[bool]) -> list[Expr | None]:
+    """The strides of an array laid row-major over the ``present`` ones of
+    ``extents`` (None where it is not)."""
+    strides: list[Expr | None] = []
+    stride: Expr = Const(1, I64)
+    for extent, here in zip(reversed(extents), reversed(present)):
+        strides.append(stride if here else None)
+        stride = mul(stride, extent) if here else stride
+    return strides[::-1]
 
 
 def replication_over(dims: list[Expr]) -> tuple[Expr, ...]:

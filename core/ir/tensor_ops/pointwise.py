@@ -58,12 +58,11 @@ def lower_pointwise(b: KernelBuilder, ports: tuple[str, ...],
     if all(b.types[port].shape == shape for port in ports):
         i = b.instance()
         loads = [b.load(port, i) for port in ports]
-    else:
-        i, indices = b.instance_indices(out_dims)
-        loads = [b.load(port, i) if b.types[port].shape == shape
-                 else b.load_broadcast(port, indices) for port in ports]
-    b.store("y", i, value(*loads))
-    return replication_over(out_dims)
+        b.store("y", i, value(*loads))
+        return replication_over(out_dims)
+    i, at, replication = b.broadcast_grid(ports)
+    b.store("y", i, value(*(b.load(port, at[port]) for port in ports)))
+    return replication
 
 
 # unary, binary -------------------------------------------------------------

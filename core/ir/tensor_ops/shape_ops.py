@@ -19,7 +19,10 @@ import numpy as np
 from ..kernel import Binary, Const, Expr
 from ..types import I64, BufferType, Dim
 from .dims import describe, product, require_equal, split
-from .lowering import KernelBuilder, add, const_value, div, mul, product as size_product, replication_over
+from .lowering import (
+    KernelBuilder, add, const_value, div, mul, product as size_product, replication_over,
+    row_major_strides,
+)
 from .spec import REQUIRED, OpContext, TensorOpSpec
 
 
@@ -266,14 +269,25 @@ def _evaluate_transpose(ctx: OpContext, x: dict) -> dict:
 
 
 def _lower_transpose(b: KernelBuilder) -> tuple[Expr, ...]:
+    """Instances over runs of y's axes that are adjacent, in order, in x
+    too (each run contiguous in both), so that no instance divides its
+    index to find its element of x."""
     out_dims = b.dims("y")
-    i, indices = b.instance_indices(out_dims)
     perm = transpose_perm(b.ctx)
-    source = [None] * len(perm)
+    out_strides, in_strides = row_major_strides(out_dims), row_major_strides(b.dims("x"))
+    runs: list[list] = []   # [extent, y's stride, x's stride, x's axis] of each run
     for position, axis in enumerate(perm):
-        source[axis] = indices[position]
-    b.store("y", i, b.load("x", *source))
-    return replication_over(out_dims)
+        if const_value(out_dims[position]) == 1:
+            continue
+        if runs and runs[-1][3] == axis - 1:
+            runs[-1] = [mul(runs[-1][0], out_dims[position]), out_strides[position],
+                        in_strides[axis], axis]
+        else:
+            runs.append([out_dims[position], out_strides[position], in_strides[axis], axis])
+    at, replication = b.grid([run[0] for run in runs], {"y": [run[1] for run in runs],
+                                                        "x": [run[2] for run in runs]})
+    b.store("y", at["y"], b.load("x", at["x"]))
+    return replication
 
 
 TRANSPOSE = TensorOpSpec(

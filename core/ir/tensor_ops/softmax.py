@@ -2,7 +2,8 @@
 
 Ports: x, y of the same shape; attribute axis (default -1).  The lowering
 runs one instance per row (every position of the other axes); each makes
-three passes over its row: max, sum of exp(x - max), and the quotients.
+three passes over its row: max; exp(x - max), stored and summed; and the
+quotients, in place (one exponential an element).
 """
 from __future__ import annotations
 
@@ -51,9 +52,11 @@ def _lower_softmax(b: KernelBuilder) -> tuple[Expr, ...]:
         b.assign(top, maximum(top, b.load("x", at(a))))
     total = b.let("total", b.const(0))
     with b.loop("a", length) as a:
-        b.assign(total, total + exp_at(a, top))
+        term = b.let("e", exp_at(a, top))
+        b.store("y", at(a), term)
+        b.assign(total, total + term)
     with b.loop("a", length) as a:
-        b.store("y", at(a), exp_at(a, top) / total)
+        b.store("y", at(a), b.load("y", at(a)) / total)
     return (rows,)
 
 

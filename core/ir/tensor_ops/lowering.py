@@ -356,10 +356,14 @@ class KernelBuilder:
         extent times the port's stride there (None: it does not move
         along it).  With more extents than a replication has dimensions,
         the outermost share the first, divided out of its index (once per
-        instance of the inner dimensions' loops).  Returns the indices and
-        the replication."""
+        instance of the inner dimensions' loops); all of them do where
+        there are fewer than GRID_ELEMENTS instances.  Returns the indices
+        and the replication."""
         extents = list(extents) or [Const(1, I64)]
         shared = max(len(extents) - MAX_REPLICATION_DIMS + 1, 1)
+        whole = const_value(product(extents))
+        if whole is not None and whole < GRID_ELEMENTS:
+            shared = len(extents)  # small: one dimension, compiled faster
         outer = self.let("i0", InstanceId(0))
         ids = self.unflatten(outer, extents[:shared]) if shared > 1 else [outer]
         ids += [self.let(f"i{k}", InstanceId(k - shared + 1)) for k in range(shared, len(extents))]
@@ -376,6 +380,13 @@ class KernelBuilder:
         """The flat instance index and its row-major indices in ``dims``."""
         flat = self.instance()
         return flat, self.unflatten(flat, dims, hints)
+
+
+GRID_ELEMENTS = 1 << 15
+"""Fewer instances than this run over one replication dimension, their
+indices divided out of it: a few microseconds of divisions cost less than
+compiling the loops of several dimensions (a third more compile time for
+the small tensors of onnx's test cases)."""
 
 
 def broadcast_runs(out_dims: list[Expr], port_dims: Mapping[str, list[Expr]]

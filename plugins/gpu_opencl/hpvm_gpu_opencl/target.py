@@ -44,10 +44,11 @@ OPTIONS = [
            "(default: the first GPU, else the first device)"),
     Option("work_group", object, None, "work-group size: a tuple for every node, or a dict "
            "node -> tuple; None: chosen per node"),
-    Option("per_item", int, PER_ITEM, "instances of a kernel's innermost dimension one work "
+    Option("per_item", int, None, "instances of a kernel's innermost dimension one work "
            "item runs, strided by the launch's width, where the kernel neither synchronises "
-           "its group nor returns early and the launch still fills the device (1: one)",
-           choices=PER_ITEM_CHOICES),
+           "its group nor returns early and the launch still fills the device (None: "
+           f"{PER_ITEM} on a GPU, 1 on a CPU device, whose compiler packs work items into "
+           "vector lanes itself)", choices=PER_ITEM_CHOICES),
     Option("fast_math", bool, False, "build with -cl-fast-relaxed-math"),
     Option("build_options", list, (), "more OpenCL C compiler flags"),
     Option("transfer", str, DEFAULT_TRANSFER, "how buffers move between host and device: "
@@ -86,13 +87,7 @@ class GpuOpenCLTarget(Target):
         tree in a work group's local memory; CPU OpenCL devices (PoCL) run
         many work items and barriers slower than a loop, so they keep
         reductions as written."""
-        import pyopencl as cl
-        from hpvm_opencl.devices import select_device
-        try:
-            on_gpu = bool(select_device({}).type & cl.device_type.GPU)
-        except (HpvmError, cl.Error):  # no usable device: nothing runs here anyway
-            on_gpu = False
-        if not on_gpu:
+        if not on_gpu({}):
             return "node-fusion,dce"
         return (f"node-fusion,{GPU_REGISTER_TILES},"
                 f"parallel-reduce{{form=chunks lanes={GPU_CHUNKS} layout=strided grain=256}},"
@@ -128,7 +123,7 @@ class GpuOpenCLTarget(Target):
         """The transfer mode (whole program), and a work-group size per
         replicated kernel node without a ``group``."""
         knobs = [Knob("transfer", TRANSFER_MODES, DEFAULT_TRANSFER, copies_only=True),
-                 Knob("per_item", PER_ITEM_CHOICES, PER_ITEM)]
+                 Knob("per_item", PER_ITEM_CHOICES, default_per_item({}))]
         for ref in nodes:
             node = module.graph(ref.graph).node(ref.node)
             rank = len(node.replication)
@@ -140,7 +135,7 @@ class GpuOpenCLTarget(Target):
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
         from hpvm.ir.text import print_module
         from hpvm_opencl.renderer import OpenCLRenderer
-        renderer = OpenCLRenderer(module, options.get("per_item", PER_ITEM))
+        renderer = OpenCLRenderer(module, options.get("per_item") or default_per_item(options))
         plans: dict[str, NodePlan] = {}
         arguments: dict[str, list[Argument]] = {}
         for ref in nodes:
@@ -196,6 +191,25 @@ class GpuOpenCLTarget(Target):
                                 build_options(options, wide),
                                 lambda n: origins[n - 1] if 1 <= n <= len(origins) else "?")
         return runtime, program
+
+
+def on_gpu(options: dict) -> bool:
+    """Whether the OpenCL device ``options`` select is a GPU (False where
+    none is usable: nothing runs here anyway)."""
+    import pyopencl as cl
+    from hpvm_opencl.devices import select_device
+    try:
+        return bool(select_device(options).type & cl.device_type.GPU)
+    except (HpvmError, cl.Error):
+        return False
+
+
+def default_per_item(options: dict) -> int:
+    """The ``per_item`` of a compile that names none: PER_ITEM on a GPU (it
+    needs several loads in flight per work item to reach its bandwidth),
+    1 on a CPU device (PoCL packs work items into vector lanes itself; the
+    loop only lengthened its compiles)."""
+    return PER_ITEM if on_gpu(options) else 1
 
 
 def _check_features(artifact: Artifact, module: Module, info) -> None:

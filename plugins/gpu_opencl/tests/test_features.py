@@ -67,12 +67,14 @@ def test_f64_on_a_device_without_it_is_a_clear_error(module, monkeypatch):
     assert "'@main.histogram'" in str(error.value) and "'@main.halves'" not in str(error.value)
 
 
-def test_generated_source_keeps_loops_pragmas_and_coalesced_dimensions(executable):
+def test_generated_source_keeps_loops_pragmas_and_coalesced_dimensions(module, executable):
     source = executable.artifacts["gpu_opencl"].files["kernels.cl"].decode()
     assert "#pragma unroll 4" in source
     # the innermost IR dimension is OpenCL's first, each work item stepping over it
-    assert "const long hpvm_first = (long)get_global_id(0);" in source
-    assert "const long hpvm_id1 = hpvm_first + hpvm_step * hpvm_stride;" in source
-    assert "const long hpvm_id0 = (long)get_global_id(1);" in source
+    stepping = rt.compile(module, targets=["gpu_opencl"], options={"per_item": 4})
+    stepping = stepping.artifacts["gpu_opencl"].files["kernels.cl"].decode()
+    assert "const long hpvm_first = (long)get_global_id(0);" in stepping
+    assert "const long hpvm_id1 = hpvm_first + hpvm_step * hpvm_stride;" in stepping
+    assert "const long hpvm_id0 = (long)get_global_id(1);" in stepping
     assert "__local float tile[4];" in source
     assert "vload_half((HPVM_INDEX)i, h)" in source

@@ -1,5 +1,5 @@
 """Work items running several instances of the innermost dimension
-(renderer.PER_ITEM, OpenCLDevice.work_items): the same results as the
+(option per_item; OpenCLDevice.work_items): the same results as the
 interpreter wherever the launch is divided, tails included; launches too
 small to fill the device are not divided; kernels that synchronise their
 group or return early run one instance a work item; ``restrict`` only
@@ -99,7 +99,7 @@ def test_divided_launches_compute_what_the_interpreter_does(per_item):
 
 def test_a_launch_too_small_to_fill_the_device_runs_an_instance_a_work_item():
     module = parse_module(PROGRAM)
-    exe = rt.compile(module, targets=["gpu_opencl"])
+    exe = rt.compile(module, targets=["gpu_opencl"], options={"per_item": 4})
     x = np.random.default_rng(1).standard_normal((5, 300)).astype(np.float32)
     plan = next(iter(device_of(exe).plans.values()))
     assert device_of(exe).work_items(plan, x.shape) == x.shape
@@ -109,7 +109,7 @@ def test_a_launch_too_small_to_fill_the_device_runs_an_instance_a_work_item():
 
 def test_an_early_return_keeps_an_instance_a_work_item_and_inout_drops_restrict():
     module = parse_module(EARLY_RETURN)
-    exe = rt.compile(module, targets=["gpu_opencl"])
+    exe = rt.compile(module, targets=["gpu_opencl"], options={"per_item": 4})
     plans = {p.function: p for p in device_of(exe).plans.values()}
     assert plans["clip"].per_item == 1 and plans["bump"].per_item == 4
     source = source_of(exe)
@@ -120,3 +120,10 @@ def test_an_early_return_keeps_an_instance_a_work_item_and_inout_drops_restrict(
     n = filling_width(exe, 1)
     x = np.random.default_rng(2).standard_normal(n).astype(np.float32)
     np.testing.assert_allclose(exe(x=x)["y"], run_module(module, {"x": x})["y"], rtol=1e-6)
+
+
+def test_the_default_steps_on_a_gpu_only():
+    from hpvm_gpu_opencl.target import default_per_item, on_gpu
+    exe = rt.compile(parse_module(PROGRAM), targets=["gpu_opencl"])
+    plan = next(iter(device_of(exe).plans.values()))
+    assert plan.per_item == default_per_item({}) == (4 if on_gpu({}) else 1)

@@ -1,7 +1,8 @@
 """Broadcasting elementwise ops and transposes lowered over runs of the
 result's axes (lowering.broadcast_runs, KernelBuilder.grid): no instance
 divides its index where the runs fit a replication, the outermost runs
-share one replication dimension where they do not, and every layout
+share one replication dimension where they do not, small results run
+over one dimension (GRID_ELEMENTS), and every layout
 computes what numpy does (the interpreter runs the lowered kernels)."""
 import numpy as np
 import pytest
@@ -40,7 +41,8 @@ def op_node(op, inputs, attrs=None):
 
 @pytest.mark.parametrize("a_shape, b_shape", [
     ((8, 16, 40), (40,)), ((8, 16, 40), (1,)), ((8, 16, 40), ()), ((3, 1, 5), (4, 1)),
-    ((2, 3, 4, 5, 6), (3, 1, 5, 1)), ((5, 1), (1, 7)), ((6,), (6,))])
+    ((2, 3, 4, 5, 6), (3, 1, 5, 1)), ((5, 1), (1, 7)), ((6,), (6,)),
+    ((64, 8, 80), (80,)), ((64, 8, 80), (1,)), ((4, 6, 8, 10, 20), (6, 1, 10, 1))])
 @pytest.mark.parametrize("op", ["add", "mul"])
 def test_broadcasting_ops_compute_what_numpy_does(op, a_shape, b_shape):
     rng = np.random.default_rng(0)
@@ -53,25 +55,33 @@ def test_broadcasting_ops_compute_what_numpy_does(op, a_shape, b_shape):
 
 def test_a_bias_add_runs_rows_by_columns_and_divides_nothing():
     rng = np.random.default_rng(1)
-    node = op_node("add", {"a": rng.standard_normal((8, 16, 40)).astype(np.float32),
-                           "b": rng.standard_normal((40,)).astype(np.float32)})
+    node = op_node("add", {"a": rng.standard_normal((8, 16, 400)).astype(np.float32),
+                           "b": rng.standard_normal((400,)).astype(np.float32)})
     module, name, replication = lowered_module(node)
-    assert [r.value for r in replication] == [128, 40]
+    assert [r.value for r in replication] == [128, 400]
     assert divided(module, name) == set()
 
 
 def test_more_runs_than_dimensions_share_the_first():
     rng = np.random.default_rng(2)
-    node = op_node("add", {"a": rng.standard_normal((2, 3, 4, 5, 6)).astype(np.float32),
-                           "b": rng.standard_normal((3, 1, 5, 1)).astype(np.float32)})
+    node = op_node("add", {"a": rng.standard_normal((4, 6, 8, 10, 20)).astype(np.float32),
+                           "b": rng.standard_normal((6, 1, 10, 1)).astype(np.float32)})
     _, _, replication = lowered_module(node)
-    assert [r.value for r in replication] == [2 * 3 * 4, 5, 6]
+    assert [r.value for r in replication] == [4 * 6 * 8, 10, 20]
+
+
+def test_small_results_run_over_one_dimension():
+    rng = np.random.default_rng(4)
+    node = op_node("add", {"a": rng.standard_normal((8, 16, 40)).astype(np.float32),
+                           "b": rng.standard_normal((40,)).astype(np.float32)})
+    assert [r.value for r in lowered_module(node)[2]] == [8 * 16 * 40]
 
 
 @pytest.mark.parametrize("shape, perm", [
     ((8, 12, 16, 4), (0, 2, 1, 3)), ((8, 12, 16, 4), (0, 2, 3, 1)),
     ((3, 1, 5, 7, 2), (4, 1, 0, 3, 2)),
-    ((6, 4), (1, 0)), ((2, 3, 4), (0, 1, 2)), ((2, 3, 4, 5, 6), (1, 0, 3, 2, 4))])
+    ((6, 4), (1, 0)), ((2, 3, 4), (0, 1, 2)), ((2, 3, 4, 5, 6), (1, 0, 3, 2, 4)),
+    ((16, 32, 12, 8), (0, 2, 1, 3)), ((16, 32, 12, 8), (3, 1, 2, 0))])
 def test_transposes_compute_what_numpy_does(shape, perm):
     x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
     got = run_module(single_op_module("transpose", {"x": x}, {"perm": perm}), {"x": x})["y"]

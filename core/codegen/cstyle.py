@@ -221,8 +221,14 @@ class CStyleRenderer(CStyleStatements, CStyleExpressions):
     def buffer_declarations(self, p, c_name: str, space: str, dims: list[str]) -> list[str]:
         """The C parameters passing buffer parameter ``p``: its pointer,
         then one ``long`` per dimension named ``dims``."""
-        pointer = self.pointer_type(p.type.element, space, p.direction == "in", p.restrict)
+        pointer = self.pointer_type(p.type.element, space, p.direction == "in",
+                                    self.restricted(p))
         return [f"{pointer} {c_name}"] + [f"long {d}" for d in dims]
+
+    def restricted(self, p) -> bool:
+        """Whether buffer parameter ``p`` is declared ``restrict``: where
+        the IR says so."""
+        return p.restrict
 
     def parameter_type(self, t: ScalarType) -> str:
         """The C type of a scalar parameter (entries may need other types

@@ -94,9 +94,8 @@ def _lower(b: KernelBuilder) -> tuple[Expr, ...]:
     out_dims = b.dims("y")
     shape = b.types["y"].shape
     operands = [port for port in b.types if port not in ("x0", "y")]
-    replication = replication_over(out_dims)
     if all(b.types[port].shape == shape for port in operands):
-        i = b.instance()
+        i, replication = b.instance(), replication_over(out_dims)
         load = lambda port: b.load(port, i)  # noqa: E731
     else:
         i, at, replication = b.broadcast_grid(["x0", *operands])

@@ -221,12 +221,13 @@ class OpenCLRenderer(CStyleRenderer):
         return name
 
     # -- entries ------------------------------------------------------------
+    def restricted(self, p) -> bool:
+        """An entry's buffers are ``restrict`` wherever the runtime
+        guarantees nothing else reaches them (hpvm.codegen.aliasing)."""
+        return p.restrict or self.in_entry and aliases_nothing(p, self.function)
+
     def buffer_declarations(self, p, c_name: str, space: str, dims: list[str]) -> list[str]:
-        if self.in_entry and p.name not in self._scratch:
-            pointer = self.pointer_type(p.type.element, space, p.direction == "in",
-                                        aliases_nothing(p, self.function))
-            return [f"{pointer} {c_name}"] + [f"long {d}" for d in dims]
-        if not self.in_entry:
+        if not (self.in_entry and p.name in self._scratch):
             return super().buffer_declarations(p, c_name, space, dims)
         storage = self.storage_type(p.type.element, "global")
         return ([f"__global const {storage}* hpvm_{c_name}_in"] + [f"long {d}" for d in dims]
@@ -236,21 +237,22 @@ class OpenCLRenderer(CStyleRenderer):
         self._scratch = set(written_private_buffers(kernel))
         declarations = self.parameter_bindings(kernel, {})
         counts = [f"long {self.instance_count(d)}" for d in range(rank)]
-        per_item = self.entry_per_item[name] = self._per_item(kernel, rank)
-        strided = rank - 1 if per_item > 1 else None
-        """The dimension a work item strides over (OpenCL dimension 0)."""
+        synchronous = synchronizes(self.module, kernel.name)
+        per_item = self.entry_per_item[name] = self._per_item(kernel, rank, synchronous)
+        strided = rank - 1 if per_item > 1 else None  # stepped over by each work item
+        unstrided = [d for d in range(rank) if d != strided]
         self.writer.open(f"__kernel void {name}({', '.join(declarations + counts)})")
         for d in range(DIMS):
             if d >= rank:
                 self.writer.line(f"const long {self.instance_id(d)} = 0;")
                 self.writer.line(f"const long {self.instance_count(d)} = 1;")
-            elif d != strided:
+            elif d in unstrided:
                 self.writer.line(f"const long {self.instance_id(d)} = "
                                  f"(long)get_global_id({rank - 1 - d});")
         self.declare_local_arrays(kernel)
-        if not synchronizes(self.module, kernel.name) and rank > (strided is not None):
+        if not synchronous and unstrided:
             outside = " || ".join(f"{self.instance_id(d)} >= {self.instance_count(d)}"
-                                  for d in range(rank) if d != strided)
+                                  for d in unstrided)
             self.writer.line(f"if ({outside}) return;")
         self.define_shape_symbols(kernel)
         self._copy_private_buffers(kernel)
@@ -269,14 +271,13 @@ class OpenCLRenderer(CStyleRenderer):
         self.writer.close()
         self._scratch = set()
 
-    def _per_item(self, kernel: KernelFunction, rank: int) -> int:
+    def _per_item(self, kernel: KernelFunction, rank: int, synchronous: bool) -> int:
         """How many instances a work item of ``kernel``'s entry runs:
         ``per_item`` where the kernel is replicated and neither
-        synchronises its group, keeps per-instance scratch copies nor
-        returns early (its instances are then independent straight-line
-        runs of the body), else one."""
-        if self.per_item < 2 or not rank or self._scratch \
-                or synchronizes(self.module, kernel.name) \
+        synchronises its group (``synchronous``), keeps per-instance
+        scratch copies nor returns early (its instances are then
+        independent straight-line runs of the body), else one."""
+        if self.per_item < 2 or not rank or self._scratch or synchronous \
                 or any(isinstance(n, Return) for n in walk(kernel.body)):
             return 1
         return self.per_item

@@ -1,10 +1,12 @@
 """``fuse-elementwise``: chains of elementwise tensor ops become one
 ``elementwise`` node (hpvm.ir.tensor_ops.chain).
 
-A node of add, mul, relu, tanh, sigmoid, clipped_relu or elementwise on
-floats whose result only one such node reads (and no graph output) is
+A node of add, mul, relu, tanh, sigmoid, clipped_relu, elementwise, or
+unary or binary with a float function (chain.FLOAT_UNARY, FLOAT_BINARY), on
+floats, whose result only one such node reads (and no graph output) is
 merged with that reader, until no pair qualifies: ``relu(add(conv, x))``
-becomes one node reading ``conv`` and ``x`` once and writing once.  The
+becomes one node reading ``conv`` and ``x`` once and writing once, GELU's
+five ops one node reading x twice.  The
 running value must keep its shape along the chain (an add whose other
 operand would broadcast the result larger ends the chain), and both nodes
 must have the same target hint.  The merged node keeps the first node's
@@ -17,6 +19,7 @@ from typing import NamedTuple
 
 from ..ir.graph import Graph, Module, Node, TensorBody
 from ..ir.tensor_ops import get_op, tensor_node
+from ..ir.tensor_ops.chain import FLOAT_BINARY, FLOAT_UNARY, renumbered
 from .registry import register_pass
 from .tensor_graph import (
     drop_edges_into, feeds_of, remove_nodes, replace_node, reroute, rewrite_until_done,
@@ -24,7 +27,8 @@ from .tensor_graph import (
 )
 
 UNARY_OPS = ("relu", "tanh", "sigmoid")
-CHAIN_OPS = ("add", "mul", "clipped_relu", "elementwise") + UNARY_OPS
+CHAIN_OPS = ("add", "mul", "clipped_relu", "elementwise", "unary", "binary") + UNARY_OPS
+COMMUTATIVE = ("add", "mul", "max", "min")
 
 
 class Chain(NamedTuple):
@@ -68,13 +72,22 @@ def _as_chain(node: Node, value_port: str | None) -> Chain | None:
     if body.op == "elementwise":
         ports = tuple(sorted((p for p in types if p != "y"), key=lambda p: int(p[1:])))
         return Chain(ports, tuple(body.attrs["steps"])) if value_port in (None, "x0") else None
-    if body.op in ("add", "mul"):
+    if body.op in ("add", "mul", "binary"):
+        fn = body.attrs.get("fn", body.op)
+        if body.op == "binary" and fn not in FLOAT_BINARY:
+            return None
         candidates = [value_port] if value_port else ["a", "b"]
         for port in candidates:
             if types[port].shape == types["y"].shape:
                 other = "b" if port == "a" else "a"
-                return Chain((port, other), ((body.op, 1),))
+                if body.op != "binary":
+                    return Chain((port, other), ((body.op, 1),))
+                kind = "binary" if port == "a" or fn in COMMUTATIVE else "rbinary"
+                return Chain((port, other), ((kind, fn, 1),))
         return None
+    if body.op == "unary":
+        fn = body.attrs.get("fn")
+        return Chain(("x",), (("unary", fn),)) if fn in FLOAT_UNARY else None
     if body.op == "clipped_relu":
         attrs = get_op("clipped_relu").resolve_attrs(body.attrs)
         return Chain(("x",), (("clipped_relu", float(attrs["min"]), float(attrs["max"])),))
@@ -84,14 +97,13 @@ def _as_chain(node: Node, value_port: str | None) -> Chain | None:
 def _merge(graph: Graph, first_node: Node, first: Chain, second_node: Node,
            second: Chain) -> Graph:
     offset = len(first.ports) - 1
-    renumbered = tuple((s[0], s[1] + offset) if s[0] in ("add", "mul") else s
-                       for s in second.steps)
+    steps = first.steps + tuple(renumbered(s, offset) for s in second.steps)
     sources = [(first_node.name, p) for p in first.ports] + [
         (second_node.name, p) for p in second.ports[1:]]
     input_types = {f"x{i}": _port_type(first_node, second_node, src) for i, src in
                    enumerate(sources)}
     fused = tensor_node(first_node.name, "elementwise", input_types,
-                        {"steps": first.steps + renumbered}, hint=first_node.hint)
+                        {"steps": steps}, hint=first_node.hint)
     fused = dataclasses.replace(fused, attributes=first_node.attributes)
     edges, bind_ins = feeds_of(graph, {f"x{i}": source for i, source in enumerate(sources)},
                                fused.name)

@@ -103,3 +103,46 @@ def test_the_tensor_pipeline_leaves_a_resnet_tail_as_one_conv():
     for target in ("interp", "cpu"):
         np.testing.assert_allclose(compile(after, [target])(x=x)["y"], expected,
                                    rtol=1e-5, atol=1e-5)
+
+
+def gelu_model():
+    """torch's GELU as ONNX writes it, x read by two ops, then x * sigmoid(x)
+    - 1 / (|x| + 2) (SiLU, a reversed division)."""
+    c = {"c": np.array(1 / np.sqrt(2)), "one": np.array(1.0), "half": np.array(0.5),
+         "two": np.array(2.0)}
+    return model([helper.make_node("Mul", ["x", "c"], ["a"]),
+                  helper.make_node("Erf", ["a"], ["b"]),
+                  helper.make_node("Add", ["b", "one"], ["e"]),
+                  helper.make_node("Mul", ["x", "e"], ["f"]),
+                  helper.make_node("Mul", ["f", "half"], ["h"]),
+                  helper.make_node("Sigmoid", ["h"], ["s"]),
+                  helper.make_node("Mul", ["h", "s"], ["silu"]),
+                  helper.make_node("Abs", ["h"], ["m"]),
+                  helper.make_node("Add", ["m", "two"], ["n"]),
+                  helper.make_node("Div", ["one", "n"], ["r"]),
+                  helper.make_node("Sub", ["silu", "r"], ["y"])],
+                 {"x": ["N", 8]}, c)
+
+
+def test_unary_and_binary_functions_fuse_reading_an_input_twice():
+    before = gelu_model()
+    after = run_pipeline(before, TENSOR_PIPELINE, verify_each=True)
+    fused = [n.body for n in after.root_graph.nodes if getattr(n.body, "op", "") == "elementwise"]
+    steps = [s for body in fused for s in body.attrs["steps"]]
+    assert ("unary", "erf") in steps and ("rbinary", "div") in [s[:2] for s in steps]
+    # h feeds three ops, so GELU's chain ends at it; the two through sigmoid
+    # and abs are one node each
+    assert ops(after) == ["elementwise"] * 3
+    x = RNG.standard_normal((3, 8)).astype(np.float32)
+    np.testing.assert_array_equal(compile(after, ["interp"])(x=x)["y"],
+                                  compile(before, ["interp"])(x=x)["y"])
+    # the cpu contracts x * s - r into one fused multiply-add once both are
+    # in one kernel
+    np.testing.assert_allclose(compile(after, ["cpu"])(x=x)["y"],
+                               compile(before, ["cpu"])(x=x)["y"], rtol=1e-6, atol=1e-7)
+
+
+def test_a_comparison_ends_the_chain():
+    before = model([helper.make_node("Exp", ["x"], ["a"]),
+                    helper.make_node("Less", ["a", "x"], ["y"])], {"x": [4]})
+    assert "binary" in ops(run_pipeline(before, "fuse-elementwise"))

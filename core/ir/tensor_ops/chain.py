@@ -11,10 +11,17 @@ steps, applied to the running value ``v`` (starting as ``x0``) in order::
     ("mul", k)                  v = v * xk
     ("relu",) ("tanh",) ("sigmoid",)
     ("clipped_relu", min, max)  v = min(max(v, min), max)
+    ("unary", fn)               v = fn(v), fn a float function of the op unary
+    ("binary", fn, k)           v = fn(v, xk), fn of the op binary with a float result
+    ("rbinary", fn, k)          v = fn(xk, v)
 
-e.g. ``steps = [["add", 1], ["relu"]]`` is ResNet's ``relu(conv + x)``.
+e.g. ``steps = [["add", 1], ["relu"]]`` is ResNet's ``relu(conv + x)``, and
+GELU ``x * (erf(x * c) + 1) * 0.5`` reads x twice, as x0 and x1:
+``[["mul", 2], ["unary", "erf"], ["add", 3], ["mul", 1], ["mul", 4]]``.
 Each step rounds to the element type as the separate op would, so the
-chain computes exactly what the unfused ops compute.
+chain computes exactly what the unfused ops compute (a target may contract
+a product and a sum that now meet in one kernel into a fused multiply-add,
+as it does within any op).
 """
 from __future__ import annotations
 
@@ -25,12 +32,40 @@ from ..types import BufferType
 from .activation import apply_kernel, apply_numpy
 from .dims import broadcast_shape
 from .lowering import KernelBuilder, maximum, minimum, replication_over
+from .scalar_functions import BINARY, UNARY
 from .spec import REQUIRED, OpContext, TensorOpSpec
 
 BINARY_STEPS = ("add", "mul")
 UNARY_STEPS = ("relu", "tanh", "sigmoid")
+FUNCTION_STEPS = ("binary", "rbinary")
 STEP_FORMS = ('["add", k]', '["mul", k]', '["relu"]', '["tanh"]', '["sigmoid"]',
-              '["clipped_relu", min, max]')
+              '["clipped_relu", min, max]', '["unary", fn]', '["binary", fn, k]',
+              '["rbinary", fn, k]')
+
+FLOAT_UNARY = tuple(name for name, f in UNARY.items()
+                    if f.domain in ("float", "numeric") and not f.boolean_result)
+"""The functions of the op ``unary`` a chain step applies to floats."""
+FLOAT_BINARY = tuple(name for name, f in BINARY.items()
+                     if f.domain in ("float", "numeric") and not f.boolean_result)
+"""The functions of the op ``binary`` with a float result."""
+
+
+def step_operand(step: tuple) -> int | None:
+    """The index k of the operand port ``xk`` a step reads, or None."""
+    if step[0] in BINARY_STEPS:
+        return step[1]
+    if step[0] in FUNCTION_STEPS:
+        return step[2]
+    return None
+
+
+def renumbered(step: tuple, offset: int) -> tuple:
+    """``step`` reading operand port x(k + offset) instead of xk."""
+    if step[0] in BINARY_STEPS:
+        return (step[0], step[1] + offset)
+    if step[0] in FUNCTION_STEPS:
+        return (step[0], step[1], step[2] + offset)
+    return step
 
 
 def chain_steps(ctx: OpContext) -> tuple[tuple, ...]:
@@ -41,7 +76,7 @@ def chain_steps(ctx: OpContext) -> tuple[tuple, ...]:
     if not isinstance(steps, tuple) or not steps or not all(_valid(s, operands) for s in steps):
         ctx._bad_attr("steps", f"a non-empty list of steps, each one of {', '.join(STEP_FORMS)}"
                                f" with k in 1..{operands}")
-    used = {step[1] for step in steps if step[0] in BINARY_STEPS}
+    used = {step_operand(step) for step in steps}
     for index in range(1, operands + 1):
         if index not in used:
             ctx.fail(f"input 'x{index}' is read by no step", f"add a step reading x{index} or "
@@ -59,6 +94,11 @@ def _valid(step, operands: int) -> bool:
         return not args
     if name == "clipped_relu":
         return len(args) == 2 and all(type(a) in (int, float) for a in args)
+    if name == "unary":
+        return len(args) == 1 and args[0] in FLOAT_UNARY
+    if name in FUNCTION_STEPS:
+        return (len(args) == 2 and args[0] in FLOAT_BINARY and type(args[1]) is int
+                and 1 <= args[1] <= operands)
     return False
 
 
@@ -85,6 +125,11 @@ def _evaluate(ctx: OpContext, x: dict) -> dict:
             value = np.multiply(value, x[f"x{step[1]}"])
         elif name == "clipped_relu":
             value = np.minimum(np.maximum(value, kind(step[1])), kind(step[2]))
+        elif name == "unary":
+            value = UNARY[step[1]].numpy(value)
+        elif name in FUNCTION_STEPS:
+            operands = (value, x[f"x{step[2]}"])
+            value = BINARY[step[1]].numpy(*(operands if name == "binary" else operands[::-1]))
         else:
             value = apply_numpy(name, value)
     return {"y": value}
@@ -115,11 +160,16 @@ def _step_expr(b: KernelBuilder, step: tuple, value: Expr, load) -> Expr:
         return value * load(f"x{step[1]}")
     if name == "clipped_relu":
         return minimum(maximum(value, b.const(float(step[1]))), b.const(float(step[2])))
+    if name == "unary":
+        return UNARY[step[1]].kernel(value)
+    if name in FUNCTION_STEPS:
+        operands = (value, load(f"x{step[2]}"))
+        return BINARY[step[1]].kernel(*(operands if name == "binary" else operands[::-1]))
     return apply_kernel(name, value)
 
 
 ELEMENTWISE = TensorOpSpec(
     "elementwise", ("x0",), ("y",), _infer, _evaluate, _lower, attrs={"steps": REQUIRED},
-    variadic=True, summary="y = a chain of add, mul and activations applied to x0")
+    variadic=True, summary="y = a chain of elementwise functions applied to x0")
 
 OPS = (ELEMENTWISE,)

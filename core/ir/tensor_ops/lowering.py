@@ -22,7 +22,7 @@ from typing import Iterator, Mapping
 import numpy as np
 
 from ..kernel import (
-    Assign, Binary, Const, Expr, For, If, InstanceId, Intrinsic, Let, Load, Stmt,
+    Assign, Binary, Const, Expr, For, If, InstanceId, Intrinsic, Let, Load, Reduction, Stmt,
     Store, Var,
 )
 from ..graph import MAX_REPLICATION_DIMS
@@ -291,9 +291,11 @@ class KernelBuilder:
 
     @contextmanager
     def loop(self, hint: str, stop: Expr, start: Expr | None = None,
-             unroll: int | None = None, ivdep: bool = False) -> Iterator[Var]:
+             unroll: int | None = None, ivdep: bool = False,
+             reduce: tuple[Reduction, ...] = ()) -> Iterator[Var]:
         """``for hint in [start, stop)``; the trip count is noted when fixed;
-        ``unroll`` and ``ivdep`` are the For's hints."""
+        ``unroll``, ``ivdep`` and ``reduce`` (the variables the loop folds
+        values into, in any order) are the For's."""
         start = start if start is not None else Const(0, I64)
         var = Var(self.fresh(hint), I64)
         self._blocks.append([])
@@ -301,7 +303,8 @@ class KernelBuilder:
         body = tuple(self._blocks.pop())
         first, last = const_value(start), const_value(stop)
         trip = last - first if first is not None and last is not None else None
-        self.emit(For(var.name, start, stop, 1, body, unroll=unroll, ivdep=ivdep, trip_count=trip))
+        self.emit(For(var.name, start, stop, 1, body, unroll=unroll, ivdep=ivdep, trip_count=trip,
+                      reduce=reduce))
 
     @contextmanager
     def when(self, cond: Expr) -> Iterator[None]:

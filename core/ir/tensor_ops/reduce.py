@@ -15,7 +15,7 @@ from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
-from ..kernel import Const, Expr, Select
+from ..kernel import Const, Expr, Reduction, Select, Var
 from ..types import I64, BufferType
 from .lowering import KernelBuilder, maximum, minimum, product
 from .spec import REQUIRED, OpContext, TensorOpSpec
@@ -101,21 +101,32 @@ def output_instance(b: KernelBuilder, axes: tuple[int, ...]):
 
 
 @contextmanager
-def reduced_loops(b: KernelBuilder, axes, indices: list[Expr], start: int = 0):
+def reduced_loops(b: KernelBuilder, axes, indices: list[Expr], start: int = 0,
+                  reduce: tuple[Reduction, ...] = ()):
     """Loops over the reduced ``axes`` (from ``start`` on the innermost
-    one), setting their entries of ``indices``."""
+    one), setting their entries of ``indices``; each folds into ``reduce``."""
     with ExitStack() as stack:
         for position, axis in enumerate(axes):
             first = Const(start, I64) if position == len(axes) - 1 else None
-            indices[axis] = stack.enter_context(b.loop(f"r{axis}", b.dim("x", axis), first))
+            indices[axis] = stack.enter_context(
+                b.loop(f"r{axis}", b.dim("x", axis), first, reduce=reduce))
         yield
+
+
+def fold_promise(fn: str, acc: Var) -> tuple[Reduction, ...]:
+    """The promise of a loop folding ``fn`` (sum, prod, max, min) into
+    ``acc``: its iterations may run in any order (bool max/min, written as
+    selects, promise nothing)."""
+    if acc.type.is_bool:
+        return ()
+    return (Reduction(acc.name, {"sum": "add", "prod": "mul"}.get(fn, fn)),)
 
 
 def _lower_reduce(b: KernelBuilder) -> tuple[Expr, ...]:
     fn, axes = b.ctx.attrs["fn"], reduced_axes(b.ctx)
     i, indices, replication = output_instance(b, axes)
     acc = b.let("acc", _initial(b, fn))
-    with reduced_loops(b, axes, indices):
+    with reduced_loops(b, axes, indices, reduce=fold_promise(fn, acc)):
         b.assign(acc, _combine(fn, acc, b.load("x", *indices)))
     b.store("y", i, acc)
     return replication

@@ -3,14 +3,16 @@
 Ports: x, y of the same shape; attribute axis (default -1).  The lowering
 runs one instance per row (every position of the other axes); each makes
 three passes over its row: max; exp(x - max), stored and summed; and the
-quotients, in place (one exponential an element).
+quotients, in place (one exponential an element).  The max and the sum
+are promised reductions (For.reduce), so a target may run its vector
+lanes along the row.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..kernel import Const, Expr, Intrinsic
-from ..types import I64, BufferType
+from ..kernel import Expr, Intrinsic, Reduction
+from ..types import BufferType
 from .lowering import KernelBuilder, add, const_value, maximum, mul, product
 from .spec import OpContext, TensorOpSpec
 
@@ -47,11 +49,11 @@ def _lower_softmax(b: KernelBuilder) -> tuple[Expr, ...]:
     def exp_at(a: Expr, top: Expr) -> Expr:
         return Intrinsic("exp", (b.load("x", at(a)) - top,))
 
-    top = b.let("top", b.load("x", base))
-    with b.loop("a", length, start=Const(1, I64)) as a:
+    top = b.let("top", b.const(-np.inf))
+    with b.loop("a", length, reduce=(Reduction(top.name, "max"),)) as a:
         b.assign(top, maximum(top, b.load("x", at(a))))
     total = b.let("total", b.const(0))
-    with b.loop("a", length) as a:
+    with b.loop("a", length, reduce=(Reduction(total.name, "add"),)) as a:
         term = b.let("e", exp_at(a, top))
         b.store("y", at(a), term)
         b.assign(total, total + term)

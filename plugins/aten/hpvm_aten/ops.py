@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from hpvm.ir.tensor_ops.activation import clip_bounds
 
-from .primitive_ops import PRIMITIVE_OPS
+from .primitive_ops import BINARY, PRIMITIVE_OPS, UNARY
 
 OpFunction = Callable[[dict, dict, tuple], torch.Tensor]
 
@@ -286,6 +286,11 @@ def _chain(steps: tuple, *inputs: torch.Tensor) -> torch.Tensor:
             value = value * inputs[step[1]]
         elif name == "clipped_relu":
             value = torch.clamp(value, step[1], step[2])
+        elif name == "unary":
+            value = UNARY[step[1]](value)
+        elif name in ("binary", "rbinary"):
+            operands = (value, inputs[step[2]])
+            value = BINARY[step[1]](*(operands if name == "binary" else operands[::-1]))
         else:
             value = _activation(value, name)
     return value

@@ -221,8 +221,11 @@ def _sdp_steps(op, attrs, inputs, constants, shape) -> tuple[str, list[tuple]]:
             steps.extend(_binary(step[0], main, inputs[f"x{step[1]}"], constants, shape)[1])
         elif step[0] == "clipped_relu":
             steps.append(("clip", (float(step[1]), float(step[2]))))
-        else:
+        elif step[0] in ("relu", "tanh", "sigmoid"):
             steps.append((step[0], None))
+        else:
+            raise NotForNvdla(f"a fused step {step[0]} {step[1]}: the SDP adds, multiplies, "
+                              "clips, and applies relu, tanh and sigmoid")
     return main, steps
 
 

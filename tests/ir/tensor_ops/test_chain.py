@@ -53,3 +53,32 @@ def test_an_operand_that_would_grow_the_result_is_an_error():
         tensor_node("c", "elementwise", {"x0": f32(1, 3), "x1": f32(2, 3)},
                     {"steps": (("mul", 1),)})
 
+
+
+def test_function_steps_equal_the_unary_and_binary_ops():
+    """GELU, x * (erf(x / sqrt 2) + 1) * 0.5, reading x as x0 and x1, and a
+    reversed division (x2 / v)."""
+    x = RNG.standard_normal((4, 6)).astype(np.float32)
+    c, one, half = (np.float32(v).reshape(1) for v in (1 / np.sqrt(2), 1.0, 0.5))
+    d = RNG.uniform(1, 2, (6,)).astype(np.float32)
+    steps = (("mul", 2), ("unary", "erf"), ("add", 3), ("mul", 1), ("mul", 4),
+             ("rbinary", "div", 5), ("binary", "max", 3))
+    inputs = {"x0": x, "x1": x, "x2": c, "x3": one, "x4": half, "x5": d}
+    out = get_op("elementwise").evaluate(inputs, {"steps": steps})["y"]
+    unary, binary = TENSOR_OPS["unary"], TENSOR_OPS["binary"]
+    v = TENSOR_OPS["mul"].evaluate({"a": x, "b": c})["y"]
+    v = unary.evaluate({"x": v}, {"fn": "erf"})["y"]
+    v = binary.evaluate({"a": v, "b": one}, {"fn": "add"})["y"] * x * half
+    v = binary.evaluate({"a": d, "b": v}, {"fn": "div"})["y"]
+    np.testing.assert_array_equal(out, binary.evaluate({"a": v, "b": one}, {"fn": "max"})["y"])
+    node = tensor_node("g", "elementwise", {p: BufferType(F32, a.shape) for p, a in inputs.items()},
+                       {"steps": steps})
+    assert_lowering_matches(node, inputs, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("step", [("unary", "isnan"), ("unary", "bitnot"),
+                                  ("binary", "less", 1), ("binary", "pow", 2), ("rbinary", "sub")])
+def test_function_steps_of_other_results_or_operands_are_errors(step):
+    with pytest.raises(VerificationError, match="steps.*unary.*fn"):
+        tensor_node("c", "elementwise", {"x0": f32(3), "x1": f32(3)},
+                    {"steps": (("add", 1), step)})

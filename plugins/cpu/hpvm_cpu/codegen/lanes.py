@@ -37,6 +37,7 @@ from hpvm.ir.types import I64
 from hpvm.ir.uniformity import Uniformity
 from hpvm.ir.visit import rewrite, walk
 
+from .loop_lanes import lanes_along_loops
 from .uniformity import Unsupported, check_supported
 
 
@@ -45,7 +46,8 @@ def strip_body(kernel: KernelFunction, block: dict[int, int]) -> tuple[Stmt, ...
     InstanceIds: ``block`` maps replication dims (at most two, the last
     innermost) to instance counts; None when the kernel is not supported
     or has no uniform loop with varying work (LLVM's own vectoriser then
-    does better on the instance loop)."""
+    does better on the instance loop), or when its loops are better
+    vectorised along themselves (loop_lanes.py)."""
     if not block or min(block.values()) < 1 or max(block.values()) < 2:
         return None
     try:
@@ -53,7 +55,8 @@ def strip_body(kernel: KernelFunction, block: dict[int, int]) -> tuple[Stmt, ...
         uniformity = Uniformity(kernel, tuple(block))
         if uniformity.varying & {p.name for p in kernel.params}:
             raise Unsupported("an assigned scalar parameter")
-        if not _has_varying_loop_work(kernel.body, uniformity):
+        if not _has_varying_loop_work(kernel.body, uniformity) or \
+                lanes_along_loops(kernel, uniformity, max(block)):
             return None
         return _StripWriter(kernel, uniformity, block).block(kernel.body)
     except Unsupported:

@@ -20,6 +20,11 @@ from .intrinsics import atomic_update
 from .llvm_types import I64, byte_size, i64, memory_type, register_type, store_element
 from .loop_metadata import access_group, loop_id
 from .state import BufferView
+from .vector_math import call_intrinsic
+
+FLOAT_FOLDS = {"add": "fadd", "mul": "fmul", "max": "llvm.maxnum", "min": "llvm.minnum"}
+"""The float reductions folded in a vectorisable form, and their LLVM forms
+(the intrinsics' names for max and min)."""
 
 
 class StatementLowering(ExpressionLowering):
@@ -46,21 +51,27 @@ class StatementLowering(ExpressionLowering):
         self.builder.store(value, variable.pointer)
 
     def _reassociable_fold(self, stmt: Assign, variable):
-        """A float sum or product that an enclosing reduction loop folds,
-        emitted with LLVM's ``reassoc`` flag: the loop promised any order
-        (For.reduce), so the vectoriser may keep one partial sum per lane.
-        None for any other assignment."""
+        """A float sum, product, max or min that an enclosing reduction loop
+        folds, in a form LLVM's vectoriser folds per lane: the loop promised
+        any order (For.reduce), so sums and products carry the ``reassoc``
+        flag, and max and min are ``llvm.maxnum``/``minnum`` (the kernel
+        IR's max: the other operand where one is NaN).  None for any other
+        assignment."""
         reduction = next((r for r in self.reductions if r.var == stmt.name), None)
         type = variable.type
-        if reduction is None or reduction.op not in ("add", "mul") or not type.is_float \
+        if reduction is None or reduction.op not in FLOAT_FOLDS or not type.is_float \
                 or type.bits == 16:
             return None
         item = folded_value(stmt, reduction)
         if item is None:
             return None
         folded = self.builder.load(variable.pointer, typ=register_type(type))
+        value = self.value_as(item, type)
+        if reduction.op in ("max", "min"):
+            return call_intrinsic(self.builder, FLOAT_FOLDS[reduction.op], folded.type,
+                                  folded, value)
         fold = self.builder.fadd if reduction.op == "add" else self.builder.fmul
-        return fold(folded, self.value_as(item, type), flags=("reassoc",))
+        return fold(folded, value, flags=("reassoc",))
 
     def _store_stmt(self, stmt: Store) -> None:
         view = self.buffer(stmt.buffer)

@@ -1,0 +1,53 @@
+"""Vector lanes along a kernel's own loops instead of across its instances.
+
+Lane strips (lanes.py) run adjacent instances in the lanes, which is right
+when adjacent instances read adjacent elements (``c[i, j] += a[i, k] *
+b[k, j]`` across j).  A row reduction or a softmax reads a row per
+instance: across instances its loads are a row apart (gathers), along its
+loop they are adjacent.  Such a kernel is left to LLVM's loop vectoriser,
+which runs the lanes along the loop, folding reductions into a partial
+result per lane (the loop's For.reduce promise lets it reorder them).
+"""
+from __future__ import annotations
+
+from hpvm.ir.analysis import assigned_variables
+from hpvm.ir.kernel import Expr, For, KernelFunction, Let, Load, Stmt, Store, While
+from hpvm.ir.strides import IndexStrides, instance_of, loop_variable
+from hpvm.ir.uniformity import Uniformity
+from hpvm.ir.visit import walk
+
+
+def lanes_along_loops(kernel: KernelFunction, uniformity: Uniformity, dim: int) -> bool:
+    """Whether every loop of ``kernel`` that does varying work is one LLVM
+    vectorises along itself (innermost, changing no outer variable but the
+    reductions it promises) and reads each varying element adjacent to the
+    previous iteration's (and writes so), while no access in it is to
+    adjacent elements for adjacent instances of replication dimension
+    ``dim``."""
+    strides = IndexStrides(kernel.body)
+    loops = [loop for loop in walk(kernel.body) if isinstance(loop, (For, While))
+             and _varying_accesses(loop, uniformity)]
+    return bool(loops) and all(_along(loop, strides, uniformity, dim) for loop in loops)
+
+
+def _varying_accesses(loop, uniformity: Uniformity) -> list[tuple[Expr, ...]]:
+    """The indices of the loop's varying loads and of its stores."""
+    return [e.indices for e in walk(loop.body)
+            if isinstance(e, Load) and uniformity.is_varying(e) or isinstance(e, Store)]
+
+
+def _along(loop, strides: IndexStrides, uniformity: Uniformity, dim: int) -> bool:
+    if not isinstance(loop, For) or loop.step != 1 or _has_loop(loop.body):
+        return False
+    declared_inside = {s.name for s in walk(loop.body) if isinstance(s, Let)}
+    carried = assigned_variables(loop.body) - declared_inside
+    if not carried <= {r.var for r in loop.reduce}:
+        return False
+    along, across = loop_variable(loop.var), instance_of(dim)
+    accesses = _varying_accesses(loop, uniformity)
+    return all(strides.element_stride(at, along) == 1 for at in accesses) and \
+        not any(strides.element_stride(at, across) == 1 for at in accesses)
+
+
+def _has_loop(body: tuple[Stmt, ...]) -> bool:
+    return any(isinstance(s, (For, While)) for s in walk(body))

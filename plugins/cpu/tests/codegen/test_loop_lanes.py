@@ -1,0 +1,67 @@
+"""Vector lanes along a kernel's loops (codegen/loop_lanes.py): row
+reductions read a row per instance, so their loops are vectorised along
+the row, not across instances; kernels whose instances read adjacent
+elements keep their lane strips.  Each checked against the interpreter."""
+import numpy as np
+import pytest
+
+from hpvm.ir.uniformity import Uniformity
+from hpvm_cpu.codegen.lanes import strip_body
+from hpvm_cpu.codegen.loop_lanes import lanes_along_loops
+
+from .test_lanes import MATMUL, kernel, run_both
+
+ROW_SUM = """
+func @k(in restrict x: f32[M, N], out restrict y: f32[M]) {
+  let row: i64 = instance_id(0)
+  let acc: f32 = f32(0.0)
+  let top: f32 = f32(-1.0e30)
+  for a in 0 .. N step 1 [reduce acc: add, reduce top: max] {
+    let v: f32 = x[row, a]
+    acc = acc + v
+    top = max(top, v)
+  }
+  y[row] = acc + top
+}
+"""
+
+ROW_SUM_UNPROMISED = ROW_SUM.replace(" [reduce acc: add, reduce top: max]", "")
+
+COLUMN_SUM = """
+func @k(in restrict x: f32[M, N], out restrict y: f32[N]) {
+  let column: i64 = instance_id(0)
+  let acc: f32 = f32(0.0)
+  for a in 0 .. M step 1 [reduce acc: add] {
+    acc = acc + x[a, column]
+  }
+  y[column] = acc
+}
+"""
+
+
+def along(text, dim=0):
+    function = kernel(text)
+    return lanes_along_loops(function, Uniformity(function, (dim,)), dim)
+
+
+def test_a_row_reduction_runs_its_lanes_along_the_row():
+    assert along(ROW_SUM)
+    assert strip_body(kernel(ROW_SUM), {0: 8}) is None
+
+
+@pytest.mark.parametrize("text", [COLUMN_SUM, ROW_SUM_UNPROMISED])
+def test_instances_reading_adjacent_elements_or_unpromised_folds_keep_strips(text):
+    assert not along(text)
+    assert strip_body(kernel(text), {0: 8}) is not None
+
+
+def test_a_matmul_keeps_lanes_across_its_columns():
+    assert not along(MATMUL, 1)
+
+
+@pytest.mark.parametrize("m, n", [(5, 37), (3, 128), (1, 1)])
+@pytest.mark.parametrize("text", [ROW_SUM, COLUMN_SUM])
+def test_both_directions_match_the_interpreter(text, m, n):
+    x = np.random.default_rng(m + n).standard_normal((m, n), dtype=np.float32)
+    size = m if text is ROW_SUM else n
+    run_both(text, {"x": x, "y": np.zeros(size, np.float32)}, (size,), lanes=8)

@@ -109,6 +109,7 @@ def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool],
         name = _shared_function(function, len(replication), functions, same_kernels)
         attributes = {k: v for k, v in node.attributes.items()
                       if k not in (PRECISION_ATTRIBUTE, SCALES_ATTRIBUTE)}
+        attributes[LOWERED_FROM] = node.body.op
         if stored:
             attributes[CHANNELS_LAST_ATTRIBUTE] = ",".join(sorted(stored))
         padded = {port: (_port_type(node, port), _port_type(functions[name], port), pads)
@@ -167,6 +168,10 @@ def _shared_function(function, rank: int, functions: dict, same_kernels: dict) -
     return name
 
 
+LOWERED_FROM = "lowered_from"
+"""Attribute of a kernel node made from a tensor node: the op it runs (a
+target may reshape such kernels, whose schedule is the lowering's and not
+a programmer's: gpu_opencl folds their reductions in work groups)."""
 RELAID_FROM = "relaid_from"
 """Attribute of a constant node made by lower_tensor_nodes: the name of
 the constant whose rearranged copy it holds."""

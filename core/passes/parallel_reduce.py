@@ -9,9 +9,12 @@ instances instead of one (reduce_forms.py builds the bodies):
   ``lanes`` instances, one work group (attribute ``group``) per original
   instance.  The lanes split the iterations (strided: neighbouring lanes
   read neighbouring elements), fold partial results, and combine them as a
-  tree in local memory in log2(lanes) steps separated by barriers; lane 0
-  runs what follows the last loop.  Targets without work groups (cpu)
-  decline the node.
+  tree in local memory in log2(lanes) steps separated by barriers; every
+  lane then holds the combined values.  What follows the last loop runs in
+  lane 0, unless it is one loop of independent iterations (ivdep) and
+  statements without effects: then the lanes share that loop as they
+  shared the reductions (a layer norm's last pass).  Targets without work
+  groups (cpu) decline the node.
 - ``form=chunks`` (CPUs; any target): a node without replication gets a
   producer ``<node>_partial`` of ``lanes`` instances, each folding one
   contiguous chunk (``layout=strided``: every lanes-th iteration, as a GPU
@@ -22,11 +25,15 @@ instances instead of one (reduce_forms.py builds the bodies):
 
 Statements before the last reduction loop must not write memory (every
 lane runs them), and a reduction loop may not write memory or carry any
-other variable between iterations.  Options: ``form``, ``lanes`` (tree: a
-power of two, the work-group size), ``layout`` and ``grain`` (chunks),
-``nodes`` (``node`` or ``graph.node``;
-default every eligible node; these are the DSE's knobs).  A named node
-that is not eligible is refused with the reason.
+other variable between iterations; in the tree form the last one may
+store when its iterations are independent and the shared loop after it
+reads those elements where they were stored, in the same lanes (a
+softmax's exponentials).  Options: ``form``, ``lanes`` (tree: a power of
+two, the work-group size), ``layout`` and ``grain`` (chunks), ``nodes``
+(``node`` or ``graph.node``; default every eligible node; these are the
+DSE's knobs), ``lowered`` (only kernels lowered from tensor ops: what
+gpu_opencl runs on a GPU).  A named node that is not eligible is refused
+with the reason.
 """
 from __future__ import annotations
 
@@ -35,7 +42,7 @@ import dataclasses
 from ..errors import Diagnostic, Location
 from ..ir.graph import BindIn, Edge, Graph, KernelBody, Module, Node
 from ..ir.kernel import (
-    Call, Const, Expr, If, InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Load, Stmt,
+    Call, Const, Expr, InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Load, Stmt,
     Store, Var,
 )
 from ..ir.parameter import Parameter
@@ -44,9 +51,11 @@ from ..ir.visit import walk
 from .errors import PassError
 from .module_tools import iter_nodes, named_kernel_nodes
 from .names import NameGenerator, function_names, unique_name
+from .legalize_tensor_ops import LOWERED_FROM
 from .reduce_forms import (
     ReducingKernel, chunk_statements, fold_partials, iteration_count, lane_loop, names_read,
-    partial_lets, product, reducing_kernel, tree_combine,
+    partial_lets, product, reducing_kernel, shared_tail, stores_read_in_lane,
+    tree_combine,
 )
 from .registry import Option, register_pass
 
@@ -70,9 +79,11 @@ PARTIALS = "partials_of"
            "(CPU threads) or every lanes-th iteration (GPU: neighbours read neighbours)",
            choices=tuple(LAYOUTS)),
     Option("grain", int, 1, "chunks: fewest iterations per chunk; above 1 the number of "
-           "chunks follows the sizes (at most lanes)", minimum=1)])
+           "chunks follows the sizes (at most lanes)", minimum=1),
+    Option("lowered", bool, False, "only the kernel nodes lowered from tensor ops (attribute "
+           "lowered_from), whose schedule is the lowering's, not a programmer's")])
 def parallel_reduce(module: Module, form: str, lanes: int, nodes: tuple[str, ...],
-                    layout: str, grain: int) -> Module:
+                    layout: str, grain: int, lowered: bool = False) -> Module:
     """Fold the reduction loops of kernel nodes with many instances."""
     if form == "tree" and (lanes & (lanes - 1) or lanes > MAX_TREE_LANES):
         raise PassError(Diagnostic(Location(), f"parallel-reduce: {lanes} lanes for a tree",
@@ -88,7 +99,8 @@ def parallel_reduce(module: Module, form: str, lanes: int, nodes: tuple[str, ...
                     f"the eligible nodes are: {', '.join(eligible_nodes(module, form)) or 'none'}"))
     else:
         selected = [(g, n) for g, n in iter_nodes(module)
-                    if isinstance(n.body, KernelBody) and node_problem(module, g, n, form) is None]
+                    if isinstance(n.body, KernelBody) and node_problem(module, g, n, form) is None
+                    and (not lowered or LOWERED_FROM in n.attributes)]
     for graph_name, node_name in [(g.name, n.name) for g, n in selected]:
         graph = module.graph(graph_name)
         if form == "tree":
@@ -106,7 +118,7 @@ def eligible_nodes(module: Module, form: str = "tree") -> list[str]:
 
 def node_problem(module: Module, graph: Graph, node: Node, form: str) -> str | None:
     """Why ``node`` cannot take ``form``, or None."""
-    kernel = reducing_kernel(module.function(node.body.function))
+    kernel = reducing_kernel(module.function(node.body.function), lane_stores=form == "tree")
     if isinstance(kernel, str):
         return kernel
     if PARTIALS in node.attributes:
@@ -116,7 +128,7 @@ def node_problem(module: Module, graph: Graph, node: Node, form: str) -> str | N
             return "already has 3 replication dimensions (the lanes need one more)"
         if "group" in node.attributes:
             return "has a work-group size already (attribute 'group')"
-        return None
+        return stores_read_in_lane(kernel)
     if node.replication:
         return "is replicated (its instances already run in parallel; chunks is for one instance)"
     if graph.is_streaming:
@@ -129,7 +141,7 @@ def node_problem(module: Module, graph: Graph, node: Node, form: str) -> str | N
 
 
 def _tree(module: Module, graph: Graph, node: Node, lanes: int) -> Module:
-    kernel = reducing_kernel(module.function(node.body.function))
+    kernel = reducing_kernel(module.function(node.body.function), lane_stores=True)
     function = kernel.function
     names = NameGenerator(function_names(function))
     lane = Var(names.fresh("lane"), I64)
@@ -141,9 +153,7 @@ def _tree(module: Module, graph: Graph, node: Node, lanes: int) -> Module:
         partials, lets = partial_lets(kernel, index, names)
         body += [*lets, *lane_loop(stmt, lane, Const(lanes, I64), "strided", names, partials),
                  *tree_combine(kernel, index, partials, lane, lanes, names)]
-    tail = function.body[kernel.tail_start:]
-    if tail:
-        body.append(If(lane.eq(0), tail))
+    body += shared_tail(function, function.body[kernel.tail_start:], lane, lanes)
     new = _added_function(module, dataclasses.replace(function, body=tuple(body)), "tree")
     rank = len(node.replication)
     rewritten = dataclasses.replace(

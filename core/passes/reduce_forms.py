@@ -12,6 +12,7 @@ work group's partials through local memory in log2(L) steps.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..ir.analysis import assigned_variables, bound_dependences
@@ -43,9 +44,12 @@ class ReducingKernel:
         return self.function.body[index].reduce
 
 
-def reducing_kernel(function: KernelFunction) -> ReducingKernel | str:
+def reducing_kernel(function: KernelFunction, lane_stores: bool = False
+                    ) -> ReducingKernel | str:
     """``function`` as a ReducingKernel, or why parallel-reduce cannot
-    rewrite it."""
+    rewrite it.  With ``lane_stores`` (the tree form), the last reduction
+    loop may store when its iterations are independent (ivdep): each runs
+    once, in one lane (see stores_read_in_lane)."""
     body = function.body
     loops = tuple(i for i, s in enumerate(body) if isinstance(s, For) and s.reduce)
     if not loops:
@@ -60,19 +64,21 @@ def reducing_kernel(function: KernelFunction) -> ReducingKernel | str:
         if problem is not None and index not in loops:
             return f"{problem} before its last reduction loop (every lane runs that part)"
         if index in loops:
-            problem = _loop_problem(stmt, buffers)
+            problem = _loop_problem(stmt, buffers, lane_stores and index == loops[-1]
+                                    and stmt.ivdep and len(_flattenable_nest(stmt)) == 1)
             if problem is not None:
                 return f"reduction loop '{stmt.var}' {problem}"
     types = _declared_types(function, loops)
     return ReducingKernel(function, loops, types)
 
 
-def _effect(stmt: Stmt, buffers: set[str]) -> str | None:
+def _effect(stmt: Stmt, buffers: set[str], stores: bool = False) -> str | None:
     """What in ``stmt`` every lane running it would do more than once: a
-    write to a buffer parameter (a call passing one may write it), a
-    return."""
+    write to a buffer parameter (a call passing one may write it; plain
+    stores are let through with ``stores``), a return."""
     for node in walk(stmt):
-        if isinstance(node, (Store, AtomicUpdate)) and node.buffer in buffers:
+        if isinstance(node, (Store, AtomicUpdate)) and node.buffer in buffers and not (
+                stores and isinstance(node, Store)):
             return f"writes '{node.buffer}'"
         if isinstance(node, Call) and any(isinstance(a, Var) and a.name in buffers
                                           for a in node.args):
@@ -82,8 +88,69 @@ def _effect(stmt: Stmt, buffers: set[str]) -> str | None:
     return None
 
 
-def _loop_problem(loop: For, buffers: set[str]) -> str | None:
-    problem = _effect(loop, buffers)
+def shared_tail(function: KernelFunction, tail: tuple[Stmt, ...], lane: Var,
+                lanes: int) -> list[Stmt]:
+    """What follows a tree's last reduction loop, where every lane holds
+    the combined values: loops promising independent iterations (ivdep)
+    and carrying no variable are shared by the lanes (strided, as the
+    reductions were), statements without effects run in every lane; when
+    any other statement has an effect, or two do (the second could read
+    what another lane's share of the first wrote), lane 0 runs the whole
+    tail."""
+    if not tail:
+        return []
+    buffers = {p.name for p in function.params if p.is_buffer}
+    effects = [s for s in tail if _effect(s, buffers) is not None]
+    if len(effects) > 1 or not all(_shareable_loop(s) for s in effects):
+        return [If(lane.eq(0), tail)]
+    return [dataclasses.replace(s, start=_offset(_i64(s.start), lane, s.step), step=s.step * lanes,
+                                trip_count=None)
+            if _effect(s, buffers) is not None else s for s in tail]
+
+
+def _shareable_loop(stmt: Stmt) -> bool:
+    if not (isinstance(stmt, For) and stmt.ivdep and stmt.step > 0):
+        return False
+    if any(isinstance(n, (Return, Call, AtomicUpdate, Barrier)) for n in walk(stmt.body)):
+        return False
+    return not assigned_variables(stmt.body) - set(declared_names(stmt.body))
+
+
+def stores_read_in_lane(kernel: ReducingKernel) -> str | None:
+    """Why the stores of the last reduction loop could be read by another
+    lane than the one that made them, or None: the tail must read them in
+    its one shared loop (shared_tail), of the reduction loop's bounds, at
+    the indices they were stored at, so that each element is read by the
+    lane that wrote it."""
+    body = kernel.function.body
+    last = body[kernel.loops[-1]]
+    stored = {(n.buffer, n.indices) for n in walk(last.body) if isinstance(n, Store)}
+    if not stored:
+        return None
+    problem = (f"stores in its last reduction loop '{last.var}', and what follows does not "
+               "read those elements back in the same lanes")
+    buffers = {p.name for p in kernel.function.params if p.is_buffer}
+    tail = body[kernel.tail_start:]
+    effects = [s for s in tail if _effect(s, buffers) is not None]
+    if len(effects) != 1 or not _shareable_loop(effects[0]):
+        return problem
+    loop = effects[0]
+    if (loop.start, loop.stop, loop.step) != (last.start, last.stop, last.step):
+        return problem
+    names = {buffer for buffer, _ in stored}
+    renamed = substitute(loop.body, {}, {loop.var: Var(last.var, I64)})
+    for node in walk(renamed):
+        if isinstance(node, (Load, Store)) and node.buffer in names and \
+                (node.buffer, node.indices) not in stored:
+            return problem
+    if any(isinstance(n, Load) and n.buffer in names for s in tail if s is not loop
+           for n in walk(s)):
+        return problem
+    return None
+
+
+def _loop_problem(loop: For, buffers: set[str], stores: bool = False) -> str | None:
+    problem = _effect(loop, buffers, stores)
     if problem is not None:
         return problem
     reduced = {r.var for r in loop.reduce}

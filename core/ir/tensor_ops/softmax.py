@@ -53,11 +53,11 @@ def _lower_softmax(b: KernelBuilder) -> tuple[Expr, ...]:
     with b.loop("a", length, reduce=(Reduction(top.name, "max"),)) as a:
         b.assign(top, maximum(top, b.load("x", at(a))))
     total = b.let("total", b.const(0))
-    with b.loop("a", length, reduce=(Reduction(total.name, "add"),)) as a:
+    with b.loop("a", length, ivdep=True, reduce=(Reduction(total.name, "add"),)) as a:
         term = b.let("e", exp_at(a, top))
         b.store("y", at(a), term)
         b.assign(total, total + term)
-    with b.loop("a", length) as a:
+    with b.loop("a", length, ivdep=True) as a:
         b.store("y", at(a), b.load("y", at(a)) / total)
     return (rows,)
 

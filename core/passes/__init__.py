@@ -7,7 +7,7 @@ Built-in passes (one per file): dce, const-fold, inline, sequentialize,
 loop-unroll, loop-fusion, node-fusion, argument-privatisation,
 input-buffering, parallel-reduce, tile, legalize-tensor-ops, and on tensor-op graphs
 fold-tensor-constants, expand-powers, fold-transposes,
-fuse-ops and fuse-elementwise (TENSOR_PIPELINE runs them, as the ONNX
+fuse-ops, fuse-elementwise and fuse-rows (TENSOR_PIPELINE runs them, as the ONNX
 front end does by default).  Plugins add theirs with ``register_pass``.
 """
 from .errors import PassError, PipelineError
@@ -18,12 +18,14 @@ from .registry import (
 )
 
 TENSOR_PIPELINE = ("fold-tensor-constants,expand-powers,fold-transposes,fuse-ops,"
-                   "fuse-elementwise")
+                   "fuse-elementwise,fuse-rows")
 """The optimisations of tensor-op graphs, in order: constants folded first
 (so that fusion sees constant weights), squares and cubes by a constant
 exponent written as products (so that they fuse), layout changes moved past
 elementwise ops and cancelled (channels-last models), then conv/gemm with
-bias, batchnorm and activation, then the remaining elementwise chains."""
+bias, batchnorm and activation, then the remaining elementwise chains, then
+reductions along rows with the elementwise ops around them (layer norms,
+hand-written softmaxes)."""
 
 __all__ = [
     "TENSOR_PIPELINE", "Option", "PassError", "PassInfo", "PassManager", "PipelineError",
@@ -35,7 +37,7 @@ __all__ = [
 from . import (  # noqa: E402,F401
     approximate, argument_privatisation, calibrate, const_fold, dce, expand_powers,
     fold_tensor_constants, fold_transposes, fuse_elementwise,
-    fuse_ops, inline,
+    fuse_ops, fuse_rows, inline,
     input_buffering, legalize_tensor_ops, loop_fusion, loop_unroll, node_fusion, parallel_reduce,
     register_tile, sequentialize, stencil_fusion, tile,
 )

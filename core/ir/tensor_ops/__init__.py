@@ -24,14 +24,14 @@ from ..parameter import Parameter
 from ..types import BufferType
 from . import (
     chain, conv, elementwise, indexing, linear, norm, pad, perforation, pointwise, pool, reduce,
-    scatter, shape_ops, softmax, sort,
+    rowwise, scatter, shape_ops, softmax, sort,
 )
 from .spec import REQUIRED, OpContext, TensorOpSpec, normalize_attr
 
 TENSOR_OPS: dict[str, TensorOpSpec] = {
     spec.name: spec
     for family in (conv, linear, elementwise, pointwise, reduce, indexing, scatter, sort,
-                   pool, softmax, norm, shape_ops, pad, chain, perforation)
+                   pool, softmax, norm, shape_ops, pad, chain, rowwise, perforation)
     for spec in family.OPS
 }
 

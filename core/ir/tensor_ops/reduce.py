@@ -16,7 +16,7 @@ from contextlib import ExitStack, contextmanager
 import numpy as np
 
 from ..kernel import Const, Expr, Reduction, Select, Var
-from ..types import I64, BufferType
+from ..types import I64, BufferType, ScalarType
 from .lowering import KernelBuilder, maximum, minimum, product
 from .spec import REQUIRED, OpContext, TensorOpSpec
 
@@ -66,8 +66,8 @@ def _evaluate_reduce(ctx: OpContext, x: dict) -> dict:
     return {"y": function(x["x"], axis=axes, keepdims=keep).astype(x["x"].dtype)}
 
 
-def _initial(b: KernelBuilder, fn: str) -> Const:
-    element = b.element("x")
+def initial(element: ScalarType, fn: str) -> Const:
+    """The identity of reduction ``fn`` on ``element``."""
     if fn in ("sum", "prod"):
         return Const(0 if fn == "sum" else 1, element)
     if element.is_float:
@@ -78,7 +78,8 @@ def _initial(b: KernelBuilder, fn: str) -> Const:
     return Const(int(info.min if fn == "max" else info.max), element)
 
 
-def _combine(fn: str, acc: Expr, value: Expr) -> Expr:
+def combine(fn: str, acc: Expr, value: Expr) -> Expr:
+    """``acc`` with ``value`` folded in by reduction ``fn``."""
     if fn == "sum":
         return acc + value
     if fn == "prod":
@@ -125,9 +126,9 @@ def fold_promise(fn: str, acc: Var) -> tuple[Reduction, ...]:
 def _lower_reduce(b: KernelBuilder) -> tuple[Expr, ...]:
     fn, axes = b.ctx.attrs["fn"], reduced_axes(b.ctx)
     i, indices, replication = output_instance(b, axes)
-    acc = b.let("acc", _initial(b, fn))
+    acc = b.let("acc", initial(b.element("x"), fn))
     with reduced_loops(b, axes, indices, reduce=fold_promise(fn, acc)):
-        b.assign(acc, _combine(fn, acc, b.load("x", *indices)))
+        b.assign(acc, combine(fn, acc, b.load("x", *indices)))
     b.store("y", i, acc)
     return replication
 

@@ -190,6 +190,12 @@ def example_nodes(seed: int = 0) -> dict[str, tuple[Node, dict[str, np.ndarray]]
         "elementwise": node("elementwise", {"x0": x4["x"], **arrays(x1=(4, 1, 1), x2=(2, 4, 6, 5))},
                             {"steps": (("mul", 1), ("add", 2), ("clipped_relu", -1.0, 1.0),
                                        ("sigmoid",))}, ("x0", "x2")),
+        "rowwise": node("rowwise", {"x0": x4["x"], **arrays(x1=(6, 5), x2=(1,))}, {
+            "axes": 2, "program": (("input", 0), ("reduce", "sum", 0), ("input", 2),
+                                   ("binary", "mul", 1, 2), ("binary", "sub", 0, 3),
+                                   ("unary", "exp", 4), ("reduce", "sum", 5),
+                                   ("binary", "div", 5, 6), ("input", 1), ("binary", "mul", 7, 8),
+                                   ("clip", -1.0, 1.0, 9), ("unary", "relu", 10))}, ("x0",)),
         "unary": node("unary", x4, {"fn": "erf"}, ("x",)),
         "binary": node("binary", arrays(a=(2, 3, 4), b=(3, 1)), {"fn": "div"}, ("a",)),
         "select": node("select", {"cond": x4["x"][0] > 0, **arrays(a=(2, 4, 6, 5), b=(5,))},

@@ -296,6 +296,43 @@ def _chain(steps: tuple, *inputs: torch.Tensor) -> torch.Tensor:
     return value
 
 
+def rowwise(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    """A program of elementwise functions and reductions along rows
+    (hpvm.ir.tensor_ops.rowwise), one ATen op an instruction; on a GPU one
+    kernel (fusion.py)."""
+    inputs = tuple(x[f"x{i}"] for i in range(len(x)))
+    program = (int(attrs["axes"]), tuple(attrs["program"]), tuple(out_shape))
+    if inputs[0].is_cuda:
+        from .fusion import fused
+        return fused(_rowwise, dynamic=None)(program, *inputs)
+    return _rowwise(program, *inputs)
+
+
+_ROW_REDUCTIONS = {"sum": lambda rows: rows.sum(-1), "prod": lambda rows: rows.prod(-1),
+                   "max": lambda rows: rows.amax(-1), "min": lambda rows: rows.amin(-1)}
+
+
+def _rowwise(program: tuple, *inputs: torch.Tensor) -> torch.Tensor:
+    axes, instructions, shape = program
+    values: list[torch.Tensor] = []
+    for instruction in instructions:
+        name, args = instruction[0], instruction[1:]
+        if name == "input":
+            value = inputs[args[0]]
+        elif name == "unary":
+            a = values[args[1]]
+            value = UNARY[args[0]](a) if args[0] in UNARY else _activation(a, args[0])
+        elif name == "binary":
+            value = BINARY[args[0]](values[args[1]], values[args[2]])
+        elif name == "clip":
+            value = torch.clamp(values[args[2]], args[0], args[1])
+        else:
+            rows = values[args[1]].expand(shape).flatten(-axes)
+            value = _ROW_REDUCTIONS[args[0]](rows).reshape(rows.shape[:-1] + (1,) * axes)
+        values.append(value)
+    return values[-1].expand(shape).contiguous()
+
+
 def prelu(x: dict, attrs: dict, out_shape) -> torch.Tensor:
     return torch.where(x["x"] < 0, x["x"] * x["slope"], x["x"])
 
@@ -381,6 +418,7 @@ OPS: dict[str, OpFunction] = {
     "transpose": transpose,
     "pad": pad,
     "elementwise": elementwise,
+    "rowwise": rowwise,
     "perforation_fill": perforation_fill,
     **PRIMITIVE_OPS,
 }

@@ -43,6 +43,13 @@ CASES = {
     "elementwise": ({"x0": (2, 3, 4), "x1": (3, 1), "x2": (2, 3, 4)},
                     {"steps": (("add", 1), ("relu",), ("mul", 2), ("clipped_relu", -0.2, 0.3),
                                ("sigmoid",), ("tanh",))}),
+    "rowwise": ({"x0": (2, 3, 6), "x1": (6,), "x2": (1,)},
+                {"axes": 1, "program": (
+                    ("input", 0), ("reduce", "max", 0), ("binary", "sub", 0, 1),
+                    ("unary", "exp", 2), ("reduce", "sum", 3), ("binary", "div", 3, 4),
+                    ("input", 1), ("binary", "mul", 5, 6), ("input", 2), ("reduce", "prod", 7),
+                    ("binary", "max", 7, 9), ("clip", -1.0, 2.0, 10), ("unary", "relu", 11),
+                    ("binary", "add", 12, 8))}),
     "prelu": ({"x": (2, 3, 4), "slope": (4,)}, {}),
     "slice": ({"x": (2, 5, 4)}, {"starts": (4, 1), "ends": (0, 9), "axes": (1, -1),
                                  "steps": (-2, 1)}),

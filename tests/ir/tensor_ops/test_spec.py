@@ -16,7 +16,7 @@ EXPECTED_OPS = {
     "tanh", "sigmoid", "max_pool", "avg_pool", "softmax", "batchnorm", "reshape",
     "flatten", "concat", "elementwise", "prelu", "lrn", "slice", "transpose", "pad",
     "perforation_fill", "unary", "binary", "select", "cast", "reduce", "arg_reduce",
-    "expand", "gather", "gather_elements", "cumsum", "bitcast", "scatter", "sort",
+    "expand", "gather", "gather_elements", "cumsum", "bitcast", "scatter", "sort", "rowwise",
 }
 
 

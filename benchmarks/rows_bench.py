@@ -19,7 +19,7 @@ import platform
 import shlex
 import statistics
 import sys
-import time
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
@@ -29,6 +29,9 @@ from hpvm.frontend.onnx import load
 from hpvm.passes import TENSOR_PIPELINE, run_pipeline
 from hpvm.runtime import compile
 from hpvm.testing import usable_targets
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.onnx_bench import median_ms  # noqa: E402
 
 RNG = np.random.default_rng(0)
 
@@ -73,17 +76,6 @@ def cases(batch: int = 8) -> dict:
         f"ReduceSum rows {rows}x768": model(
             [node("ReduceSum", ["x", "ax"], ["y"], keepdims=1)], [rows, 768], [last], [rows, 1]),
     }
-
-
-def median_ms(run, repeat: int) -> float:
-    for _ in range(3):
-        run()
-    times = []
-    for _ in range(repeat):
-        began = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - began)
-    return statistics.median(times) * 1e3
 
 
 def kernel_ms(exe, x, repeat: int) -> float:

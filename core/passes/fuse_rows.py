@@ -5,7 +5,10 @@ softmax written as a dozen ops reads its input once per loop over a row
 instead of writing and reading a tensor per op.
 
 A group starts at a ``reduce`` (float, keepdims) over the trailing axes
-of its input, whose shape is the group's frame S, and grows through
+of its input, or a softmax along its last axis (its max, exponentials,
+sum and quotients become instructions: the scale and the mask before an
+attention's softmax join it), whose input's shape is the group's frame
+S, and grows through
 values none of whose readers is outside it: producers of its inputs (but
 those computing a transcendental function, which every loop over the row
 would compute again), and the readers of its values, all of them or
@@ -13,11 +16,12 @@ none, when they are reduces of the same frame or elementwise ops (add,
 mul, relu, tanh, sigmoid, clipped_relu, unary, binary, elementwise; the
 functions of fuse-elementwise) whose result broadcasts to S with its row
 axes all 1 or all S's.  The group is fused when exactly one of its values
-is read outside it (or is a graph output) and that value has the shape
-S: no path can then leave the group and come back (it would be a cycle
-through that value).  Its inputs from outside become the node's ports
-(each source once); the node keeps the name of that last op.  Run after
-fuse-elementwise, whose chains it reads step by step.
+is read outside it (or is a graph output), that value has the shape S,
+and every other value is read inside it: no path can then leave the
+group and come back (it would be a cycle through that value).  Its
+inputs from outside become the node's ports (each source once); the node
+keeps the name of that last op.  Each reduce is tried once as a seed.
+Run after fuse-elementwise, whose chains it reads step by step.
 """
 from __future__ import annotations
 
@@ -33,8 +37,7 @@ from ..ir.tensor_ops.reduce import reduced_axes
 from ..ir.tensor_ops.rowwise import COSTLY
 from ..ir.tensor_ops.spec import OpContext
 from .registry import register_pass
-from .tensor_graph import consumers, drop_edges_into, feeds_of, is_bound_out, remove_nodes, \
-    replace_node, reroute, rewrite_until_done
+from .tensor_graph import drop_edges_into, feeds_of, remove_nodes, replace_node, reroute
 
 ELEMENTWISE_OPS = ("add", "mul", "relu", "tanh", "sigmoid", "clipped_relu", "unary", "binary",
                    "elementwise")
@@ -43,8 +46,18 @@ ELEMENTWISE_OPS = ("add", "mul", "relu", "tanh", "sigmoid", "clipped_relu", "una
 @register_pass("fuse-rows")
 def fuse_rows(module: Module) -> Module:
     """Fuse row reductions with the elementwise ops around them."""
-    graphs = {name: rewrite_until_done(graph, _fuse_at) for name, graph in module.graphs.items()}
+    graphs = {name: _fused_rows(graph) for name, graph in module.graphs.items()}
     return dataclasses.replace(module, graphs=graphs)
+
+
+def _fused_rows(graph: Graph) -> Graph:
+    """``graph`` with every group fused, each reduce tried once as a seed
+    (a fusion makes no other group possible: a rowwise node joins none)."""
+    for seed in [n.name for n in graph.nodes if _row_frame(n) is not None]:
+        node = next((n for n in graph.nodes if n.name == seed), None)
+        fused = _fuse_at(graph, node) if node is not None else None
+        graph = fused if fused is not None else graph
+    return graph
 
 
 def _fuse_at(graph: Graph, node: Node) -> Graph | None:
@@ -62,11 +75,16 @@ def _fuse_at(graph: Graph, node: Node) -> Graph | None:
 
 
 def _row_frame(node: Node) -> tuple[tuple, int] | None:
-    """(S, row axes) of a float keepdims reduce over the trailing axes of S."""
+    """(S, row axes) of a float keepdims reduce over the trailing axes of S,
+    or of a float softmax along the last axis of S."""
     body = node.body
-    if not isinstance(body, TensorBody) or body.op != "reduce":
+    if not isinstance(body, TensorBody) or body.op not in ("reduce", "softmax"):
         return None
     x = next(p.type for p in body.params if p.name == "x")
+    if body.op == "softmax":
+        axis = get_op("softmax").resolve_attrs(body.attrs)["axis"]
+        last = x.element.is_float and x.shape and axis % len(x.shape) == len(x.shape) - 1
+        return (tuple(x.shape), 1) if last else None
     attrs = get_op("reduce").resolve_attrs(body.attrs)
     if not x.element.is_float or not attrs["keepdims"] or not x.shape:
         return None
@@ -82,7 +100,7 @@ def _costly(node: Node) -> bool:
     """Whether the op computes a transcendental function: as a producer
     it would be computed again in every loop over the row."""
     body = node.body
-    if body.op in ("tanh", "sigmoid"):
+    if body.op in ("tanh", "sigmoid", "softmax"):
         return True
     steps = body.attrs.get("steps", ())
     functions = {body.attrs.get("fn")} | {s[1] for s in steps if s[0] in ("unary", "binary",
@@ -94,6 +112,13 @@ class _Group:
     def __init__(self, graph: Graph, seed: Node, shape: tuple, axes: int):
         self.graph, self.shape, self.axes, self.hint = graph, shape, axes, seed.hint
         self.members = {seed.name}
+        self.nodes = {n.name: n for n in graph.nodes}
+        self.into: dict[str, list] = {}
+        self.readers: dict[tuple[str, str], set[str]] = {}
+        for edge in graph.edges:
+            self.into.setdefault(edge.dst_node, []).append(edge)
+            self.readers.setdefault((edge.src_node, edge.src_port), set()).add(edge.dst_node)
+        self.bound = {(b.src_node, b.src_port) for b in graph.bind_outs}
 
     def grow(self) -> str | None:
         """Grow the group; its one value read outside, or None when it is
@@ -107,9 +132,10 @@ class _Group:
                         self.members.add(candidate)
                         changed = True
         sinks = [n for n in self.members if self._read_outside(n)]
-        if len(sinks) != 1 or len(self.members) < 2:
-            return None
-        sink = self.graph.node(sinks[0])
+        if len(sinks) != 1 or len(self.members) < 2 or any(
+                not self.readers.get((n, self._output(n))) for n in self.members - set(sinks)):
+            return None  # a member nothing reads could hide a path back into the group
+        sink = self.nodes[sinks[0]]
         result = next(p.type for p in sink.body.params if p.direction == "out")
         return sinks[0] if tuple(result.shape) == self.shape else None
 
@@ -117,7 +143,7 @@ class _Group:
         body = node.body
         if not isinstance(body, TensorBody) or node.hint != self.hint:
             return False
-        if body.op == "reduce":
+        if body.op in ("reduce", "softmax"):
             return _row_frame(node) == (self.shape, self.axes)
         if body.op not in ELEMENTWISE_OPS or body.op in ("unary", "binary") and \
                 body.attrs.get("fn") not in (FLOAT_UNARY if body.op == "unary" else FLOAT_BINARY):
@@ -134,35 +160,31 @@ class _Group:
             all(d == 1 for d in row) or row == frame_row)
 
     def _output(self, name: str) -> str:
-        return next(p.name for p in self.graph.node(name).body.params if p.direction == "out")
+        return next(p.name for p in self.nodes[name].body.params if p.direction == "out")
 
     def _producers(self, name: str) -> list[str]:
         """Producers of ``name``'s inputs that fit and that only the group reads."""
         found = []
-        for edge in self.graph.edges:
-            if edge.dst_node != name or edge.src_node in self.members:
-                continue
-            source = self.graph.node(edge.src_node)
-            if self._fits(source) and not _costly(source) \
-                    and not is_bound_out(self.graph, source.name, edge.src_port) \
-                    and all(e.dst_node in self.members | {name}
-                            for e in consumers(self.graph, source.name, edge.src_port)):
+        for edge in self.into.get(name, ()):
+            source = self.nodes[edge.src_node]
+            value = (edge.src_node, edge.src_port)
+            if edge.src_node not in self.members and self._fits(source) \
+                    and not _costly(source) and value not in self.bound \
+                    and self.readers[value] <= self.members | {name}:
                 found.append(source.name)
         return found
 
     def _readers(self, name: str) -> list[str]:
         """The readers of ``name``'s value when every one of them fits."""
-        port = self._output(name)
-        readers = {e.dst_node for e in consumers(self.graph, name, port)} - self.members
-        if not readers or is_bound_out(self.graph, name, port):
+        value = (name, self._output(name))
+        readers = self.readers.get(value, set()) - self.members
+        if not readers or value in self.bound:
             return []
-        nodes = [self.graph.node(r) for r in readers]
-        return sorted(readers) if all(self._fits(n) for n in nodes) else []
+        return sorted(readers) if all(self._fits(self.nodes[r]) for r in readers) else []
 
     def _read_outside(self, name: str) -> bool:
-        port = self._output(name)
-        return is_bound_out(self.graph, name, port) or any(
-            e.dst_node not in self.members for e in consumers(self.graph, name, port))
+        value = (name, self._output(name))
+        return value in self.bound or not self.readers.get(value, set()) <= self.members
 
     def fused(self, sink: str) -> Graph:
         graph = self.graph
@@ -209,6 +231,10 @@ class _Program:
         op, attrs = body.op, body.attrs
         if op == "reduce":
             result = self._emit(("reduce", attrs["fn"], read["x"]))
+        elif op == "softmax":
+            top = self._emit(("reduce", "max", read["x"]))
+            exp = self._emit(("unary", "exp", self._emit(("binary", "sub", read["x"], top))))
+            result = self._emit(("binary", "div", exp, self._emit(("reduce", "sum", exp))))
         elif op in ("add", "mul"):
             result = self._emit(("binary", op, read["a"], read["b"]))
         elif op == "binary":

@@ -12,14 +12,17 @@ from hpvm.runtime import compile
 RNG = np.random.default_rng(0)
 
 
-def model(nodes, inputs, initializers=None, outputs=("y",)):
+def model(nodes, inputs, initializers=None, outputs=("y",), opset=17):
+    """An ONNX model of float inputs (float initializers as f32, integer
+    ones as they are), loaded without optimisation."""
     graph = helper.make_graph(
         nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
                      for n, s in inputs.items()],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
-        [numpy_helper.from_array(a.astype(np.float32), n)
+        [numpy_helper.from_array(np.asarray(a, np.float32) if np.asarray(a).dtype.kind == "f"
+                                 else np.asarray(a), n)
          for n, a in (initializers or {}).items()])
-    return load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+    return load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]),
                 optimize=False)
 
 

@@ -3,28 +3,19 @@ become one rowwise node computing what they did; groups whose values are
 read outside, reductions over other axes and groups that would make a
 cycle are left alone."""
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 
-from hpvm.frontend.onnx import load
 from hpvm.ir.text import parse_module, print_module
 from hpvm.passes import TENSOR_PIPELINE, run_pipeline
 from hpvm.runtime import compile
+
+from .test_fuse_elementwise import model as onnx_model, ops
 
 RNG = np.random.default_rng(0)
 
 
 def model(nodes, inputs, initializers=None, outputs=("y",)):
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
-                     for n, s in inputs.items()],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
-        [numpy_helper.from_array(np.asarray(a), n) for n, a in (initializers or {}).items()])
-    return load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]),
-                optimize=False)
-
-
-def ops(module):
-    return [n.body.op for n in module.root_graph.nodes if hasattr(n.body, "op")]
+    return onnx_model(nodes, inputs, initializers, outputs, opset=18)
 
 
 def axes(*values):
@@ -100,3 +91,24 @@ def test_a_group_whose_values_leave_and_come_back_is_left_alone():
     after = run_pipeline(before, "fuse-rows", verify_each=True)
     assert "rowwise" not in ops(after)
     same_values(before, after, x=RNG.standard_normal((4, 8)).astype(np.float32))
+
+
+def test_an_attention_s_scale_and_mask_join_its_softmax():
+    """softmax(q k^T / c + mask): the division and the add are read only by
+    the softmax, so the three make one pass over the scores."""
+    before = model([helper.make_node("MatMul", ["q", "kt"], ["s"]),
+                    helper.make_node("Div", ["s", "c"], ["d"]),
+                    helper.make_node("Add", ["d", "mask"], ["a"]),
+                    helper.make_node("Softmax", ["a"], ["y"], axis=-1)],
+                   {"q": [2, 6, 4], "kt": [2, 4, 6], "mask": [2, 1, 6]},
+                   {"c": np.array([2.0], np.float32)})
+    after = run_pipeline(before, TENSOR_PIPELINE, verify_each=True)
+    assert ops(after) == ["matmul", "rowwise"]
+    q, kt, mask = (RNG.standard_normal(s).astype(np.float32)
+                   for s in ((2, 6, 4), (2, 4, 6), (2, 1, 6)))
+    same_values(before, after, q=q, kt=kt, mask=mask)
+
+
+def test_a_softmax_alone_stays_the_softmax_op():
+    before = model([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], {"x": [3, 8]})
+    assert ops(run_pipeline(before, TENSOR_PIPELINE)) == ["softmax"]

@@ -84,11 +84,10 @@ def _valid(instruction, position: int, inputs: int) -> bool:
 
 
 def _row_part(ctx: OpContext, port: str, axes: int) -> str:
-    """'full' when the port's row axes are y's, 'row' when all 1."""
-    shape = (1,) * axes + tuple(ctx.shape(port))
-    row, wanted = shape[len(shape) - axes:], tuple(ctx.shape("y") if "y" in ctx.types
-                                                   else _result_shape(ctx))[-axes:]
-    return "row" if all(d == 1 for d in row) else "full" if row == wanted else ""
+    """'full' when the port's row axes are y's, 'row' when all 1, else ''."""
+    row = ((1,) * axes + tuple(ctx.shape(port)))[-axes:]
+    return "row" if all(d == 1 for d in row) else \
+        "full" if row == tuple(_result_shape(ctx))[-axes:] else ""
 
 
 def _result_shape(ctx: OpContext) -> tuple:

@@ -16,7 +16,12 @@ def run(op, inputs, attrs, target="gpu_opencl"):
 def test_casts_give_the_interpreters_bits(to):
     x = sample_floats(count=600)
     narrow = run("cast", {"x": x}, {"to": to})
-    assert same_bits(narrow, run("cast", {"x": x}, {"to": to}, "interp")).all()
+    # a float out of an integer type's range, or NaN, casts to no defined
+    # value (the op's semantics): x86 gives one pattern, NVIDIA saturates
+    defined = np.isfinite(x) & (np.trunc(x) >= -8) & (np.trunc(x) <= 7) if to == "i4" \
+        else np.ones(x.shape, bool)
+    expected = run("cast", {"x": x}, {"to": to}, "interp")
+    assert same_bits(narrow[defined], expected[defined]).all()
     np.testing.assert_array_equal(run("cast", {"x": narrow}, {"to": "f32"}),
                                   narrow.astype(np.float32))
 

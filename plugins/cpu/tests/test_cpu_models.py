@@ -93,3 +93,16 @@ def test_onnx_node_tests_in_scope_for_each_cpu_model(model):
             if not np.allclose(actual, want, rtol=1e-3, atol=1e-7, equal_nan=True):
                 wrong.append(f"{case.name}: max error {np.max(np.abs(actual - want)):g}")
     assert not wrong, f"wrong results for CPU model {model}: " + "; ".join(wrong)
+
+
+def test_zen_code_does_not_run_on_an_intel_machine_with_every_avx512_feature(monkeypatch):
+    """LLVM lowers some shuffles to AMD's SSE4A for every Zen model: an
+    Emerald Rapids has Zen 4's AVX-512 but not SSE4A (it ran into an
+    illegal instruction)."""
+    from hpvm_cpu.codegen import machine
+    emerald_rapids = frozenset(machine.X86_MODEL_FEATURES["sapphirerapids"])
+    monkeypatch.setattr(machine, "host_cpu", lambda: ("x86_64-unknown-linux-gnu",
+                                                      "emeraldrapids", ""))
+    monkeypatch.setattr(machine, "host_features", lambda: emerald_rapids)
+    assert "sse4a" in MachineSpec.for_model("znver4").why_not_runnable()
+    assert MachineSpec.for_model("icelake-server").why_not_runnable() is None

@@ -37,12 +37,16 @@ _X86_V3 = _X86_V2 + ("avx", "avx2", "fma", "bmi", "bmi2", "f16c", "movbe", "lzcn
 _X86_V4 = _X86_V3 + ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
 _ICELAKE = _X86_V4 + ("avx512vbmi", "avx512vbmi2", "avx512vnni", "avx512bitalg",
                       "avx512vpopcntdq", "avx512ifma", "gfni", "vaes", "vpclmulqdq")
+_ZEN = ("sse4a",)
+"""AMD's SSE4A: LLVM lowers some shuffles to its EXTRQ/INSERTQ for every
+Zen model, so Zen code is not run on Intel machines (an illegal
+instruction on an Emerald Rapids, which has every AVX-512 feature of Zen 4)."""
 X86_MODEL_FEATURES = {
     "x86-64": (), "x86-64-v2": _X86_V2, "x86-64-v3": _X86_V3, "x86-64-v4": _X86_V4,
-    "haswell": _X86_V3, "skylake": _X86_V3, "znver2": _X86_V3, "znver3": _X86_V3,
+    "haswell": _X86_V3, "skylake": _X86_V3, "znver2": _X86_V3 + _ZEN, "znver3": _X86_V3 + _ZEN,
     "skylake-avx512": _X86_V4, "icelake-server": _ICELAKE,
-    "znver4": _ICELAKE + ("avx512bf16",),
-    "znver5": _ICELAKE + ("avx512bf16", "avx512vp2intersect", "avxvnni"),
+    "znver4": _ICELAKE + _ZEN + ("avx512bf16",),
+    "znver5": _ICELAKE + _ZEN + ("avx512bf16", "avx512vp2intersect", "avxvnni"),
     "sapphirerapids": _ICELAKE + ("avx512bf16", "avx512fp16", "avxvnni", "amx-tile",
                                   "amx-bf16", "amx-int8"),
 }

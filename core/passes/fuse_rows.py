@@ -32,7 +32,7 @@ import networkx as nx
 from ..errors import VerificationError
 from ..ir.graph import Graph, Module, Node, TensorBody
 from ..ir.tensor_ops import get_op, tensor_node
-from ..ir.tensor_ops.chain import FLOAT_BINARY, FLOAT_UNARY
+from ..ir.tensor_ops.chain import FLOAT_BINARY, FLOAT_UNARY, FUNCTION_STEPS, function_arguments
 from ..ir.tensor_ops.reduce import reduced_axes
 from ..ir.tensor_ops.rowwise import COSTLY
 from ..ir.tensor_ops.spec import OpContext
@@ -193,7 +193,7 @@ class _Group:
              if e.src_node in self.members and e.dst_node in self.members]))
             if n in self.members]
         order += sorted(self.members - set(order))
-        program = _Program(graph, self.members)
+        program = _Program(graph, self.members, self.into)
         for name in order:
             program.add(graph.node(name))
         node = graph.node(sink)
@@ -216,8 +216,8 @@ class _Group:
 class _Program:
     """The rowwise program of a group's nodes, added producers first."""
 
-    def __init__(self, graph: Graph, members: set[str]):
-        self.graph, self.members = graph, members
+    def __init__(self, graph: Graph, members: set[str], into: dict[str, list]):
+        self.graph, self.members, self.into = graph, members, into
         self.instructions: list[tuple] = []
         self.sources: list[tuple[tuple[str, str], object]] = []  # ((node, port), type)
         self.keys: dict = {}       # an outside source -> its input's value
@@ -256,9 +256,9 @@ class _Program:
             name = step[0]
             if name in ("add", "mul"):
                 value = self._emit(("binary", name, value, read[f"x{step[1]}"]))
-            elif name in ("binary", "rbinary"):
-                pair = (value, read[f"x{step[2]}"])
-                value = self._emit(("binary", step[1], *(pair if name == "binary" else pair[::-1])))
+            elif name in FUNCTION_STEPS:
+                value = self._emit(("binary", step[1],
+                                    *function_arguments(step, value, read[f"x{step[2]}"])))
             elif name == "unary":
                 value = self._emit(("unary", step[1], value))
             elif name == "clipped_relu":
@@ -268,8 +268,7 @@ class _Program:
         return value
 
     def _value(self, node: Node, port: str, type_) -> int:
-        edge = next((e for e in self.graph.edges
-                     if e.dst_node == node.name and e.dst_port == port), None)
+        edge = next((e for e in self.into.get(node.name, ()) if e.dst_port == port), None)
         if edge is not None and edge.src_node in self.members:
             return self.values[(edge.src_node, edge.src_port)]
         if edge is not None:

@@ -99,13 +99,21 @@ def shared_tail(function: KernelFunction, tail: tuple[Stmt, ...], lane: Var,
     tail."""
     if not tail:
         return []
+    shareable, loop = _tail_loop(function, tail)
+    if not shareable:
+        return [If(lane.eq(0), tail)]
+    return [dataclasses.replace(s, start=_offset(_i64(s.start), lane, s.step), step=s.step * lanes,
+                                trip_count=None) if s is loop else s for s in tail]
+
+
+def _tail_loop(function: KernelFunction, tail: tuple[Stmt, ...]) -> tuple[bool, For | None]:
+    """(whether the lanes may share ``tail``, its one statement with an
+    effect: a loop they split, or None)."""
     buffers = {p.name for p in function.params if p.is_buffer}
     effects = [s for s in tail if _effect(s, buffers) is not None]
     if len(effects) > 1 or not all(_shareable_loop(s) for s in effects):
-        return [If(lane.eq(0), tail)]
-    return [dataclasses.replace(s, start=_offset(_i64(s.start), lane, s.step), step=s.step * lanes,
-                                trip_count=None)
-            if _effect(s, buffers) is not None else s for s in tail]
+        return False, None
+    return True, (effects[0] if effects else None)
 
 
 def _shareable_loop(stmt: Stmt) -> bool:
@@ -129,13 +137,9 @@ def stores_read_in_lane(kernel: ReducingKernel) -> str | None:
         return None
     problem = (f"stores in its last reduction loop '{last.var}', and what follows does not "
                "read those elements back in the same lanes")
-    buffers = {p.name for p in kernel.function.params if p.is_buffer}
     tail = body[kernel.tail_start:]
-    effects = [s for s in tail if _effect(s, buffers) is not None]
-    if len(effects) != 1 or not _shareable_loop(effects[0]):
-        return problem
-    loop = effects[0]
-    if (loop.start, loop.stop, loop.step) != (last.start, last.stop, last.step):
+    _, loop = _tail_loop(kernel.function, tail)
+    if loop is None or (loop.start, loop.stop, loop.step) != (last.start, last.stop, last.step):
         return problem
     names = {buffer for buffer, _ in stored}
     renamed = substitute(loop.body, {}, {loop.var: Var(last.var, I64)})

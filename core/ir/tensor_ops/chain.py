@@ -59,6 +59,12 @@ def step_operand(step: tuple) -> int | None:
     return None
 
 
+def function_arguments(step: tuple, value, operand) -> tuple:
+    """The arguments of a ``binary`` or ``rbinary`` step's function: the
+    running value first, or (rbinary) the operand first."""
+    return (value, operand) if step[0] == "binary" else (operand, value)
+
+
 def renumbered(step: tuple, offset: int) -> tuple:
     """``step`` reading operand port x(k + offset) instead of xk."""
     if step[0] in BINARY_STEPS:
@@ -128,8 +134,7 @@ def _evaluate(ctx: OpContext, x: dict) -> dict:
         elif name == "unary":
             value = UNARY[step[1]].numpy(value)
         elif name in FUNCTION_STEPS:
-            operands = (value, x[f"x{step[2]}"])
-            value = BINARY[step[1]].numpy(*(operands if name == "binary" else operands[::-1]))
+            value = BINARY[step[1]].numpy(*function_arguments(step, value, x[f"x{step[2]}"]))
         else:
             value = apply_numpy(name, value)
     return {"y": value}
@@ -163,8 +168,7 @@ def _step_expr(b: KernelBuilder, step: tuple, value: Expr, load) -> Expr:
     if name == "unary":
         return UNARY[step[1]].kernel(value)
     if name in FUNCTION_STEPS:
-        operands = (value, load(f"x{step[2]}"))
-        return BINARY[step[1]].kernel(*(operands if name == "binary" else operands[::-1]))
+        return BINARY[step[1]].kernel(*function_arguments(step, value, load(f"x{step[2]}")))
     return apply_kernel(name, value)
 
 

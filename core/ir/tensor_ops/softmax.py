@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernel import Expr, Intrinsic, Reduction
+from ..kernel import Expr, Intrinsic
 from ..types import BufferType
 from .lowering import KernelBuilder, add, const_value, maximum, mul, product
+from .reduce import fold_promise
 from .spec import OpContext, TensorOpSpec
 
 
@@ -50,10 +51,10 @@ def _lower_softmax(b: KernelBuilder) -> tuple[Expr, ...]:
         return Intrinsic("exp", (b.load("x", at(a)) - top,))
 
     top = b.let("top", b.const(-np.inf))
-    with b.loop("a", length, reduce=(Reduction(top.name, "max"),)) as a:
+    with b.loop("a", length, reduce=fold_promise("max", top)) as a:
         b.assign(top, maximum(top, b.load("x", at(a))))
     total = b.let("total", b.const(0))
-    with b.loop("a", length, ivdep=True, reduce=(Reduction(total.name, "add"),)) as a:
+    with b.loop("a", length, ivdep=True, reduce=fold_promise("sum", total)) as a:
         term = b.let("e", exp_at(a, top))
         b.store("y", at(a), term)
         b.assign(total, total + term)

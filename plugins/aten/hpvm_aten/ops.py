@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from hpvm.ir.tensor_ops.activation import clip_bounds
+from hpvm.ir.tensor_ops.chain import function_arguments
 
 from .primitive_ops import BINARY, PRIMITIVE_OPS, UNARY
 
@@ -289,8 +290,7 @@ def _chain(steps: tuple, *inputs: torch.Tensor) -> torch.Tensor:
         elif name == "unary":
             value = UNARY[step[1]](value)
         elif name in ("binary", "rbinary"):
-            operands = (value, inputs[step[2]])
-            value = BINARY[step[1]](*(operands if name == "binary" else operands[::-1]))
+            value = BINARY[step[1]](*function_arguments(step, value, inputs[step[2]]))
         else:
             value = _activation(value, name)
     return value

@@ -22,6 +22,7 @@ from openvino import opset13 as ops
 from hpvm.ir.graph import ConstantBody, Graph, Module, TensorBody
 from hpvm.ir.tensor_ops import get_op
 from hpvm.ir.tensor_ops.activation import clip_bounds
+from hpvm.ir.tensor_ops.chain import function_arguments
 from hpvm.ir.types import BufferType
 
 Source = Callable[[str, str], ov.Output]
@@ -269,9 +270,8 @@ def _elementwise(n: _Node):
         elif kind == "unary":
             value = _function(_UNARY_FUNCTIONS, step[1])(value, name=n.label())
         elif kind in ("binary", "rbinary"):
-            operands = (value, n.x[f"x{step[2]}"])
             value = _function(_BINARY_FUNCTIONS, step[1])(
-                *(operands if kind == "binary" else operands[::-1]), name=n.label())
+                *function_arguments(step, value, n.x[f"x{step[2]}"]), name=n.label())
         else:
             value = _UNARY[kind](value, name=n.label())
     return value

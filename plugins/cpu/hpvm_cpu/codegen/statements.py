@@ -23,8 +23,8 @@ from .state import BufferView
 from .vector_math import call_intrinsic
 
 FLOAT_FOLDS = {"add": "fadd", "mul": "fmul", "max": "llvm.maxnum", "min": "llvm.minnum"}
-"""The float reductions folded in a vectorisable form, and their LLVM forms
-(the intrinsics' names for max and min)."""
+"""The float reductions folded in a vectorisable form, and their LLVM forms:
+an instruction (taking the ``reassoc`` flag) or an intrinsic."""
 
 
 class StatementLowering(ExpressionLowering):
@@ -66,12 +66,10 @@ class StatementLowering(ExpressionLowering):
         if item is None:
             return None
         folded = self.builder.load(variable.pointer, typ=register_type(type))
-        value = self.value_as(item, type)
-        if reduction.op in ("max", "min"):
-            return call_intrinsic(self.builder, FLOAT_FOLDS[reduction.op], folded.type,
-                                  folded, value)
-        fold = self.builder.fadd if reduction.op == "add" else self.builder.fmul
-        return fold(folded, value, flags=("reassoc",))
+        value, form = self.value_as(item, type), FLOAT_FOLDS[reduction.op]
+        if form.startswith("llvm."):
+            return call_intrinsic(self.builder, form, folded.type, folded, value)
+        return getattr(self.builder, form)(folded, value, flags=("reassoc",))
 
     def _store_stmt(self, stmt: Store) -> None:
         view = self.buffer(stmt.buffer)

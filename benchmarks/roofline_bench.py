@@ -7,6 +7,7 @@ roofline table), beside their hand-written OpenCL kernels; with
     python benchmarks/roofline_bench.py --target cpu [--threads N]
         [--programs sgemm,ms_gemm,mriq]
     ... [--tune BUDGET]     # and a row tuned with hpvm.tune in BUDGET samples
+    ... [--bound]           # and each hpvm row again, called through exe.bind
 
 On gpu_opencl every row runs on the device alone: hpvm's inputs are made
 there once (``exe.device_array``) and its outputs left there
@@ -183,52 +184,51 @@ def tuned_config(bench, inputs: dict, target: str, budget: int):
     return result.best
 
 
-def hpvm_host_run(bench, inputs: dict, pipeline: str, threads: int | None, config=None
-                  ) -> tuple[Callable[[], None], Callable[[int], float]]:
+def hpvm_host_run(bench, inputs: dict, pipeline: str, threads: int | None, config=None,
+                  bound: bool = False) -> tuple[Callable[[], None], Callable[[int], float]]:
     """A call of ``bench`` compiled for the cpu after ``pipeline`` (or
-    with ``config``) from host arrays; and a function measuring its
-    nodes' own time."""
+    with ``config``) from host arrays (``bound``: through ``exe.bind``);
+    and a function measuring its nodes' own time."""
     exe = compiled(bench, "cpu", pipeline, {"threads": threads} if threads else {}, config)
+    call = exe.bind(**inputs) if bound else lambda: exe(**inputs)
     for name, value in bench.reference(inputs).items():
-        np.testing.assert_allclose(exe(**inputs)[name], value, rtol=bench.rtol,
-                                   atol=bench.atol)
-
-    def nodes(repeat: int) -> float:
-        times = []
-        for _ in range(repeat):
-            exe(**inputs)
-            times.append(exe.report().node_seconds * 1e3)
-        return statistics.median(times)
-    return lambda: exe(**inputs), nodes
+        np.testing.assert_allclose(call()[name], value, rtol=bench.rtol, atol=bench.atol)
+    return call, _nodes_ms(exe, call)
 
 
-def hpvm_run(bench, inputs: dict, pipeline: str, config=None
+def hpvm_run(bench, inputs: dict, pipeline: str, config=None, bound: bool = False
              ) -> tuple[Callable[[], None], Callable[[int], float]]:
     """A device-resident call of ``bench`` compiled for gpu_opencl after
-    ``pipeline`` (or with ``config``), waited for; and a function
-    measuring its nodes' own time."""
+    ``pipeline`` (or with ``config``), waited for (``bound``: through
+    ``exe.bind``); and a function measuring its nodes' own time."""
     exe = compiled(bench, "gpu_opencl", pipeline, {}, config)
     resident = {name: exe.device_array(value) if isinstance(value, np.ndarray) and value.ndim
                 else value for name, value in inputs.items()}
     expected = exe(**inputs)
-    got = exe(**resident, outputs="device")
+    call = exe.bind(**resident, outputs="device") if bound \
+        else lambda: exe(**resident, outputs="device")
+    got = call()
     for name, value in expected.items():
         np.testing.assert_allclose(got[name].get(), value, rtol=bench.rtol, atol=bench.atol)
 
     def run() -> None:
-        outputs = exe(**resident, outputs="device")
+        outputs = call()
         for array in outputs.values():
             array.finish()
         next(iter(outputs.values())).queue.finish()
+    return run, _nodes_ms(exe, run)
 
+
+def _nodes_ms(exe, run: Callable[[], None]) -> Callable[[int], float]:
+    """A function giving the nodes' own time (ms) of ``exe``, the median
+    of ``repeat`` calls of ``run``."""
     def nodes(repeat: int) -> float:
-        """The nodes' own time (ms), median of ``repeat`` calls."""
         times = []
         for _ in range(repeat):
             run()
             times.append(exe.report().node_seconds * 1e3)
         return statistics.median(times)
-    return run, nodes
+    return nodes
 
 
 def interleaved_ms(runs: list[Callable[[], None]], repeat: int) -> list[float]:
@@ -260,9 +260,10 @@ def kernels_ms(kernels: Callable[[], None], repeat: int) -> float | None:
 
 
 def rows_of(name: str, size: str, pipelines: list[str], repeat: int, target: str = "gpu_opencl",
-            threads: int | None = None, tune: int = 0) -> list[tuple]:
+            threads: int | None = None, tune: int = 0, bound: bool = False) -> list[tuple]:
     """(program, implementation, ms, flops, bytes, nodes' own ms or None)
-    rows of one program."""
+    rows of one program (``bound``: each hpvm row again, called through
+    ``exe.bind``)."""
     bench = importlib.import_module(f"benchmarks.programs.{name}").BENCHMARKS[0]
     inputs = bench.make_inputs(size, np.random.default_rng(0))
     flops, nbytes = WORK[name](inputs)
@@ -271,12 +272,16 @@ def rows_of(name: str, size: str, pipelines: list[str], repeat: int, target: str
     config = tuned_config(bench, inputs, target, tune) if tune else None
     if config is not None:
         variants.append((f"hpvm, tuned ({tune} samples)", "", config))
-    runs = [hpvm_run(bench, inputs, pipeline, config) if target == "gpu_opencl"
-            else hpvm_host_run(bench, inputs, pipeline, threads, config)
-            for _, pipeline, config in variants]
+    variants = [(label, pipeline, config, False) for label, pipeline, config in variants]
+    if bound:
+        variants += [(f"{label}, bound", pipeline, config, True)
+                     for label, pipeline, config, _ in variants]
+    runs = [hpvm_run(bench, inputs, pipeline, config, bound) if target == "gpu_opencl"
+            else hpvm_host_run(bench, inputs, pipeline, threads, config, bound)
+            for _, pipeline, config, bound in variants]
     calls = interleaved_ms([run for run, _ in runs], repeat)
-    rows = [(name, implementation, ms, flops, nbytes, nodes(repeat))
-            for (implementation, _, _), ms, (_, nodes) in zip(variants, calls, runs)]
+    rows = [(name, variant[0], ms, flops, nbytes, nodes(repeat))
+            for variant, ms, (_, nodes) in zip(variants, calls, runs)]
     for peer in bench.peers:
         if peer.available() is not None:
             continue
@@ -325,6 +330,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated pass pipelines ('' : as written)")
     parser.add_argument("--tune", type=int, default=0, metavar="BUDGET",
                         help="also tune each program in BUDGET samples and time the best")
+    parser.add_argument("--bound", action="store_true",
+                        help="also time each hpvm row called through exe.bind (fixed inputs "
+                        "and outputs)")
     args = parser.parse_args(argv)
     names = (args.programs or PROGRAMS[args.target]).split(",")
     unknown = [name for name in names if name not in WORK]
@@ -340,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
                  + (f"{fp32 / 1e12:.1f} TFLOP/s" if fp32 else "not measured (no CUDA in PyTorch)"))
     rows = [row for name in names
             for row in rows_of(name, args.size, args.pipelines.split(","), args.repeat,
-                               args.target, args.threads, args.tune)]
+                               args.target, args.threads, args.tune, args.bound)]
     print(f"command: python {shlex.join(sys.argv)}")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus")
     print(peaks)

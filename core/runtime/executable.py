@@ -31,6 +31,7 @@ from ..saved_folder import (
 )
 from ..target import Artifact, Device
 from .approximations import ApproximationsMixin, runs_active
+from .bound_run import BoundRun, no_static_schedule
 from .compiler import build
 from .execution import Frame, Report
 from .flatten import flatten
@@ -122,6 +123,29 @@ class Executable(ApproximationsMixin):
     @runs_active
     def _launch(self, inputs: dict, outputs: str) -> Launch:
         return Launch(self._start_run(inputs, outputs))
+
+    @runs_active
+    def bind(self, **inputs) -> BoundRun:
+        """A bound run (bound_run.py): ``run = exe.bind(x=a, outputs="device")``
+        fixes the inputs (the objects, read as they are at each call) and
+        the output arrays once; ``run()`` then runs the program and returns
+        the same outputs, overwritten, at every call, with none of a call's
+        checks (loops refilling the same buffers)."""
+        if self._goal is not None:
+            raise HpvmError("bind: this executable adapts to a latency goal, which a bound "
+                            "run cannot follow (fix: set_goal(None) first, or call it)")
+        outputs = self._outputs_keyword(inputs)
+        checked, static, report = self._checked(inputs)
+        if static is None:
+            raise no_static_schedule(sorted(self.artifacts))
+        if report.bytes_copied:
+            raise HpvmError("bind: an input lives on a device where no node of this program "
+                            "runs, and would be read as the copy made now (fix: copy it to "
+                            "the host, or to this program's device with exe.device_array)")
+        return BoundRun(static, inputs, checked, outputs, self._keep_report)
+
+    def _keep_report(self, report: Report) -> None:
+        self._last_report = report
 
     def device_array(self, array, target: str | None = None):
         """``array`` copied to the device of ``target`` (by default the one

@@ -151,7 +151,7 @@ class StaticProgram:
              device_outputs: bool) -> dict[str, Any]:
         schedule, lends = self.schedules.take(key)
         if schedule is None:
-            schedule = _Schedule.make(self.plan, self.devices, self.module, self.resident,
+            schedule = RunSchedule.make(self.plan, self.devices, self.module, self.resident,
                                       self.captured, inputs, device_outputs, lends, held)
         try:
             return schedule.run(inputs, report)
@@ -159,7 +159,7 @@ class StaticProgram:
             self.schedules.give_back(key, schedule)
 
 
-class _Schedule(Schedule):
+class RunSchedule(Schedule):
     """A planned run (static_planner.Schedule) that runs: it binds the
     devices' launches once and makes its per-run host arrays from a pool."""
 
@@ -186,7 +186,7 @@ class _Schedule(Schedule):
     def make(cls, plan: ProgramPlan, devices: dict[str, Device], module: Module,
              resident: Device | None, captured: Device | None,
              inputs: dict[str, Any], device_outputs: bool, lends: bool = False,
-             held: dict[str, Any] | None = None) -> "_Schedule":
+             held: dict[str, Any] | None = None) -> "RunSchedule":
         schedule = cls(plan, devices, module, resident, captured, device_outputs)
         schedule.lends = lends
         schedule.held = held or {}

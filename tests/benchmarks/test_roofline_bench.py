@@ -32,10 +32,11 @@ def test_small_programs_run_on_an_opencl_device(capsys):
     if _opencl_unavailable():
         pytest.skip(_opencl_unavailable())
     assert main(["--programs", "spmv", "--size", "small", "--repeat", "1",
-                 "--pipelines", ",default"]) == 0
+                 "--pipelines", ",default", "--bound"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| spmv")]
     assert [row.split("|")[2].strip() for row in rows] == [
-        "hpvm, as written", "hpvm, pipeline 'default'", "opencl (hand, csr-vector)"]
+        "hpvm, as written", "hpvm, pipeline 'default'", "hpvm, as written, bound",
+        "hpvm, pipeline 'default', bound", "opencl (hand, csr-vector)"]
     assert all(float(row.split("|")[4]) > 0 for row in rows)  # the kernels' own time, each
 
 

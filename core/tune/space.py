@@ -62,7 +62,7 @@ from ..runtime.compiler import as_module
 from ..runtime.placement import takes
 from ..target import NodeRef
 from .parameter import Parameter, TuneError
-from .pass_parameters import PASS_PARAMETERS, group_options, parameters_of_pass, reduce_steps
+from .pass_parameters import PASS_PARAMETERS, group_of_label, parameters_of_pass, reduce_steps
 
 ORIGIN = "tune_origin"
 """Node attribute naming the source node while a realisation runs its
@@ -275,8 +275,7 @@ class Space:
             form, size = form_size.split()
             nodes = surviving("tile", nodes)
             if nodes and form == "group":
-                rows, cols = map(int, size.split("x"))
-                steps.append(("register-tile", {**group_options(rows, cols), "nodes": nodes}))
+                steps.append(("register-tile", {**group_of_label(size), "nodes": nodes}))
             elif nodes:
                 steps.append(("tile", {"form": form, "size": int(size), "nodes": nodes}))
         return steps

@@ -63,7 +63,7 @@ def test_tiles_are_offered_only_where_a_listed_target_runs_work_groups():
     design = space(module, ["gpu_opencl", "cpu"])
     tile = design.parameter("tile main.mm")
     assert tile.values == ("as written", "matmul 16", "matmul 32", "group 8x4", "group 8x8",
-                           "group 4x8")
+                           "group 4x8", "group 4x4", "group 4x2", "group 2x2", "group 4x4/8x8")
     realised = design.realise({"tile main.mm": "matmul 16"})
     assert realised.pipeline == "tile{form=matmul nodes=mm},dce"   # size 16: the default
     assert "a_tile[lane_row, k_step]" in print_module(realised.module)
@@ -71,6 +71,9 @@ def test_tiles_are_offered_only_where_a_listed_target_runs_work_groups():
     assert realised.pipeline == ("register-tile{form=group rows=8 cols=4 unroll=16 nodes=mm},"
                                  "dce")
     assert "padded_groups = true" in print_module(realised.module)
+    realised = design.realise({"tile main.mm": "group 4x4/8x8"})
+    assert realised.pipeline == ("register-tile{form=group rows=4 cols=4 unroll=16 group=8 "
+                                 "nodes=mm},dce")
 
 
 @pytest.mark.skipif("gpu_opencl" not in usable_targets(), reason="no usable OpenCL device")

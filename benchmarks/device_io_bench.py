@@ -11,7 +11,9 @@ edge pipeline 4096x4096 (hpvm.demo.edge_detection), sgemm 2048^3
 the queue.  Nodes' own time: the node times of those calls'
 reports (each kernel's own time, from OpenCL profiling events).  The
 option ``asynchronous`` (launches queued with the DFG's dependencies as
-events) gives a second row against the same nodes' time.
+events) gives a second row against the same nodes' time, and a bound
+run (``exe.bind``: the inputs and outputs fixed once, every check skipped)
+a third.
 
 aten on CUDA: LeNet at batch 64 and 512, the ResNet block at batch 8 and
 64 (the models of benchmarks/onnx_bench.py), run as one captured CUDA graph.
@@ -23,13 +25,14 @@ them where they are from their second call on (READ_IN_PLACE_WITHIN in
 core/runtime/schedule_pool.py).  Nodes' own time: the captured graph's
 replays alone, back to back, timed by CUDA events.  Calls
 are timed synchronised after each call, and back to back with the GPU
-synchronised once per 20 calls (what a pipeline of calls sees).
+synchronised once per 20 calls (what a pipeline of calls sees), plain and
+as a bound run (``exe.bind``, one replay a call).
 
 "host" rows: the same executable called with numpy arrays in and out.
 Medians of ``--repeat``; ratio = call / nodes' own time.  Below the
 table, for each aten case, the host CPU a call takes back to back: how
 long the calls keep the host busy before the GPU is waited for (one tensor
-passed again; two taking turns): while it is below the nodes' own time,
+passed again; bound; two taking turns): while it is below the nodes' own time,
 calls back to back are bound by the GPU.
 """
 from __future__ import annotations
@@ -119,7 +122,13 @@ def run_opencl(name: str, repeat: int, scale: int) -> list[tuple]:
         np.testing.assert_allclose(got[key].get(), value, rtol=1e-5, atol=1e-5)
     overlapped = rt.compile(program, targets=["gpu_opencl"], options={"asynchronous": True})
     asynchronous = median_time(lambda: device_call(overlapped), finish, repeat)
+    run = exe.bind(**on_device, outputs="device")
+
+    def bound_call():
+        last[:] = run().values()
+    bound = median_time(bound_call, finish, repeat)
     return [(f"gpu_opencl {label}", "device in/out, synchronised", device, own),
+            (f"gpu_opencl {label}", "device in/out, bound (exe.bind)", bound, own),
             (f"gpu_opencl {label}", "device in/out, asynchronous launches", asynchronous, own),
             (f"gpu_opencl {label}", "host in/out (copies)", host, own)]
 
@@ -160,18 +169,23 @@ def run_aten(name: str, batch: int, repeat: int) -> tuple[list[tuple], str]:
     def turns_call():  # two input tensors taking turns: each read by a replay of its own
         turns.reverse()
         held["y"] = exe(x=turns[0], outputs="device")["y"]
+    run = exe.bind(x=tensor, outputs="device")
+    np.testing.assert_allclose(run()["y"].cpu().numpy(), expected, rtol=1e-4, atol=1e-4)
     sync = torch.cuda.synchronize
     label = f"aten cuda {'LeNet' if name == 'lenet' else 'ResNet block'}, batch {batch}"
     host: list[float] = []
     rows = [(label, "device in/out, synchronised", median_time(device_call, sync, repeat), own),
             (label, "device in/out, back to back",
              median_time(device_call, sync, repeat, BACK_TO_BACK, host), own),
+            (label, "device in/out, bound (exe.bind), back to back",
+             median_time(run, sync, repeat, BACK_TO_BACK, host), own),
             (label, "device in/out, back to back, inputs taking turns",
              median_time(turns_call, sync, repeat, BACK_TO_BACK, host), own),
             (label, "host in/out (copies)", median_time(lambda: exe(x=x), sync, repeat), own)]
-    one_tensor, taking_turns = host
+    one_tensor, bound, taking_turns = host
     return rows, (f"{label}: host CPU a call back to back, {one_tensor * 1e6:.1f} us (one "
-                  f"tensor), {taking_turns * 1e6:.1f} us (two taking turns)")
+                  f"tensor), {bound * 1e6:.1f} us (bound), {taking_turns * 1e6:.1f} us (two "
+                  "taking turns)")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,9 +7,10 @@ same input objects, as their contents are at that moment, and writes the
 same output arrays, which every call returns: onnxruntime's I/O binding,
 for a solver's iterations or frames refilled into one buffer.  A call
 copies in the host arrays a device of its own memory reads, clears the
-buffers a node writes only in part, launches the nodes in order and hands
-back the outputs: no input checks, no recognition of a repeated call, no
-buffer made (repeat_call.py does what can be done for plain calls).
+buffers a node writes only in part, launches the nodes in order (one
+replay, where the device captures launches) and hands back the outputs:
+no input checks, no recognition of a repeated call, no buffer made
+(repeat_call.py does what can be done for plain calls).
 
 What stays fixed: the input objects (a numpy array is read where it is, or
 copied in at each call where the program's device has memory of its own;
@@ -23,13 +24,14 @@ with another call of the same bound run (calls are serialised).
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import numpy as np
 
 from ..errors import HpvmError
 from .device_arrays import DEVICE_OUTPUTS
-from .execution import NodeRecord, Report
+from .execution import NodeRecord, Report, target_label
 from .memory import CopyStats
 from .static_planner import SchedulePlanner, StagedBuffer
 from .static_run import RunSchedule, StaticProgram
@@ -70,8 +72,8 @@ class BoundSchedule(RunSchedule):
     @classmethod
     def make(cls, static: StaticProgram, inputs: dict[str, Any],
              device_outputs: bool) -> "BoundSchedule":
-        schedule = cls(static.plan, static.devices, static.module, static.resident, None,
-                       device_outputs)
+        schedule = cls(static.plan, static.devices, static.module, static.resident,
+                       static.captured, device_outputs)
         SchedulePlanner(schedule, inputs).plan()
         schedule._bind_all(inputs)
         return schedule
@@ -84,11 +86,20 @@ class BoundSchedule(RunSchedule):
         values = list(self.kept)
         self.copied_in: list[tuple[str, int]] = []
         """Host inputs copied into the resident device's buffers at each call."""
+        self.copied_across: list[tuple[int, Any]] = []
+        """(slot, the caller's buffer) of device arrays a captured replay
+        cannot read where they are: copied on the device at each call."""
         for name, slot in self.inputs:
             value = inputs[name]
             if device is not None and isinstance(value, np.ndarray):
                 values[slot] = device.allocate(value.shape, value.dtype)
                 self.copied_in.append((name, slot))
+            elif self.captured is not None and isinstance(value, StagedBuffer):
+                held = device.held(value.handle)
+                values[slot] = device.allocate(value.shape, value.dtype) if held is None \
+                    else held[1]
+                if held is None:
+                    self.copied_across.append((slot, value.handle))
             else:
                 values[slot] = value.handle if isinstance(value, StagedBuffer) else value
         self.cleared: list[tuple[Any, int, Any]] = []
@@ -101,7 +112,7 @@ class BoundSchedule(RunSchedule):
                 continue
             values[fresh.slot] = made.empty(fresh.shape, fresh.dtype) if fresh.whole \
                 else made.allocate(fresh.shape, fresh.dtype)
-            if not fresh.whole:
+            if not fresh.whole and self.captured is None:  # captured: written whole
                 zeros = None if made.host_memory else made.allocate(fresh.shape, fresh.dtype)
                 self.cleared.append((made, fresh.slot, zeros))
         for slot in self.duplicates:  # private copies: copied into at each call
@@ -115,18 +126,35 @@ class BoundSchedule(RunSchedule):
             else:
                 step.launch = launch
         self.kept = values
-        self.exported = self._exported() if self.device_outputs else {}
+        self.exports: dict[int, tuple[Any, Any]] = {}
+        """Slot -> (its memory's ``Device.held`` key, the array exported)."""
+        if self.captured is not None:
+            self.replay = self.captured.capture(self._launch_all)
+            self.replay_label = f"{target_label(self.plan.tasks[0].target, device)}: " \
+                                f"{len(self.steps)} nodes, one replay"
 
-    def _exported(self) -> dict[str, Any]:
+    def _exported(self) -> dict[str, Any] | None:
         """The outputs as the resident device's arrays over the bound
-        buffers (``Device.export``), where it has an array type."""
-        exported = {}
+        buffers (``Device.export``); None where it has no array type.
+
+        A buffer is exported once and the array kept (an exported array
+        owns its memory: the bound run keeps it alive and hands it out at
+        every call), and again only where the device says the buffer's
+        memory has changed since (``Device.held``: aten gives a buffer a
+        new tensor at each launch it does not replay)."""
+        device = self.resident
+        outputs = {}
         for name, slot, _ in self.outputs:
-            array = self.resident.export(self.kept[slot])
-            if array is None:
-                return {}
-            exported[name] = array
-        return exported
+            held = device.held(self.kept[slot])
+            key = None if held is None else held[0]
+            kept = self.exports.get(slot)
+            if kept is None or kept[0] != key:
+                array = device.export(self.kept[slot])
+                if array is None:
+                    return None
+                kept = self.exports[slot] = (key, array)
+            outputs[name] = kept[1]
+        return outputs
 
     def run(self, inputs: dict[str, Any], report: Report) -> dict[str, Any]:
         values = self.kept
@@ -137,17 +165,26 @@ class BoundSchedule(RunSchedule):
                 device.copy_in(values[slot], inputs[name])
                 stats.to_device += inputs[name].nbytes
             report.add_copies("<inputs>", stats, empty=True)
+            for slot, handle in self.copied_across:
+                device.copy_buffer(values[slot], handle)
         for made, slot, zeros in self.cleared:
             if zeros is None:
                 made.clear(values[slot])
             else:
                 made.copy_buffer(values[slot], zeros)
-        self._launch_steps(values, report)
+        if self.replay is not None:
+            began = time.perf_counter()
+            self.replay()
+            report.records.append(NodeRecord("<captured graph>", self.replay_label,
+                                             time.perf_counter() - began, CopyStats()))
+        else:
+            self._launch_steps(values, report)
         if device is None:
             return {name: values[slot] for name, slot, _ in self.outputs}
-        if self.exported:
+        exported = self._exported() if self.device_outputs else None
+        if exported is not None:
             report.records.append(NodeRecord("<outputs>", "device", 0.0, CopyStats()))
-            return dict(self.exported)
+            return exported
         stats = CopyStats()
         outputs = {}
         for name, slot, _ in self.outputs:

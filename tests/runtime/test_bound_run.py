@@ -94,3 +94,23 @@ def test_bad_inputs_and_placements_off_the_static_schedule_are_refused(module):
     dynamic = compile(module, targets=["interp"])  # task parallelism: the dynamic scheduler
     with pytest.raises(HpvmError, match="bind: .*interp.*dynamic scheduler.*fix"):
         dynamic.bind(a=np.ones(4, np.float32), s=1.0)
+
+
+def test_on_a_device_that_captures_launches_a_call_is_one_replay():
+    capturing = static.registry_of(static.CapturingTarget("capture", claim_all=True))
+    exe = compile(static.programs.chain(), targets=["capture"], registry=capturing)
+    device = exe._get_devices()["capture"]
+    a = np.arange(16, dtype=np.float32)
+    x = exe.device_array(a)
+    captures = device.captures
+    run = exe.bind(a=x, outputs="device")
+    first = run()
+    for value in (2.0, -1.0):
+        x.device.store[x.handle][...] = value  # read where it is, or copied on the device
+        out = run()
+        assert all(out[name] is first[name] for name in out)
+        for name, array in out.items():
+            np.testing.assert_allclose(array.get(), (np.full(16, value) * 2 + 1) * 3)
+    assert device.captures == captures + 1 and device.replays >= 3
+    assert [r.node for r in exe.report().records] == ["<inputs>", "<captured graph>",
+                                                       "<outputs>"]

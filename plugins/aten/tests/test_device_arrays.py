@@ -1,6 +1,6 @@
 """CUDA tensors in and out of aten (runtime/device_arrays.py): tensors on
 aten's GPU taken without a copy, outputs left there as tensors, with the
-launches captured as a CUDA graph and without; on the CPU, torch tensors
+launches captured as a CUDA graph and without, bound runs too; on the CPU, torch tensors
 come in as numpy arrays over the same memory and outputs stay numpy."""
 import numpy as np
 import pytest
@@ -39,6 +39,25 @@ def test_cuda_tensors_in_and_out_move_no_byte(lenet, cuda_graphs):
         kept.append((out, expected))
     for out, expected in kept:  # a later run does not overwrite an earlier one's output
         np.testing.assert_allclose(out.cpu().numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+@CUDA
+@pytest.mark.parametrize("cuda_graphs", [True, False], ids=["captured", "launches"])
+def test_a_bound_run_reads_the_refilled_tensor(lenet, cuda_graphs):
+    # Launches one by one: on one thread, the static schedule's (bind needs it).
+    exe = compile(lenet, ["aten"], {"device": "cuda", "cuda_graphs": cuda_graphs,
+                                    "task_parallelism": cuda_graphs})
+    tensor = torch.from_numpy(images(0)).cuda()
+    run = exe.bind(x=tensor, outputs="device")
+    for seed in range(1, 4):
+        x = images(seed)
+        expected = exe(x=x)["y"]
+        tensor.copy_(torch.from_numpy(x))  # refilled in place
+        out = run()["y"]
+        assert isinstance(out, torch.Tensor) and out.is_cuda
+        np.testing.assert_allclose(out.cpu().numpy(), expected, rtol=1e-5, atol=1e-5)
+    records = [r.node for r in exe.report().records]
+    assert ("<captured graph>" in records) == cuda_graphs
 
 
 @CUDA

@@ -99,7 +99,7 @@ class TuneResult:
         if changed:
             lines.append("changes:")
             lines.extend(f"  {p.name} = {p.label(changed[p.name])}  ({p.about})"
-                         for p in self.space.parameters + self.space.confirmed_only
+                         for p in self.space.parameters
                          if p.name in changed)
         else:
             lines.append("the defaults are best")

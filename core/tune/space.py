@@ -36,9 +36,11 @@ on:
   one node.
 - **the default pipeline**: whether the first target's default pipeline
   (what ``pipeline="default"`` compiles) runs after the tuned passes,
-  where that target has one.  The search leaves it off (the fusions and
-  forms above span what such pipelines do); the tuner's confirmation
-  step measures the defaults with it (``Space.confirmed_only``).
+  where that target has one: a parameter of the search, since the
+  fusions and forms above span what such a pipeline does only when
+  several of them are set together (camera on the H200: the default
+  pipeline won every run, and no sample of 30 set its forms together);
+  the tuner's confirmation step measures the defaults with it too.
 
 The defaults are the program as written (no pass, the targets' defaults):
 the untuned baseline a tuned result is compared with.
@@ -88,17 +90,13 @@ class Space:
     """The parameters of one program on an ordered list of targets."""
 
     def __init__(self, module: Module, targets: list[str], parameters: list[Parameter],
-                 placed: dict[str, str | None] | None = None,
-                 confirmed_only: list[Parameter] = ()):
+                 placed: dict[str, str | None] | None = None):
         self.module = module
         self.targets = list(targets)
         self.placed = dict(placed or {})
         """Where each leaf node runs without tuning (node ref -> target)."""
         self.parameters = tuple(parameters)
-        self.confirmed_only = tuple(confirmed_only)
-        """Parameters the search leaves at their defaults and only the
-        confirmation step sets (the default pipeline: default_pipeline)."""
-        self._by_name = {p.name: p for p in self.parameters + self.confirmed_only}
+        self._by_name = {p.name: p for p in self.parameters}
         self.digest = module_digest(module)
 
     def __len__(self) -> int:
@@ -122,7 +120,7 @@ class Space:
         """The space of the other parameters, for a search with ``values``
         fixed (the caller adds them back before realising)."""
         kept = [p for p in self.parameters if p.name not in values]
-        return Space(self.module, self.targets, kept, self.placed, self.confirmed_only)
+        return Space(self.module, self.targets, kept, self.placed)
 
     @property
     def size(self) -> int:
@@ -184,7 +182,7 @@ class Space:
         module docstring); a pass that refuses raises its PassError."""
         values = self.checked(values)
         by_role: dict[str, list[Parameter]] = {}
-        for p in self.parameters + self.confirmed_only:
+        for p in self.parameters:
             by_role.setdefault(p.role, []).append(p)
         chosen = {p.subject: values[p.name] for p in by_role.get("placement", ())}
         placed = {**self.placed, **chosen}
@@ -343,9 +341,10 @@ def space(program, targets, passes=PASS_PARAMETERS, registry=None,
                                     "run nodes with no path between them at the same time",
                                     "task-parallelism"))
     pipeline = usable[0].default_pipeline if usable[0].name == targets[0] else ""
-    confirmed_only = [Parameter(DEFAULT_PIPELINE, (False, True), False,
-                                f"run {targets[0]}'s default pipeline ({pipeline}) after the "
-                                "tuned passes", "default-pipeline")] if pipeline else []
+    if pipeline and passes:  # a pass pipeline: offered where passes are tuned
+        parameters.append(Parameter(DEFAULT_PIPELINE, (False, True), False,
+                                    f"run {targets[0]}'s default pipeline ({pipeline}) after "
+                                    "the tuned passes", "default-pipeline"))
     placed = {ref: (claimants[0].name if claimants else None) for ref, claimants in claimed.items()}
     for graph in module.graphs.values():
         for node in graph.nodes:
@@ -353,7 +352,7 @@ def space(program, targets, passes=PASS_PARAMETERS, registry=None,
             hinted = [t.name for t in claimed.get(ref, ()) if node.hint and t.name.startswith(node.hint)]
             if hinted:
                 placed[ref] = hinted[0]
-    return Space(module, targets, parameters, placed, confirmed_only)
+    return Space(module, targets, parameters, placed)
 
 
 def _origins(module: Module) -> dict[str, str]:

@@ -44,15 +44,17 @@ def test_tuning_records_every_sample_and_returns_a_working_best(tmp_path):
 
 
 def test_the_default_pipeline_is_confirmed_and_a_config_choosing_it_compiles_through_it():
-    """The search leaves the first target's default pipeline off; the
-    confirmation step measures the defaults through it, and a
-    configuration that sets it compiles as ``pipeline="default"`` does."""
+    """Whether the first target's default pipeline runs is a parameter of
+    the search; the confirmation step measures the defaults through it,
+    and a configuration that sets it compiles as ``pipeline="default"``
+    does."""
     from hpvm.tune import TuningConfig
     module = parse_module(CHAIN)
     result = tune(module, ["cpu"], INPUTS, budget=2, engine="random", repeat=1, confirm=1)
     chosen = result.space.default_pipeline()
     assert chosen == {**result.space.defaults(), "default pipeline": True}
-    assert all("default pipeline" not in s.values for s in result.record.samples)
+    assert result.space.parameter("default pipeline") in result.space.parameters
+    assert all("default pipeline" in s.values for s in result.record.samples)
     assert chosen in [c.values for c in result.record.confirmations]
     assert result.space.realise(chosen).options["pipeline"] == "default"
     exe = hpvm.compile(module, config=TuningConfig(result.space.digest, ["cpu"], chosen))

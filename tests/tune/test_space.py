@@ -30,12 +30,12 @@ def test_parameters_are_found_in_the_ir_and_said_in_words():
     design = space(parse_module(CHAIN), ["cpu"])
     names = [p.name for p in design]
     assert names == ["fuse scale:offset", "fuse offset:clamp", "unroll offset.k", "cpu.lanes",
-                     "cpu.rows", "task parallelism"]
+                     "cpu.rows", "task parallelism", "default pipeline"]
     unroll = design.parameter("unroll offset.k")
     assert unroll.values == (0, 1, 2, 3) and unroll.label(3) == "full (3)"
     assert unroll.label(0) == "as written"
     assert "fuse node 'scale' into its consumer 'offset'" in design.describe()
-    assert design.size == 2 * 2 * 4 * 4 * 3 * 2
+    assert design.size == 2 * 2 * 4 * 4 * 3 * 2 * 2
 
 
 def test_the_defaults_are_the_program_as_written():

@@ -29,10 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import HpvmError
+from ..errors import HpvmError, Location
 from .device_arrays import DEVICE_OUTPUTS
 from .execution import NodeRecord, Report, target_label
-from .memory import CopyStats
+from .inputs import host_array
+from .memory import CopyStats, Value
 from .static_planner import SchedulePlanner, StagedBuffer
 from .static_run import RunSchedule, StaticProgram
 
@@ -45,11 +46,13 @@ class BoundRun:
                  outputs: str, on_report):
         self._schedule = BoundSchedule.make(static, checked, outputs == DEVICE_OUTPUTS
                                             and static.resident is not None)
-        self._refreshed = [(checked[name], given[name]) for name, value in checked.items()
-                           if isinstance(value, np.ndarray) and isinstance(given[name], np.ndarray)
-                           and value is not given[name]]
+        self._refreshed = [(value, source) for name, value in checked.items()
+                           if isinstance(value, np.ndarray) and not isinstance(given[name], Value)
+                           for source in [_host_view(given[name])]
+                           if not np.may_share_memory(value, source)]
         """(the program's dense copy, the caller's array) of host arrays the
-        check copied (not dense, or read-only): copied again at each call."""
+        check copied (not dense, or read-only; numpy's or another library's
+        in host memory): copied again at each call."""
         self._inputs = checked
         self._on_report = on_report
         self._lock = threading.Lock()
@@ -193,6 +196,12 @@ class BoundSchedule(RunSchedule):
         report.records.append(NodeRecord("<outputs>", "host", 0.0, stats))
         report.bytes_copied += stats.total
         return outputs
+
+
+def _host_view(value) -> np.ndarray:
+    """An input in host memory as a numpy array over its memory (as the
+    input check took it: numpy, or another library's through DLPack)."""
+    return value if isinstance(value, np.ndarray) else host_array(value, Location())
 
 
 def no_static_schedule(targets: list[str]) -> HpvmError:

@@ -78,6 +78,18 @@ def test_an_input_copied_on_the_way_in_is_copied_again_at_every_call(module):
     static.check(run(), a, 1.0)
 
 
+def test_another_librarys_host_array_copied_on_the_way_in_is_copied_again_too(module):
+    torch = pytest.importorskip("torch")
+    exe = compiled(module, "cpu")
+    a = torch.arange(16, dtype=torch.float32)[::2]  # not dense: the program takes a copy
+    run = exe.bind(a=a, s=1.0)
+    static.check(run(), a.numpy(), 1.0)
+    a.fill_(5.0)
+    static.check(run(), a.numpy(), 1.0)
+    staged = exe.stage(a=np.ones(8, np.float32))  # the executable's own: read where it is
+    static.check(exe.bind(**staged, s=2.0)(), np.ones(8, np.float32), 2.0)
+
+
 def test_a_bound_run_runs_the_configuration_it_was_bound_to_and_not_a_goal(module):
     exe = compiled(module, "cpu")
     exe._goal = object()  # as set_goal leaves it

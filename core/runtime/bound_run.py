@@ -188,14 +188,7 @@ class BoundSchedule(RunSchedule):
         if exported is not None:
             report.records.append(NodeRecord("<outputs>", "device", 0.0, CopyStats()))
             return exported
-        stats = CopyStats()
-        outputs = {}
-        for name, slot, _ in self.outputs:
-            outputs[name] = np.asarray(device.copy_out(values[slot]))
-            stats.to_host += outputs[name].nbytes
-        report.records.append(NodeRecord("<outputs>", "host", 0.0, stats))
-        report.bytes_copied += stats.total
-        return outputs
+        return self._outputs(values, report)  # copied to the host, as a plain run's
 
 
 def _host_view(value) -> np.ndarray:

@@ -152,7 +152,7 @@ class StaticProgram:
         schedule, lends = self.schedules.take(key)
         if schedule is None:
             schedule = RunSchedule.make(self.plan, self.devices, self.module, self.resident,
-                                      self.captured, inputs, device_outputs, lends, held)
+                                        self.captured, inputs, device_outputs, lends, held)
         try:
             return schedule.run(inputs, report)
         finally:

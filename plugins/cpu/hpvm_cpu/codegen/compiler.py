@@ -90,8 +90,11 @@ def kernel_machine_code(module: Module, ranks: dict[str, int], options: dict,
     """Machine code for the node entries ``ranks`` names (function ->
     replication rank), made in the compile worker."""
     options = {**DEFAULT_OPTIONS, **options}
+    bits = machine.vector_bits()
+    if options["vector_width"]:
+        bits = min(bits, options["vector_width"])
     text, _ = build_module(module, ranks, module.name, options["lanes"], options["rows"],
-                           options["vector_width"])
+                           options["vector_width"], bits)
     what = ", ".join(f"kernel '@{name}'" for name in ranks)
     return compile_llvm_ir(text, machine, what, options["opt_level"], jit)
 

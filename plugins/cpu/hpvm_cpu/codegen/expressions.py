@@ -39,6 +39,10 @@ class ExpressionLowering(LoweringState):
         return constant(expr.value, expr.type)
 
     def _var(self, expr: Var) -> ir.Value:
+        if self.vector_loop is not None:
+            value = self.lane_variable(expr.name, expr.type)
+            if value is not None:
+                return value
         found = self.lookup(expr.name)
         if isinstance(found, Variable):
             value = self.builder.load(found.pointer, typ=register_type(found.type))

@@ -32,11 +32,14 @@ class Helper:
 class ModuleContext:
     """One LLVM module being filled with node entries and their helpers."""
 
-    def __init__(self, module: Module, llvm_module: ir.Module, lanes: int = 0, rows: int = 1):
+    def __init__(self, module: Module, llvm_module: ir.Module, lanes: int = 0, rows: int = 1,
+                 vector_bits: int = 0):
         self.module = module
         self.llvm_module = llvm_module
         self.lanes = lanes
         self.rows = rows
+        self.vector_bits = vector_bits
+        """Vector register width for loops emitted as vectors (0: none)."""
         self.helpers: dict[str, Helper] = {}
 
     def kernel(self, name: str) -> KernelFunction:
@@ -99,7 +102,11 @@ def _bind_params(lowering: StatementLowering, kernel: KernelFunction, values,
             received = [next(values) for _ in shape]
             # Fixed dimensions become constants: cheaper indexing.
             dims = tuple(i64(d) if isinstance(d, int) else v for d, v in zip(shape, received))
-            views[parameter.name] = BufferView(parameter.type.element, pointer, dims, parallel)
+            # A node's buffers are the runtime's (aliasing.py); a helper's
+            # may be one buffer of its caller passed twice.
+            unaliased = parallel and aliases_nothing(parameter, kernel)
+            views[parameter.name] = BufferView(parameter.type.element, pointer, dims, parallel,
+                                               unaliased)
             lowering.bind(parameter.name, views[parameter.name])
         else:
             lowering.declare_variable(parameter.name, parameter.type, next(values))
@@ -213,15 +220,17 @@ def _define_entry(llvm_module: ir.Module, symbol: str, layout: ArgumentLayout,
 
 
 def build_module(module: Module, ranks: dict[str, int], name: str, lanes: int = 0,
-                 rows: int = 1, vector_width: int | None = None
+                 rows: int = 1, vector_width: int | None = None, vector_bits: int = 0
                  ) -> tuple[str, dict[str, ArgumentLayout]]:
     """Unoptimised LLVM IR text with one node entry per ``ranks`` item
     (function name: replication rank >= 1), and their argument layouts.
     ``lanes`` > 1 runs kernels that profit in blocks of ``rows`` x ``lanes``
     instances (lanes.py).  ``vector_width`` (bits) overrides the width of
-    the vectors LLVM prefers for the CPU (256 on Intel's AVX-512 CPUs)."""
+    the vectors LLVM prefers for the CPU (256 on Intel's AVX-512 CPUs);
+    ``vector_bits``, the machine's vector registers, the width of loops
+    emitted as vectors (vector_loops.py; 0: none)."""
     llvm_module = ir.Module(name=name)
-    context = ModuleContext(module, llvm_module, lanes, rows)
+    context = ModuleContext(module, llvm_module, lanes, rows, vector_bits)
     layouts = {function: context.add_node(function, rank) for function, rank in ranks.items()}
     if vector_width:
         for function in llvm_module.functions:

@@ -32,12 +32,15 @@ class BufferView:
     one i64 per dimension (a flat buffer has one: its length).
     ``parallel``: accesses may join the instance loop's access group (true
     for buffer parameters, whose instances never conflict; false for arrays
-    that instances of one chunk reuse)."""
+    that instances of one chunk reuse).  ``unaliased``: no other buffer of
+    the function can reach its memory (a declared array; a parameter
+    aliasing.aliases_nothing accepts)."""
 
     element: ScalarType
     pointer: ir.Value
     dims: tuple[ir.Value, ...]
     parallel: bool = False
+    unaliased: bool = False
 
     def __post_init__(self):
         # kernels move a narrow type's elements as its storage integers
@@ -72,6 +75,8 @@ class LoweringState:
         self.loop_groups: list = []
         self.reductions: list = []
         """The Reductions of the loops being emitted (innermost last)."""
+        self.vector_loop = None
+        """The step of the vector loop being emitted (vector_loops.py)."""
 
     def fail(self, message: str, fix: str = "") -> TargetError:
         """A TargetError naming this function."""
@@ -105,6 +110,11 @@ class LoweringState:
             raise self.fail(f"'{name}' is not a buffer parameter or declared array",
                             "pass it as a buffer parameter or declare it with ArrayDecl")
         return found
+
+    def buffers_in_scope(self) -> dict[str, BufferView]:
+        """Every buffer a name reaches here, by name."""
+        return {name: value for scope in self.scopes for name, value in scope.items()
+                if isinstance(value, BufferView) and self.lookup(name) is value}
 
     def push_scope(self) -> None:
         self.scopes.append({})

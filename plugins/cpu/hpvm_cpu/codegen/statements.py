@@ -20,6 +20,7 @@ from .intrinsics import atomic_update
 from .llvm_types import I64, byte_size, i64, memory_type, register_type, store_element
 from .loop_metadata import access_group, loop_id
 from .state import BufferView
+from .vector_loops import VectorLoopLowering, vector_width
 from .vector_math import call_intrinsic
 
 FLOAT_FOLDS = {"add": "fadd", "mul": "fmul", "max": "llvm.maxnum", "min": "llvm.minnum"}
@@ -27,7 +28,7 @@ FLOAT_FOLDS = {"add": "fadd", "mul": "fmul", "max": "llvm.maxnum", "min": "llvm.
 an instruction (taking the ``reassoc`` flag) or an intrinsic."""
 
 
-class StatementLowering(ExpressionLowering):
+class StatementLowering(VectorLoopLowering, ExpressionLowering):
     """``self.statements(body)`` emits a statement list in a new scope."""
 
     def statements(self, body: tuple[Stmt, ...]) -> None:
@@ -100,7 +101,8 @@ class StatementLowering(ExpressionLowering):
         builder = self.entry_builder if stmt.space == "local" else self.builder
         if stmt.zeroed:
             self.fill_zero(builder, pointer, size)
-        self.bind(stmt.name, BufferView(stmt.element, pointer, tuple(i64(e) for e in stmt.shape)))
+        self.bind(stmt.name, BufferView(stmt.element, pointer, tuple(i64(e) for e in stmt.shape),
+                                        unaliased=True))
 
     def _barrier_stmt(self, stmt: Barrier) -> None:
         raise self.fail("barriers are not supported by the cpu target yet",
@@ -138,6 +140,10 @@ class StatementLowering(ExpressionLowering):
         self.continue_in(exit_block)
 
     def _for_stmt(self, stmt: For) -> None:
+        width = vector_width(stmt, self.buffers_in_scope(), self.context.vector_bits)
+        if width:
+            self.vector_for(stmt, width)
+            return
         group = access_group(self.module) if stmt.ivdep else None
         metadata = loop_id(self.module, stmt.unroll, group,
                            vectorize=True if stmt.ivdep else None)

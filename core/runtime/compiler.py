@@ -15,6 +15,7 @@ from ..passes import run_pipeline
 from ..passes.outline import OutlineError, outline
 from ..registry import Registry, get_registry
 from ..target import Artifact, NodeRef, Target
+from .collector import collector_paused
 from .placement import FALLBACKS, Placement, plan
 
 DEFAULT_TARGETS = ("cpu",)
@@ -53,6 +54,11 @@ def build(program, targets: Sequence[str] | None = None, options: dict | None = 
     single target may be given as its name.  ``notes`` are added to the
     placement report (what a caller did to the program before, such as
     applying a tuned configuration: hpvm.api.compile)."""
+    with collector_paused():
+        return _build(program, targets, options, registry, notes)
+
+
+def _build(program, targets, options, registry, notes) -> Build:
     registry = registry or get_registry()
     options = dict(options or {})
     targets = [targets] if isinstance(targets, str) else targets

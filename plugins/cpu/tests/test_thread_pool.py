@@ -20,7 +20,7 @@ REPLICATION = (Var("N", I64),)
 
 @pytest.fixture(scope="module")
 def bump():
-    """x[i] += 1, compiled to split into 16 chunks whatever the cores."""
+    """x[i] += 1, compiled to split into 16 chunks or more whatever the cores."""
     i = InstanceId(0)
     function = KernelFunction("bump", (Parameter("x", BufferType(F64, ("N",)), "inout"),),
                               (Store("x", (i,), Load("x", (i,), F64) + 1.0),))
@@ -123,6 +123,12 @@ def test_copy_copies_exactly_the_array(workers, size):
     np.testing.assert_array_equal(backing[3:3 + size], source)
     assert (backing[:3] == 7).all() and (backing[3 + size:] == 7).all()
     pool.stop()
+
+
+def test_threads_for_every_core_keep_four_chunks_a_core(monkeypatch):
+    from hpvm_cpu.codegen import jit
+    monkeypatch.setattr(jit, "available_cores", lambda: 8)
+    assert [jit.launch_chunks(t) for t in (None, 8, 16, 4, 1)] == [32, 32, 64, 4, 1]
 
 
 def test_chunks_of_one_dimensional_nodes_are_whole_strips():

@@ -23,7 +23,7 @@ are correct but LLVM does not yet keep their accumulators in registers
 DEFAULT_OPTIONS = {"opt_level": 3, "threads": None, "lanes": DEFAULT_LANES, "rows": DEFAULT_ROWS,
                    "cpu_model": None, "vector_width": None}
 """Options read here: ``opt_level`` (0-3, LLVM's pipeline level),
-``threads`` (chunks per run; None: jit.CHUNKS_PER_CORE per core), ``lanes`` (instances
+``threads`` (threads per run, jit.launch_chunks), ``lanes`` (instances
 per lane strip; 0 or 1: none), ``rows`` (rows per block of strips; 1:
 none), ``cpu_model`` (machine.py; None: ``$HPVM_CPU_MODEL`` or the
 host) and ``vector_width`` (bits of the vectors LLVM should prefer;

@@ -33,9 +33,9 @@ OBJECT_FILE = "kernels.o"
 
 OPTIONS = [
     Option("opt_level", int, 3, "LLVM optimisation level", minimum=0, maximum=3),
-    Option("threads", int, None, "threads a node's instances are split across (fewer than "
-           "the cores: one chunk each); None or every core: 4 chunks a core, handed out as "
-           "cores come free", minimum=1),
+    Option("threads", int, None, "threads a node's instances are split across; None: every "
+           "core, in 4 chunks each handed out as cores come free (so too for as many threads "
+           "as cores or more); fewer threads: one chunk each", minimum=1),
     Option("lanes", int, 16, "adjacent instances run together in vector lanes; 0 or 1: none",
            minimum=0, maximum=256),
     Option("rows", int, 1, "rows of lane strips run together; 1: none", minimum=1, maximum=16),

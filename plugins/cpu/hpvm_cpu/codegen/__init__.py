@@ -5,11 +5,12 @@ lowers a kernel function (core/ir/kernel.py) to LLVM IR with llvmlite, the
 replication turned into a loop nest inside the generated code (loops the
 kernel asks to unroll in full written as vector code: vector_loops.py),
 optimises it at O3 for the host CPU (loop and SLP vectorisation) and
-JIT-compiles it with MCJIT.  ``kernel_code`` makes the same machine code without linking it,
-and may be called from several threads at once (the target compiles a
-program's kernels in parallel that way).
+JIT-compiles it with MCJIT.  ``kernel_code`` makes the same machine code
+without linking it, and may be called from several threads at once (the
+target compiles a program's kernels in parallel that way).
 ``CompiledKernel.run(args, replication_sizes)`` runs it on numpy arrays,
-one chunk of replication dimension 0 per core.
+in chunks of replication dimension 0 that the cores share
+(jit.launch_chunks).
 ``emit_object(module, function_names, triple)`` makes object code for
 cross-compilation (aarch64, riscv64, any LLVM triple).
 

@@ -66,7 +66,7 @@ def load_element(builder: ir.IRBuilder, pointer, type: ScalarType, metadata=None
     """Load an element of ``type`` (bool bytes become ``i1``: byte != 0);
     ``metadata``: {kind: MDValue} attached to the load."""
     value = builder.load(pointer, typ=memory_type(type), align=byte_size(type))
-    _attach(value, metadata)
+    attach_metadata(value, metadata)
     if type.is_bool:
         return builder.icmp_unsigned("!=", value, ir.Constant(I8, 0))
     return value
@@ -76,9 +76,10 @@ def store_element(builder: ir.IRBuilder, value, pointer, type: ScalarType, metad
     """Store ``value`` (a register value of ``type``) as one element."""
     if type.is_bool:
         value = builder.zext(value, I8)
-    _attach(builder.store(value, pointer, align=byte_size(type)), metadata)
+    attach_metadata(builder.store(value, pointer, align=byte_size(type)), metadata)
 
 
-def _attach(instruction, metadata) -> None:
+def attach_metadata(instruction, metadata) -> None:
+    """Attach ``metadata`` ({kind: MDValue}, or None) to ``instruction``."""
     for kind, node in (metadata or {}).items():
         instruction.set_metadata(kind, node)

@@ -111,11 +111,6 @@ class LoweringState:
                             "pass it as a buffer parameter or declare it with ArrayDecl")
         return found
 
-    def buffers_in_scope(self) -> dict[str, BufferView]:
-        """Every buffer a name reaches here, by name."""
-        return {name: value for scope in self.scopes for name, value in scope.items()
-                if isinstance(value, BufferView) and self.lookup(name) is value}
-
     def push_scope(self) -> None:
         self.scopes.append({})
 

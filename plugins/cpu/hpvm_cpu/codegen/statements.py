@@ -140,7 +140,7 @@ class StatementLowering(VectorLoopLowering, ExpressionLowering):
         self.continue_in(exit_block)
 
     def _for_stmt(self, stmt: For) -> None:
-        width = vector_width(stmt, self.buffers_in_scope(), self.context.vector_bits)
+        width = vector_width(stmt, self.lookup, self.context.vector_bits)
         if width:
             self.vector_for(stmt, width)
             return

@@ -34,6 +34,7 @@ that qualifies is emitted whatever its body computes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from llvmlite import ir
 
@@ -47,8 +48,9 @@ from hpvm.ir.visit import walk
 
 from . import arithmetic
 from .intrinsics import math_intrinsic
-from .llvm_types import byte_size, memory_type, register_type
+from .llvm_types import attach_metadata, byte_size, memory_type, register_type
 from .loop_metadata import loop_id
+from .state import BufferView
 
 VECTOR_FLOAT_OPS = frozenset({"add", "sub", "mul", "div"})
 VECTOR_INT_OPS = frozenset({"add", "sub", "mul", "and", "or", "xor"})
@@ -56,13 +58,15 @@ VECTOR_INTRINSICS = frozenset({"min", "max"})
 """Operations emitted on whole vectors; others run lane by lane."""
 
 
-def vector_width(loop: For, views: dict, vector_bits: int) -> int:
+def vector_width(loop: For, buffer: Callable[[str], object], vector_bits: int) -> int:
     """Lanes to run ``loop`` with (see the module's text), or 0 to emit it
-    as a scalar loop.  ``views``: name -> BufferView of the buffers in
-    scope; ``vector_bits``: the width of the machine's vector registers."""
+    as a scalar loop.  ``buffer(name)``: the BufferView a name reaches (or
+    anything else: not a buffer); ``vector_bits``: the width of the
+    machine's vector registers."""
     trip = _full_unroll_trip(loop)
     if trip is None or vector_bits <= 0:
         return 0
+    views = _buffers(loop.body, buffer)
     stored = _stored_buffers(loop.body, views)
     if stored is None or not _independent_iterations(loop, stored, views):
         return 0
@@ -82,16 +86,24 @@ def _full_unroll_trip(loop: For) -> int | None:
     return trip if trip >= 2 and loop.unroll == trip else None
 
 
-def _stored_buffers(body: tuple[Stmt, ...], views: dict) -> set[str] | None:
+def _buffers(body: tuple[Stmt, ...], buffer) -> dict | None:
+    """The views of the buffers ``body`` accesses; None where a name is not
+    a buffer here."""
+    names = {n.buffer for n in walk(body) if isinstance(n, (Load, Store))}
+    views = {name: buffer(name) for name in names}
+    return views if all(isinstance(v, BufferView) for v in views.values()) else None
+
+
+def _stored_buffers(body: tuple[Stmt, ...], views: dict | None) -> set[str] | None:
     """The buffers a straight-line body of Lets and Stores writes; None for
     any other body, a call, or a buffer not known here."""
-    if not all(isinstance(s, Let) and s.value is not None or isinstance(s, Store) for s in body):
+    if views is None or not all(isinstance(s, Let) and s.value is not None or
+                                isinstance(s, Store) for s in body):
         return None
     if any(isinstance(node, Call) for node in walk(body)):
         return None
     names = {s.buffer for s in body if isinstance(s, Store)}
-    accessed = names | {n.buffer for n in walk(body) if isinstance(n, Load)}
-    if not accessed <= views.keys() or not all(_vector_element(views[n].element) for n in names):
+    if not all(_vector_element(views[n].element) for n in names):
         return None
     return names
 
@@ -124,8 +136,8 @@ def _vector_element(type: ScalarType) -> bool:
 class VectorLoop:
     """The step of a vector loop being emitted: ``first`` is the loop
     variable's value in lane 0; ``values`` the body's Lets so far (vectors
-    or, for values the same in every lane, scalars); ``lane`` the lane
-    computed in scalar form, if any."""
+    or, for values the same in every lane, scalars), ``types`` theirs;
+    ``lane`` the lane computed in scalar form, if any."""
 
     var: str
     first: ir.Value
@@ -133,15 +145,24 @@ class VectorLoop:
     strides: IndexStrides
     values: dict[str, ir.Value] = field(default_factory=dict)
     types: dict[str, ScalarType] = field(default_factory=dict)
-    varying: set[str] = field(default_factory=set)
     lane: int | None = None
     _varies: dict[int, bool] = field(default_factory=dict)
+
+    def bind(self, name: str, type: ScalarType, value: ir.Value) -> None:
+        """A Let of the body: what ``varies`` knew may change with it."""
+        self.values[name], self.types[name] = value, type
+        self._varies.clear()
+
+    def is_vector(self, name: str) -> bool:
+        """Whether a Let of the body holds a value per lane."""
+        value = self.values.get(name)
+        return value is not None and isinstance(value.type, ir.VectorType)
 
     def varies(self, expr: Expr) -> bool:
         """Whether ``expr`` may differ between the lanes of a step."""
         known = self._varies.get(id(expr))
         if known is None:
-            known = any(isinstance(n, Var) and (n.name == self.var or n.name in self.varying)
+            known = any(isinstance(n, Var) and (n.name == self.var or self.is_vector(n.name))
                         for n in walk(expr))
             self._varies[id(expr)] = known
         return known
@@ -179,13 +200,9 @@ class VectorLoopLowering:
 
     def _vector_let(self, stmt: Let) -> None:
         loop = self.vector_loop
-        loop.types[stmt.name] = stmt.type
-        if loop.varies(stmt.value):
-            loop.values[stmt.name] = self.vector_value(stmt.value, stmt.type)
-            loop.varying.add(stmt.name)
-        else:
-            loop.values[stmt.name] = self.value_as(stmt.value, stmt.type)
-            loop.varying.discard(stmt.name)
+        value = (self.vector_value(stmt.value, stmt.type) if loop.varies(stmt.value)
+                 else self.value_as(stmt.value, stmt.type))
+        loop.bind(stmt.name, stmt.type, value)
 
     def _vector_store(self, stmt: Store) -> None:
         loop = self.vector_loop
@@ -196,13 +213,16 @@ class VectorLoopLowering:
                     self._store_stmt(stmt)
             return
         value = self.vector_value(stmt.value, view.element)
-        with _Lane(loop, 0):
-            pointer = self.element_pointer(view, [self.index(i) for i in stmt.indices])
         # llvmlite checks a typed pointer's element type against the value
-        pointer = self.builder.bitcast(pointer, value.type.as_pointer())
+        pointer = self.builder.bitcast(self._first_lane_pointer(view, stmt.indices),
+                                       value.type.as_pointer())
         store = self.builder.store(value, pointer, align=byte_size(view.element))
-        for kind, node in self.access_metadata(view.parallel).items():
-            store.set_metadata(kind, node)
+        attach_metadata(store, self.access_metadata(view.parallel))
+
+    def _first_lane_pointer(self, view, indices: tuple[Expr, ...]) -> ir.Value:
+        """The address lane 0 accesses (the others follow it)."""
+        with _Lane(self.vector_loop, 0):
+            return self.element_pointer(view, [self.index(i) for i in indices])
 
     # -- expressions -------------------------------------------------------
     def vector_value(self, expr: Expr, type: ScalarType) -> ir.Value:
@@ -240,7 +260,7 @@ class VectorLoopLowering:
 
     def _vector_var(self, expr: Var) -> ir.Value | None:
         loop = self.vector_loop
-        if expr.name in loop.varying:
+        if loop.is_vector(expr.name):
             return loop.values[expr.name]
         if expr.type != I64_SCALAR:
             return None
@@ -253,12 +273,10 @@ class VectorLoopLowering:
         view = self.buffer(expr.buffer)
         if view.element.is_bool or loop.stride(expr.indices) != 1:
             return None
-        with _Lane(loop, 0):
-            pointer = self.element_pointer(view, [self.index(i) for i in expr.indices])
         vector = ir.VectorType(memory_type(view.element), loop.width)
-        load = self.builder.load(pointer, typ=vector, align=byte_size(view.element))
-        for kind, node in self.access_metadata(view.parallel).items():
-            load.set_metadata(kind, node)
+        load = self.builder.load(self._first_lane_pointer(view, expr.indices), typ=vector,
+                                 align=byte_size(view.element))
+        attach_metadata(load, self.access_metadata(view.parallel))
         return load
 
     def _lanes(self, expr: Expr, type: ScalarType) -> ir.Value:
@@ -293,7 +311,7 @@ class VectorLoopLowering:
         if name not in loop.values:
             return None
         value = loop.values[name]
-        if name in loop.varying:
+        if loop.is_vector(name):
             value = self.builder.extract_element(value, ir.Constant(ir.IntType(32), loop.lane or 0))
         return arithmetic.convert(self.builder, value, loop.types[name], type)
 

@@ -81,7 +81,7 @@ func @k(inout b: f32[N]) {
 
 
 def loop_widths(text, views, bits=512):
-    return [vector_width(loop, views, bits) for loop in walk(module(text).functions["k"].body)
+    return [vector_width(loop, views.get, bits) for loop in walk(module(text).functions["k"].body)
             if isinstance(loop, For) and loop.unroll]
 
 

@@ -36,7 +36,7 @@ __all__ = [
 # The built-in passes register themselves on import.
 from . import (  # noqa: E402,F401
     approximate, argument_privatisation, calibrate, const_fold, dce, expand_powers,
-    fold_tensor_constants, fold_transposes, fuse_elementwise,
+    fold_tensor_constants, fold_transposes, fuse_attention, fuse_elementwise,
     fuse_ops, fuse_rows, inline,
     input_buffering, legalize_tensor_ops, loop_fusion, loop_unroll, node_fusion, parallel_reduce,
     register_tile, sequentialize, stencil_fusion, tile,

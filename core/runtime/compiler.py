@@ -19,6 +19,12 @@ from .collector import collector_paused
 from .placement import FALLBACKS, Placement, plan
 
 DEFAULT_TARGETS = ("cpu",)
+TARGET_FUSIONS = (("attention", "fuse-attention"),)
+"""Ops made by fusing several, with the pass that makes them: run before
+placement where every listed target runs the op itself (the cpu lowers it
+to one kernel); for any other list the ops stay apart, as targets that
+would lower it generically (a GPU's private memory) or not at all run
+them better apart."""
 
 
 def as_module(program) -> Module:
@@ -69,8 +75,10 @@ def _build(program, targets, options, registry, notes) -> Build:
     pipeline = _pipeline(options.get("pipeline", ""), targets, registry)
     if pipeline:
         module = run_pipeline(module, pipeline)
+    module, fused = _fuse_for(module, targets, registry)
     placement = plan(module, targets, registry, per_target)
     placement.notes.extend(notes)
+    placement.notes.extend(fused)
     module = outline_partitions(module, placement, per_target, registry)
     artifacts = {}
     for name in placement.used_targets:
@@ -81,6 +89,33 @@ def _build(program, targets, options, registry, notes) -> Build:
         artifacts[name] = target.compile(prepared, nodes, target_options)
         placement.notes.extend(f"{name}: {note}" for note in artifacts[name].notes)
     return Build(module, placement, artifacts, options, registry)
+
+
+def _fuse_for(module: Module, targets: list[str], registry) -> tuple[Module, list[str]]:
+    """``module`` with the TARGET_FUSIONS every listed target takes, and a
+    note for each that fused nodes."""
+    notes = []
+    for op, fusion in TARGET_FUSIONS:
+        if not all(op in _native_ops(name, registry) for name in targets):
+            continue
+        before = _count_op(module, op)
+        module = run_pipeline(module, fusion)
+        made = _count_op(module, op) - before
+        if made:
+            notes.append(f"{fusion}: {made} {op} node{'s' if made != 1 else ''}")
+    return module, notes
+
+
+def _native_ops(name: str, registry) -> frozenset[str]:
+    try:
+        return registry.target(name).target.native_tensor_ops
+    except HpvmError:  # not installed: placement says so
+        return frozenset()
+
+
+def _count_op(module: Module, op: str) -> int:
+    return sum(isinstance(n.body, TensorBody) and n.body.op == op
+               for graph in module.graphs.values() for n in graph.nodes)
 
 
 def outline_partitions(module: Module, placement, per_target: dict, registry) -> Module:

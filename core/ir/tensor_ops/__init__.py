@@ -2,7 +2,9 @@
 mul, bias_add, relu, clipped_relu, tanh, sigmoid, prelu, max_pool, avg_pool,
 softmax, batchnorm, lrn, reshape, flatten, concat, slice, transpose, pad,
 scatter, sort,
-elementwise (a fused chain of elementwise ops, chain.py) and
+elementwise (a fused chain of elementwise ops, chain.py), rowwise (functions
+and reductions along rows, rowwise.py), attention (a rowwise program between
+two matrix products, attention.py) and
 perforation_fill (perforation.py).
 
 ``TENSOR_OPS`` maps op names to their :class:`TensorOpSpec` (ports,
@@ -23,15 +25,15 @@ from ..graph import Node, TensorBody
 from ..parameter import Parameter
 from ..types import BufferType
 from . import (
-    chain, conv, elementwise, indexing, linear, norm, pad, perforation, pointwise, pool, reduce,
-    rowwise, scatter, shape_ops, softmax, sort,
+    attention, chain, conv, elementwise, indexing, linear, norm, pad, perforation, pointwise,
+    pool, reduce, rowwise, scatter, shape_ops, softmax, sort,
 )
 from .spec import REQUIRED, OpContext, TensorOpSpec, normalize_attr
 
 TENSOR_OPS: dict[str, TensorOpSpec] = {
     spec.name: spec
     for family in (conv, linear, elementwise, pointwise, reduce, indexing, scatter, sort,
-                   pool, softmax, norm, shape_ops, pad, chain, rowwise, perforation)
+                   pool, softmax, norm, shape_ops, pad, chain, rowwise, attention, perforation)
     for spec in family.OPS
 }
 

@@ -35,6 +35,8 @@ last loop reads it back.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from ..kernel import Const, Expr, Var
@@ -87,10 +89,10 @@ def _row_part(ctx: OpContext, port: str, axes: int) -> str:
     """'full' when the port's row axes are y's, 'row' when all 1, else ''."""
     row = ((1,) * axes + tuple(ctx.shape(port)))[-axes:]
     return "row" if all(d == 1 for d in row) else \
-        "full" if row == tuple(_result_shape(ctx))[-axes:] else ""
+        "full" if row == tuple(result_shape(ctx))[-axes:] else ""
 
 
-def _result_shape(ctx: OpContext) -> tuple:
+def result_shape(ctx: OpContext) -> tuple:
     return broadcast_shape(ctx, tuple(p for p in ctx.types if p != "y"))
 
 
@@ -98,7 +100,7 @@ def checked(ctx: OpContext) -> tuple[int, tuple, list[str]]:
     """(axes, program, level of each value: 'row' or 'element')."""
     inputs = [p for p in ctx.types if p != "y"]
     program, axes = ctx.attrs["program"], ctx.attrs["axes"]
-    shape = _result_shape(ctx)
+    shape = result_shape(ctx)
     if type(axes) is not int or not 1 <= axes <= len(shape):
         ctx._bad_attr("axes", f"an integer from 1 to y's rank {len(shape)}")
     if not isinstance(program, tuple) or not program or not all(
@@ -138,12 +140,12 @@ def checked(ctx: OpContext) -> tuple[int, tuple, list[str]]:
 def _infer(ctx: OpContext) -> dict[str, BufferType]:
     element = ctx.float_element()
     checked(ctx)
-    return {"y": BufferType(element, _result_shape(ctx))}
+    return {"y": BufferType(element, result_shape(ctx))}
 
 
 def _evaluate(ctx: OpContext, x: dict) -> dict:
     axes, program, _ = checked(ctx)
-    shape = _result_shape(ctx)
+    shape = result_shape(ctx)
     kind = x["x0"].dtype.type
     row_axes = tuple(range(-axes, 0))
     values: list[np.ndarray] = []
@@ -171,9 +173,31 @@ def _lower(b: KernelBuilder) -> tuple[Expr, ...]:
     dims = b.dims("y")
     outer, length = dims[:-axes], product(dims[-axes:])
     row, outer_indices = b.instance_indices(outer) if outer else (b.instance(), [])
-    bases = {port: b.let(f"base_{port}", _row_base(b, port, outer_indices, row, length))
+    shape = tuple(b.types["y"].shape)
+    bases = {port: b.let(f"base_{port}", row_base(b, port, shape, outer_indices, row, length))
              for port in b.types}
     full = {port for port in b.types if port == "y" or _row_part(b.ctx, port, axes) == "full"}
+
+    def read(k: int, j: Expr | None) -> Expr:
+        port = f"x{k}"
+        return b.load(port, add(bases[port], j) if port in full and j is not None
+                      else bases[port])
+    lower_row(b, program, levels, length, read,
+              lambda j, value: b.store("y", add(bases["y"], j), value),
+              lambda j: b.load("y", add(bases["y"], j)))
+    return (product(outer),)
+
+
+def lower_row(b: KernelBuilder, program: tuple, levels: list[str], length: Expr,
+              read: Callable[[int, Expr | None], Expr], write: Callable[[Expr, Expr], None],
+              result: Callable[[Expr], Expr], in_place: bool = False) -> None:
+    """The statements computing one row of ``program`` (levels as
+    ``checked`` gives them) of ``length`` elements: ``read(k, j)`` is input
+    k at column j of the row (j None: input k is per row), ``write(j,
+    value)`` stores y's element j and ``result(j)`` loads it back.
+    ``in_place``: y's row is input 0's (attention's scores), so a value is
+    cached in y only where y's last loop need not read input 0 again."""
+    element = b.element("y")
     per_row: dict[int, Expr] = {}
 
     def in_loop(j: Var, memo: dict[int, Expr]):
@@ -181,40 +205,43 @@ def _lower(b: KernelBuilder) -> tuple[Expr, ...]:
             if levels[n] == "row":
                 return per_row[n]
             if n not in memo:
-                memo[n] = b.let(f"v{n}", _expr(b, program[n], value, lambda port: b.load(
-                    port, add(bases[port], j) if port in full else bases[port])))
+                memo[n] = b.let(f"v{n}", _expr(b, program[n], value,
+                                               lambda k: read(k, j)))
             return memo[n]
         return value
 
     reductions = [n for n, s in enumerate(program) if s[0] == "reduce"]
-    cached = _cached_value(program, levels, reductions, b.element("y"))
+    cached = _cached_value(program, levels, reductions, element)
+    if in_place and cached is not None and ("input", 0) in (
+            program[n] for n in _element_cone(program, levels, len(program) - 1, cached)):
+        cached = None
     for n, instruction in enumerate(program):
         if instruction[0] == "reduce":
             fn, argument = instruction[1], instruction[2]
-            acc = b.let("acc", initial(b.element("y"), fn))
+            acc = b.let("acc", initial(element, fn))
             stores = n == reductions[-1] and argument == cached
             with b.loop("j", length, ivdep=stores, reduce=fold_promise(fn, acc)) as j:
                 folded = in_loop(j, {})(argument)
                 if stores:
-                    b.store("y", add(bases["y"], j), folded)
+                    write(j, folded)
                 b.assign(acc, combine(fn, acc, folded))
             per_row[n] = acc
         elif levels[n] == "row":
             per_row[n] = b.let(f"r{n}", _expr(b, instruction, per_row.__getitem__,
-                                              lambda port: b.load(port, bases[port])))
+                                              lambda k: read(k, None)))
     with b.loop("j", length, ivdep=True) as j:
-        memo = {cached: b.load("y", add(bases["y"], j))} if cached is not None else {}
-        b.store("y", add(bases["y"], j), in_loop(j, memo)(len(program) - 1))
-    return (product(outer),)
+        memo = {cached: result(j)} if cached is not None else {}
+        write(j, in_loop(j, memo)(len(program) - 1))
 
 
-def _row_base(b: KernelBuilder, port: str, outer_indices: list[Expr], row: Expr,
-              length: Expr) -> Expr:
-    """The flat offset of ``port``'s element at the start of this row."""
+def row_base(b: KernelBuilder, port: str, rows_shape: tuple, outer_indices: list[Expr],
+             row: Expr, length: Expr) -> Expr:
+    """The flat offset of ``port``'s element at the start of row ``row``
+    (at ``outer_indices``) of a tensor of ``rows_shape`` it broadcasts to."""
     shape = tuple(b.types[port].shape)
-    if port == "y" or shape == tuple(b.types["y"].shape):
+    if shape == rows_shape:
         return mul(row, length)
-    missing = len(b.types["y"].shape) - len(shape)
+    missing = len(rows_shape) - len(shape)
     padded = (1,) * missing + shape
     strides = row_major_strides([Const(1, I64)] * missing + b.dims(port))
     offset: Expr = Const(0, I64)
@@ -224,10 +251,10 @@ def _row_base(b: KernelBuilder, port: str, outer_indices: list[Expr], row: Expr,
     return offset
 
 
-def _expr(b: KernelBuilder, instruction: tuple, value, load) -> Expr:
+def _expr(b: KernelBuilder, instruction: tuple, value, read) -> Expr:
     name, args = instruction[0], instruction[1:]
     if name == "input":
-        return load(f"x{args[0]}")
+        return read(args[0])
     if name == "unary":
         a = value(args[1])
         return apply_kernel(args[0], a) if args[0] in ACTIVATIONS else UNARY[args[0]].kernel(a)
@@ -250,12 +277,14 @@ def _cached_value(program: tuple, levels: list[str], reductions: list[int],
     return argument if argument in used_by_y and costly else None
 
 
-def _element_cone(program: tuple, levels: list[str], top: int) -> set[int]:
-    """The per-element values ``top`` is computed from (itself included)."""
+def _element_cone(program: tuple, levels: list[str], top: int,
+                  cached: int | None = None) -> set[int]:
+    """The per-element values ``top`` is computed from (itself included),
+    not looking past ``cached`` (a value loaded, not computed)."""
     seen, stack = set(), [top]
     while stack:
         n = stack.pop()
-        if n in seen or levels[n] != "element":
+        if n in seen or levels[n] != "element" or n == cached:
             continue
         seen.add(n)
         stack.extend(operands(program[n]))

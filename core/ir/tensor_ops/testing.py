@@ -196,6 +196,11 @@ def example_nodes(seed: int = 0) -> dict[str, tuple[Node, dict[str, np.ndarray]]
                                    ("unary", "exp", 4), ("reduce", "sum", 5),
                                    ("binary", "div", 5, 6), ("input", 1), ("binary", "mul", 7, 8),
                                    ("clip", -1.0, 1.0, 9), ("unary", "relu", 10))}, ("x0",)),
+        "attention": node("attention", {**arrays(x0=(2, 3, 5, 4), x1=(3, 4, 7), x2=(7, 6)),
+                                        "x3": np.float32([0.5])}, {
+            "program": (("input", 0), ("input", 1), ("binary", "mul", 0, 1),
+                        ("reduce", "max", 2), ("binary", "sub", 2, 3), ("unary", "exp", 4),
+                        ("reduce", "sum", 5), ("binary", "div", 5, 6))}, ("x0",)),
         "unary": node("unary", x4, {"fn": "erf"}, ("x",)),
         "binary": node("binary", arrays(a=(2, 3, 4), b=(3, 1)), {"fn": "div"}, ("a",)),
         "select": node("select", {"cond": x4["x"][0] > 0, **arrays(a=(2, 4, 6, 5), b=(5,))},

@@ -17,6 +17,7 @@ EXPECTED_OPS = {
     "flatten", "concat", "elementwise", "prelu", "lrn", "slice", "transpose", "pad",
     "perforation_fill", "unary", "binary", "select", "cast", "reduce", "arg_reduce",
     "expand", "gather", "gather_elements", "cumsum", "bitcast", "scatter", "sort", "rowwise",
+    "attention",
 }
 
 

@@ -1,0 +1,204 @@
+"""``attention``: y = rows(a @ b) @ c as one op, a ``rowwise`` program
+(rowwise.py) between two matrix products, so that the scores ``a @ b``
+are never stored whole: a softmax attention's [..., M, N] scores per head
+(at a sequence of 4096, 64 MiB a head) become a block of rows in private
+memory.  Made by the pass ``fuse-attention`` from a matmul, a rowwise op
+and a matmul (scaled dot-product attention, any row program: a softmax
+with a scale or a mask, a ReLU attention ...); written by hand too.
+
+Ports ``x0`` = a [..., M, K] (queries), ``x1`` = b [..., K, N] (keys,
+transposed), ``x2`` = c [..., N, P] (values), then the row program's
+other inputs ``x3 ...``; y [..., M, P].  Attribute ``program``: a rowwise
+program over the rows of the scores (axes 1) whose input 0 is the scores
+and input k >= 1 is port ``x{k+2}`` (a scale, a mask, broadcast to the
+scores' shape).  The batch dims (all but the last two) broadcast as
+matmul's; c's and the row inputs' must broadcast to the scores'.
+
+The lowering runs one instance per block of rows of one matrix of the
+batch: a register-tiled product of the block's rows of ``a`` with ``b``
+into a private [rows, N] array, the row program on each of its rows in
+place, and a register-tiled product of the block with ``c`` into y.
+N must be a fixed size (the private array's).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import VerificationError
+from ..kernel import ArrayDecl, Expr, Intrinsic, Load
+from ..types import BufferType
+from . import rowwise
+from .dims import broadcast_shape, require_concrete, require_equal
+from .lowering import KernelBuilder, add, const_value, div, mul
+from .lowering import product as size_product
+from .packed_products import packed_tile
+from .matrix_tiles import VECTOR_K_STEPS, MatrixView, clamped_rows, reduction, store_tile
+from .spec import REQUIRED, OpContext, TensorOpSpec
+from .tiled import ArrayTile, column_tiles, i64
+
+OPERANDS = 3
+"""Ports before the row program's inputs: a, b, c."""
+
+
+def _scores_type(ctx: OpContext) -> BufferType:
+    for port in ("x0", "x1", "x2"):
+        if not ctx.has(port):
+            ctx.fail(f"input '{port}' is missing: attention takes a (x0), b (x1) and c (x2)",
+                     "connect the queries, the transposed keys and the values", port)
+        if ctx.rank(port) < 2:
+            ctx.fail(f"input '{port}' must have rank 2 or more, got {ctx.types[port]}",
+                     "make a vector a matrix of one row or column (reshape)", port)
+    a, b = ctx.shape("x0"), ctx.shape("x1")
+    require_equal(ctx, a[-1], b[-2], "the columns of 'x0' (K)", "the rows of 'x1'", "x1")
+    batch = broadcast_shape(ctx, ("x0", "x1"), [a[:-2], b[:-2]])
+    return BufferType(ctx.float_element(), batch + (a[-2], b[-1]))
+
+
+def _row_context(ctx: OpContext, scores: BufferType) -> OpContext:
+    """The rowwise op's context of the row program: input 0 the scores,
+    input k the port x{k+2}."""
+    types = {"x0": scores}
+    for index, port in enumerate(list(ctx.types)[OPERANDS:], start=1):
+        types[f"x{index}"] = ctx.types[port]
+    return OpContext(rowwise.ROWWISE, types, {"axes": 1, "program": ctx.attrs["program"]},
+                     ctx.node)
+
+
+def checked(ctx: OpContext) -> tuple[BufferType, tuple, list[str]]:
+    """(the scores' type, the row program, its values' levels)."""
+    scores = _scores_type(ctx)
+    row_ctx = _row_context(ctx, scores)
+    try:
+        _, program, levels = rowwise.checked(row_ctx)
+        shape = rowwise.result_shape(row_ctx)
+    except VerificationError as error:
+        ctx.fail("its row program (input 0: the scores x0 @ x1; input k: port x{k+2}): "
+                 + error.diagnostics[0].message, error.diagnostics[0].fix or "", "program")
+    if tuple(shape) != tuple(scores.shape):
+        ctx.fail(f"the row program's inputs broadcast the scores {scores.shape} to {shape}",
+                 "give the row inputs shapes that broadcast to the scores'", "program")
+    c = ctx.shape("x2")
+    require_equal(ctx, c[-2], scores.shape[-1], "the rows of 'x2'", "the columns of the "
+                  "scores (N)", "x2")
+    batch = broadcast_shape(ctx, ("x2", "x0"), [c[:-2], scores.shape[:-2]])
+    if batch != tuple(scores.shape[:-2]):
+        ctx.fail(f"the batch dims of 'x2' {ctx.types['x2']} broadcast the scores' "
+                 f"{scores.shape[:-2]} to {batch}",
+                 "give 'x2' batch dims that broadcast to those of x0 @ x1", "x2")
+    return scores, program, levels
+
+
+def _infer(ctx: OpContext) -> dict[str, BufferType]:
+    scores, _, _ = checked(ctx)
+    require_concrete(ctx, scores.shape[-1], "the columns of the scores (N, from 'x1')", "x1")
+    return {"y": BufferType(scores.element, tuple(scores.shape[:-1]) + (ctx.shape("x2")[-1],))}
+
+
+def _evaluate(ctx: OpContext, x: dict) -> dict:
+    scores, program, _ = checked(ctx)
+    kind = x["x0"].dtype.type
+    product = np.matmul(x["x0"], x["x1"]).astype(kind, copy=False)
+    extra = {f"x{k}": x[f"x{k + OPERANDS - 1}"] for k in range(1, len(x) - OPERANDS + 1)}
+    rows = rowwise.ROWWISE.evaluate({"x0": product, **extra}, {"axes": 1, "program": program},
+                                    ctx.node)["y"]
+    return {"y": np.matmul(rows, x["x2"]).astype(kind, copy=False)}
+
+
+def _lower(b: KernelBuilder) -> tuple[Expr, ...]:
+    scores_type, program, levels = checked(b.ctx)
+    dims = [b.dim("y", axis) for axis in range(len(scores_type.shape) - 1)]
+    batch, out_rows = dims[:-1], dims[-1]
+    inner, keys, values = b.dim("x0", -1), const_value(b.dim("x1", -1)), \
+        const_value(b.dim("y", -1))
+    fixed_rows = const_value(out_rows)
+    tile_rows, tile_cols = packed_tile(b.tiles) if b.tiles.vectors else (b.tiles.rows,
+                                                                          b.tiles.cols)
+    rows = tile_rows if fixed_rows is None else min(tile_rows, fixed_rows)
+    ragged = fixed_rows is None or fixed_rows % rows != 0
+    blocks = div(add(out_rows, i64(rows - 1)), i64(rows))
+    instance = b.instance()
+    block = b.let("rb", instance % blocks) if batch else instance
+    batch_flat = b.let("bi", div(instance, blocks)) if batch else i64(0)
+    indices = b.unflatten(batch_flat, batch, [f"batch{a}" for a in range(len(batch))]) \
+        if batch else []
+    views = {port: MatrixView(port, tuple(b.dims(port)[:-2]), b.dim(port, -2), b.dim(port, -1))
+             for port in ("x0", "x1", "x2", "y")}
+    bases = {port: b.let(f"{port}0", view.offset(b, indices)) for port, view in views.items()}
+    m0 = b.let("m0", mul(block, i64(rows)))
+    ms = [add(m0, i64(r)) for r in range(rows)]
+    reads = clamped_rows(b, ms, out_rows, ragged)
+    element = b.element("y")
+    scores = b.fresh("scores")
+    b.emit(ArrayDecl(scores, element, (rows, keys), "private", zeroed=False))
+
+    def load(port: str, row: Expr, col: Expr) -> Load:
+        return b.load(port, views[port].index(bases[port], row, col))
+
+    def product(lhs, count: Expr, rhs: str, width: int, emit) -> None:
+        """emit(tile, n0, w) for the tiles of lhs(r, k) @ rhs[k, n0 + j]."""
+        def tile(n0: Expr, w: int) -> None:
+            acc = ArrayTile(b, rows, w)
+
+            def step(k: Expr) -> None:
+                acc.accumulate([b.let("av", lhs(r, k)) for r in range(rows)],
+                               lambda j: load(rhs, k, add(n0, j)))
+            reduction(b, count, step, VECTOR_K_STEPS if b.tiles.vectors else 1)
+            emit(acc, n0, w)
+        column_tiles(b, width, tile, tile_cols)
+
+    def keep_scores(acc: ArrayTile, n0: Expr, w: int) -> None:
+        for r in range(rows):
+            acc.store(r, lambda j, value, r=r: b.store(scores, (i64(r), add(n0, j)), value),
+                      stop=w)
+    product(lambda r, k: load("x0", reads[r], k), inner, "x1", keys, keep_scores)
+    _lower_rows(b, scores, (rows, keys), program, levels, scores_type, indices, batch_flat,
+                m0, ragged)
+
+    def store_results(acc: ArrayTile, n0: Expr, w: int) -> None:
+        store_tile(b, acc, ms, out_rows, ragged,
+                   lambda m, j, value: b.store("y", views["y"].index(bases["y"], m, add(n0, j)),
+                                               value), w)
+    product(lambda r, k: Load(scores, (i64(r), k), element), i64(keys), "x2", values,
+            store_results)
+    return (mul(size_product(batch), blocks) if batch else blocks,)
+
+
+def _lower_rows(b: KernelBuilder, scores: str, block: tuple[int, int], program: tuple,
+                levels: list[str], scores_type: BufferType, batch: list[Expr],
+                batch_flat: Expr, m0: Expr, ragged: bool) -> None:
+    """The row program on each row of the private ``scores`` block (rows
+    ``m0 ...`` of matrix ``batch_flat``, at ``batch`` indices), in place.
+    Rows past the last (``ragged``) read the row inputs at the last row;
+    they are computed and not stored."""
+    rows, keys = block
+    element = b.element("y")
+    shape = tuple(scores_type.shape)
+    ports = [f"x{k + OPERANDS - 1}" for k in range(1, len(b.types) - OPERANDS)]
+    out_rows = b.dim("y", -2)
+    with b.loop("r", i64(rows)) as r:
+        m = add(m0, r)
+        if ragged:
+            m = b.let("mr", Intrinsic("min", (m, add(out_rows, i64(-1)))))
+        row = add(mul(batch_flat, out_rows), m)
+        bases = {port: b.let(f"base_{port}", rowwise.row_base(
+            b, port, shape, batch + [m], row, i64(keys))) for port in ports}
+        full = {port for port in ports if tuple(b.types[port].shape)[-1:] == (keys,)}
+
+        def read(k: int, j: Expr | None) -> Expr:
+            if k == 0:
+                return Load(scores, (r, j), element)
+            port = ports[k - 1]
+            return b.load(port, add(bases[port], j) if port in full and j is not None
+                          else bases[port])
+        rowwise.lower_row(b, program, levels, i64(keys), read,
+                          lambda j, value: b.store(scores, (r, j), value),
+                          lambda j: Load(scores, (r, j), element), in_place=True)
+
+
+ATTENTION = TensorOpSpec(
+    "attention", ("x0",), ("y",), _infer, _evaluate, _lower,
+    attrs={"program": REQUIRED}, variadic=True,
+    summary="y = rows(x0 @ x1) @ x2: a rowwise program (a softmax) between two matrix "
+            "products, the scores never stored whole (scaled dot-product attention)")
+
+OPS = (ATTENTION,)

@@ -40,7 +40,7 @@ from .registry import register_pass
 from .tensor_graph import drop_edges_into, feeds_of, remove_nodes, replace_node, reroute
 
 ELEMENTWISE_OPS = ("add", "mul", "relu", "tanh", "sigmoid", "clipped_relu", "unary", "binary",
-                   "elementwise")
+                   "elementwise", "select")
 
 
 @register_pass("fuse-rows")
@@ -241,6 +241,8 @@ class _Program:
             result = self._emit(("binary", attrs["fn"], read["a"], read["b"]))
         elif op == "unary":
             result = self._emit(("unary", attrs["fn"], read["x"]))
+        elif op == "select":
+            result = self._emit(("select", read["cond"], read["a"], read["b"]))
         elif op == "clipped_relu":
             bounds = get_op(op).resolve_attrs(attrs)
             result = self._emit(("clip", float(bounds["min"]), float(bounds["max"]), read["x"]))

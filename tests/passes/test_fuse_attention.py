@@ -100,7 +100,7 @@ class SelfAttention(torch.nn.Module):
         split = lambda t: t.view(batch, length, self.heads, -1).transpose(1, 2)  # noqa: E731
         q, k, v = split(q), split(k), split(v)
         scores = q @ k.transpose(-2, -1) * (hidden // self.heads) ** -0.5
-        weights = torch.softmax(scores + (1.0 - mask) * -1e4, dim=-1)
+        weights = torch.softmax(scores.masked_fill(mask == 0, float("-inf")), dim=-1)
         return self.out((weights @ v).transpose(1, 2).reshape(batch, length, hidden))
 
 

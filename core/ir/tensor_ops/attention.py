@@ -51,7 +51,9 @@ def _scores_type(ctx: OpContext) -> BufferType:
     a, b = ctx.shape("x0"), ctx.shape("x1")
     require_equal(ctx, a[-1], b[-2], "the columns of 'x0' (K)", "the rows of 'x1'", "x1")
     batch = broadcast_shape(ctx, ("x0", "x1"), [a[:-2], b[:-2]])
-    return BufferType(ctx.float_element(), batch + (a[-2], b[-1]))
+    products = {port: ctx.types[port] for port in ("x0", "x1", "x2")}
+    element = OpContext(ctx.spec, products, ctx.attrs, ctx.node).float_element()
+    return BufferType(element, batch + (a[-2], b[-1]))
 
 
 def _row_context(ctx: OpContext, scores: BufferType) -> OpContext:

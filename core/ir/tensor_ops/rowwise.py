@@ -13,6 +13,8 @@ defining the value numbered by its position (operands name earlier ones)::
     ("binary", fn, a, b)    fn(a, b): a function of the op binary with a
                             float result (chain.FLOAT_BINARY)
     ("clip", low, high, a)  min(max(a, low), high)
+    ("select", c, a, b)     a where c, else b: c an input of bool elements
+                            (a mask), read by selects only
     ("reduce", fn, a)       fn (sum, prod, max, min) of a over its row
 
 A value is *per row* (a reduction; an input whose row axes are all 1; a
@@ -39,8 +41,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..kernel import Const, Expr, Var
-from ..types import I64, BufferType
+from ..kernel import Const, Expr, Select, Var
+from ..types import I64, BufferType, ScalarType
 from .activation import apply_kernel, apply_numpy
 from .chain import FLOAT_BINARY, FLOAT_UNARY
 from .dims import broadcast_shape
@@ -55,7 +57,7 @@ COSTLY = ("exp", "log", "erf", "sin", "cos", "tan", "asin", "acos", "atan", "sin
           "asinh", "acosh", "atanh", "tanh", "sigmoid", "pow")
 """Functions worth storing a value in y rather than computing it twice."""
 FORMS = ('["input", k]', '["unary", fn, a]', '["binary", fn, a, b]', '["clip", low, high, a]',
-         '["reduce", fn, a]')
+         '["select", c, a, b]', '["reduce", fn, a]')
 
 
 def operands(instruction: tuple) -> tuple[int, ...]:
@@ -65,6 +67,8 @@ def operands(instruction: tuple) -> tuple[int, ...]:
         return ()
     if kind == "binary":
         return instruction[2:4]
+    if kind == "select":
+        return instruction[1:4]
     return instruction[-1:]
 
 
@@ -73,7 +77,8 @@ def _valid(instruction, position: int, inputs: int) -> bool:
         return False
     kind, args = instruction[0], instruction[1:]
     shapes = {"input": (int,), "unary": (str, int), "binary": (str, int, int),
-              "clip": ((int, float), (int, float), int), "reduce": (str, int)}
+              "clip": ((int, float), (int, float), int), "select": (int, int, int),
+              "reduce": (str, int)}
     if kind not in shapes or len(args) != len(shapes[kind]) or \
             not all(isinstance(a, t) and type(a) is not bool for a, t in zip(args, shapes[kind])):
         return False
@@ -129,6 +134,7 @@ def checked(ctx: OpContext) -> tuple[int, tuple, list[str]]:
     if levels[-1] != "element":
         ctx.fail("the last instruction gives one value per row; y needs one per element",
                  "end the program with a per-element value", "program")
+    _check_conditions(ctx, program)
     read = {s[1] for s in program if s[0] == "input"}
     for index, port in enumerate(inputs):
         if index not in read:
@@ -137,8 +143,31 @@ def checked(ctx: OpContext) -> tuple[int, tuple, list[str]]:
     return axes, program, levels
 
 
+def _check_conditions(ctx: OpContext, program: tuple) -> None:
+    """Bool inputs are read as select conditions, and conditions are bool
+    inputs."""
+    def is_mask(value: int) -> bool:
+        return program[value][0] == "input" and ctx.element(f"x{program[value][1]}").is_bool
+    for position, instruction in enumerate(program):
+        reads = operands(instruction)
+        conditions = reads[:1] if instruction[0] == "select" else ()
+        for value in reads:
+            if is_mask(value) != (value in conditions):
+                port = f"x{program[value][1]}" if program[value][0] == "input" else "program"
+                ctx.fail(f"instruction {position} reads value {value} "
+                         + ("as a select's condition, which must be an input of bool elements"
+                            if value in conditions else "of bool elements as a number"),
+                         "read masks (bool inputs) only as the first operand of selects", port)
+
+
+def element_type(ctx: OpContext) -> ScalarType:
+    """The float element of the inputs, masks (bool inputs) aside."""
+    numbers = {p: t for p, t in ctx.types.items() if not t.element.is_bool}
+    return OpContext(ctx.spec, numbers or dict(ctx.types), ctx.attrs, ctx.node).float_element()
+
+
 def _infer(ctx: OpContext) -> dict[str, BufferType]:
-    element = ctx.float_element()
+    element = element_type(ctx)
     checked(ctx)
     return {"y": BufferType(element, result_shape(ctx))}
 
@@ -146,7 +175,7 @@ def _infer(ctx: OpContext) -> dict[str, BufferType]:
 def _evaluate(ctx: OpContext, x: dict) -> dict:
     axes, program, _ = checked(ctx)
     shape = result_shape(ctx)
-    kind = x["x0"].dtype.type
+    kind = element_type(ctx).numpy_dtype.type
     row_axes = tuple(range(-axes, 0))
     values: list[np.ndarray] = []
     for instruction in program:
@@ -160,6 +189,8 @@ def _evaluate(ctx: OpContext, x: dict) -> dict:
             value = BINARY[args[0]].numpy(values[args[1]], values[args[2]])
         elif name == "clip":
             value = np.minimum(np.maximum(values[args[2]], kind(args[0])), kind(args[1]))
+        elif name == "select":
+            value = np.where(values[args[0]] != 0, values[args[1]], values[args[2]])
         else:
             full = np.broadcast_to(values[args[1]], np.broadcast_shapes(values[args[1]].shape,
                                                                          shape))
@@ -260,6 +291,8 @@ def _expr(b: KernelBuilder, instruction: tuple, value, read) -> Expr:
         return apply_kernel(args[0], a) if args[0] in ACTIVATIONS else UNARY[args[0]].kernel(a)
     if name == "binary":
         return BINARY[args[0]].kernel(value(args[1]), value(args[2]))
+    if name == "select":
+        return Select(value(args[0]), value(args[1]), value(args[2]))
     low, high = (b.const(float(v)) for v in args[:2])
     return minimum(maximum(value(args[2]), low), high)
 

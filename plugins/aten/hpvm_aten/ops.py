@@ -326,11 +326,22 @@ def _rowwise(program: tuple, *inputs: torch.Tensor) -> torch.Tensor:
             value = BINARY[args[0]](values[args[1]], values[args[2]])
         elif name == "clip":
             value = torch.clamp(values[args[2]], args[0], args[1])
+        elif name == "select":
+            value = torch.where(values[args[0]].bool(), values[args[1]], values[args[2]])
         else:
             rows = values[args[1]].expand(shape).flatten(-axes)
             value = _ROW_REDUCTIONS[args[0]](rows).reshape(rows.shape[:-1] + (1,) * axes)
         values.append(value)
     return values[-1].expand(shape).contiguous()
+
+
+def attention(x: dict, attrs: dict, out_shape) -> torch.Tensor:
+    """rows(x0 @ x1) @ x2 (hpvm.ir.tensor_ops.attention): the row program
+    as ``rowwise`` runs it, between two ATen products."""
+    scores = torch.matmul(x["x0"], x["x1"])
+    rows = {"x0": scores, **{f"x{k - 2}": x[f"x{k}"] for k in range(3, len(x))}}
+    probabilities = rowwise(rows, {"axes": 1, "program": attrs["program"]}, scores.shape)
+    return torch.matmul(probabilities, x["x2"])
 
 
 def prelu(x: dict, attrs: dict, out_shape) -> torch.Tensor:
@@ -397,6 +408,7 @@ def _reshape(x: dict, attrs: dict, out_shape) -> torch.Tensor:
 OPS: dict[str, OpFunction] = {
     "conv2d": conv2d,
     "matmul": lambda x, attrs, shape: torch.matmul(x["a"], x["b"]),
+    "attention": attention,
     "gemm": gemm,
     "add": lambda x, attrs, shape: torch.add(x["a"], x["b"]),
     "mul": lambda x, attrs, shape: torch.mul(x["a"], x["b"]),

@@ -33,6 +33,8 @@ ANY_TYPE_OPS = frozenset({
 })
 """Ops aten runs on integers and bools too (the others, floats only: ATen's
 pooling pads with -inf, its CUDA matrix products take no integers)."""
+MASKED_OPS = frozenset({"rowwise", "attention"})
+"""Float ops whose programs may read bool inputs (masks, select's conditions)."""
 PRECISIONS = {"fp32": "float32", "float32": "float32", "fp16": "float16", "float16": "float16",
               "tf32": "tf32"}
 """Values of the ``precision`` option (and of its old name ``dtype``) ->
@@ -90,6 +92,9 @@ class AtenTarget(Target):
             return False  # bf16, float8 ... are storage types: the cpu converts them
         if body.op in ANY_TYPE_OPS:
             return not any(p.type.element.name in WIDE_UNSIGNED for p in body.params)
+        if body.op in MASKED_OPS:
+            return all(p.type.element.is_float or p.type.element.is_bool and p.direction == "in"
+                       for p in body.params)
         return all(p.type.element.is_float for p in body.params)
 
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:

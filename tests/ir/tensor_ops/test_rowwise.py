@@ -6,7 +6,7 @@ import pytest
 
 from hpvm.errors import VerificationError
 from hpvm.interp.testing import assert_lowering_matches
-from hpvm.ir import F32, BufferType
+from hpvm.ir import BOOL, F32, BufferType
 from hpvm.ir.tensor_ops import get_op, tensor_node
 from hpvm.ir.tensor_ops.testing import lowered_module, types_of
 from hpvm.ir.text import print_module
@@ -90,3 +90,31 @@ def test_an_input_no_instruction_reads_is_an_error():
     with pytest.raises(VerificationError, match="'x1' is read by no instruction"):
         tensor_node("r", "rowwise", {"x0": f32(2, 8), "x1": f32(1)},
                     {"program": (("input", 0), ("reduce", "sum", 0), ("binary", "sub", 0, 1))})
+
+
+MASKED_SOFTMAX = (("input", 0), ("input", 1), ("input", 2), ("select", 1, 2, 0),
+                  ("reduce", "max", 3), ("binary", "sub", 3, 4), ("unary", "exp", 5),
+                  ("reduce", "sum", 6), ("binary", "div", 6, 7))
+
+
+def test_a_boolean_mask_selects_between_values_as_masked_fill_does():
+    x = RNG.standard_normal((2, 5, 9)).astype(np.float32)
+    mask = np.tril(np.ones((5, 9), bool), 3)  # broadcast over the batch, whole rows
+    inputs = {"x0": x, "x1": ~mask, "x2": np.float32([-np.inf])}
+    y = get_op("rowwise").evaluate(inputs, {"program": MASKED_SOFTMAX})["y"]
+    filled = np.where(~mask, np.float32(-np.inf), x)
+    e = np.exp(filled - filled.max(-1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(-1, keepdims=True), rtol=1e-6)
+    node = tensor_node("sm", "rowwise", types_of(**inputs), {"program": MASKED_SOFTMAX})
+    assert node.body.params[-1].type == f32(2, 5, 9)
+    assert_lowering_matches(node, inputs, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("program, message", [
+    ((("input", 0), ("input", 1), ("binary", "add", 0, 1)), "bool elements as a number"),
+    ((("input", 0), ("input", 1), ("select", 0, 1, 0)), "condition, which must be an input"),
+])
+def test_masks_are_read_only_as_conditions(program, message):
+    types = {"x0": f32(2, 8), "x1": BufferType(BOOL, (2, 8))}
+    with pytest.raises(VerificationError, match=message):
+        tensor_node("r", "rowwise", types, {"program": program})

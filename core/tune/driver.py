@@ -38,6 +38,7 @@ from .config import TuningConfig
 from .evaluate import MODES, SampleJob
 from .executors import LocalExecutor
 from .record import Sample, TuningRecord
+from .significance import rounds_won
 from .search import (
     BudgetSpent, HyperMapperSearch, Outcome, RandomSearch, engine as make_engine, key_of,
 )
@@ -83,14 +84,18 @@ class TuneResult:
             return "the default pipeline"
         return "the program as written"
 
+    def _described(self, sample: Sample) -> str:
+        if sample.index >= 0:
+            return f"sample {sample.index} of {len(self.record.samples)}"
+        return f"{self._confirmed_as(sample.values)}, measured in the confirmation step"
+
     def summary(self) -> str:
         """The winning configuration in words: the parameters it changes."""
         best = self.record.best()
         if best is None:
             return "no feasible configuration was found"
         name = self.record.objectives[0]
-        which = f"sample {best.index} of {len(self.record.samples)}" if best.index >= 0 else \
-            f"{self._confirmed_as(best.values)}, measured in the confirmation step"
+        which = self._described(best)
         lines = [f"best {name}: {_seconds(best.objectives[name])} ({which})"]
         if self.speedup is not None:
             lines.append(f"speedup over the defaults: {self.speedup:.2f}x")
@@ -103,6 +108,14 @@ class TuneResult:
                          if p.name in changed)
         else:
             lines.append("the defaults are best")
+        unclear = self.record.unclear_winner()
+        if unclear is not None:
+            won, runs = rounds_won(unclear.rounds.get(name, []),
+                                   self.record.confirmed_baseline().rounds.get(name, []))
+            ratio = best.objectives[name] / unclear.objectives[name]
+            lines.append(f"not taken: {self._described(unclear)}, {ratio:.2f}x faster by its "
+                         f"median, beat the defaults in only {won} of {runs} interleaved runs "
+                         "(within the noise)")
         lines.extend(f"note: {note}" for note in self.notes)
         return "\n".join(lines)
 
@@ -320,8 +333,9 @@ def _confirm(design, history, job, executor, timeout, count) -> None:
     together = getattr(executor, "evaluate_together", executor.evaluate)
     outcomes = together(jobs, 3 * timeout)
     history.confirmations = [Sample(indices.get(key, -1), values, o.feasible,
-                                    dict(o.objectives), o.error)
+                                    dict(o.objectives), o.error, rounds=dict(o.rounds))
                              for (key, values), o in zip(chosen.items(), outcomes)]
+    history.baseline = key_of(design.defaults())
 
 
 class _Evaluation:

@@ -131,7 +131,8 @@ class _Run:
                 return Outcome(False, error=f"wrong result: {problem}")
         return Outcome(True, {"seconds": statistics.median(self.times),
                               "node_seconds": statistics.median(self.node_times),
-                              "compile_seconds": self.compile_seconds})
+                              "compile_seconds": self.compile_seconds},
+                       rounds={"seconds": list(self.times), "node_seconds": list(self.node_times)})
 
 
 def _estimate(realised, targets, registry, plan, inputs: dict, objectives) -> Outcome:

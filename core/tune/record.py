@@ -19,6 +19,7 @@ from typing import Any
 
 from ..files import write_text_atomically
 from .search import Outcome, key_of
+from .significance import wins_clearly
 from .space import Space, TuneError
 
 RECORD_FORMAT = "hpvm-tune-record/1"
@@ -32,6 +33,8 @@ class Sample:
     objectives: dict[str, float] = field(default_factory=dict)
     error: str = ""
     wall_seconds: float = 0.0
+    rounds: dict[str, list[float]] = field(default_factory=dict)
+    """A confirmation's values per run, interleaved with the others'."""
 
     @property
     def outcome(self) -> Outcome:
@@ -51,6 +54,9 @@ class TuningRecord:
     """The best samples, the defaults and the program as written measured
     again, longer, at the end (``index`` is the sample's, -1 for a
     configuration no sample had); ``best`` chooses among these."""
+    baseline: str = ""
+    """The key (search.key_of) of the confirmation of the defaults: any
+    other wins only by beating it clearly (significance.py)."""
 
     @classmethod
     def start(cls, design: Space, engine: str, objectives: list[str], mode: str) -> "TuningRecord":
@@ -74,10 +80,30 @@ class TuningRecord:
     def best(self) -> Sample | None:
         """The feasible sample with the lowest first objective: among the
         confirmations when there are any (a sample that was lucky once
-        does not win), else among all samples."""
+        does not win), else among all samples.  A confirmation other than
+        the defaults' wins only where its runs beat theirs clearly
+        (significance.wins_clearly); else the defaults stay."""
         name = self.objectives[0]
         confirmed = [s for s in self.confirmations if s.feasible and name in s.objectives]
+        baseline = self.confirmed_baseline()
+        if baseline is not None:
+            confirmed = [s for s in confirmed if s is baseline or wins_clearly(
+                s.rounds.get(name, []), baseline.rounds.get(name, []))]
         return min(confirmed or self.feasible(), key=lambda s: s.objectives[name], default=None)
+
+    def confirmed_baseline(self) -> Sample | None:
+        """The defaults' confirmation, where its runs were recorded."""
+        name = self.objectives[0]
+        return next((s for s in self.confirmations if self.baseline and s.feasible
+                     and key_of(s.values) == self.baseline and s.rounds.get(name)), None)
+
+    def unclear_winner(self) -> Sample | None:
+        """The confirmation with the lowest first objective where ``best``
+        kept the defaults instead: it did not win clearly."""
+        name = self.objectives[0]
+        confirmed = [s for s in self.confirmations if s.feasible and name in s.objectives]
+        fastest = min(confirmed, key=lambda s: s.objectives[name], default=None)
+        return fastest if fastest is not None and fastest is not self.best() else None
 
     def best_so_far(self) -> list[float | None]:
         """The best first objective after each sample (None before any is feasible)."""
@@ -118,7 +144,8 @@ class TuningRecord:
         return {"format": RECORD_FORMAT, "module": self.module, "targets": self.targets,
                 "engine": self.engine, "objectives": self.objectives, "mode": self.mode,
                 "parameters": self.parameters, "samples": [asdict(s) for s in self.samples],
-                "confirmations": [asdict(s) for s in self.confirmations]}
+                "confirmations": [asdict(s) for s in self.confirmations],
+                "baseline": self.baseline}
 
     def save(self, path: str | Path) -> None:
         write_text_atomically(path, json.dumps(self.to_json(), indent=1) + "\n")
@@ -139,7 +166,7 @@ class TuningRecord:
             confirmations = [Sample(**s) for s in data.get("confirmations", [])]
             return cls(data["module"], list(data["targets"]), data["engine"],
                        list(data["objectives"]), data["mode"], list(data["parameters"]), samples,
-                       confirmations)
+                       confirmations, str(data.get("baseline", "")))
         except (KeyError, TypeError) as error:
             raise TuneError(f"{path}: the tuning record is damaged ({error!r}); fix: start "
                             "again with a new --output") from None

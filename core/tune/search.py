@@ -49,6 +49,9 @@ class Outcome:
     feasible: bool
     objectives: dict[str, float] = field(default_factory=dict)
     error: str = ""
+    rounds: dict[str, list[float]] = field(default_factory=dict)
+    """Each run's value of the objectives measured per run, in order (the
+    objectives are their medians)."""
 
 
 Evaluate = Callable[[list[dict]], list[Outcome]]

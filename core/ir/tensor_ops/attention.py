@@ -29,6 +29,7 @@ from ..kernel import ArrayDecl, Expr, Intrinsic, Load
 from ..types import BufferType
 from . import rowwise
 from .dims import broadcast_shape, require_concrete, require_equal
+from .linear import product_shape
 from .lowering import KernelBuilder, add, const_value, div, mul
 from .lowering import product as size_product
 from .packed_products import packed_tile
@@ -45,15 +46,13 @@ def _scores_type(ctx: OpContext) -> BufferType:
         if not ctx.has(port):
             ctx.fail(f"input '{port}' is missing: attention takes a (x0), b (x1) and c (x2)",
                      "connect the queries, the transposed keys and the values", port)
-        if ctx.rank(port) < 2:
-            ctx.fail(f"input '{port}' must have rank 2 or more, got {ctx.types[port]}",
-                     "make a vector a matrix of one row or column (reshape)", port)
-    a, b = ctx.shape("x0"), ctx.shape("x1")
-    require_equal(ctx, a[-1], b[-2], "the columns of 'x0' (K)", "the rows of 'x1'", "x1")
-    batch = broadcast_shape(ctx, ("x0", "x1"), [a[:-2], b[:-2]])
+    if ctx.rank("x2") < 2:
+        ctx.fail(f"input 'x2' must have rank 2 or more, got {ctx.types['x2']}",
+                 "make a vector a matrix of one row or column (reshape)", "x2")
+    shape = product_shape(ctx, "x0", "x1")
     products = {port: ctx.types[port] for port in ("x0", "x1", "x2")}
     element = OpContext(ctx.spec, products, ctx.attrs, ctx.node).float_element()
-    return BufferType(element, batch + (a[-2], b[-1]))
+    return BufferType(element, shape)
 
 
 def _row_context(ctx: OpContext, scores: BufferType) -> OpContext:

@@ -25,15 +25,22 @@ from .spec import OpContext, TensorOpSpec
 
 # matmul -------------------------------------------------------------------
 def _infer_matmul(ctx: OpContext) -> dict[str, BufferType]:
-    element = ctx.numeric_element()
-    for port in ("a", "b"):
+    return {"y": BufferType(ctx.numeric_element(), product_shape(ctx, "a", "b"))}
+
+
+def product_shape(ctx: OpContext, left: str, right: str) -> tuple:
+    """The shape of the batched product of ports ``left`` [..., M, K] and
+    ``right`` [..., K, N]: the broadcast batch, M, N (errors naming the
+    port that does not fit)."""
+    for port in (left, right):
         if ctx.rank(port) < 2:
             ctx.fail(f"input '{port}' must have rank 2 or more, got {ctx.types[port]}",
                      "make a vector a matrix of one row or column (reshape)", port)
-    a, b = ctx.shape("a"), ctx.shape("b")
-    require_equal(ctx, a[-1], b[-2], "the columns of 'a' (K)", "the rows of 'b'", "b")
-    batch = broadcast_shape(ctx, ("a", "b"), [a[:-2], b[:-2]])
-    return {"y": BufferType(element, batch + (a[-2], b[-1]))}
+    a, b = ctx.shape(left), ctx.shape(right)
+    require_equal(ctx, a[-1], b[-2], f"the columns of '{left}' (K)", f"the rows of '{right}'",
+                  right)
+    batch = broadcast_shape(ctx, (left, right), [a[:-2], b[:-2]])
+    return batch + (a[-2], b[-1])
 
 
 def _lower_matmul(b: KernelBuilder) -> tuple[Expr, ...]:

@@ -19,10 +19,11 @@ from .collector import collector_paused
 from .placement import FALLBACKS, Placement, plan
 
 DEFAULT_TARGETS = ("cpu",)
-TARGET_FUSIONS = (("attention", "fuse-attention"),)
-"""Ops made by fusing several, with the pass that makes them: run before
-placement where every listed target runs the op itself (the cpu lowers it
-to one kernel); for any other list the ops stay apart, as targets that
+TARGET_FUSIONS = (("attention", "fuse-attention", "fuse_attention"),)
+"""Ops made by fusing several, with the pass that makes them and the
+target option that can turn it off: run before placement where every
+listed target runs the op itself (the cpu lowers it to one kernel) and
+none turns it off; for any other list the ops stay apart, as targets that
 would lower it generically (a GPU's private memory) or not at all run
 them better apart."""
 
@@ -75,7 +76,7 @@ def _build(program, targets, options, registry, notes) -> Build:
     pipeline = _pipeline(options.get("pipeline", ""), targets, registry)
     if pipeline:
         module = run_pipeline(module, pipeline)
-    module, fused = _fuse_for(module, targets, registry)
+    module, fused = _fuse_for(module, targets, registry, per_target)
     placement = plan(module, targets, registry, per_target)
     placement.notes.extend(notes)
     placement.notes.extend(fused)
@@ -91,12 +92,14 @@ def _build(program, targets, options, registry, notes) -> Build:
     return Build(module, placement, artifacts, options, registry)
 
 
-def _fuse_for(module: Module, targets: list[str], registry) -> tuple[Module, list[str]]:
-    """``module`` with the TARGET_FUSIONS every listed target takes, and a
-    note for each that fused nodes."""
+def _fuse_for(module: Module, targets: list[str], registry,
+              per_target: dict) -> tuple[Module, list[str]]:
+    """``module`` with the TARGET_FUSIONS every listed target takes and
+    none turns off, and a note for each that fused nodes."""
     notes = []
-    for op, fusion in TARGET_FUSIONS:
-        if not all(op in _native_ops(name, registry) for name in targets):
+    for op, fusion, option in TARGET_FUSIONS:
+        if not all(op in _native_ops(name, registry)
+                   and per_target.get(name, {}).get(option) is not False for name in targets):
             continue
         before = _count_op(module, op)
         module = run_pipeline(module, fusion)

@@ -65,6 +65,15 @@ def test_the_compiler_fuses_for_the_cpu_and_says_so():
     np.testing.assert_allclose(exe(**given)["y"], reference(**given), rtol=1e-4, atol=1e-5)
 
 
+def test_the_cpu_s_option_keeps_the_three():
+    module = run_pipeline(attention_model(), TENSOR_PIPELINE)
+    exe = compile(module, ["cpu"], {"fuse_attention": False})
+    assert "fuse-attention" not in exe.placement.format()
+    assert "attention" not in ops(exe.module)
+    given = inputs(batch=1)
+    np.testing.assert_allclose(exe(**given)["y"], reference(**given), rtol=1e-4, atol=1e-5)
+
+
 def test_a_listed_target_without_the_op_keeps_the_three():
     class WithoutAttention(LoopbackTarget):
         @property

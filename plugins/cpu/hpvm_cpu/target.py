@@ -59,6 +59,9 @@ OPTIONS = [
     Option("channels_last", bool, True, "store the activations passing between convolutions "
            "channels-last (NHWC), where their kernels can, instead of NCHW: each pixel's "
            "channels are then a run of vectors"),
+    Option("fuse_attention", bool, True, "run a matmul, the row program (softmax) on its "
+           "result and the matmul reading that as one attention node computing the scores a "
+           "block of rows at a time, never stored whole (where every listed target takes it)"),
 ]
 BLAS_OPS = frozenset({"matmul", "gemm"})
 """Tensor ops the cpu runs through numpy's BLAS when option ``blas`` is on

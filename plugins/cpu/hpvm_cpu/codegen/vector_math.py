@@ -11,7 +11,10 @@ compares and selects, which the vectorisers widen like any other.
 |r| <= ln 2 / 2 (ln 2 split in two constants so that n ln 2 is exact), a
 degree-6 polynomial for e^r, and the scale 2^n applied as two powers of
 two built from their exponent bits, so that results below 2^-126 come
-out as denormals as libm's do.  Error within 2 ulp of the exact result
+out as denormals as libm's do (below EXP_LOW, where the result is 0, the
+sequence computes e^0 and selects 0: a denormal product would cost a
+microcode assist, and masked softmax rows, -1e4 or -inf, are full of
+them).  Error within 2 ulp of the exact result
 over the whole range; exp(+inf) = inf, exp(-inf) = 0, NaN stays NaN.
 
 ``log_f32`` is Cephes' ``logf``: x = m 2^e with m in [sqrt(1/2), sqrt(2))
@@ -71,8 +74,10 @@ def _power_of_two(builder: ir.IRBuilder, n) -> ir.Value:
 def exp_f32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """e^x for an f32 ``x`` (see the module's text)."""
     clamped = builder.select(builder.fcmp_ordered(">", x, _f(EXP_HIGH)), _f(EXP_HIGH), x)
-    clamped = builder.select(builder.fcmp_ordered("<", clamped, _f(EXP_LOW)), _f(EXP_LOW),
-                             clamped)
+    # Below EXP_LOW the result is 0, selected at the end: compute e^0 meanwhile, as a
+    # denormal product there costs a microcode assist (masked softmax scores, -1e4 or
+    # -inf: 3x slower exponentials).
+    clamped = builder.select(builder.fcmp_ordered("<", clamped, _f(EXP_LOW)), _f(0.0), clamped)
     scaled = builder.fadd(builder.fmul(clamped, _f(LOG2E)), _f(0.5))
     n_float = call_intrinsic(builder, "llvm.floor", F32, scaled)
     r = builder.fsub(clamped, builder.fmul(n_float, _f(LN2_HI)))

@@ -144,6 +144,9 @@ def test_f32_exp_is_within_two_ulp_over_its_whole_range():
     got = check_map({"a": a}, F32, lambda a: Intrinsic("exp", (a,)), expected, rtol=2.4e-7,
                     atol=3e-45)
     assert got[-11] == np.inf and got[-10] == 0.0 and np.isnan(got[-9])
+    masked = np.array([-1e4, -1e30, -104.0, -np.inf], np.float32)
+    assert not check_map({"a": masked}, F32, lambda a: Intrinsic("exp", (a,)),
+                         np.zeros(4, np.float32), rtol=0, atol=0).any()
 
 
 @pytest.mark.parametrize("name,formula", [("sin", np.sin), ("cos", np.cos)])

@@ -22,6 +22,8 @@ N must be a fixed size (the private array's).
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numpy as np
 
 from ...errors import VerificationError
@@ -39,6 +41,11 @@ from .tiled import ArrayTile, column_tiles, i64
 
 OPERANDS = 3
 """Ports before the row program's inputs: a, b, c."""
+GROUP_ELEMENTS = 65536
+"""Largest private block of scores an instance keeps (elements: 256 KiB of
+f32, in a core's L2), where blocks of rows share packed panels of x1."""
+MAX_GROUP = 4
+"""Most blocks of rows an instance computes."""
 
 
 def _scores_type(ctx: OpContext) -> BufferType:
@@ -115,53 +122,93 @@ def _lower(b: KernelBuilder) -> tuple[Expr, ...]:
     tile_rows, tile_cols = packed_tile(b.tiles) if b.tiles.vectors else (b.tiles.rows,
                                                                           b.tiles.cols)
     rows = tile_rows if fixed_rows is None else min(tile_rows, fixed_rows)
-    ragged = fixed_rows is None or fixed_rows % rows != 0
-    blocks = div(add(out_rows, i64(rows - 1)), i64(rows))
+    matrices = size_product(batch) if batch else i64(1)
+    fixed_matrices = const_value(matrices)
+    group = _blocks_per_instance(b, rows, keys, -(-fixed_rows // rows) * fixed_matrices) \
+        if None not in (fixed_rows, fixed_matrices, const_value(inner)) else 1
+    span = rows * group
+    ragged = fixed_rows is None or fixed_rows % span != 0
+    spans = div(add(out_rows, i64(span - 1)), i64(span))
     instance = b.instance()
-    block = b.let("rb", instance % blocks) if batch else instance
-    batch_flat = b.let("bi", div(instance, blocks)) if batch else i64(0)
+    block = b.let("rb", instance % spans) if batch else instance
+    batch_flat = b.let("bi", div(instance, spans)) if batch else i64(0)
     indices = b.unflatten(batch_flat, batch, [f"batch{a}" for a in range(len(batch))]) \
         if batch else []
     views = {port: MatrixView(port, tuple(b.dims(port)[:-2]), b.dim(port, -2), b.dim(port, -1))
              for port in ("x0", "x1", "x2", "y")}
     bases = {port: b.let(f"{port}0", view.offset(b, indices)) for port, view in views.items()}
-    m0 = b.let("m0", mul(block, i64(rows)))
-    ms = [add(m0, i64(r)) for r in range(rows)]
-    reads = clamped_rows(b, ms, out_rows, ragged)
+    m0 = b.let("m0", mul(block, i64(span)))
     element = b.element("y")
     scores = b.fresh("scores")
-    b.emit(ArrayDecl(scores, element, (rows, keys), "private", zeroed=False))
+    b.emit(ArrayDecl(scores, element, (span, keys), "private", zeroed=False))
 
     def load(port: str, row: Expr, col: Expr) -> Load:
         return b.load(port, views[port].index(bases[port], row, col))
 
-    def product(lhs, count: Expr, rhs: str, width: int, emit) -> None:
-        """emit(tile, n0, w) for the tiles of lhs(r, k) @ rhs[k, n0 + j]."""
+    def product(lhs, count: Expr, rhs, width: int, emit, pack: bool) -> None:
+        """emit(tile, first, ms, n0, w) for the tiles of rows of lhs(row, k)
+        (``row`` within the instance's span) times rhs(k, column), each
+        block of ``rows`` rows (the first ``first``, ``ms`` in y) in turn:
+        where ``pack``, a tile's columns of rhs copied to a private panel
+        first, which the blocks share."""
         def tile(n0: Expr, w: int) -> None:
-            acc = ArrayTile(b, rows, w)
+            column = lambda k, j: rhs(k, add(n0, j))  # noqa: E731
+            if pack:
+                column = _packed_panel(b, count, w, column)
+            with _blocks(b, group) as t:
+                first = mul(t, i64(rows))
+                ms = [add(m0, add(first, i64(r))) for r in range(rows)]
+                reads = clamped_rows(b, ms, out_rows, ragged)
+                acc = ArrayTile(b, rows, w)
 
-            def step(k: Expr) -> None:
-                acc.accumulate([b.let("av", lhs(r, k)) for r in range(rows)],
-                               lambda j: load(rhs, k, add(n0, j)))
-            reduction(b, count, step, VECTOR_K_STEPS if b.tiles.vectors else 1)
-            emit(acc, n0, w)
+                def step(k: Expr) -> None:
+                    acc.accumulate([b.let("av", lhs(add(first, i64(r)), reads[r], k))
+                                    for r in range(rows)], lambda j: column(k, j))
+                reduction(b, count, step, VECTOR_K_STEPS if b.tiles.vectors else 1)
+                emit(acc, first, ms, n0, w)
         column_tiles(b, width, tile, tile_cols)
 
-    def keep_scores(acc: ArrayTile, n0: Expr, w: int) -> None:
+    def keep_scores(acc: ArrayTile, first: Expr, ms, n0: Expr, w: int) -> None:
         for r in range(rows):
-            acc.store(r, lambda j, value, r=r: b.store(scores, (i64(r), add(n0, j)), value),
-                      stop=w)
-    product(lambda r, k: load("x0", reads[r], k), inner, "x1", keys, keep_scores)
-    _lower_rows(b, scores, (rows, keys), program, levels, scores_type, indices, batch_flat,
+            acc.store(r, lambda j, value, r=r: b.store(
+                scores, (add(first, i64(r)), add(n0, j)), value), stop=w)
+    product(lambda row, m, k: load("x0", m, k), inner, lambda k, n: load("x1", k, n), keys,
+            keep_scores, pack=group > 1)
+    _lower_rows(b, scores, (span, keys), program, levels, scores_type, indices, batch_flat,
                 m0, ragged)
 
-    def store_results(acc: ArrayTile, n0: Expr, w: int) -> None:
+    def store_results(acc: ArrayTile, first: Expr, ms, n0: Expr, w: int) -> None:
         store_tile(b, acc, ms, out_rows, ragged,
                    lambda m, j, value: b.store("y", views["y"].index(bases["y"], m, add(n0, j)),
                                                value), w)
-    product(lambda r, k: Load(scores, (i64(r), k), element), i64(keys), "x2", values,
-            store_results)
-    return (mul(size_product(batch), blocks) if batch else blocks,)
+    product(lambda row, m, k: Load(scores, (row, k), element), i64(keys),
+            lambda k, n: load("x2", k, n), values, store_results, pack=False)
+    return (mul(matrices, spans),)
+
+
+def _blocks_per_instance(b: KernelBuilder, rows: int, keys: int, blocks: int) -> int:
+    """Blocks of ``rows`` rows an instance computes, sharing packed panels
+    of the keys: up to MAX_GROUP, the private scores within
+    GROUP_ELEMENTS, and instances enough for four per core."""
+    return max(1, min(MAX_GROUP, GROUP_ELEMENTS // (rows * keys),
+                      blocks // (4 * b.tiles.cores)))
+
+
+def _blocks(b: KernelBuilder, group: int):
+    """A loop over an instance's blocks, or block 0 alone."""
+    return b.loop("t", i64(group)) if group > 1 else nullcontext(i64(0))
+
+
+def _packed_panel(b: KernelBuilder, count: Expr, width: int, column):
+    """Copy column(k, j) for k < count, j < width into a private panel;
+    the panel's column(k, j)."""
+    panel = b.fresh("panel")
+    element = b.element("y")
+    b.emit(ArrayDecl(panel, element, (const_value(count), width), "private", zeroed=False))
+    with b.loop("k", count) as k:
+        with b.loop("j", i64(width), unroll=width if b.tiles.vectors else None) as j:
+            b.store(panel, (k, j), column(k, j))
+    return lambda k, j: Load(panel, (k, j), element)
 
 
 def _lower_rows(b: KernelBuilder, scores: str, block: tuple[int, int], program: tuple,

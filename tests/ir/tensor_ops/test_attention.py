@@ -9,7 +9,8 @@ from hpvm.interp.testing import assert_lowering_matches
 from hpvm.ir import F32, BufferType
 from hpvm.ir.tensor_ops import get_op, tensor_node
 from hpvm.ir.tensor_ops.lowering import RegisterTiles
-from hpvm.ir.tensor_ops.testing import types_of
+from hpvm.ir.tensor_ops.testing import lowered_module, types_of
+from hpvm.ir.text import print_module
 
 RNG = np.random.default_rng(0)
 SCALED_SOFTMAX = (("input", 0), ("input", 1), ("binary", "mul", 0, 1), ("reduce", "max", 2),
@@ -67,6 +68,18 @@ def test_a_program_whose_result_reads_the_scores_again_does_not_overwrite_them()
     node = tensor_node("a", "attention", types_of(**inputs), {"program": program})
     for tiles in TILES:
         assert_lowering_matches(node, inputs, rtol=1e-4, atol=1e-4, tiles=tiles)
+
+
+@pytest.mark.parametrize("queries", [37, 64])
+def test_blocks_of_rows_share_packed_panels_of_the_keys(queries):
+    # one core: each instance takes up to four blocks of rows (a last one ragged)
+    tiles = RegisterTiles(cols=8, rows=4, vectors=True, cores=1)
+    inputs = {"x0": floats(2, queries, 16), "x1": floats(2, 16, 40), "x2": floats(2, 40, 12),
+              "x3": np.float32([0.25])}
+    node = tensor_node("attn", "attention", types_of(**inputs), {"program": SCALED_SOFTMAX})
+    text = print_module(lowered_module(node, tiles)[0])
+    assert "panel" in text
+    assert_lowering_matches(node, inputs, rtol=1e-5, atol=1e-5, tiles=tiles)
 
 
 def test_a_symbolic_batch_and_query_count_lower():

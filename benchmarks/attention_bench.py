@@ -30,7 +30,7 @@ from hpvm.frontend.onnx import load
 from hpvm.runtime import compile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.onnx_bench import median_ms  # noqa: E402
+from benchmarks.onnx_bench import median_ms, print_peer_rows  # noqa: E402
 
 HEADS, DEPTH = 12, 64
 PAUSE_S = 0.2
@@ -97,10 +97,7 @@ def main(argv=None) -> int:
     print("| case | implementation | stored MiB | ms | ratio to onnxruntime |")
     print("| --- | --- | ---: | ---: | ---: |")
     for length in (int(n) for n in args.lengths.split(",")):
-        rows = rows_of(args.batch, length, args.threads, args.repeat)
-        for case, implementation, stored, ms in rows:
-            print(f"| {case} | {implementation} | {stored} | {ms:.3f} | {ms / rows[0][3]:.2f} |",
-                  flush=True)
+        print_peer_rows(rows_of(args.batch, length, args.threads, args.repeat))
     return 0
 
 

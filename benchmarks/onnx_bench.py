@@ -57,6 +57,14 @@ on the 2-core VM the first tenth of a second after hpvm's compile ran 2x
 slower in three runs of one afternoon (later runs did not show it)."""
 
 
+def print_peer_rows(rows: list) -> None:
+    """Markdown rows (case, implementation, note, ms) with each ms's ratio
+    to the first row's (the peer's)."""
+    for case, implementation, note, ms in rows:
+        print(f"| {case} | {implementation} | {note} | {ms:.3f} | {ms / rows[0][3]:.2f} |",
+              flush=True)
+
+
 def median_ms(run: Callable[[], object], repeat: int) -> float:
     began = time.perf_counter()
     run()

@@ -31,7 +31,7 @@ from hpvm.runtime import compile
 from hpvm.testing import usable_targets
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.onnx_bench import median_ms  # noqa: E402
+from benchmarks.onnx_bench import median_ms, print_peer_rows  # noqa: E402
 
 RNG = np.random.default_rng(0)
 
@@ -126,10 +126,7 @@ def main(argv=None) -> int:
     print("| model | implementation | nodes | ms | ratio to onnxruntime |")
     print("| --- | --- | --- | ---: | ---: |")
     for name, onnx_model in cases(args.batch).items():
-        rows = rows_of(name, onnx_model, targets, args.threads, args.repeat)
-        for case, implementation, nodes, ms in rows:
-            print(f"| {case} | {implementation} | {nodes} | {ms:.3f} | {ms / rows[0][3]:.2f} |",
-                  flush=True)
+        print_peer_rows(rows_of(name, onnx_model, targets, args.threads, args.repeat))
     return 0
 
 

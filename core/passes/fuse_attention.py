@@ -17,8 +17,9 @@ keeps the second product's name.
 The fusion suits a target that lowers ``attention`` to one kernel per
 block of rows (the cpu: the block's scores stay in its caches); the
 compiler runs this pass before placement when every listed target takes
-``attention`` natively (hpvm.runtime.compiler), and a target that does
-not gets the three ops as they were.
+``attention`` natively and none turns it off (the cpu's option
+``fuse_attention``; hpvm.runtime.compiler.TARGET_FUSIONS), and a target
+that does not gets the three ops as they were.
 """
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ from ..ir.tensor_ops.int8 import SCALES_ATTRIBUTE
 from ..ir.tensor_ops.precision import PRECISION_ATTRIBUTE
 from .registry import register_pass
 from .tensor_graph import (
-    drop_edges_into, feeds_of, producer, remove_nodes, replace_node, rewrite_each_graph,
-    sole_consumer,
+    drop_edges_into, feeds_of, port_type, producer, remove_nodes, replace_node,
+    rewrite_each_graph, sole_consumer,
 )
 
 
@@ -67,13 +68,13 @@ def _fuse_at(graph: Graph, node: Node) -> Graph | None:
     sources = {"x0": (first.name, "a"), "x1": (first.name, "b"), "x2": (node.name, "b")}
     sources.update({f"x{index}": (rows.name, port)
                     for index, port in enumerate(others, start=OPERANDS)})
-    types = {port: _port_type(graph.node(at[0]), at[1]) for port, at in sources.items()}
+    types = {port: port_type(graph.node(at[0]), at[1]) for port, at in sources.items()}
     try:
         fused = tensor_node(node.name, "attention", types, {"program": program},
                             hint=node.hint)
     except VerificationError:  # a symbolic number of keys, batch dims of c too wide
         return None
-    if _port_type(node, "y") != _port_type(fused, "y"):
+    if port_type(node, "y") != port_type(fused, "y"):
         return None
     edges, bind_ins = feeds_of(graph, sources, node.name)
     graph = replace_node(drop_edges_into(graph, node.name),
@@ -86,7 +87,7 @@ def _fuse_at(graph: Graph, node: Node) -> Graph | None:
 def _scores_input(graph: Graph, rows: Node) -> tuple[str, Node] | None:
     """(the port, the product) of the row program's input that a matmul
     of the program's own shape feeds and nothing else reads."""
-    result = _port_type(rows, "y")
+    result = port_type(rows, "y")
     for param in rows.body.params:
         if param.direction != "in" or param.type != result:
             continue
@@ -108,7 +109,3 @@ def _program_on_scores(rows: Node, scores_port: str) -> tuple[tuple, list[str]]:
     program = tuple(("input", number[s[1]]) if s[0] == "input" else s
                     for s in rows.body.attrs["program"])
     return program, others
-
-
-def _port_type(node: Node, port: str):
-    return next(p.type for p in node.body.params if p.name == port)

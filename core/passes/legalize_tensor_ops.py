@@ -26,7 +26,7 @@ from .channels_last import CHANNELS_LAST_ATTRIBUTE, lowered_with_layouts
 from .errors import PassError
 from .names import unique_name
 from .registry import Option, register_pass
-from .tensor_graph import constant_input, producer
+from .tensor_graph import constant_input, port_type, producer
 
 
 @register_pass("legalize-tensor-ops", options=[
@@ -112,7 +112,7 @@ def lower_tensor_nodes(module: Module, chosen: Callable[[Node], bool],
         attributes[LOWERED_FROM] = node.body.op
         if stored:
             attributes[CHANNELS_LAST_ATTRIBUTE] = ",".join(sorted(stored))
-        padded = {port: (_port_type(node, port), _port_type(functions[name], port), pads)
+        padded = {port: (port_type(node, port), port_type(functions[name], port), pads)
                   for port, pads in padded.items()}
         return dataclasses.replace(node, body=KernelBody(name), replication=tuple(replication),
                                    attributes=attributes), relaid, padded
@@ -147,13 +147,6 @@ def _layout_ports(node: Node) -> tuple[str, ...]:
     """The ports of a tensor node its op may store channels-last."""
     names = {p.name for p in node.body.params}
     return tuple(p for p in get_op(node.body.op).layout_ports if p in names)
-
-
-def _port_type(node_or_function, port: str):
-    """The type of port ``port`` of a tensor node or a kernel function."""
-    params = node_or_function.body.params if isinstance(node_or_function, Node) \
-        else node_or_function.params
-    return next(p.type for p in params if p.name == port)
 
 
 def _shared_function(function, rank: int, functions: dict, same_kernels: dict) -> str:

@@ -56,6 +56,13 @@ def feeds_of(graph: Graph, sources: dict[str, tuple[str, str]], node: str):
     return tuple(edges), tuple(bind_ins)
 
 
+def port_type(node_or_function, port: str):
+    """The type of port ``port`` of a tensor node or a kernel function."""
+    params = node_or_function.body.params if isinstance(node_or_function, Node) \
+        else node_or_function.params
+    return next(p.type for p in params if p.name == port)
+
+
 def tensor_inputs(node: Node) -> dict[str, object]:
     """Input port -> BufferType of a tensor node."""
     assert isinstance(node.body, TensorBody)

@@ -31,7 +31,7 @@ from ..kernel import ArrayDecl, Expr, Intrinsic, Load
 from ..types import BufferType
 from . import rowwise
 from .dims import broadcast_shape, require_concrete, require_equal
-from .linear import product_shape
+from .linear import product_shape, require_matrix
 from .lowering import KernelBuilder, add, const_value, div, mul
 from .lowering import product as size_product
 from .packed_products import packed_tile
@@ -53,20 +53,24 @@ def _scores_type(ctx: OpContext) -> BufferType:
         if not ctx.has(port):
             ctx.fail(f"input '{port}' is missing: attention takes a (x0), b (x1) and c (x2)",
                      "connect the queries, the transposed keys and the values", port)
-    if ctx.rank("x2") < 2:
-        ctx.fail(f"input 'x2' must have rank 2 or more, got {ctx.types['x2']}",
-                 "make a vector a matrix of one row or column (reshape)", "x2")
+    require_matrix(ctx, "x2")
     shape = product_shape(ctx, "x0", "x1")
     products = {port: ctx.types[port] for port in ("x0", "x1", "x2")}
     element = OpContext(ctx.spec, products, ctx.attrs, ctx.node).float_element()
     return BufferType(element, shape)
 
 
+def _row_ports(ports) -> list[str]:
+    """The row program's inputs 1, 2 ... among an attention's ``ports``
+    (x0 ... and y, in order): x3 ..."""
+    return [port for port in ports if port != "y"][OPERANDS:]
+
+
 def _row_context(ctx: OpContext, scores: BufferType) -> OpContext:
     """The rowwise op's context of the row program: input 0 the scores,
     input k the port x{k+2}."""
     types = {"x0": scores}
-    for index, port in enumerate(list(ctx.types)[OPERANDS:], start=1):
+    for index, port in enumerate(_row_ports(ctx.types), start=1):
         types[f"x{index}"] = ctx.types[port]
     return OpContext(rowwise.ROWWISE, types, {"axes": 1, "program": ctx.attrs["program"]},
                      ctx.node)
@@ -106,7 +110,7 @@ def _evaluate(ctx: OpContext, x: dict) -> dict:
     scores, program, _ = checked(ctx)
     kind = x["x0"].dtype.type
     product = np.matmul(x["x0"], x["x1"]).astype(kind, copy=False)
-    extra = {f"x{k}": x[f"x{k + OPERANDS - 1}"] for k in range(1, len(x) - OPERANDS + 1)}
+    extra = {f"x{k}": x[port] for k, port in enumerate(_row_ports(x), start=1)}
     rows = rowwise.ROWWISE.evaluate({"x0": product, **extra}, {"axes": 1, "program": program},
                                     ctx.node)["y"]
     return {"y": np.matmul(rows, x["x2"]).astype(kind, copy=False)}
@@ -220,24 +224,17 @@ def _lower_rows(b: KernelBuilder, scores: str, block: tuple[int, int], program: 
     they are computed and not stored."""
     rows, keys = block
     element = b.element("y")
-    shape = tuple(scores_type.shape)
-    ports = [f"x{k + OPERANDS - 1}" for k in range(1, len(b.types) - OPERANDS)]
+    ports = _row_ports(b.types)
     out_rows = b.dim("y", -2)
     with b.loop("r", i64(rows)) as r:
         m = add(m0, r)
         if ragged:
             m = b.let("mr", Intrinsic("min", (m, add(out_rows, i64(-1)))))
-        row = add(mul(batch_flat, out_rows), m)
-        bases = {port: b.let(f"base_{port}", rowwise.row_base(
-            b, port, shape, batch + [m], row, i64(keys))) for port in ports}
-        full = {port for port in ports if tuple(b.types[port].shape)[-1:] == (keys,)}
+        read_port = rowwise.row_reader(b, ports, tuple(scores_type.shape), batch + [m],
+                                       add(mul(batch_flat, out_rows), m), i64(keys))
 
         def read(k: int, j: Expr | None) -> Expr:
-            if k == 0:
-                return Load(scores, (r, j), element)
-            port = ports[k - 1]
-            return b.load(port, add(bases[port], j) if port in full and j is not None
-                          else bases[port])
+            return Load(scores, (r, j), element) if k == 0 else read_port(ports[k - 1], j)
         rowwise.lower_row(b, program, levels, i64(keys), read,
                           lambda j, value: b.store(scores, (r, j), value),
                           lambda j: Load(scores, (r, j), element), in_place=True)

@@ -28,14 +28,19 @@ def _infer_matmul(ctx: OpContext) -> dict[str, BufferType]:
     return {"y": BufferType(ctx.numeric_element(), product_shape(ctx, "a", "b"))}
 
 
+def require_matrix(ctx: OpContext, port: str) -> None:
+    """Error unless ``port`` is a matrix or a batch of them (rank 2 or more)."""
+    if ctx.rank(port) < 2:
+        ctx.fail(f"input '{port}' must have rank 2 or more, got {ctx.types[port]}",
+                 "make a vector a matrix of one row or column (reshape)", port)
+
+
 def product_shape(ctx: OpContext, left: str, right: str) -> tuple:
     """The shape of the batched product of ports ``left`` [..., M, K] and
     ``right`` [..., K, N]: the broadcast batch, M, N (errors naming the
     port that does not fit)."""
     for port in (left, right):
-        if ctx.rank(port) < 2:
-            ctx.fail(f"input '{port}' must have rank 2 or more, got {ctx.types[port]}",
-                     "make a vector a matrix of one row or column (reshape)", port)
+        require_matrix(ctx, port)
     a, b = ctx.shape(left), ctx.shape(right)
     require_equal(ctx, a[-1], b[-2], f"the columns of '{left}' (K)", f"the rows of '{right}'",
                   right)

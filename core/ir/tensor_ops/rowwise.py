@@ -92,9 +92,14 @@ def _valid(instruction, position: int, inputs: int) -> bool:
 
 def _row_part(ctx: OpContext, port: str, axes: int) -> str:
     """'full' when the port's row axes are y's, 'row' when all 1, else ''."""
-    row = ((1,) * axes + tuple(ctx.shape(port)))[-axes:]
-    return "row" if all(d == 1 for d in row) else \
-        "full" if row == tuple(result_shape(ctx))[-axes:] else ""
+    return row_part(tuple(ctx.shape(port)), tuple(result_shape(ctx)), axes)
+
+
+def row_part(shape: tuple, rows_shape: tuple, axes: int) -> str:
+    """'full' when the last ``axes`` axes of ``shape`` are those of
+    ``rows_shape``, 'row' when all 1, else ''."""
+    row = ((1,) * axes + shape)[-axes:]
+    return "row" if all(d == 1 for d in row) else "full" if row == rows_shape[-axes:] else ""
 
 
 def result_shape(ctx: OpContext) -> tuple:
@@ -204,19 +209,30 @@ def _lower(b: KernelBuilder) -> tuple[Expr, ...]:
     dims = b.dims("y")
     outer, length = dims[:-axes], product(dims[-axes:])
     row, outer_indices = b.instance_indices(outer) if outer else (b.instance(), [])
-    shape = tuple(b.types["y"].shape)
-    bases = {port: b.let(f"base_{port}", row_base(b, port, shape, outer_indices, row, length))
-             for port in b.types}
-    full = {port for port in b.types if port == "y" or _row_part(b.ctx, port, axes) == "full"}
-
-    def read(k: int, j: Expr | None) -> Expr:
-        port = f"x{k}"
-        return b.load(port, add(bases[port], j) if port in full and j is not None
-                      else bases[port])
-    lower_row(b, program, levels, length, read,
-              lambda j, value: b.store("y", add(bases["y"], j), value),
-              lambda j: b.load("y", add(bases["y"], j)))
+    read = row_reader(b, [p for p in b.types if p != "y"], tuple(b.types["y"].shape),
+                      outer_indices, row, length, axes)
+    base_y = b.let("base_y", mul(row, length))
+    lower_row(b, program, levels, length, lambda k, j: read(f"x{k}", j),
+              lambda j, value: b.store("y", add(base_y, j), value),
+              lambda j: b.load("y", add(base_y, j)))
     return (product(outer),)
+
+
+def row_reader(b: KernelBuilder, ports: list[str], rows_shape: tuple, outer_indices: list[Expr],
+               row: Expr, length: Expr, axes: int = 1) -> Callable[[str, Expr | None], Expr]:
+    """``read(port, j)``: the element of input ``port`` (broadcast to
+    ``rows_shape``) at column j of row ``row`` (at ``outer_indices``);
+    j None for a port with one value per row.  Each port's offset at the
+    row's start is computed once, here."""
+    bases = {port: b.let(f"base_{port}", _row_base(b, port, rows_shape, outer_indices, row,
+                                                  length)) for port in ports}
+    whole = {port for port in ports
+             if row_part(tuple(b.types[port].shape), rows_shape, axes) == "full"}
+
+    def read(port: str, j: Expr | None) -> Expr:
+        return b.load(port, add(bases[port], j) if port in whole and j is not None
+                      else bases[port])
+    return read
 
 
 def lower_row(b: KernelBuilder, program: tuple, levels: list[str], length: Expr,
@@ -265,7 +281,7 @@ def lower_row(b: KernelBuilder, program: tuple, levels: list[str], length: Expr,
         write(j, in_loop(j, memo)(len(program) - 1))
 
 
-def row_base(b: KernelBuilder, port: str, rows_shape: tuple, outer_indices: list[Expr],
+def _row_base(b: KernelBuilder, port: str, rows_shape: tuple, outer_indices: list[Expr],
              row: Expr, length: Expr) -> Expr:
     """The flat offset of ``port``'s element at the start of row ``row``
     (at ``outer_indices``) of a tensor of ``rows_shape`` it broadcasts to."""

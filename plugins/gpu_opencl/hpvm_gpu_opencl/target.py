@@ -11,7 +11,8 @@ so build errors surface at compile time and the binary cache is warm.
 Runtime shim: device.py.
 
 Options: ``platform``, ``device`` (devices.py), ``work_group`` (launch.py),
-``per_item`` (renderer.py), ``fast_math`` and ``build_options`` (program.py).
+``per_item`` and ``per_item_layout`` (renderer.py), ``fast_math`` and
+``build_options`` (program.py).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from hpvm.target import Artifact, Availability, Device, Knob, NodeRef, Target
 
 from hpvm_opencl.device import DEFAULT_TRANSFER, NodePlan, OpenCLDevice
 from hpvm_opencl.layout import Argument, entry_arguments, synchronizes
-from hpvm_opencl.renderer import PER_ITEM
+from hpvm_opencl.steps import LAYOUTS, PER_ITEM
 from hpvm_opencl.transfers import MODES as TRANSFER_MODES
 
 SOURCE_FILE = "kernels.cl"
@@ -34,6 +35,8 @@ WORK_GROUP_CHOICES = {1: ((64,), (128,), (256,)), 2: ((8, 8), (8, 32), (16, 16),
                       3: ((4, 4, 4), (1, 8, 32))}
 PER_ITEM_CHOICES = (1, 2, 4, 8)
 FEATURE_NEEDS = {"fp64": ("fp64", "double precision (f64)", "cl_khr_fp64"),
+                 "fp64_division": ("fp64", "f32 division by constants in double precision "
+                                   "(chosen for the device compiled for)", "cl_khr_fp64"),
                  "atomics64": ("atomics64", "64-bit atomics",
                                "cl_khr_int64_base_atomics and cl_khr_int64_extended_atomics")}
 
@@ -49,6 +52,10 @@ OPTIONS = [
            "its group nor returns early and the launch still fills the device (None: "
            f"{PER_ITEM} on a GPU, 1 on a CPU device, whose compiler packs work items into "
            "vector lanes itself)", choices=PER_ITEM_CHOICES),
+    Option("per_item_layout", str, "auto", "how a work item's instances lie: contiguous "
+           "(adjacent, unrolled: the device compiler merges their accesses into vector "
+           "accesses), strided (a launch's width apart), auto (contiguous unless the innermost "
+           "instance id decides a branch)", choices=LAYOUTS),
     Option("fast_math", bool, False, "build with -cl-fast-relaxed-math"),
     Option("build_options", list, (), "more OpenCL C compiler flags"),
     Option("transfer", str, DEFAULT_TRANSFER, "how buffers move between host and device: "
@@ -137,7 +144,8 @@ class GpuOpenCLTarget(Target):
         """The transfer mode (whole program), and a work-group size per
         replicated kernel node without a ``group``."""
         knobs = [Knob("transfer", TRANSFER_MODES, DEFAULT_TRANSFER, copies_only=True),
-                 Knob("per_item", PER_ITEM_CHOICES, default_per_item({}))]
+                 Knob("per_item", PER_ITEM_CHOICES, default_per_item({})),
+                 Knob("per_item_layout", LAYOUTS, "auto")]
         for ref in nodes:
             node = module.graph(ref.graph).node(ref.node)
             rank = len(node.replication)
@@ -149,7 +157,9 @@ class GpuOpenCLTarget(Target):
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
         from hpvm.ir.text import print_module
         from hpvm_opencl.renderer import OpenCLRenderer
-        renderer = OpenCLRenderer(module, options.get("per_item") or default_per_item(options))
+        renderer = OpenCLRenderer(module, options.get("per_item") or default_per_item(options),
+                                  options.get("per_item_layout") or "auto",
+                                  _exact_division_in_double(options))
         plans: dict[str, NodePlan] = {}
         arguments: dict[str, list[Argument]] = {}
         for ref in nodes:
@@ -226,6 +236,20 @@ def default_per_item(options: dict) -> int:
     return PER_ITEM if on_gpu(options) else 1
 
 
+def _exact_division_in_double(options: dict) -> bool:
+    """Whether f32 divisions by constants go through double precision
+    (renderer.py says why): on a device with cl_khr_fp64, without fast
+    math (which divides approximately anyway)."""
+    import pyopencl as cl
+    from hpvm_opencl.devices import device_info, select_device
+    if options.get("fast_math"):
+        return False
+    try:
+        return device_info(select_device(options)).fp64
+    except (HpvmError, cl.Error):
+        return False
+
+
 def _check_features(artifact: Artifact, module: Module, info) -> None:
     """A clear error when the code needs what the device lacks."""
     from hpvm_opencl.renderer import OpenCLRenderer
@@ -239,7 +263,7 @@ def _check_features(artifact: Artifact, module: Module, info) -> None:
         for key, plan in artifact.metadata["nodes"].items():
             if plan["kind"] != "kernel":
                 continue
-            renderer = OpenCLRenderer(module)
+            renderer = OpenCLRenderer(module, constant_division_in_double=True)
             renderer.add_entry(plan["function"], plan["rank"])
             if feature in renderer.finish().features:
                 users.append(f"'{key}'")

@@ -71,7 +71,8 @@ def test_generated_source_keeps_loops_pragmas_and_coalesced_dimensions(module, e
     source = executable.artifacts["gpu_opencl"].files["kernels.cl"].decode()
     assert "#pragma unroll 4" in source
     # the innermost IR dimension is OpenCL's first, each work item stepping over it
-    stepping = rt.compile(module, targets=["gpu_opencl"], options={"per_item": 4})
+    stepping = rt.compile(module, targets=["gpu_opencl"],
+                          options={"per_item": 4, "per_item_layout": "strided"})
     stepping = stepping.artifacts["gpu_opencl"].files["kernels.cl"].decode()
     assert "const long hpvm_first = (long)get_global_id(0);" in stepping
     assert "const long hpvm_id1 = hpvm_first + hpvm_step * hpvm_stride;" in stepping

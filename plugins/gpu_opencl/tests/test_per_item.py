@@ -1,6 +1,7 @@
 """Work items running several instances of the innermost dimension
-(option per_item; OpenCLDevice.work_items): the same results as the
-interpreter wherever the launch is divided, tails included; launches too
+(option per_item; OpenCLDevice.work_items), adjacent or strided (option
+per_item_layout): the same results as the interpreter wherever the launch
+is divided, tails included; launches too
 small to fill the device are not divided; kernels that synchronise their
 group or return early run one instance a work item; ``restrict`` only
 where no other buffer can reach the memory."""
@@ -82,10 +83,12 @@ def filling_width(exe, rows: int) -> int:
     return max(4 * 2048 * info.compute_units // rows + 1, 4 * 32 + 1) | 1
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
 @pytest.mark.parametrize("per_item", [4, 2, 1])
-def test_divided_launches_compute_what_the_interpreter_does(per_item):
+def test_divided_launches_compute_what_the_interpreter_does(per_item, layout):
     module = parse_module(PROGRAM)
-    exe = rt.compile(module, targets=["gpu_opencl"], options={"per_item": per_item})
+    exe = rt.compile(module, targets=["gpu_opencl"],
+                     options={"per_item": per_item, "per_item_layout": layout})
     rows = 3
     x = np.random.default_rng(0).standard_normal((rows, filling_width(exe, rows)))
     x = x.astype(np.float32)
@@ -97,9 +100,11 @@ def test_divided_launches_compute_what_the_interpreter_does(per_item):
     assert ("hpvm_step < " in source_of(exe)) == (per_item > 1)
 
 
-def test_a_launch_too_small_to_fill_the_device_runs_an_instance_a_work_item():
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_a_launch_too_small_to_fill_the_device_runs_an_instance_a_work_item(layout):
     module = parse_module(PROGRAM)
-    exe = rt.compile(module, targets=["gpu_opencl"], options={"per_item": 4})
+    exe = rt.compile(module, targets=["gpu_opencl"],
+                     options={"per_item": 4, "per_item_layout": layout})
     x = np.random.default_rng(1).standard_normal((5, 300)).astype(np.float32)
     plan = next(iter(device_of(exe).plans.values()))
     assert device_of(exe).work_items(plan, x.shape) == x.shape

@@ -89,7 +89,7 @@ class NodePlan:
     synchronous: bool = False
     per_item: int = 1
     """Instances of the innermost dimension a work item may run
-    (renderer.PER_ITEM; :meth:`OpenCLDevice.work_items`)."""
+    (steps.PER_ITEM; :meth:`OpenCLDevice.work_items`)."""
 
     def to_json(self) -> dict:
         return self.__dict__.copy()

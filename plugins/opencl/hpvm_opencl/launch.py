@@ -12,7 +12,7 @@ interpreter); otherwise their replication must be a multiple of the group,
 and without a ``group`` the whole replication is one work group.
 
 A kernel whose work items may each run several instances of the
-innermost dimension (renderer.PER_ITEM) is launched with that many times
+innermost dimension (steps.PER_ITEM) is launched with that many times
 fewer work items along it where the device stays filled (:func:`work_items`).
 """
 from __future__ import annotations
@@ -74,7 +74,7 @@ COALESCED = 32
 def work_items(sizes: tuple[int, ...], per_item: int, compute_units: int) -> tuple[int, ...]:
     """The work items of a launch over replication ``sizes`` (IR order): as
     many, or, for a kernel whose work items may each run ``per_item``
-    instances of the innermost dimension (renderer.PER_ITEM), that many
+    instances of the innermost dimension (steps.PER_ITEM), that many
     times fewer along it, where RESIDENT_ITEMS are still left for each of
     the device's ``compute_units`` and a step of the work items along it
     spans a warp (COALESCED)."""

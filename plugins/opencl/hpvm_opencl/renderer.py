@@ -17,19 +17,21 @@ a call), ``long`` otherwise (the default of the source itself,
 built when a launch first passes a larger buffer).  In bounds, both give
 the same element (CStyleRenderer.index_type says why).
 
-A kernel that does not synchronise its work group, keeps no per-instance
-scratch copies and does not return early lets each work item run PER_ITEM
-instances of the innermost dimension, strided by the launch's width (for
-each step, consecutive work items still touch consecutive elements): each
-work item then has several loads in flight, which a GPU needs to reach
-its memory bandwidth.  On the lent H200, a map over 64M floats went from
-0.66 to 0.88 of a float4 copy kernel's bandwidth, a 3-point row blur of
-8192^2 from 0.56 to 0.78.  Its buffers are ``restrict`` where no other
-can reach them (hpvm.codegen.aliasing), so that the compiler may issue
-the loads of later steps before the stores of earlier ones.  The launch
-divides the work items only where enough are left to fill the device
-(``OpenCLDevice.work_items``); the instances past the replication stop
-the loop.
+Work items may run several instances each (steps.py).
+
+An f32 division by a constant, on a device with ``cl_khr_fp64`` and
+without fast math, is computed in double precision from the constant's
+reciprocal and one correction: q = x * (1/c), r = fma(-q, c, x) (exact),
+q' = fma(r, 1/c, q) is the correctly rounded double quotient (Markstein's
+theorem; no double overflows or underflows from f32 operands), and
+rounding it to f32 gives the correctly rounded f32 quotient (53 >= 2 * 24
++ 2: double rounding is innocuous for division, Figueroa).  Zeros,
+infinities and NaNs (r zero or NaN) take q.  Bit for bit the quotient the
+division gives (16.7M values of every magnitude against seven divisors on
+the H200), but straight-line code, where NVIDIA's correctly rounded
+division has a slow path: a row blur dividing by 3 with adjacent
+instances a work item (steps.py) went from 0.44 to 0.99 of a copy
+kernel's bandwidth, the column blur from 0.40 to 0.90.
 
 f16 needs no extension: values live in ``float`` registers, global f16
 buffers are read with ``vload_half`` and written with ``vstore_half_rte``,
@@ -39,15 +41,20 @@ atomics are compare-and-swap loops.
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from hpvm.codegen import BufferBinding, CStyleRenderer
 from hpvm.codegen.aliasing import aliases_nothing
 from hpvm.codegen.cstyle import DIMS
 from hpvm.errors import TargetError
-from hpvm.ir.kernel import AtomicUpdate, Call, KernelFunction, Load, Return, Store, Var
-from hpvm.ir.types import F16, ScalarType
+from hpvm.ir.kernel import AtomicUpdate, Binary, Call, Const, KernelFunction, Load, Store, Var
+from hpvm.ir.types import F16, F32, ScalarType
 from hpvm.ir.visit import walk
 
 from .layout import synchronizes, written_private_buffers
+from .steps import LAYOUTS, PER_ITEM, WorkItemSteps
 
 OPENCL_TYPES = {"bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
                 "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",
@@ -61,17 +68,13 @@ OPENCL_RESERVED = frozenset("""
     atomic_min atomic_max atomic_cmpxchg atom_add atom_min atom_max atom_cmpxchg printf
     CLK_LOCAL_MEM_FENCE CLK_GLOBAL_MEM_FENCE select clamp mix step dot
 """.split())
-PER_ITEM = 4
-"""Instances of the innermost replication dimension one work item runs, in
-a kernel that does not synchronise its work group (see the module
-docstring)."""
 INDEX_MACRO = "HPVM_INDEX"
 """The macro naming the type buffer indices are flattened in (see the
 module docstring)."""
 _FLOAT_COMBINE = {"add": "old + v", "min": "fmin(old, v)", "max": "fmax(old, v)"}
 
 
-class OpenCLRenderer(CStyleRenderer):
+class OpenCLRenderer(WorkItemSteps, CStyleRenderer):
     """Renders node kernels and helpers as one OpenCL C program."""
 
     language = "OpenCL C"
@@ -84,11 +87,20 @@ class OpenCLRenderer(CStyleRenderer):
     """Private buffers of the entry being rendered that get per-instance
     scratch copies."""
 
-    def __init__(self, module, per_item: int = PER_ITEM):
+    def __init__(self, module, per_item: int = PER_ITEM, layout: str = "auto",
+                 constant_division_in_double: bool = False):
         super().__init__(module)
+        self.constant_division_in_double = constant_division_in_double
+        """f32 division by constants through double precision (see the
+        module docstring); only where the device has cl_khr_fp64."""
         self.per_item = per_item
         """Instances of the innermost dimension a work item runs where a
         kernel allows it (1: one instance a work item)."""
+        if layout not in LAYOUTS:
+            raise TargetError(f"OpenCL C: unknown per_item layout '{layout}'",
+                              f"use one of {', '.join(LAYOUTS)}")
+        self.layout = layout
+        """LAYOUTS: how a work item's instances lie (auto: per kernel)."""
         self.entry_per_item: dict[str, int] = {}
         """Entry name -> the instances a work item of it runs (its launch
         divides OpenCL dimension 0 by as much, device.py)."""
@@ -127,6 +139,26 @@ class OpenCLRenderer(CStyleRenderer):
             "}"])
         return f"hpvm_round_half({text})"
 
+    def _expr_Binary(self, e: Binary) -> str:
+        if self.constant_division_in_double and e.op == "div" and e.type == F32 \
+                and isinstance(e.rhs, Const) and math.isfinite(e.rhs.value) and e.rhs.value:
+            divisor = float(np.float32(e.rhs.value))
+            return f"{self._constant_division()}({self.expr(e.lhs)}, {divisor!r}, " \
+                   f"{1.0 / divisor!r})"
+        return super()._expr_Binary(e)
+
+    def _constant_division(self) -> str:
+        """The helper dividing an f32 by a constant in double precision."""
+        self.features.add("fp64_division")
+        self.require("hpvm_div_by_constant", [
+            "static inline float hpvm_div_by_constant(float x, double c, double inverse) {",
+            "    const double wide = (double)x;",
+            "    const double q = wide * inverse;",
+            "    const double r = fma(-q, c, wide);",
+            "    return (float)((r == 0.0 || isnan(r)) ? q : fma(r, inverse, q));",
+            "}"])
+        return "hpvm_div_by_constant"
+
     def load_element(self, binding: BufferBinding, index: str) -> str:
         if binding.element.name == "f16" and binding.space == "global":
             return f"vload_half({index}, {binding.c_name})"
@@ -152,7 +184,7 @@ class OpenCLRenderer(CStyleRenderer):
 
     def preamble(self) -> list[str]:
         lines = []
-        if "fp64" in self.features:
+        if self.features & {"fp64", "fp64_division"}:
             lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
         if "atomics64" in self.features:
             lines.append("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable")
@@ -258,29 +290,12 @@ class OpenCLRenderer(CStyleRenderer):
         self._copy_private_buffers(kernel)
         if strided is None:
             self.body(kernel.body)
+        elif self.instance_layout(kernel, rank) == "strided":
+            self._strided_steps(kernel, strided, per_item)
         else:
-            item = self.instance_id(strided)
-            self.writer.line("const long hpvm_first = (long)get_global_id(0);")
-            self.writer.line("const long hpvm_stride = (long)get_global_size(0);")
-            self.writer.line("#pragma unroll")
-            self.writer.open(f"for (int hpvm_step = 0; hpvm_step < {per_item}; hpvm_step++)")
-            self.writer.line(f"const long {item} = hpvm_first + hpvm_step * hpvm_stride;")
-            self.writer.line(f"if ({item} >= {self.instance_count(strided)}) break;")
-            self.body(kernel.body)
-            self.writer.close()
+            self._contiguous_steps(kernel, strided, per_item)
         self.writer.close()
         self._scratch = set()
-
-    def _per_item(self, kernel: KernelFunction, rank: int, synchronous: bool) -> int:
-        """How many instances a work item of ``kernel``'s entry runs:
-        ``per_item`` where the kernel is replicated and neither
-        synchronises its group (``synchronous``), keeps per-instance
-        scratch copies nor returns early (its instances are then
-        independent straight-line runs of the body), else one."""
-        if self.per_item < 2 or not rank or self._scratch or synchronous \
-                or any(isinstance(n, Return) for n in walk(kernel.body)):
-            return 1
-        return self.per_item
 
     def _copy_private_buffers(self, kernel: KernelFunction) -> None:
         """Each instance works on its own slice of the scratch buffer."""

@@ -1,0 +1,138 @@
+"""Memory-bound kernels against the device's copy bandwidth (issue 40:
+"memory-bound kernels at least 80% of the measured copy bandwidth").
+
+    python benchmarks/bandwidth_bench.py [--programs map,blur,stencil]
+        [--layouts auto,contiguous,strided] [--per-item 4] [--repeat 15]
+
+Each program runs on gpu_opencl as written (no pass fuses its nodes), its
+inputs made on the device once and its outputs left there; a row is one
+kernel of it (nodes of one function's sweeps together: stencil's ten
+sweeps), its own time from OpenCL profiling events (``exe.report()``),
+the median of ``--repeat`` calls.  Every kernel here reads one array and
+writes one of the same size, so its bytes are counted as one read and one
+write of every element (a neighbour read twice counts once), and "of
+copy" is its rate against a float4 copy kernel over 256 MiB measured in
+the same run (roofline_bench.copy_bandwidth).  Rows are compiled with each
+``per_item_layout`` (renderer LAYOUTS) and each ``per_item``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shlex
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import hpvm.lang as hl  # noqa: E402
+from hpvm.lang import Buffer, f32, parallel_loop  # noqa: E402
+
+from benchmarks.roofline_bench import copy_bandwidth  # noqa: E402
+
+F32 = 4
+
+
+@hl.program
+def scale_shift(x: Buffer[f32, "N"], y: Buffer[f32, "N"]):  # noqa: F821 (N: a shape symbol)
+    for i in parallel_loop(N, ins=(x,), outs=(y,), name="map"):  # noqa: F821
+        y[i] = x[i] * 2.0 + 1.0
+
+
+def _blur_program():
+    sys.path.insert(0, str(ROOT / "examples"))
+    from blur import blur3x3
+    return blur3x3
+
+
+def _stencil_program():
+    from benchmarks.programs.stencil import stencil
+    return stencil
+
+
+PROGRAMS = {
+    "map": (lambda: scale_shift, lambda rng: {"x": rng.random(64 << 20, dtype=np.float32)}),
+    "blur": (_blur_program, lambda rng: {"img": rng.random((8192, 8192), dtype=np.float32)}),
+    "stencil": (_stencil_program, lambda rng: {
+        "A": rng.random((64, 512, 512), dtype=np.float32),
+        "c0": np.float32(1 / 6), "c1": np.float32(1 / 36)}),
+}
+"""name -> (the program, its inputs): map 64M floats, blur 8192^2, stencil
+Parboil's 512 x 512 x 64 grid."""
+
+
+def kernel_of(node: str) -> str:
+    """The row a node's time goes to: its name without a repeat's suffix."""
+    return re.sub(r"_\d+$", "", node)
+
+
+def kernel_times(program, inputs: dict, options: dict, repeat: int) -> dict[str, float]:
+    """Kernel (kernel_of) -> its nodes' own seconds in a call, the median of
+    ``repeat`` calls with inputs and outputs on the device."""
+    import hpvm
+    exe = hpvm.compile(program, ["gpu_opencl"], {**options, "pipeline": ""})
+    resident = {name: exe.device_array(value) if isinstance(value, np.ndarray) and value.ndim
+                else value for name, value in inputs.items()}
+    samples: dict[str, list[float]] = {}
+    for run in range(repeat + 2):
+        outputs = exe(**resident, outputs="device")
+        next(iter(outputs.values())).queue.finish()
+        if run < 2:
+            continue  # the first calls build and warm up
+        totals: dict[str, float] = {}
+        for record in exe.report().node_records:
+            totals[kernel_of(record.node)] = totals.get(kernel_of(record.node), 0.0) \
+                + record.seconds
+        for kernel, seconds in totals.items():
+            samples.setdefault(kernel, []).append(seconds)
+    return {kernel: statistics.median(times) for kernel, times in samples.items()}
+
+
+def kernel_bytes(inputs: dict, program: str) -> float:
+    """Bytes a kernel moves in a call: a read and a write of every element
+    of the program's array, once per node of it (stencil: ten sweeps)."""
+    from benchmarks.programs.stencil import ITERATIONS
+    elements = next(v.size for v in inputs.values() if isinstance(v, np.ndarray) and v.ndim)
+    nodes = ITERATIONS // 2 if program == "stencil" else 1
+    return 2.0 * F32 * elements * nodes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--programs", default=",".join(PROGRAMS))
+    parser.add_argument("--layouts", default="auto,contiguous,strided")
+    parser.add_argument("--per-item", default="4", help="comma-separated per_item values")
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--options", default="{}", help="more gpu_opencl options, as JSON")
+    args = parser.parse_args(argv)
+    bandwidth = copy_bandwidth(args.repeat)
+    print(f"command: python {shlex.join(sys.argv)}")
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus")
+    print(f"copy kernel: {bandwidth / 1e9:.0f} GB/s")
+    print("| kernel | per_item | layout | ms | GB/s | of copy |")
+    print("| --- | ---: | --- | ---: | ---: | ---: |")
+    for name in args.programs.split(","):
+        build, make_inputs = PROGRAMS[name]
+        program, inputs = build(), make_inputs(np.random.default_rng(0))
+        for per_item in (int(p) for p in args.per_item.split(",")):
+            for layout in args.layouts.split(","):
+                options = {**json.loads(args.options), "per_item": per_item,
+                           "per_item_layout": layout}
+                times = kernel_times(program, inputs, options, args.repeat)
+                for kernel, seconds in times.items():
+                    nbytes = kernel_bytes(inputs, name)
+                    rate = nbytes / seconds
+                    print(f"| {name} {kernel} | {per_item} | {layout} | {seconds * 1e3:.4f} | "
+                          f"{rate / 1e9:.0f} | {rate / bandwidth:.2f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

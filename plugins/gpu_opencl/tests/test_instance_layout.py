@@ -1,0 +1,115 @@
+"""How a work item's instances lie (steps.LAYOUTS), read from the
+generated source (no device needed): adjacent instances unrolled without
+checks where none decides a branch, a launch's width apart where the
+innermost instance id reaches an ``if`` or a loop's bounds; the option
+overrides, an unknown layout is an error naming the choices.  That both
+layouts compute what the interpreter does is test_per_item.py's (device)."""
+import pytest
+
+from hpvm.errors import HpvmError
+from hpvm.ir.text import parse_module
+from hpvm_opencl.renderer import OpenCLRenderer
+
+KERNELS = """hpvm 1.0
+module layouts
+
+func @scale(in x: f32[H, W], out y: f32[H, W]) {
+  let r: i64 = instance_id(0)
+  let c: i64 = instance_id(1)
+  let left: i64 = max(c - 1, 0)
+  y[r, c] = x[r, left] + x[r, c] * f32(2.0)
+}
+
+func @interior(in x: f32[H, W], out y: f32[H, W]) {
+  let r: i64 = instance_id(0)
+  let c: i64 = instance_id(1)
+  y[r, c] = x[r, c]
+  if c > 0 {
+    y[r, c] = x[r, c - 1]
+  }
+}
+
+func @row_branch(in x: f32[H, W], out y: f32[H, W]) {
+  let r: i64 = instance_id(0)
+  let c: i64 = instance_id(1)
+  y[r, c] = x[r, c]
+  if r > 0 {
+    y[r, c] = x[r - 1, c]
+  }
+}
+
+func @ragged(in x: f32[H, W], in n: i64[W], out y: f32[H, W]) {
+  let r: i64 = instance_id(0)
+  let c: i64 = instance_id(1)
+  let s: f32 = f32(0.0)
+  for k in 0 .. n[c] step 1 {
+    s = s + x[k, c]
+  }
+  y[r, c] = s
+}
+
+graph @main(in x: f32[H, W], in n: i64[W], out a: f32[H, W], out b: f32[H, W],
+            out d: f32[H, W], out e: f32[H, W]) {
+  node scale = @scale [H, W]
+  node interior = @interior [H, W]
+  node row_branch = @row_branch [H, W]
+  node ragged = @ragged [H, W]
+  in x -> scale.x
+  in x -> interior.x
+  in x -> row_branch.x
+  in x -> ragged.x
+  in n -> ragged.n
+  out scale.y -> a
+  out interior.y -> b
+  out row_branch.y -> d
+  out ragged.y -> e
+}
+
+root @main
+"""
+
+
+def entries(layout: str = "auto") -> dict[str, str]:
+    """Function name -> the text of its rendered entry."""
+    module = parse_module(KERNELS)
+    renderer = OpenCLRenderer(module, per_item=4, layout=layout)
+    for name in ("scale", "interior", "row_branch", "ragged"):
+        renderer.add_entry(name, 2)
+    text = renderer.finish().text
+    parts = text.split("__kernel void hpvm_k_")[1:]
+    return {part.split("_2d(")[0]: part for part in parts}
+
+
+def layout_of(entry: str) -> str:
+    contiguous = "hpvm_first * 4 + hpvm_step;" in entry
+    strided = "hpvm_first + hpvm_step * hpvm_stride" in entry
+    assert contiguous != strided
+    return "contiguous" if contiguous else "strided"
+
+
+def test_auto_takes_adjacent_instances_unless_the_innermost_id_decides_a_branch():
+    rendered = entries()
+    assert {name: layout_of(text) for name, text in rendered.items()} == {
+        "scale": "contiguous", "interior": "strided", "row_branch": "contiguous",
+        "ragged": "strided"}
+
+
+def test_adjacent_instances_run_unchecked_where_the_whole_run_is_inside():
+    scale = entries()["scale"]
+    fast, tail = scale.split("else {")
+    assert "if (hpvm_stride < hpvm_count1 && hpvm_first * 4 + 4 <= hpvm_count1)" in fast
+    assert "#pragma unroll" in fast and "break" not in fast
+    assert "if (hpvm_id1 >= hpvm_count1) break;" in tail
+    # an undivided launch (its width covers the row) runs one instance a work item
+    assert "hpvm_run = hpvm_stride < hpvm_count1 ? 4 : 1" in tail
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_the_option_overrides_the_rule(layout):
+    assert {layout_of(text) for text in entries(layout).values()} == {layout}
+
+
+def test_an_unknown_layout_names_the_choices():
+    with pytest.raises(HpvmError, match="unknown per_item layout 'diagonal'.*auto, contiguous, "
+                                        "strided"):
+        entries("diagonal")

@@ -3,8 +3,10 @@
 
     python benchmarks/bandwidth_bench.py [--programs map,blur,stencil]
         [--layouts auto,contiguous,strided] [--per-item 4] [--repeat 15]
+        [--size large] [--options JSON]
 
-Each program runs on gpu_opencl as written (no pass fuses its nodes), its
+Each program (map 64M floats, blur 8192^2, stencil 512 x 512 x 64 at
+``--size large``) runs on gpu_opencl as written (no pass fuses its nodes), its
 inputs made on the device once and its outputs left there; a row is one
 kernel of it (nodes of one function's sweeps together: stencil's ten
 sweeps), its own time from OpenCL profiling events (``exe.report()``),
@@ -58,14 +60,15 @@ def _stencil_program():
 
 
 PROGRAMS = {
-    "map": (lambda: scale_shift, lambda rng: {"x": rng.random(64 << 20, dtype=np.float32)}),
-    "blur": (_blur_program, lambda rng: {"img": rng.random((8192, 8192), dtype=np.float32)}),
-    "stencil": (_stencil_program, lambda rng: {
-        "A": rng.random((64, 512, 512), dtype=np.float32),
+    "map": (lambda: scale_shift, lambda rng, n: {"x": rng.random(n ** 2, dtype=np.float32)}),
+    "blur": (_blur_program, lambda rng, n: {"img": rng.random((n, n), dtype=np.float32)}),
+    "stencil": (_stencil_program, lambda rng, n: {
+        "A": rng.random((n // 128, n // 16, n // 16), dtype=np.float32),
         "c0": np.float32(1 / 6), "c1": np.float32(1 / 36)}),
 }
-"""name -> (the program, its inputs): map 64M floats, blur 8192^2, stencil
-Parboil's 512 x 512 x 64 grid."""
+"""name -> (the program, its inputs for a size n): map n^2 floats, blur
+n x n, stencil n/16 x n/16 x n/128 (n = 8192: Parboil's 512 x 512 x 64)."""
+SIZES = {"large": 8192, "small": 256}
 
 
 def kernel_of(node: str) -> str:
@@ -110,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layouts", default="auto,contiguous,strided")
     parser.add_argument("--per-item", default="4", help="comma-separated per_item values")
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--size", default="large", choices=tuple(SIZES))
     parser.add_argument("--options", default="{}", help="more gpu_opencl options, as JSON")
     args = parser.parse_args(argv)
     bandwidth = copy_bandwidth(args.repeat)
@@ -120,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| --- | ---: | --- | ---: | ---: | ---: |")
     for name in args.programs.split(","):
         build, make_inputs = PROGRAMS[name]
-        program, inputs = build(), make_inputs(np.random.default_rng(0))
+        program, inputs = build(), make_inputs(np.random.default_rng(0), SIZES[args.size])
         for per_item in (int(p) for p in args.per_item.split(",")):
             for layout in args.layouts.split(","):
                 options = {**json.loads(args.options), "per_item": per_item,

@@ -33,7 +33,9 @@ inputs (WORK below), not what a schedule does: floating-point operations
 (a sine or cosine counts as one) and the bytes it must move at least (each
 input read once, each output written once; a sweep of stencil reads and
 writes the grid).  Peaks are measured in the same run.  GPU: the
-bandwidth of a copy kernel over 256 MiB (read and write counted), and the
+bandwidth of a float4 copy kernel over 256 MiB (read and write counted,
+on its own time: profiling events; until 2026-12-02 on a whole call's
+host time, which put it ~10% lower on the H200), and the
 FP32 rate of cuBLAS (through PyTorch, TF32 off) on 8192^3 where PyTorch
 sees a CUDA GPU.  cpu: the bandwidth of the cpu target's copy on every
 core (its thread pool) over 256 MiB, and the rates of numpy's BLAS sgemm
@@ -107,23 +109,29 @@ PROGRAMS = {"gpu_opencl": "sgemm,mriq,stencil,spmv,blur", "cpu": "sgemm,ms_gemm,
 
 def copy_bandwidth(repeat: int) -> float:
     """Bytes a second of a float4 copy kernel over 256 MiB on the device
-    gpu_opencl uses (read and write counted)."""
+    gpu_opencl uses (read and write counted), on the kernel's own time
+    (profiling events, as the nodes' own time is measured: a whole call's
+    host time would add the launch, ~10% of this kernel on an H200)."""
     import pyopencl as cl
     from benchmarks.peers import _opencl_device
-    context, queue = _opencl_device()
-    program = cl.Program(context, "__kernel void copy(__global const float4* a, "
-                                  "__global float4* b) { size_t i = get_global_id(0); "
+    context, _ = _opencl_device()
+    queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    program = cl.Program(context, "__kernel void copy(__global const float4* restrict a, "
+                                  "__global float4* restrict b) { size_t i = get_global_id(0); "
                                   "b[i] = a[i]; }").build()
     nbytes = 256 << 20
     a = cl.Buffer(context, cl.mem_flags.READ_ONLY, nbytes)
     b = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, nbytes)
     cl.enqueue_fill_buffer(queue, a, np.float32(1), 0, nbytes)
-    kernel = program.copy
-
-    def run():
-        kernel(queue, (nbytes // 16,), None, a, b)
-        queue.finish()
-    return 2.0 * nbytes / (median_ms(run, repeat) / 1e3)
+    kernel = cl.Kernel(program, "copy")
+    kernel.set_args(a, b)
+    seconds = []
+    for run in range(repeat + 3):
+        event = cl.enqueue_nd_range_kernel(queue, kernel, (nbytes // 16,), None)
+        event.wait()
+        if run >= 3:  # warmed up
+            seconds.append((event.profile.end - event.profile.start) * 1e-9)
+    return 2.0 * nbytes / statistics.median(seconds)
 
 
 def cublas_rate(repeat: int) -> float | None:

@@ -2,8 +2,10 @@
 generated source (no device needed): adjacent instances unrolled without
 checks where none decides a branch, a launch's width apart where the
 innermost instance id reaches an ``if`` or a loop's bounds; the option
-overrides, an unknown layout is an error naming the choices.  That both
-layouts compute what the interpreter does is test_per_item.py's (device)."""
+overrides, an unknown layout is an error naming the choices; and the
+work group a GPU launch of two or more dimensions gets by default.  That
+both layouts and those groups compute what the interpreter does is
+test_per_item.py's (device)."""
 import pytest
 
 from hpvm.errors import HpvmError
@@ -113,3 +115,11 @@ def test_an_unknown_layout_names_the_choices():
     with pytest.raises(HpvmError, match="unknown per_item layout 'diagonal'.*auto, contiguous, "
                                         "strided"):
         entries("diagonal")
+
+
+def test_gpu_kernels_of_two_or_more_dimensions_default_to_groups_of_rows():
+    from hpvm_opencl.launch import default_group
+    assert default_group((8192, 2048)) == (4, 64)
+    assert default_group((64, 512, 128)) == (1, 4, 64)
+    assert default_group((3, 2048)) is None and default_group((8192, 40)) is None
+    assert default_group((1 << 20,)) is None

@@ -132,3 +132,16 @@ def test_the_default_steps_on_a_gpu_only():
     exe = rt.compile(parse_module(PROGRAM), targets=["gpu_opencl"])
     plan = next(iter(device_of(exe).plans.values()))
     assert plan.per_item == default_per_item({}) == (4 if on_gpu({}) else 1)
+
+
+def test_groups_of_rows_by_default_on_a_gpu_tails_included():
+    module = parse_module(PROGRAM)
+    exe = rt.compile(module, targets=["gpu_opencl"], options={"per_item": 4})
+    rows = 6  # not a multiple of the group's 4 rows
+    x = np.random.default_rng(3).standard_normal((rows, filling_width(exe, rows)))
+    x = x.astype(np.float32)
+    device = device_of(exe)
+    plan = next(iter(device.plans.values()))
+    _, local = device.launch_geometry(plan, x.shape, None, None, False)
+    assert local == ((64, 4) if "GPU" in device.runtime.info.kind else None)
+    np.testing.assert_allclose(exe(x=x)["z"], run_module(module, {"x": x})["z"], rtol=1e-6)

@@ -43,7 +43,7 @@ from hpvm.target import ArrayRefused, Device, NodeRef
 from .arrays import Adoptions, pyopencl_array
 from .bound_launch import BoundLaunch
 from .devices import DeviceRuntime
-from .launch import chosen_group, geometry, work_items
+from .launch import chosen_group, default_group, geometry, work_items
 from .layout import Argument
 from .program import NARROW_ELEMENTS
 from .transfers import Transfers
@@ -297,7 +297,10 @@ class OpenCLDevice(Device):
         """(global size, local size) of a launch (launch.geometry).
         ``padded``: the node runs whole groups (attribute padded_groups), so
         even a synchronising kernel's global size is padded up."""
-        return geometry(self.work_items(plan, sizes), group, plan.synchronous and not padded,
+        items = self.work_items(plan, sizes)
+        if group is None and not plan.synchronous and "GPU" in self.runtime.info.kind:
+            group = default_group(items)
+        return geometry(items, group, plan.synchronous and not padded,
                         self.runtime.info.max_work_group_size, where)
 
     def work_items(self, plan: NodePlan, sizes: tuple[int, ...]) -> tuple[int, ...]:

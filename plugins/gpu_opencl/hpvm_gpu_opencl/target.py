@@ -54,8 +54,9 @@ OPTIONS = [
            "vector lanes itself)", choices=PER_ITEM_CHOICES),
     Option("per_item_layout", str, "auto", "how a work item's instances lie: contiguous "
            "(adjacent, unrolled: the device compiler merges their accesses into vector "
-           "accesses), strided (a launch's width apart), auto (contiguous unless the innermost "
-           "instance id decides a branch)", choices=LAYOUTS),
+           "accesses), strided (a launch's width apart), march (adjacent along the outermost "
+           "dimension, shifted reads of one buffer shared in registers), auto (contiguous unless "
+           "the innermost instance id decides a branch)", choices=LAYOUTS),
     Option("fast_math", bool, False, "build with -cl-fast-relaxed-math"),
     Option("build_options", list, (), "more OpenCL C compiler flags"),
     Option("transfer", str, DEFAULT_TRANSFER, "how buffers move between host and device: "
@@ -190,7 +191,8 @@ class GpuOpenCLTarget(Target):
             renderer.add_entry(function, rank)
             arguments[entry] = entry_arguments(module.function(function), rank)
         return NodePlan("kernel", function, entry, rank, synchronizes(module, function),
-                        renderer.entry_per_item.get(entry, 1))
+                        renderer.entry_per_item.get(entry, 1),
+                        renderer.entry_stepped.get(entry, -1))
 
     def load(self, artifact: Artifact, options: dict) -> Device:
         from hpvm.ir.text import parse_module

@@ -65,7 +65,7 @@ def test_transfer_mode_instances_per_item_and_work_group_sizes_are_tuning_knobs(
     assert per_item.name == "per_item" and per_item.node is None
     assert per_item.values == (1, 2, 4, 8) and per_item.default in per_item.values
     assert layout.name == "per_item_layout" and layout.default == "auto"
-    assert set(layout.values) == {"auto", "contiguous", "strided"}
+    assert set(layout.values) == {"auto", "contiguous", "strided", "march"}
     assert work_group.name == "work_group" and work_group.default is None
     assert (16, 16) in work_group.values
 

@@ -36,7 +36,16 @@ func @row_branch(in x: f32[H, W], out y: f32[H, W]) {
   let c: i64 = instance_id(1)
   y[r, c] = x[r, c]
   if r > 0 {
-    y[r, c] = x[r - 1, c]
+    y[r, c] = x[r, c] * f32(2.0)
+  }
+}
+
+func @planes(in x: f32[H, W], out y: f32[H, W]) {
+  let r: i64 = instance_id(0)
+  let c: i64 = instance_id(1)
+  y[r, c] = x[r, c]
+  if r > 0 && r < H - 1 {
+    y[r, c] = x[r + 1, c] + x[r - 1, c] + x[r, c + 1]
   }
 }
 
@@ -51,7 +60,10 @@ func @ragged(in x: f32[H, W], in n: i64[W], out y: f32[H, W]) {
 }
 
 graph @main(in x: f32[H, W], in n: i64[W], out a: f32[H, W], out b: f32[H, W],
-            out d: f32[H, W], out e: f32[H, W]) {
+            out d: f32[H, W], out e: f32[H, W], out f: f32[H, W]) {
+  node planes = @planes [H, W]
+  in x -> planes.x
+  out planes.y -> f
   node scale = @scale [H, W]
   node interior = @interior [H, W]
   node row_branch = @row_branch [H, W]
@@ -75,7 +87,7 @@ def entries(layout: str = "auto") -> dict[str, str]:
     """Function name -> the text of its rendered entry."""
     module = parse_module(KERNELS)
     renderer = OpenCLRenderer(module, per_item=4, layout=layout)
-    for name in ("scale", "interior", "row_branch", "ragged"):
+    for name in ("scale", "interior", "row_branch", "ragged", "planes"):
         renderer.add_entry(name, 2)
     text = renderer.finish().text
     parts = text.split("__kernel void hpvm_k_")[1:]
@@ -83,17 +95,18 @@ def entries(layout: str = "auto") -> dict[str, str]:
 
 
 def layout_of(entry: str) -> str:
-    contiguous = "hpvm_first * 4 + hpvm_step;" in entry
-    strided = "hpvm_first + hpvm_step * hpvm_stride" in entry
-    assert contiguous != strided
-    return "contiguous" if contiguous else "strided"
+    found = {"contiguous": "hpvm_first * 4 + hpvm_step;" in entry,
+             "strided": "hpvm_first + hpvm_step * hpvm_stride" in entry,
+             "march": "const long hpvm_id0 = hpvm_first + hpvm_step;" in entry}
+    assert sum(found.values()) == 1, found
+    return next(name for name, present in found.items() if present)
 
 
 def test_auto_takes_adjacent_instances_unless_the_innermost_id_decides_a_branch():
     rendered = entries()
     assert {name: layout_of(text) for name, text in rendered.items()} == {
         "scale": "contiguous", "interior": "strided", "row_branch": "contiguous",
-        "ragged": "strided"}
+        "ragged": "strided", "planes": "contiguous"}
 
 
 def test_adjacent_instances_run_unchecked_where_the_whole_run_is_inside():
@@ -106,14 +119,37 @@ def test_adjacent_instances_run_unchecked_where_the_whole_run_is_inside():
     assert "hpvm_run = hpvm_stride < hpvm_count1 ? 4 : 1" in tail
 
 
-@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_a_march_reads_each_row_of_its_column_once_into_registers():
+    planes = entries("march")["planes"]
+    assert "const long hpvm_first = (long)get_global_id(1) * 4;" in planes
+    assert "float hpvm_column_x[6];" in planes  # rows first - 1 .. first + 4
+    assert "hpvm_column_x[hpvm_step + 2] + hpvm_column_x[hpvm_step + 0]" in planes
+    assert "x[((HPVM_INDEX)r) * (HPVM_INDEX)hpvm_x_d1 + (HPVM_INDEX)(" in planes  # x[r, c + 1]
+    assert "(hpvm_at >= 0 && hpvm_at < hpvm_x_d0 && hpvm_id1 < hpvm_x_d1)" in planes
+
+
+def test_columns_are_read_only_buffers_at_two_or_more_shifts_of_the_own_element():
+    from hpvm_opencl.steps import columns
+    module = parse_module(KERNELS)
+    assert columns(module.function("planes"), 2) == {"x": (-1, 1)}
+    assert columns(module.function("planes"), 1) == {}
+    assert columns(module.function("interior"), 2) == {}  # one shift only
+    assert columns(module.function("row_branch"), 2) == {}
+    written = parse_module(KERNELS.replace("func @planes(in x: f32[H, W], out y: f32[H, W])",
+                                           "func @planes(inout x: f32[H, W], out y: f32[H, W])")
+                           .replace("  y[r, c] = x[r, c]\n  if r > 0 && r < H - 1",
+                                    "  x[r, c] = f32(1.0)\n  if r > 0 && r < H - 1"))
+    assert columns(written.function("planes"), 2) == {}
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "march"])
 def test_the_option_overrides_the_rule(layout):
     assert {layout_of(text) for text in entries(layout).values()} == {layout}
 
 
 def test_an_unknown_layout_names_the_choices():
     with pytest.raises(HpvmError, match="unknown per_item layout 'diagonal'.*auto, contiguous, "
-                                        "strided"):
+                                        "strided, march"):
         entries("diagonal")
 
 

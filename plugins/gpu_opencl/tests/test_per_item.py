@@ -145,3 +145,43 @@ def test_groups_of_rows_by_default_on_a_gpu_tails_included():
     _, local = device.launch_geometry(plan, x.shape, None, None, False)
     assert local == ((64, 4) if "GPU" in device.runtime.info.kind else None)
     np.testing.assert_allclose(exe(x=x)["z"], run_module(module, {"x": x})["z"], rtol=1e-6)
+
+
+PLANES = """hpvm 1.0
+module planes
+
+func @sweep(in a: f32[D, H, W], out b: f32[D, H, W]) {
+  let z: i64 = instance_id(0)
+  let y: i64 = instance_id(1)
+  let x: i64 = instance_id(2)
+  b[z, y, x] = a[z, y, x]
+  if 0 < z && z < D - 1 && (0 < y && y < H - 1) && (0 < x && x < W - 1) {
+    b[z, y, x] = a[z + 1, y, x] + a[z - 1, y, x] * f32(2.0) + a[z, y + 1, x] - a[z, y, x - 1]
+  }
+}
+
+graph @main(in a: f32[D, H, W], out b: f32[D, H, W]) {
+  node s = @sweep [D, H, W]
+  in a -> s.a
+  out s.b -> b
+}
+
+root @main
+"""
+
+
+def test_a_march_along_the_planes_computes_what_the_interpreter_does():
+    module = parse_module(PLANES)
+    exe = rt.compile(module, targets=["gpu_opencl"],
+                     options={"per_item": 4, "per_item_layout": "march"})
+    plan = next(iter(device_of(exe).plans.values()))
+    assert plan.stepped == 0 and "hpvm_column_a" in source_of(exe)
+    info = device_of(exe).runtime.info
+    side = max(int((4 * 2048 * info.compute_units / 18) ** 0.5) + 1, 8)
+    a = np.random.default_rng(4).standard_normal((18, side, side + 3)).astype(np.float32)
+    assert device_of(exe).work_items(plan, a.shape) == (5,) + a.shape[1:]  # 18 planes: a tail
+    np.testing.assert_allclose(exe(a=a)["b"], run_module(module, {"a": a})["b"], rtol=1e-6)
+    small = a[:3, :5, :7].copy()  # too few to divide: an instance a work item
+    assert device_of(exe).work_items(plan, small.shape) == small.shape
+    np.testing.assert_allclose(exe(a=small)["b"], run_module(module, {"a": small})["b"],
+                               rtol=1e-6)

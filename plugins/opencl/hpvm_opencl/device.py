@@ -88,8 +88,11 @@ class NodePlan:
     rank: int = 1
     synchronous: bool = False
     per_item: int = 1
-    """Instances of the innermost dimension a work item may run
-    (steps.PER_ITEM; :meth:`OpenCLDevice.work_items`)."""
+    """Instances a work item may run (steps.PER_ITEM;
+    :meth:`OpenCLDevice.work_items`)."""
+    stepped: int = -1
+    """The replication dimension they lie along: -1 the innermost, 0 the
+    outermost (steps.py's march)."""
 
     def to_json(self) -> dict:
         return self.__dict__.copy()
@@ -306,7 +309,7 @@ class OpenCLDevice(Device):
     def work_items(self, plan: NodePlan, sizes: tuple[int, ...]) -> tuple[int, ...]:
         """The work items of ``plan``'s launch over replication ``sizes``
         (launch.work_items)."""
-        return work_items(sizes, plan.per_item, self.runtime.info.compute_units)
+        return work_items(sizes, plan.per_item, self.runtime.info.compute_units, plan.stepped)
 
     def new_kernel(self, entry: str, args: dict[str, Any]):
         """A kernel object of ``entry`` of its own, from the program for

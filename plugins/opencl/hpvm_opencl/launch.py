@@ -91,14 +91,19 @@ COALESCED = 32
 """Work items that read consecutive elements in one step (a warp)."""
 
 
-def work_items(sizes: tuple[int, ...], per_item: int, compute_units: int) -> tuple[int, ...]:
+def work_items(sizes: tuple[int, ...], per_item: int, compute_units: int,
+               stepped: int = -1) -> tuple[int, ...]:
     """The work items of a launch over replication ``sizes`` (IR order): as
     many, or, for a kernel whose work items may each run ``per_item``
-    instances of the innermost dimension (steps.PER_ITEM), that many
-    times fewer along it, where RESIDENT_ITEMS are still left for each of
-    the device's ``compute_units`` and a step of the work items along it
-    spans a warp (COALESCED)."""
-    if per_item < 2 or sizes[-1] < per_item * COALESCED \
+    instances of dimension ``stepped`` (the innermost, -1, or the
+    outermost, 0: steps.py), that many times fewer along it, where
+    RESIDENT_ITEMS are still left for each of the device's
+    ``compute_units`` and, along the innermost dimension, a step of the
+    work items spans a warp (COALESCED)."""
+    along = sizes[stepped]
+    if per_item < 2 or along < per_item * (COALESCED if stepped in (-1, len(sizes) - 1) else 1) \
             or math.prod(sizes) < per_item * RESIDENT_ITEMS * compute_units:
         return sizes
-    return sizes[:-1] + (-(-sizes[-1] // per_item),)
+    divided = list(sizes)
+    divided[stepped] = -(-along // per_item)
+    return tuple(divided)

@@ -30,8 +30,8 @@ infinities and NaNs (r zero or NaN) take q.  Bit for bit the quotient the
 division gives (16.7M values of every magnitude against seven divisors on
 the H200), but straight-line code, where NVIDIA's correctly rounded
 division has a slow path: a row blur dividing by 3 with adjacent
-instances a work item (steps.py) went from 0.44 to 0.99 of a copy
-kernel's bandwidth, the column blur from 0.40 to 0.90.
+instances a work item (steps.py) went from 0.40 to 0.88 of a copy
+kernel's bandwidth, the column blur from 0.36 to 0.79.
 
 f16 needs no extension: values live in ``float`` registers, global f16
 buffers are read with ``vload_half`` and written with ``vstore_half_rte``,
@@ -102,6 +102,9 @@ class OpenCLRenderer(WorkItemSteps, CStyleRenderer):
         self.layout = layout
         """LAYOUTS: how a work item's instances lie (auto: per kernel)."""
         self.entry_per_item: dict[str, int] = {}
+        self.entry_stepped: dict[str, int] = {}
+        """Entry name -> the replication dimension a work item's instances
+        step along: -1 the innermost, 0 where they march (steps.py)."""
         """Entry name -> the instances a work item of it runs (its launch
         divides OpenCL dimension 0 by as much, device.py)."""
 
@@ -271,7 +274,9 @@ class OpenCLRenderer(WorkItemSteps, CStyleRenderer):
         counts = [f"long {self.instance_count(d)}" for d in range(rank)]
         synchronous = synchronizes(self.module, kernel.name)
         per_item = self.entry_per_item[name] = self._per_item(kernel, rank, synchronous)
-        strided = rank - 1 if per_item > 1 else None  # stepped over by each work item
+        layout = self.instance_layout(kernel, rank) if per_item > 1 else None
+        self.entry_stepped[name] = 0 if layout == "march" else -1
+        strided = (0 if layout == "march" else rank - 1) if per_item > 1 else None
         unstrided = [d for d in range(rank) if d != strided]
         self.writer.open(f"__kernel void {name}({', '.join(declarations + counts)})")
         for d in range(DIMS):
@@ -290,8 +295,10 @@ class OpenCLRenderer(WorkItemSteps, CStyleRenderer):
         self._copy_private_buffers(kernel)
         if strided is None:
             self.body(kernel.body)
-        elif self.instance_layout(kernel, rank) == "strided":
+        elif layout == "strided":
             self._strided_steps(kernel, strided, per_item)
+        elif layout == "march":
+            self._march_steps(kernel, rank, per_item)
         else:
             self._contiguous_steps(kernel, strided, per_item)
         self.writer.close()

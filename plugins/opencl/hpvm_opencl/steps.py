@@ -1,5 +1,5 @@
-"""Work items running several instances of the innermost dimension: the
-steps of an OpenCL entry (a mixin of OpenCLRenderer).
+"""Work items running several instances each: the steps of an OpenCL
+entry (a mixin of OpenCLRenderer).
 
 A kernel that does not synchronise its work group, keeps no per-instance
 scratch copies and does not return early lets each work item run PER_ITEM
@@ -10,7 +10,7 @@ buffers are ``restrict`` where no other can reach them
 steps before the stores of earlier ones.  The launch divides the work
 items only where enough are left to fill the device
 (``OpenCLDevice.work_items``); the instances past the replication stop
-the loop.  Two layouts of a work item's instances (LAYOUTS):
+the loop.  Three layouts of a work item's instances (LAYOUTS):
 
 - *contiguous*: adjacent instances, all of them in one unrolled run
   without bounds checks where the work item's run lies inside the
@@ -22,28 +22,43 @@ the loop.  Two layouts of a work item's instances (LAYOUTS):
   decides a branch (the stencil's interior test) the steps' accesses are
   not merged, and adjacent instances a work item spread each warp's load
   over per_item times the cache lines.
+- *march*: adjacent instances of the outermost dimension (the launch
+  divides that one; the inner ones keep a work item each, coalesced),
+  where the kernel reads a buffer it does not write at two or more
+  shifts of its own element along that dimension (:func:`columns`: a
+  stencil's planes): each element of that column is loaded once, before
+  the steps, into registers the steps share, instead of once per
+  neighbour that reads it.
 
 On the lent H200, each kernel's bandwidth against a float4 copy kernel's
-(benchmarks/bandwidth_bench.py, per_item 4), strided -> contiguous: a map
-over 64M floats 0.85 -> 1.08, blur 8192^2 rows 0.70 -> 0.99, columns 0.73
--> 0.90; the stencil's sweeps 0.67 -> 0.40.  (Per_item 8 contiguous ran
-slower than 4 on every kernel: two vectors a step, each warp's access
-spanning twice the lines.)
+on its own time (benchmarks/bandwidth_bench.py, per_item 4), strided ->
+contiguous: a map over 64M floats 0.75 -> 0.96, blur 8192^2 rows 0.62 ->
+0.89, columns 0.65 -> 0.79 (0.86 in launch.py's default groups of rows);
+the stencil's sweeps 0.59 -> 0.35.  (Per_item 8 contiguous ran slower
+than 4 on every kernel: two vectors a step, each warp's access spanning
+twice the lines.)
 
 The default (``auto``) is contiguous unless the innermost instance id
-reaches an ``if``'s condition or a loop's bounds (hpvm.ir.uniformity).
+reaches an ``if``'s condition or a loop's bounds (hpvm.ir.uniformity),
+else strided.  It does not march yet: a hand-written march of the
+stencil's sweep (4 planes a work item, its column in registers) measured
+0.66-0.70 of the copy kernel on the H200 against 0.57-0.59 for the sweep
+as generated (strided), but the generated march has only been checked
+on PoCL, not timed on a GPU; the option and the tuning knob offer it.
 """
 from __future__ import annotations
 
-from hpvm.ir.kernel import For, If, KernelFunction, Return, While
-from hpvm.ir.uniformity import Uniformity
+from hpvm.ir.instance_access import instance_aliases, instance_dimension
+from hpvm.ir.kernel import (
+    Binary, Call, Const, Expr, For, If, KernelFunction, Load, Return, Var, While,
+)
+from hpvm.ir.uniformity import Uniformity, written_buffers
 from hpvm.ir.visit import walk
 
 PER_ITEM = 4
-"""Instances of the innermost replication dimension one work item runs, in
-a kernel that does not synchronise its work group (see the module
-docstring)."""
-LAYOUTS = ("auto", "contiguous", "strided")
+"""Instances one work item runs, in a kernel that does not synchronise its
+work group (see the module docstring)."""
+LAYOUTS = ("auto", "contiguous", "strided", "march")
 """How a work item's instances lie (see the module docstring)."""
 
 
@@ -52,9 +67,16 @@ class WorkItemSteps:
     ``body``, ``instance_id``, ``instance_count``, ``per_item``, ``layout``
     and ``_scratch``."""
 
+    _columns: dict[str, int] = {}
+    """While a marching entry's body renders: buffer -> the lowest offset
+    of its column registers."""
+    _aliases: dict[str, int] = {}
+
     def instance_layout(self, kernel: KernelFunction, rank: int) -> str:
         """The layout of a work item's instances of ``kernel`` (LAYOUTS; the
         module docstring says why ``auto`` decides so)."""
+        if self.layout == "march" and rank < 2:
+            return "contiguous"  # the outermost dimension is the innermost
         if self.layout != "auto":
             return self.layout
         innermost = Uniformity(kernel, (rank - 1,))
@@ -116,3 +138,101 @@ class WorkItemSteps:
                 or any(isinstance(n, Return) for n in walk(kernel.body)):
             return 1
         return self.per_item
+
+    def _march_steps(self, kernel: KernelFunction, rank: int, per_item: int) -> None:
+        """Instances ``hpvm_first + step`` of the outermost dimension (the
+        launch divides it), each column load (:func:`columns`) read once
+        for the whole run into registers before the steps."""
+        item, count = self.instance_id(0), self.instance_count(0)
+        self.writer.line(f"const long hpvm_first = (long)get_global_id({rank - 1}) * {per_item};")
+        marching = columns(kernel, rank)
+        for name, (low, high) in marching.items():
+            self._load_column(name, low, per_item + high - low, rank)
+        self._columns = {name: low for name, (low, _) in marching.items()}
+        self._aliases = instance_aliases(kernel.body)
+        self.writer.line("#pragma unroll")
+        self.writer.open(f"for (int hpvm_step = 0; hpvm_step < {per_item}; hpvm_step++)")
+        self.writer.line(f"const long {item} = hpvm_first + hpvm_step;")
+        self.writer.line(f"if ({item} >= {count}) break;")
+        self.body(kernel.body)
+        self.writer.close()
+        self._columns = {}
+
+    def _load_column(self, name: str, low: int, length: int, rank: int) -> None:
+        """``hpvm_column_<buffer>[j]`` = buffer[hpvm_first + low + j, own
+        ids...] for j < ``length``, 0 where that is outside the buffer."""
+        binding = self.buffer(name)
+        own = [self.instance_id(d) for d in range(1, rank)]
+        register = f"hpvm_column_{binding.c_name}"
+        inside = " && ".join(["hpvm_at >= 0", f"hpvm_at < {binding.dims[0]}"]
+                             + [f"{i} < {d}" for i, d in zip(own, binding.dims[1:])])
+        index = binding.flat_index(["hpvm_at", *own],
+                                   f"({self.index_type})" if self.index_type else "")
+        self.writer.line(f"{self.type_name(binding.element)} {register}[{length}];")
+        self.writer.line("#pragma unroll")
+        self.writer.open(f"for (int hpvm_j = 0; hpvm_j < {length}; hpvm_j++)")
+        shift = f"- {-low}L" if low < 0 else f"+ {low}L"
+        self.writer.line(f"const long hpvm_at = hpvm_first + hpvm_j {shift};")
+        self.writer.line(f"{register}[hpvm_j] = ({inside}) ? {self.load_element(binding, index)} "
+                         f": {self.literal(0, binding.element)};")
+        self.writer.close()
+
+    def _expr_Load(self, e: Load) -> str:
+        low = self._columns.get(e.buffer)
+        offset = None if low is None else column_offset(e, self._aliases, len(e.indices))
+        if offset is None:
+            return super()._expr_Load(e)
+        return f"hpvm_column_{self.buffer(e.buffer).c_name}[hpvm_step + {offset - low}]"
+
+
+MAX_COLUMN_SPAN = 8
+"""The widest range of offsets along the outermost dimension whose loads a
+marching work item keeps in registers."""
+
+
+def _shift(index: Expr, aliases: dict[str, int]) -> int | None:
+    """c where ``index`` is the outermost instance id plus the constant c."""
+    if instance_dimension(index, aliases) == 0:
+        return 0
+    if not (isinstance(index, Binary) and index.op in ("add", "sub")):
+        return None
+    if instance_dimension(index.lhs, aliases) == 0 and isinstance(index.rhs, Const):
+        return int(index.rhs.value) * (1 if index.op == "add" else -1)
+    if index.op == "add" and isinstance(index.lhs, Const) \
+            and instance_dimension(index.rhs, aliases) == 0:
+        return int(index.lhs.value)
+    return None
+
+
+def column_offset(load: Load, aliases: dict[str, int], rank: int) -> int | None:
+    """c where ``load`` reads ``buffer[id0 + c, id1, ..., id(rank-1)]``: the
+    instance's own element shifted along the outermost dimension."""
+    if len(load.indices) != rank or any(
+            instance_dimension(index, aliases) != d
+            for d, index in enumerate(load.indices[1:], start=1)):
+        return None
+    return _shift(load.indices[0], aliases)
+
+
+def columns(kernel: KernelFunction, rank: int) -> dict[str, tuple[int, int]]:
+    """Buffers ``kernel`` only reads, at two or more offsets along the
+    outermost dimension (:func:`column_offset`; a stencil's planes):
+    name -> (lowest, highest offset).  Consecutive instances along that
+    dimension read each other's: a work item running several of them reads
+    each element once."""
+    if rank < 2:
+        return {}
+    aliases = instance_aliases(kernel.body)
+    changed = written_buffers(kernel.body) | {
+        a.name for n in walk(kernel.body) if isinstance(n, Call) for a in n.args
+        if isinstance(a, Var)}
+    readable = {p.name for p in kernel.params
+                if p.is_buffer and p.name not in changed and not p.type.element.is_bool}
+    offsets: dict[str, set[int]] = {}
+    for node in walk(kernel.body):
+        if isinstance(node, Load) and node.buffer in readable:
+            offset = column_offset(node, aliases, rank)
+            if offset is not None:
+                offsets.setdefault(node.buffer, set()).add(offset)
+    return {name: (min(found), max(found)) for name, found in offsets.items()
+            if len(found) > 1 and max(found) - min(found) <= MAX_COLUMN_SPAN}

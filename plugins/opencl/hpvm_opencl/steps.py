@@ -91,16 +91,24 @@ class WorkItemSteps:
         self.writer.line("const long hpvm_first = (long)get_global_id(0);")
         self.writer.line("const long hpvm_stride = (long)get_global_size(0);")
 
-    def _strided_steps(self, kernel: KernelFunction, dim: int, per_item: int) -> None:
-        """Instances ``hpvm_first + step * launch width``."""
+    def _unrolled_steps(self, kernel: KernelFunction, dim: int, per_item: int, instance: str,
+                        checked: bool = True) -> None:
+        """``per_item`` steps, unrolled, each the body for the instance
+        ``instance`` of dimension ``dim`` (a C expression of
+        ``hpvm_step``); ``checked``: the steps past the replication stop."""
         item = self.instance_id(dim)
-        self._steps_prologue()
         self.writer.line("#pragma unroll")
         self.writer.open(f"for (int hpvm_step = 0; hpvm_step < {per_item}; hpvm_step++)")
-        self.writer.line(f"const long {item} = hpvm_first + hpvm_step * hpvm_stride;")
-        self.writer.line(f"if ({item} >= {self.instance_count(dim)}) break;")
+        self.writer.line(f"const long {item} = {instance};")
+        if checked:
+            self.writer.line(f"if ({item} >= {self.instance_count(dim)}) break;")
         self.body(kernel.body)
         self.writer.close()
+
+    def _strided_steps(self, kernel: KernelFunction, dim: int, per_item: int) -> None:
+        """Instances ``hpvm_first + step * launch width``."""
+        self._steps_prologue()
+        self._unrolled_steps(kernel, dim, per_item, "hpvm_first + hpvm_step * hpvm_stride")
 
     def _contiguous_steps(self, kernel: KernelFunction, dim: int, per_item: int) -> None:
         """Instances ``hpvm_first * per_item + step``, unrolled without
@@ -113,11 +121,8 @@ class WorkItemSteps:
         self._steps_prologue()
         self.writer.open(f"if (hpvm_stride < {count} && hpvm_first * {per_item} + {per_item} "
                          f"<= {count})")
-        self.writer.line("#pragma unroll")
-        self.writer.open(f"for (int hpvm_step = 0; hpvm_step < {per_item}; hpvm_step++)")
-        self.writer.line(f"const long {item} = hpvm_first * {per_item} + hpvm_step;")
-        self.body(kernel.body)
-        self.writer.close()
+        self._unrolled_steps(kernel, dim, per_item, f"hpvm_first * {per_item} + hpvm_step",
+                             checked=False)
         self.writer.close()
         self.writer.open("else")
         self.writer.line(f"const long hpvm_run = hpvm_stride < {count} ? {per_item} : 1;")
@@ -143,19 +148,13 @@ class WorkItemSteps:
         """Instances ``hpvm_first + step`` of the outermost dimension (the
         launch divides it), each column load (:func:`columns`) read once
         for the whole run into registers before the steps."""
-        item, count = self.instance_id(0), self.instance_count(0)
         self.writer.line(f"const long hpvm_first = (long)get_global_id({rank - 1}) * {per_item};")
         marching = columns(kernel, rank)
         for name, (low, high) in marching.items():
             self._load_column(name, low, per_item + high - low, rank)
         self._columns = {name: low for name, (low, _) in marching.items()}
         self._aliases = instance_aliases(kernel.body)
-        self.writer.line("#pragma unroll")
-        self.writer.open(f"for (int hpvm_step = 0; hpvm_step < {per_item}; hpvm_step++)")
-        self.writer.line(f"const long {item} = hpvm_first + hpvm_step;")
-        self.writer.line(f"if ({item} >= {count}) break;")
-        self.body(kernel.body)
-        self.writer.close()
+        self._unrolled_steps(kernel, 0, per_item, "hpvm_first + hpvm_step")
         self._columns = {}
 
     def _load_column(self, name: str, low: int, length: int, rank: int) -> None:

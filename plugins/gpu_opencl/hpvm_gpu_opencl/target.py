@@ -11,7 +11,7 @@ so build errors surface at compile time and the binary cache is warm.
 Runtime shim: device.py.
 
 Options: ``platform``, ``device`` (devices.py), ``work_group`` (launch.py),
-``per_item`` and ``per_item_layout`` (renderer.py), ``fast_math`` and
+``per_item`` and ``per_item_layout`` (steps.py), ``fast_math`` and
 ``build_options`` (program.py).
 """
 from __future__ import annotations
@@ -36,7 +36,8 @@ WORK_GROUP_CHOICES = {1: ((64,), (128,), (256,)), 2: ((8, 8), (8, 32), (16, 16),
 PER_ITEM_CHOICES = (1, 2, 4, 8)
 FEATURE_NEEDS = {"fp64": ("fp64", "double precision (f64)", "cl_khr_fp64"),
                  "fp64_division": ("fp64", "f32 division by constants in double precision "
-                                   "(chosen for the device compiled for)", "cl_khr_fp64"),
+                                   "(compiled for a device that has it: compile again for "
+                                   "this one)", "cl_khr_fp64"),
                  "atomics64": ("atomics64", "64-bit atomics",
                                "cl_khr_int64_base_atomics and cl_khr_int64_extended_atomics")}
 

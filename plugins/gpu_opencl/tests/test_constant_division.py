@@ -3,6 +3,7 @@ the quotient the IR's division gives, bit for bit, on values of every
 magnitude and the special ones, against the interpreter; rendered only
 for f32 divisions by finite non-zero constants."""
 import numpy as np
+import pytest
 
 import hpvm.runtime as rt
 from hpvm.interp import run_module
@@ -69,3 +70,17 @@ def test_the_quotients_are_the_divisions_bit_for_bit():
             same = (got[name].view(np.uint32) == want[name].view(np.uint32)) \
                 | (np.isnan(got[name]) & np.isnan(want[name]))
             assert same.all(), (divisor, name, x[~same][:5], got[name][~same][:5])
+
+
+def test_a_program_compiled_so_for_a_device_without_fp64_names_the_node_and_the_fix(
+        monkeypatch, tmp_path):
+    import hpvm
+    from hpvm.errors import TargetError
+    from hpvm_opencl.devices import DeviceInfo
+    module = parse_module(PROGRAM.replace("  w[i] = f32(f64(x[i]) / f64(3.0))\n", "")
+                          .replace("DIVISOR", "3.0"))
+    rt.compile(module, targets=["gpu_opencl"]).save(tmp_path / "exe")
+    monkeypatch.setattr(DeviceInfo, "fp64", property(lambda self: False))
+    with pytest.raises(TargetError, match=r"'@main.d'.*division by constants in double "
+                                          r"precision.*compile again.*cl_khr_fp64"):
+        hpvm.load(tmp_path / "exe")(x=np.ones(8, np.float32))

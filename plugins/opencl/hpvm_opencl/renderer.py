@@ -94,19 +94,19 @@ class OpenCLRenderer(WorkItemSteps, CStyleRenderer):
         """f32 division by constants through double precision (see the
         module docstring); only where the device has cl_khr_fp64."""
         self.per_item = per_item
-        """Instances of the innermost dimension a work item runs where a
-        kernel allows it (1: one instance a work item)."""
+        """Instances a work item runs where a kernel allows it (1: one
+        instance a work item)."""
         if layout not in LAYOUTS:
             raise TargetError(f"OpenCL C: unknown per_item layout '{layout}'",
                               f"use one of {', '.join(LAYOUTS)}")
         self.layout = layout
         """LAYOUTS: how a work item's instances lie (auto: per kernel)."""
         self.entry_per_item: dict[str, int] = {}
+        """Entry name -> the instances a work item of it runs (its launch
+        divides the stepped dimension by as much, device.py)."""
         self.entry_stepped: dict[str, int] = {}
         """Entry name -> the replication dimension a work item's instances
         step along: -1 the innermost, 0 where they march (steps.py)."""
-        """Entry name -> the instances a work item of it runs (its launch
-        divides OpenCL dimension 0 by as much, device.py)."""
 
     # -- types and spellings ---------------------------------------------
     def half_storage_type(self, space: str) -> str:

@@ -8,14 +8,15 @@
 Each program (map 64M floats, blur 8192^2, stencil 512 x 512 x 64 at
 ``--size large``) runs on gpu_opencl as written (no pass fuses its nodes), its
 inputs made on the device once and its outputs left there; a row is one
-kernel of it (nodes of one function's sweeps together: stencil's ten
-sweeps), its own time from OpenCL profiling events (``exe.report()``),
-the median of ``--repeat`` calls.  Every kernel here reads one array and
+kernel of it (nodes of one function together: stencil's five sweeps of
+each direction, its bytes counted once per node), its own time from
+OpenCL profiling events (``exe.report()``), the median of ``--repeat``
+calls.  Every kernel here reads one array and
 writes one of the same size, so its bytes are counted as one read and one
 write of every element (a neighbour read twice counts once), and "of
 copy" is its rate against a float4 copy kernel over 256 MiB measured in
 the same run (roofline_bench.copy_bandwidth).  Rows are compiled with each
-``per_item_layout`` (renderer LAYOUTS) and each ``per_item``.
+``per_item_layout`` (steps.LAYOUTS) and each ``per_item``.
 """
 from __future__ import annotations
 
@@ -76,14 +77,17 @@ def kernel_of(node: str) -> str:
     return re.sub(r"_\d+$", "", node)
 
 
-def kernel_times(program, inputs: dict, options: dict, repeat: int) -> dict[str, float]:
-    """Kernel (kernel_of) -> its nodes' own seconds in a call, the median of
-    ``repeat`` calls with inputs and outputs on the device."""
+def kernel_times(program, inputs: dict, options: dict, repeat: int
+                 ) -> dict[str, tuple[float, int]]:
+    """Kernel (kernel_of) -> (its nodes' own seconds in a call, the median of
+    ``repeat`` calls with inputs and outputs on the device; how many nodes
+    it is)."""
     import hpvm
     exe = hpvm.compile(program, ["gpu_opencl"], {**options, "pipeline": ""})
     resident = {name: exe.device_array(value) if isinstance(value, np.ndarray) and value.ndim
                 else value for name, value in inputs.items()}
     samples: dict[str, list[float]] = {}
+    nodes: dict[str, int] = {}
     for run in range(repeat + 2):
         outputs = exe(**resident, outputs="device")
         next(iter(outputs.values())).queue.finish()
@@ -91,20 +95,20 @@ def kernel_times(program, inputs: dict, options: dict, repeat: int) -> dict[str,
             continue  # the first calls build and warm up
         totals: dict[str, float] = {}
         for record in exe.report().node_records:
-            totals[kernel_of(record.node)] = totals.get(kernel_of(record.node), 0.0) \
-                + record.seconds
+            kernel = kernel_of(record.node)
+            totals[kernel] = totals.get(kernel, 0.0) + record.seconds
+            nodes[kernel] = nodes.get(kernel, 0) + (run == 2)
         for kernel, seconds in totals.items():
             samples.setdefault(kernel, []).append(seconds)
-    return {kernel: statistics.median(times) for kernel, times in samples.items()}
+    return {kernel: (statistics.median(times), nodes[kernel])
+            for kernel, times in samples.items()}
 
 
-def kernel_bytes(inputs: dict, program: str) -> float:
-    """Bytes a kernel moves in a call: a read and a write of every element
-    of the program's array, once per node of it (stencil: ten sweeps)."""
-    from benchmarks.programs.stencil import ITERATIONS
+def node_bytes(inputs: dict) -> float:
+    """Bytes one node moves: a read and a write of every element of the
+    program's array."""
     elements = next(v.size for v in inputs.values() if isinstance(v, np.ndarray) and v.ndim)
-    nodes = ITERATIONS // 2 if program == "stencil" else 1
-    return 2.0 * F32 * elements * nodes
+    return 2.0 * F32 * elements
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,9 +134,8 @@ def main(argv: list[str] | None = None) -> int:
                 options = {**json.loads(args.options), "per_item": per_item,
                            "per_item_layout": layout}
                 times = kernel_times(program, inputs, options, args.repeat)
-                for kernel, seconds in times.items():
-                    nbytes = kernel_bytes(inputs, name)
-                    rate = nbytes / seconds
+                for kernel, (seconds, nodes) in times.items():
+                    rate = node_bytes(inputs) * nodes / seconds
                     print(f"| {name} {kernel} | {per_item} | {layout} | {seconds * 1e3:.4f} | "
                           f"{rate / 1e9:.0f} | {rate / bandwidth:.2f} |", flush=True)
     return 0

@@ -1,7 +1,8 @@
 """How a work item's instances lie (steps.LAYOUTS), read from the
 generated source (no device needed): adjacent instances unrolled without
-checks where none decides a branch, a launch's width apart where the
-innermost instance id reaches an ``if`` or a loop's bounds; the option
+checks where none decides a branch; where the innermost instance id
+reaches an ``if`` or a loop's bounds, a march along the outermost
+dimension if the kernel reads columns there, else a launch's width apart; the option
 overrides, an unknown layout is an error naming the choices; and the
 work group a GPU launch of two or more dimensions gets by default.  That
 both layouts and those groups compute what the interpreter does is
@@ -49,6 +50,15 @@ func @planes(in x: f32[H, W], out y: f32[H, W]) {
   }
 }
 
+func @boxed(in x: f32[H, W], out y: f32[H, W]) {
+  let r: i64 = instance_id(0)
+  let c: i64 = instance_id(1)
+  y[r, c] = x[r, c]
+  if r > 0 && r < H - 1 && c > 0 && c < W - 1 {
+    y[r, c] = x[r + 1, c] + x[r - 1, c] + x[r, c + 1] + x[r, c - 1]
+  }
+}
+
 func @ragged(in x: f32[H, W], in n: i64[W], out y: f32[H, W]) {
   let r: i64 = instance_id(0)
   let c: i64 = instance_id(1)
@@ -60,7 +70,10 @@ func @ragged(in x: f32[H, W], in n: i64[W], out y: f32[H, W]) {
 }
 
 graph @main(in x: f32[H, W], in n: i64[W], out a: f32[H, W], out b: f32[H, W],
-            out d: f32[H, W], out e: f32[H, W], out f: f32[H, W]) {
+            out d: f32[H, W], out e: f32[H, W], out f: f32[H, W], out g: f32[H, W]) {
+  node boxed = @boxed [H, W]
+  in x -> boxed.x
+  out boxed.y -> g
   node planes = @planes [H, W]
   in x -> planes.x
   out planes.y -> f
@@ -87,7 +100,7 @@ def entries(layout: str = "auto") -> dict[str, str]:
     """Function name -> the text of its rendered entry."""
     module = parse_module(KERNELS)
     renderer = OpenCLRenderer(module, per_item=4, layout=layout)
-    for name in ("scale", "interior", "row_branch", "ragged", "planes"):
+    for name in ("scale", "interior", "row_branch", "ragged", "planes", "boxed"):
         renderer.add_entry(name, 2)
     text = renderer.finish().text
     parts = text.split("__kernel void hpvm_k_")[1:]
@@ -103,10 +116,12 @@ def layout_of(entry: str) -> str:
 
 
 def test_auto_takes_adjacent_instances_unless_the_innermost_id_decides_a_branch():
+    """...and there marches where the kernel has columns (boxed: a
+    stencil with its interior test), else strides."""
     rendered = entries()
     assert {name: layout_of(text) for name, text in rendered.items()} == {
         "scale": "contiguous", "interior": "strided", "row_branch": "contiguous",
-        "ragged": "strided", "planes": "contiguous"}
+        "ragged": "strided", "planes": "contiguous", "boxed": "march"}
 
 
 def test_adjacent_instances_run_unchecked_where_the_whole_run_is_inside():

@@ -39,12 +39,15 @@ than 4 on every kernel: two vectors a step, each warp's access spanning
 twice the lines.)
 
 The default (``auto``) is contiguous unless the innermost instance id
-reaches an ``if``'s condition or a loop's bounds (hpvm.ir.uniformity),
-else strided.  It does not march yet: a hand-written march of the
-stencil's sweep (4 planes a work item, its column in registers) measured
-0.66-0.70 of the copy kernel on the H200 against 0.57-0.59 for the sweep
-as generated (strided), but the generated march has only been checked
-on PoCL, not timed on a GPU; the option and the tuning knob offer it.
+reaches an ``if``'s condition or a loop's bounds (hpvm.ir.uniformity);
+there it marches where the kernel has columns, else strides.  The
+stencil's sweep as generated (per_item 4, bandwidth_bench.py): strided
+0.59, march 0.61-0.62 of the copy kernel.  Marching stays second to
+adjacent instances where those merge into vector accesses: a work item
+of a march moves one element a step, and one float a work item is what
+caps a scalar copy kernel of the stencil's size at 0.61 of the float4
+copy (hand-written marches with two adjacent x a work item reached 0.76;
+benchmarks/RESULTS.md).
 """
 from __future__ import annotations
 
@@ -84,7 +87,7 @@ class WorkItemSteps:
             tests = (stmt.cond,) if isinstance(stmt, (If, While)) else \
                 (stmt.start, stmt.stop) if isinstance(stmt, For) else ()
             if any(innermost.is_varying(test) for test in tests):
-                return "strided"
+                return "march" if columns(kernel, rank) else "strided"
         return "contiguous"
 
     def _steps_prologue(self) -> None:

@@ -301,10 +301,10 @@ class OpenCLDevice(Device):
         ``padded``: the node runs whole groups (attribute padded_groups), so
         even a synchronising kernel's global size is padded up."""
         items = self.work_items(plan, sizes)
+        max_group = self.runtime.info.max_work_group_size
         if group is None and not plan.synchronous and "GPU" in self.runtime.info.kind:
-            group = default_group(items)
-        return geometry(items, group, plan.synchronous and not padded,
-                        self.runtime.info.max_work_group_size, where)
+            group = default_group(items, max_group)
+        return geometry(items, group, plan.synchronous and not padded, max_group, where)
 
     def work_items(self, plan: NodePlan, sizes: tuple[int, ...]) -> tuple[int, ...]:
         """The work items of ``plan``'s launch over replication ``sizes``

@@ -4,14 +4,14 @@ The work-group size of a node comes from its attribute ``group`` (one int
 per replication dimension; it is semantic: local arrays are shared per
 group), else from the option ``work_group`` (a tuning knob: a tuple for
 every node of that rank, or a dict from node name to tuple), else, on a
-GPU, a kernel of two or more dimensions that does not synchronise its
-group runs in groups of ROWS x COLUMNS work items (:func:`default_group`),
-else the driver chooses.  A global size that is not a multiple of the group is
-padded up, the padded instances return at once.  Kernels that synchronise
-their work group (barriers, local arrays) are padded only on nodes with the
-attribute ``padded_groups`` (their padded instances run, as in the
-interpreter); otherwise their replication must be a multiple of the group,
-and without a ``group`` the whole replication is one work group.
+GPU, a kernel that does not synchronise its group runs in groups of
+GROUP work items (:func:`default_group`), else the driver chooses.  A
+global size that is not a multiple of the group is padded up, the padded
+instances return at once.  Kernels that synchronise their work group
+(barriers, local arrays) are padded only on nodes with the attribute
+``padded_groups`` (their padded instances run, as in the interpreter);
+otherwise their replication must be a multiple of the group, and without
+a ``group`` the whole replication is one work group.
 
 A kernel whose work items may each run several instances of the
 innermost dimension (steps.PER_ITEM) is launched with that many times
@@ -73,15 +73,26 @@ compute unit's cache.  On the lent H200 (benchmarks/bandwidth_bench.py),
 blur's columns pass went from 0.79 of the copy kernel's bandwidth with
 the driver's choice to 0.86 (0.84-0.85 in 4 x 32, 8 x 32 and 2 x 128
 groups); its rows pass and stencil's sweeps stayed as they were."""
+GROUP = ROWS * COLUMNS
+"""Work items of a default group, whatever its shape."""
 
 
-def default_group(items: tuple[int, ...]) -> tuple[int, ...] | None:
-    """ROWS x COLUMNS (IR order) for a launch of ``items`` work items of two
-    or more dimensions that fill such a group, else None (the driver's
-    choice)."""
-    if len(items) < 2 or items[-2] < ROWS or items[-1] < COLUMNS:
+def default_group(items: tuple[int, ...], max_group: int) -> tuple[int, ...] | None:
+    """The work group (IR order) of a GPU launch of ``items`` work items
+    where nothing chose one: GROUP work items, in ROWS x COLUMNS where the
+    innermost dimension fills COLUMNS, else in as many whole rows as fit
+    (the launch padded up: launch.geometry).  Never the driver's choice:
+    NVIDIA's divides the global size exactly, so a replication of an
+    awkward size (backprop's 1,048,577 x 17 weights: 17 x 61,681) ran in
+    groups of a few work items, 5x slower than in 15 x 17 (H200).  None
+    for an empty launch or a device whose groups hold fewer than GROUP."""
+    if not math.prod(items) or max_group < GROUP:
         return None
-    return (1,) * (len(items) - 2) + (ROWS, COLUMNS)
+    columns = min(items[-1], COLUMNS if len(items) > 1 else GROUP)
+    if len(items) == 1:
+        return (columns,)
+    rows = min(items[-2], GROUP // columns)
+    return (1,) * (len(items) - 2) + (rows, columns)
 
 
 RESIDENT_ITEMS = 2048

@@ -4,7 +4,7 @@ checks where none decides a branch; where the innermost instance id
 reaches an ``if`` or a loop's bounds, a march along the outermost
 dimension if the kernel reads columns there, else a launch's width apart; the option
 overrides, an unknown layout is an error naming the choices; and the
-work group a GPU launch of two or more dimensions gets by default.  That
+work group a GPU launch gets by default.  That
 both layouts and those groups compute what the interpreter does is
 test_per_item.py's (device)."""
 import pytest
@@ -168,9 +168,11 @@ def test_an_unknown_layout_names_the_choices():
         entries("diagonal")
 
 
-def test_gpu_kernels_of_two_or_more_dimensions_default_to_groups_of_rows():
+def test_gpu_kernels_default_to_groups_of_256_work_items():
     from hpvm_opencl.launch import default_group
-    assert default_group((8192, 2048)) == (4, 64)
-    assert default_group((64, 512, 128)) == (1, 4, 64)
-    assert default_group((3, 2048)) is None and default_group((8192, 40)) is None
-    assert default_group((1 << 20,)) is None
+    assert default_group((8192, 2048), 1024) == (4, 64)
+    assert default_group((64, 512, 128), 1024) == (1, 4, 64)
+    assert default_group((1048577, 17), 1024) == (15, 17)  # whole narrow rows
+    assert default_group((3, 2048), 1024) == (3, 64)
+    assert default_group((1048577,), 1024) == (256,) and default_group((100,), 1024) == (100,)
+    assert default_group((0, 5), 1024) is None and default_group((4096,), 128) is None

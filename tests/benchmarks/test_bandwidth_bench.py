@@ -22,4 +22,4 @@ def test_small_programs_run_on_an_opencl_device(capsys):
         (kernel, layout) for kernel in ("map map", "blur blur_x", "blur blur_y",
                                         "stencil sweep_to_scratch", "stencil sweep_back")
         for layout in ("auto", "strided"))
-    assert all(float(row[6]) > 0 for row in rows)
+    assert all(float(row[4]) > 0 for row in rows)  # ms (a tiny kernel's share of copy: 0.00)

@@ -145,7 +145,8 @@ def test_groups_of_rows_by_default_on_a_gpu_tails_included():
     _, local = device.launch_geometry(plan, x.shape, None, None, False)
     assert local == ((64, 4) if "GPU" in device.runtime.info.kind else None)
     np.testing.assert_allclose(exe(x=x)["z"], run_module(module, {"x": x})["z"], rtol=1e-6)
-    narrow = x[:, :17].copy()  # rows narrower than a group's: whole rows, 15 a group
+    narrow = np.random.default_rng(4).standard_normal((40, 17)).astype(np.float32)
+    # rows narrower than a group's: whole rows, 15 a group (40 rows: a tail)
     _, local = device.launch_geometry(plan, narrow.shape, None, None, False)
     assert local == ((17, 15) if "GPU" in device.runtime.info.kind else None)
     np.testing.assert_allclose(exe(x=narrow)["z"], run_module(module, {"x": narrow})["z"],

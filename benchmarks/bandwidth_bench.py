@@ -24,9 +24,7 @@ import argparse
 import json
 import os
 import platform
-import re
 import shlex
-import statistics
 import sys
 from pathlib import Path
 
@@ -38,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 import hpvm.lang as hl  # noqa: E402
 from hpvm.lang import Buffer, f32, parallel_loop  # noqa: E402
 
+from benchmarks.node_times_bench import kernel_times  # noqa: E402
 from benchmarks.roofline_bench import copy_bandwidth  # noqa: E402
 
 F32 = 4
@@ -72,38 +71,6 @@ n x n, stencil n/16 x n/16 x n/128 (n = 8192: Parboil's 512 x 512 x 64)."""
 SIZES = {"large": 8192, "small": 256}
 
 
-def kernel_of(node: str) -> str:
-    """The row a node's time goes to: its name without a repeat's suffix."""
-    return re.sub(r"_\d+$", "", node)
-
-
-def kernel_times(program, inputs: dict, options: dict, repeat: int
-                 ) -> dict[str, tuple[float, int]]:
-    """Kernel (kernel_of) -> (its nodes' own seconds in a call, the median of
-    ``repeat`` calls with inputs and outputs on the device; how many nodes
-    it is)."""
-    import hpvm
-    exe = hpvm.compile(program, ["gpu_opencl"], {**options, "pipeline": ""})
-    resident = {name: exe.device_array(value) if isinstance(value, np.ndarray) and value.ndim
-                else value for name, value in inputs.items()}
-    samples: dict[str, list[float]] = {}
-    nodes: dict[str, int] = {}
-    for run in range(repeat + 2):
-        outputs = exe(**resident, outputs="device")
-        next(iter(outputs.values())).queue.finish()
-        if run < 2:
-            continue  # the first calls build and warm up
-        totals: dict[str, float] = {}
-        for record in exe.report().node_records:
-            kernel = kernel_of(record.node)
-            totals[kernel] = totals.get(kernel, 0.0) + record.seconds
-            nodes[kernel] = nodes.get(kernel, 0) + (run == 2)
-        for kernel, seconds in totals.items():
-            samples.setdefault(kernel, []).append(seconds)
-    return {kernel: (statistics.median(times), nodes[kernel])
-            for kernel, times in samples.items()}
-
-
 def node_bytes(inputs: dict) -> float:
     """Bytes one node moves: a read and a write of every element of the
     program's array."""
@@ -133,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             for layout in args.layouts.split(","):
                 options = {**json.loads(args.options), "per_item": per_item,
                            "per_item_layout": layout}
-                times = kernel_times(program, inputs, options, args.repeat)
+                times = kernel_times(program, inputs, {**options, "pipeline": ""}, args.repeat)
                 for kernel, (seconds, nodes) in times.items():
                     rate = node_bytes(inputs) * nodes / seconds
                     print(f"| {name} {kernel} | {per_item} | {layout} | {seconds * 1e3:.4f} | "

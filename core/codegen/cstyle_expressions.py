@@ -68,6 +68,25 @@ class BufferBinding:
         return " * ".join(f"({d})" for d in self.dims) if len(self.dims) > 1 else self.dims[0]
 
 
+def exact_reciprocal(divisor: k.Expr, t: ScalarType) -> float | None:
+    """1/c where ``divisor`` is a constant power of two c whose reciprocal
+    the arithmetic of ``t`` holds exactly (f16 computes in f32): x / c and
+    x * (1/c) are then the correctly rounded values of one real number, so
+    the same for every x, zeros, infinities and NaNs included (IEEE 754),
+    and the product is cheaper (a device's correctly rounded division is a
+    call, an FPGA's divider a block of logic).  None otherwise."""
+    if not (isinstance(divisor, k.Const) and t.is_float):
+        return None
+    c = float(divisor.value)
+    if not math.isfinite(c) or c == 0:
+        return None
+    mantissa, exponent = math.frexp(c)
+    largest = 1023 if t.bits == 64 else 127   # c = +-2^p, 1/c = +-2^-p: both held
+    if abs(mantissa) != 0.5 or abs(exponent - 1) > largest:
+        return None
+    return 1.0 / c
+
+
 def _is_narrow_or_signed(t: ScalarType) -> bool:
     """Integer types whose C arithmetic could overflow (signed) or needs a
     cast back (narrower than int)."""
@@ -157,6 +176,10 @@ class CStyleExpressions:
         if op in ("land", "lor"):
             return f"({lhs} {_SYMBOLS[op]} {rhs})"
         if t.is_float:
+            inverse = exact_reciprocal(e.rhs, t) if op == "div" else None
+            if inverse is not None:
+                return self._float_binary("mul", lhs, self.literal(inverse, F32 if t.bits < 64
+                                                                   else t), t)
             return self._float_binary(op, lhs, rhs, t)
         if op in ("div", "rem"):
             return self._integer_division(op, e.rhs, lhs, rhs, t)

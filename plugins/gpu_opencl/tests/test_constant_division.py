@@ -54,6 +54,18 @@ def test_only_f32_divisions_by_finite_non_zero_constants_go_through_double():
     assert "hpvm_div_by_constant" not in rendered("3.0", False)
 
 
+@pytest.mark.parametrize("in_double", [True, False])
+def test_a_division_by_a_power_of_two_is_the_product_by_its_reciprocal(in_double):
+    for divisor, product in (("16.0", "* 0.0625f"), ("-0.5", "* (-2.0f)"),
+                             ("5.877471754111438e-39", "* 1.7014118346046923e+38f")):  # 2^-127
+        text = rendered(divisor, in_double)
+        assert f"(x[(HPVM_INDEX)i] {product})" in text and "hpvm_div_by_constant" not in text
+    renderer = OpenCLRenderer(parse_module(PROGRAM.replace("f64(3.0)", "f64(4.0)")
+                                           .replace("DIVISOR", "3.0")))
+    renderer.add_entry("divide", 1)
+    assert "(((double)x[(HPVM_INDEX)i]) * 0.25)" in renderer.finish().text  # f64 too
+
+
 def test_the_quotients_are_the_divisions_bit_for_bit():
     rng = np.random.default_rng(0)
     magnitudes = np.exp2(rng.integers(-149, 128, 1 << 16)).astype(np.float32)
@@ -62,7 +74,8 @@ def test_the_quotients_are_the_divisions_bit_for_bit():
                  np.float32),
         rng.standard_normal(1 << 16).astype(np.float32) * magnitudes,
         rng.integers(0, 2 ** 32, 1 << 16, dtype=np.uint64).astype(np.uint32).view(np.float32)])
-    for divisor in ("3.0", "0.1", "-7.5", "1e-30", "1e30", "0.5"):
+    for divisor in ("3.0", "0.1", "-7.5", "1e-30", "1e30", "0.5", "16.0",
+                    "1.7014118346046923e+38", "5.877471754111438e-39"):  # 2^127, 2^-127
         module = program(divisor)
         exe = rt.compile(module, targets=["gpu_opencl"])
         got, want = exe(x=x), run_module(module, {"x": x})

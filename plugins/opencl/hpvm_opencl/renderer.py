@@ -48,6 +48,7 @@ import numpy as np
 from hpvm.codegen import BufferBinding, CStyleRenderer
 from hpvm.codegen.aliasing import aliases_nothing
 from hpvm.codegen.cstyle import DIMS
+from hpvm.codegen.cstyle_expressions import exact_reciprocal
 from hpvm.errors import TargetError
 from hpvm.ir.kernel import AtomicUpdate, Binary, Call, Const, KernelFunction, Load, Store, Var
 from hpvm.ir.types import F16, F32, ScalarType
@@ -144,7 +145,8 @@ class OpenCLRenderer(WorkItemSteps, CStyleRenderer):
 
     def _expr_Binary(self, e: Binary) -> str:
         if self.constant_division_in_double and e.op == "div" and e.type == F32 \
-                and isinstance(e.rhs, Const) and math.isfinite(e.rhs.value) and e.rhs.value:
+                and isinstance(e.rhs, Const) and math.isfinite(e.rhs.value) and e.rhs.value \
+                and exact_reciprocal(e.rhs, F32) is None:  # a power of two: a product
             divisor = float(np.float32(e.rhs.value))
             return f"{self._constant_division()}({self.expr(e.lhs)}, {divisor!r}, " \
                    f"{1.0 / divisor!r})"

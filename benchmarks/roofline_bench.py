@@ -107,31 +107,39 @@ FP64 = {"ms_gemm"}
 PROGRAMS = {"gpu_opencl": "sgemm,mriq,stencil,spmv,blur", "cpu": "sgemm,ms_gemm,mriq"}
 
 
-def copy_bandwidth(repeat: int) -> float:
-    """Bytes a second of a float4 copy kernel over 256 MiB on the device
-    gpu_opencl uses (read and write counted), on the kernel's own time
-    (profiling events, as the nodes' own time is measured: a whole call's
-    host time would add the launch, ~10% of this kernel on an H200)."""
+def event_seconds(queue, kernel, global_size, local_size, repeat: int) -> float:
+    """The median of ``kernel``'s own time (profiling events) over
+    ``repeat`` launches, after three to warm up; its arguments set."""
+    import pyopencl as cl
+    seconds = []
+    for run in range(repeat + 3):
+        event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size)
+        event.wait()
+        if run >= 3:
+            seconds.append((event.profile.end - event.profile.start) * 1e-9)
+    return statistics.median(seconds)
+
+
+def copy_bandwidth(repeat: int, nbytes: int = 256 << 20, lanes: int = 4) -> float:
+    """Bytes a second of a copy kernel over ``nbytes`` (read and write
+    counted), ``lanes`` floats a work item (float4 by default), on the
+    device gpu_opencl uses, on the kernel's own time (profiling events, as
+    the nodes' own time is measured: a whole call's host time would add
+    the launch, ~10% of the 256 MiB copy on an H200)."""
     import pyopencl as cl
     from benchmarks.peers import _opencl_device
     context, _ = _opencl_device()
     queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
-    program = cl.Program(context, "__kernel void copy(__global const float4* restrict a, "
-                                  "__global float4* restrict b) { size_t i = get_global_id(0); "
-                                  "b[i] = a[i]; }").build()
-    nbytes = 256 << 20
+    element = "float" if lanes == 1 else f"float{lanes}"
+    program = cl.Program(context, f"__kernel void copy(__global const {element}* restrict a, "
+                                  f"__global {element}* restrict b) "
+                                  "{ size_t i = get_global_id(0); b[i] = a[i]; }").build()
     a = cl.Buffer(context, cl.mem_flags.READ_ONLY, nbytes)
     b = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, nbytes)
     cl.enqueue_fill_buffer(queue, a, np.float32(1), 0, nbytes)
     kernel = cl.Kernel(program, "copy")
     kernel.set_args(a, b)
-    seconds = []
-    for run in range(repeat + 3):
-        event = cl.enqueue_nd_range_kernel(queue, kernel, (nbytes // 16,), None)
-        event.wait()
-        if run >= 3:  # warmed up
-            seconds.append((event.profile.end - event.profile.start) * 1e-9)
-    return 2.0 * nbytes / statistics.median(seconds)
+    return 2.0 * nbytes / event_seconds(queue, kernel, (nbytes // (4 * lanes),), None, repeat)
 
 
 def cublas_rate(repeat: int) -> float | None:

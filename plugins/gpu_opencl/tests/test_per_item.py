@@ -151,6 +151,8 @@ def test_groups_of_rows_by_default_on_a_gpu_tails_included():
     assert local == ((17, 15) if "GPU" in device.runtime.info.kind else None)
     np.testing.assert_allclose(exe(x=narrow)["z"], run_module(module, {"x": narrow})["z"],
                                rtol=1e-6)
+    # the default never exceeds what the kernel itself may hold in a group
+    assert 0 < device._group_limit(plan.entry) <= device.runtime.info.max_work_group_size
 
 
 PLANES = """hpvm 1.0

@@ -137,6 +137,7 @@ class OpenCLDevice(Device):
         self.queues: list = []
         self._local = threading.local()
         self._kernels: dict[tuple[str, bool], Any] = {}
+        self._group_limits: dict[str, int] = {}
         self._constants: dict[str, Any] = {}
         self._written: dict[str, set[str]] = {}   # function -> buffers it writes (asynchronous)
         self._adoptions = Adoptions()
@@ -303,8 +304,21 @@ class OpenCLDevice(Device):
         items = self.work_items(plan, sizes)
         max_group = self.runtime.info.max_work_group_size
         if group is None and not plan.synchronous and "GPU" in self.runtime.info.kind:
-            group = default_group(items, max_group)
+            group = default_group(items, min(max_group, self._group_limit(plan.entry)))
         return geometry(items, group, plan.synchronous and not padded, max_group, where)
+
+    def _group_limit(self, entry: str) -> int:
+        """The most work items a group of ``entry``'s kernel may hold on
+        this device (CL_KERNEL_WORK_GROUP_SIZE: a kernel's registers or
+        local memory may allow fewer than the device's maximum)."""
+        limit = self._group_limits.get(entry)
+        if limit is None:
+            import pyopencl as cl
+            with self.runtime.lock:
+                limit = cl.Kernel(self.program, entry).get_work_group_info(
+                    cl.kernel_work_group_info.WORK_GROUP_SIZE, self.runtime.device)
+            self._group_limits[entry] = limit
+        return limit
 
     def work_items(self, plan: NodePlan, sizes: tuple[int, ...]) -> tuple[int, ...]:
         """The work items of ``plan``'s launch over replication ``sizes``

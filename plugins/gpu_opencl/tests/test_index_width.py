@@ -8,7 +8,7 @@ import hpvm.runtime as rt
 from hpvm.interp import run_module
 from hpvm.ir.text import load_module
 from hpvm.testing import assert_outputs_close, random_inputs
-from hpvm_opencl import device as opencl_device
+from hpvm_opencl import memory as opencl_memory
 from hpvm_opencl import program as opencl_program
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "ir"
@@ -45,7 +45,7 @@ def test_buffers_that_int_counts_run_the_int_program_alone(name, builds):
 
 @pytest.mark.parametrize("name", ["blur", "matmul"])
 def test_a_buffer_larger_than_int_counts_runs_the_long_program(name, builds, monkeypatch):
-    monkeypatch.setattr(opencl_device, "NARROW_ELEMENTS", 20)   # every buffer here exceeds it
+    monkeypatch.setattr(opencl_memory, "NARROW_ELEMENTS", 20)   # every buffer here exceeds it
     _compile_and_run(name)
     assert builds[0] == "int" and "long" in builds
 

@@ -132,7 +132,8 @@ def sweep(grid: np.ndarray, c0: float, c1: float) -> np.ndarray:
 
 def variants(grid: np.ndarray, configs, repeat: int):
     """(W, R, K, unrolled, best seconds, its group, whether every group
-    computed the sweep) for each of ``configs``."""
+    computed the sweep) for each of ``configs``; the output is filled with
+    NaN before each group's runs, so a point no group writes fails."""
     import pyopencl as cl
 
     from benchmarks.peers import _opencl_device
@@ -154,6 +155,7 @@ def variants(grid: np.ndarray, configs, repeat: int):
             columns = -(-nx // width)
             global_size = (-(-columns // group[0]) * group[0],
                            -(-ny // rows // group[1]) * group[1], -(-nz // planes))
+            cl.enqueue_fill_buffer(queue, target, np.float32(np.nan), 0, grid.nbytes)
             seconds = event_seconds(queue, kernel, global_size, group, repeat)
             got = np.empty_like(grid)
             cl.enqueue_copy(queue, got, target)

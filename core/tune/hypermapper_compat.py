@@ -5,12 +5,12 @@ fixes it needs, in one place, applied before it is imported.
    1.4 renamed ``sparse`` to ``sparse_output`` and 1.6 removed the old name
    (upstream issue luinardi/hypermapper#84).  Its ``models`` module gets an
    encoder class that accepts the old name.
-2. Its ``optimizer`` module imports ``resource_stream`` from
-   ``pkg_resources``, which setuptools 81 removed.  When ``pkg_resources``
-   is missing, a module offering only ``resource_stream`` (on
-   ``importlib.resources``) stands in for it while HyperMapper is imported,
-   and leaves ``sys.modules`` afterwards (so that no other library takes
-   it for setuptools').
+2. Its ``optimizer`` and ``utility_functions`` modules import
+   ``resource_stream`` from ``pkg_resources``, which setuptools 81
+   removed.  When ``pkg_resources`` is missing, a module offering only
+   ``resource_stream`` (on ``importlib.resources``) stands in for it while
+   HyperMapper is imported, and leaves ``sys.modules`` afterwards (so that
+   no other library takes it for setuptools').
 
 tests/tune/test_hypermapper_compat.py checks that each fix is still needed
 (it fails once upstream fixes its code, so this module can go) and that

@@ -31,11 +31,12 @@ from ..ir.kernel import (
     ArrayDecl, Assign, Binary, Const, Expr, InstanceId, KernelFunction, Let, Load, Stmt,
     Store, Unary, Var,
 )
+from ..ir.strides import IndexStrides, instance_of, loop_variable
 from ..ir.tensor_ops.lowering import KernelBuilder, add, minimum, mul
 from ..ir.visit import rewrite
 from .names import declared_names, function_names, substitute
 from .register_tile_group_dim import Grouped
-from .register_tile_plan import at_instance
+from .register_tile_plan import NestPlan, at_instance
 from .register_tile_schedule import (
     Schedule, block_counts, other_instances, as_index, ceil_div, group_size, i64,
 )
@@ -55,6 +56,7 @@ class _Writer:
         self.b = KernelBuilder(None, tuple(p for p in function.params if p.is_buffer))
         self.b.reserve(function_names(function))
         self.types = {acc.name: acc.type for acc in plan.accumulators}
+        self.packs_along_steps = packs_along_steps(plan)
 
     def body(self, replication: tuple[Expr, ...]) -> tuple[Stmt, ...]:
         b, s, plan = self.b, self.s, self.plan
@@ -212,9 +214,16 @@ class _Writer:
 
     def _pack_tile(self, first: Var, steps: Var, tile: Var, clamp: bool) -> None:
         """A tile's columns of the block into the panels; ``clamp``: the
-        last tile, past the last column."""
+        last tile, past the last column.  The copy's inner loop runs along
+        the reads' contiguous elements: the columns (``b[k, j]``), or the
+        steps where the reads are adjacent along the loop instead
+        (``b[j, k]``, a linear layer's weights), which packing by columns
+        would read a row apart each."""
         b, s = self.b, self.s
-        with b.loop("kk", steps) as step, b.loop("c", i64(s.cols)) as column:
+        loops = (b.loop("c", i64(s.cols)), b.loop("kk", steps)) if self.packs_along_steps \
+            else (b.loop("kk", steps), b.loop("c", i64(s.cols)))
+        with loops[0] as outer, loops[1] as inner:
+            step, column = (inner, outer) if self.packs_along_steps else (outer, inner)
             col = self._clamped_col(tile, column) if clamp else self._col(tile, column)
             for load, panel in self.panels.items():
                 value = substitute(load, values={self.plan.loop.var: add(first, step)})
@@ -304,6 +313,16 @@ class _Writer:
 
     def _clamped_col(self, tile: Expr, column: Expr) -> Expr:
         return minimum(self._col(tile, column), self.cols_total - i64(1))
+
+
+def packs_along_steps(plan: NestPlan) -> bool:
+    """Whether every column read that is packed reads adjacent elements
+    for adjacent steps of the loop, and none for adjacent columns."""
+    strides = IndexStrides(plan.steps)
+    along_steps, along_cols = loop_variable(plan.loop.var), instance_of(plan.cols)
+    return bool(plan.packed) and all(
+        strides.element_stride(load.indices, along_steps) == 1
+        and strides.element_stride(load.indices, along_cols) != 1 for load in plan.packed)
 
 
 def cell_body(b: KernelBuilder, loop_body: tuple[Stmt, ...], reads: dict[Load, Expr],

@@ -13,7 +13,10 @@ import pytest
 from hpvm.frontend.compile import load_python_file
 from hpvm.ir.text import parse_module, print_module
 from hpvm.passes import PassError, run_pipeline
+from hpvm.passes.module_tools import iter_nodes
 from hpvm.passes.register_tile import SCHEDULE_ATTRIBUTE, eligible_nodes
+from hpvm.passes.register_tile_body import packs_along_steps
+from hpvm.passes.register_tile_plan import NestPlan, nest_plan
 from hpvm.testing import usable_targets
 
 PROGRAMS = load_python_file(Path(__file__).with_name("nest_programs.py"))
@@ -34,6 +37,16 @@ def test_every_written_form_of_a_product_qualifies(name):
     text = print_module(tiled)
     assert f"{SCHEDULE_ATTRIBUTE} = [3, 4]" in text
     assert print_module(parse_module(text)) == text
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))
+def test_panels_are_copied_along_the_contiguous_elements(name):
+    """b[j, k] (a linear layer's weights) is packed step by step down each
+    column; b[k, j] and flat b[k * n + j] column by column along each step."""
+    module = PROGRAMS.TILED[name].build()
+    plans = [plan for _, node in iter_nodes(module)
+             if isinstance(plan := nest_plan(module, node), NestPlan)]
+    assert [packs_along_steps(plan) for plan in plans] == [name == "matmul_bt"]
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))

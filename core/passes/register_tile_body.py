@@ -33,7 +33,8 @@ from ..ir.kernel import (
 )
 from ..ir.strides import IndexStrides, instance_of, loop_variable
 from ..ir.tensor_ops.lowering import KernelBuilder, add, minimum, mul
-from ..ir.visit import rewrite
+from ..ir.types import I64
+from ..ir.visit import children, rewrite, walk
 from .names import declared_names, function_names, substitute
 from .register_tile_group_dim import Grouped
 from .register_tile_plan import NestPlan, at_instance
@@ -218,17 +219,34 @@ class _Writer:
         the reads' contiguous elements: the columns (``b[k, j]``), or the
         steps where the reads are adjacent along the loop instead
         (``b[j, k]``, a linear layer's weights), which packing by columns
-        would read a row apart each."""
+        would read a row apart each.  Where the columns are inner, index
+        values that divide and follow only the column (a flattened
+        pixel's row and column, ``p // OW`` and ``p % OW``) are computed
+        once per column before the copy instead of at every step."""
         b, s = self.b, self.s
+        step_at, column_at = Var(b.fresh("kk"), I64), Var(b.fresh("c"), I64)
+        col = self._clamped_col(tile, column_at) if clamp else self._col(tile, column_at)
+        at_step = {self.plan.loop.var: add(first, step_at)}
+        values = {panel: self._at(substitute(load, values=at_step), self.row0, col)
+                  for load, panel in self.panels.items()}
+        per_column = {} if self.packs_along_steps else {
+            part: b.fresh("column_index")
+            for part in divisions_along(tuple(values.values()), column_at.name, step_at.name)}
+        if per_column:
+            for part, array in per_column.items():
+                b.emit(ArrayDecl(array, part.type, (s.cols,), zeroed=False))
+            with b.loop("c", i64(s.cols)) as column:
+                for part, array in per_column.items():
+                    b.store(array, (column,), substitute(part, values={column_at.name: column}))
         loops = (b.loop("c", i64(s.cols)), b.loop("kk", steps)) if self.packs_along_steps \
             else (b.loop("kk", steps), b.loop("c", i64(s.cols)))
         with loops[0] as outer, loops[1] as inner:
             step, column = (inner, outer) if self.packs_along_steps else (outer, inner)
-            col = self._clamped_col(tile, column) if clamp else self._col(tile, column)
-            for load, panel in self.panels.items():
-                value = substitute(load, values={self.plan.loop.var: add(first, step)})
+            for panel, value in values.items():
+                value = rewrite(value, lambda node: Load(per_column[node], (column_at,), node.type)
+                                if node in per_column else None)
                 b.store(panel, (self._panel_at(tile, step, column),),
-                        self._at(value, self.row0, col))
+                        substitute(value, values={step_at.name: step, column_at.name: column}))
 
     def _row_panel_at(self, block: Expr, step: Expr, row: Expr) -> Expr:
         s = self.s
@@ -323,6 +341,26 @@ def packs_along_steps(plan: NestPlan) -> bool:
     return bool(plan.packed) and all(
         strides.element_stride(load.indices, along_steps) == 1
         and strides.element_stride(load.indices, along_cols) != 1 for load in plan.packed)
+
+
+def divisions_along(exprs: tuple[Expr, ...], column: str, step: str) -> list[Expr]:
+    """The largest integer parts of ``exprs`` that read variable ``column``
+    but not ``step``, divide (``/``, ``%``) and load nothing."""
+    found: list[Expr] = []
+
+    def visit(expr: Expr) -> None:
+        inside = list(walk(expr))
+        names = {n.name for n in inside if isinstance(n, Var)}
+        if column in names and step not in names and not expr.type.is_float \
+                and not any(isinstance(n, Load) for n in inside) \
+                and any(isinstance(n, Binary) and n.op in ("div", "rem") for n in inside):
+            found.append(expr)
+            return
+        for child in children(expr):
+            visit(child)
+    for expr in exprs:
+        visit(expr)
+    return list(dict.fromkeys(found))
 
 
 def cell_body(b: KernelBuilder, loop_body: tuple[Stmt, ...], reads: dict[Load, Expr],

@@ -52,6 +52,15 @@ def test_every_written_form_of_a_convolution_qualifies(name):
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))
+def test_a_flattened_pixels_row_and_column_are_divided_once_per_column(name):
+    """Packing the image's panel divides the output pixel by the width
+    once per column of a tile, before the copy's steps, not at each step."""
+    text = print_module(run_pipeline(PROGRAMS.TILED[name].build(), SMALL))
+    divided = name in ("flat_pixels", "batched_strided")
+    assert text.count("private column_index") == (4 if divided else 0)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))
 @pytest.mark.parametrize("pipeline", [SMALL, SMALL.replace("}", " pack=false}")])
 def test_results_equal_the_convolution_as_written_on_ragged_sizes(name, pipeline):
     _check(name, pipeline)

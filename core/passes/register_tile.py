@@ -35,10 +35,10 @@ from .errors import PassError
 from .module_tools import iter_nodes, named_kernel_nodes
 from .names import unique_name
 from .register_tile_body import tiled_body
-from .register_tile_group_dim import grouped_plan
+from .register_tile_group_dim import Grouped, grouping_plan
 from .register_tile_schedule import Schedule, tiled_replication
 from .register_tile_group import GroupSchedule, group_body
-from .register_tile_plan import NestPlan, nest_plan
+from .register_tile_plan import NestPlan, nest_plan, nest_plans
 from .registry import Option, register_pass
 from .tensor_graph import replace_node
 
@@ -120,7 +120,8 @@ def register_tile(module: Module, rows: int, cols: int, chunk: int, panel: int, 
             module = _grouped(module, module.graph(graph.name), node, plan, schedule)
         else:
             schedule = model_schedule(plan, vector_bits, registers, cores, **sizes)
-            module = _scheduled(module, module.graph(graph.name), node, plan, schedule)
+            grouped = grouping_plan(nest_plans(module, node), len(node.replication))
+            module = _scheduled(module, module.graph(graph.name), node, grouped, schedule)
     return module
 
 
@@ -176,10 +177,9 @@ def _multiple(value: int, of: int) -> int:
     return max(of, value // of * of)
 
 
-def _scheduled(module: Module, graph: Graph, node: Node, plan: NestPlan,
+def _scheduled(module: Module, graph: Graph, node: Node, grouped: Grouped,
                schedule: Schedule) -> Module:
     function = module.function(node.body.function)
-    grouped = grouped_plan(plan, len(node.replication))
     body = tiled_body(function, grouped, schedule, node.replication)
     return _replaced(module, graph, node, function, body,
                      (tiled_replication(grouped, schedule, node.replication),),

@@ -30,6 +30,16 @@ class Grouped(NamedTuple):
     dim: int | None
 
 
+def grouping_plan(plans: list[NestPlan], rank: int) -> Grouped:
+    """The first of ``plans`` (register_tile_plan.nest_plans) whose
+    instances can take several values of another dimension, else the
+    first: with the channels last (``y[oh, ow, k]``), rows ``k`` and
+    columns ``ow`` let an instance pack the filters once for several
+    output rows, where columns ``k`` would pack them again for each."""
+    grouped = [grouped_plan(plan, rank) for plan in plans]
+    return next((g for g in grouped if g.dim is not None), grouped[0])
+
+
 def grouped_plan(plan: NestPlan, rank: int) -> Grouped:
     """The last dimension other than the rows and columns that the row
     reads (packed) and the loop's bounds do not follow, or none."""

@@ -58,8 +58,15 @@ class NestPlan:
 
 
 def nest_plan(module: Module, node: Node) -> NestPlan | str:
-    """The plan of ``node``, or why it does not qualify (in words, to
-    follow "node 'x' ")."""
+    """The plan of ``node`` (its innermost columns first), or why it does
+    not qualify (in words, to follow "node 'x' ")."""
+    plans = nest_plans(module, node)
+    return plans if isinstance(plans, str) else plans[0]
+
+
+def nest_plans(module: Module, node: Node) -> list[NestPlan] | str:
+    """Every plan of ``node``, one per pair of rows and columns that
+    qualifies, innermost columns first; or why none does."""
     if not isinstance(node.body, KernelBody):
         return "is not a kernel node"
     rank = len(node.replication)
@@ -72,15 +79,13 @@ def nest_plan(module: Module, node: Node) -> NestPlan | str:
                 isinstance(item, ArrayDecl) and item.space == "local"):
             return (f"uses {type(item).__name__.lower()} statements or local arrays (run "
                     "inline first for calls)")
-    problems = []
+    plans, problems = [], []
     for cols in reversed(range(rank)):
         for rows in reversed(range(rank)):
             if rows != cols:
                 plan = _plan(function, rows, cols)
-                if isinstance(plan, NestPlan):
-                    return plan
-                problems.append(plan)
-    return problems[0]
+                (plans if isinstance(plan, NestPlan) else problems).append(plan)
+    return plans or problems[0]
 
 
 def _plan(function: KernelFunction, rows: int, cols: int) -> NestPlan | str:

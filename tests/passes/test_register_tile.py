@@ -19,7 +19,8 @@ from hpvm.passes.register_tile_body import packs_along_steps
 from hpvm.passes.register_tile_plan import NestPlan, nest_plan
 from hpvm.testing import usable_targets
 
-PROGRAMS = load_python_file(Path(__file__).with_name("nest_programs.py"))
+from benchmarks import products as PROGRAMS
+
 CHECKS = load_python_file(Path(__file__).with_name("tiling_checks.py"))
 SMALL = "register-tile{rows=3 cols=4 chunk=6 panel=8 kblock=5}"
 """Blocks far smaller than the sizes, so that every ragged edge is met."""

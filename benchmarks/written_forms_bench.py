@@ -1,0 +1,159 @@
+"""Every written form of a matrix product and of a convolution, as the cpu
+target schedules it by default, against the library call a numpy or
+PyTorch user writes for the same result (issue 40: "several
+independently written variants of each kernel").
+
+    python benchmarks/written_forms_bench.py [--forms products,convolutions]
+        [--size 1024] [--conv-shape 64,64,58,3] [--threads T] [--repeat 7]
+
+The forms are benchmarks/products.py's (m = k = n = ``--size``; batched:
+three products) and benchmarks/convolutions.py's (channels in, out, image
+size, taps; conv1d over as many positions as the images have pixels).
+Each output is checked against its peer's where the peer computes it.  Each implementation is timed
+in its own block of ``--repeat`` calls after a warm-up call, with a pause
+between blocks (OpenBLAS's and oneDNN's threads spin after a call and
+slow what runs next).  Ratio = hpvm's time / the peer's.  The int32 and
+min-plus products have no library peer: their row compares with the f32
+product of the same shape (numpy's int32 product does not call BLAS).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.loop_nest_bench import best_time  # noqa: E402
+
+
+def product_peers(np):
+    """Form -> (peer's name, peer(inputs) -> {output: array})."""
+    def f32_product(i):
+        a, b = (v for v in i.values() if getattr(v, "ndim", 0) == 2)
+        return {"f32 a @ b": a.astype(np.float32) @ b.astype(np.float32)}
+
+    def distances(i):
+        dots = i["a"] @ i["b"]
+        return {"dots": dots, "dist": (i["a"] ** 2).sum(1)[:, None] - 2 * dots
+                + (i["b"] ** 2).sum(0)[None]}
+    return {
+        "sgemm": ("alpha a @ b + beta c",
+                  lambda i: {"C": i["alpha"] * (i["A"] @ i["B"]) + i["beta"] * i["C"]}),
+        "ms_gemm": ("a @ b (f64)", lambda i: {"prod": i["m1"] @ i["m2"]}),
+        "matmul_bt": ("a @ bt.T", lambda i: {"c": i["a"] @ i["bt"].T}),
+        "matmul_at": ("at.T @ b", lambda i: {"c": i["at"].T @ i["b"]}),
+        "flat_matmul": ("a @ b, reshaped", lambda i: {"c": (
+            i["a"].reshape(i["m"], i["k"]) @ i["b"].reshape(i["k"], i["n"])).reshape(-1)}),
+        "batched": ("np.matmul, batched", lambda i: {"y": i["x"] @ i["w"]}),
+        "int_matmul": ("the f32 product's time", f32_product),
+        "min_plus": ("the f32 product's time", f32_product),
+        "biased_relu": ("max(x @ w + bias, 0)",
+                        lambda i: {"y": np.maximum(i["x"] @ i["w"] + i["bias"], 0)}),
+        "two_sums": ("a @ b and squared distances by BLAS", distances),
+    }
+
+
+def convolution_peers(torch):
+    """Form -> (peer's name, peer(inputs) -> {output: array})."""
+    conv = torch.nn.functional
+
+    def tensors(i):
+        return {k: torch.from_numpy(v) for k, v in i.items() if hasattr(v, "ndim") and v.ndim}
+
+    def direct(i):
+        return {"y": conv.conv2d(tensors(i)["x"][None], tensors(i)["w"])[0]}
+
+    def strided(i):
+        t = tensors(i)
+        y = conv.conv2d(t["x"], t["w"], stride=int(i["stride"]))
+        return {"y": y.reshape(*y.shape[:2], -1)}
+
+    def channels_last(i):
+        t = tensors(i)
+        y = conv.conv2d(t["x"].permute(2, 0, 1)[None], t["w"].permute(3, 2, 0, 1))
+        return {"y": y[0].permute(1, 2, 0)}
+
+    def flat(i):
+        t = tensors(i)
+        y = conv.relu(conv.conv2d(t["x"][None], t["w"], t["bias"]))[0]
+        return {"y": y.reshape(y.shape[0], -1)}
+    return {
+        "direct": ("conv2d", direct), "taps_outside": ("conv2d", direct),
+        "batched_strided": ("conv2d, stride 2", strided),
+        "channels_last": ("conv2d on NHWC / HWIO views", channels_last),
+        "flat_pixels": ("relu(conv2d + bias)", flat),
+        "conv1d": ("conv1d", lambda i: {"y": conv.conv1d(tensors(i)["x"][None],
+                                                           tensors(i)["w"])[0]}),
+    }
+
+
+def rows(forms: dict, peers: dict, inputs_of, args, threads: dict):
+    """(form, peer's name, hpvm ms, peer ms) of each form, its output
+    checked against the peer's."""
+    import numpy as np
+    import hpvm
+    rng = np.random.default_rng(0)
+    for name, program in forms.items():
+        label, peer = peers[name]
+        inputs = inputs_of(name, rng)
+        expected = {k: np.asarray(v) for k, v in peer(inputs).items()}
+        exe = hpvm.compile(program, targets=["cpu"], options=threads)
+        got = exe(**inputs)
+        for port, want in expected.items():
+            if port in got:
+                scale = float(np.abs(want).max()) or 1.0
+                error = float(np.abs(np.asarray(got[port], np.float64) - want).max()) / scale
+                assert error < 1e-3, f"{name}: {port} off by {error:.1e} of its largest value"
+        yield name, label, best_time(lambda: exe(**inputs), args.repeat), \
+            best_time(lambda: peer(inputs), args.repeat)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--forms", default="products,convolutions")
+    parser.add_argument("--size", type=int, default=1024, help="products: m = k = n")
+    parser.add_argument("--conv-shape", default="64,64,58,3",
+                        help="channels in, out, image size (no padding), taps")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args(argv)
+    if args.threads:
+        os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
+    import numpy as np
+    import torch
+    from benchmarks import convolutions, products
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    threads = {"threads": args.threads} if args.threads else {}
+    n = args.size
+    channels, kernels, size, taps = (int(v) for v in args.conv_shape.split(","))
+    command = ["benchmarks/written_forms_bench.py", *(argv or sys.argv[1:])]
+    print(f"command: python {shlex.join(command)}")
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus seen, "
+          f"threads {args.threads or 'all'}")
+    print("| form | peer | hpvm ms | peer ms | ratio |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    tables = []
+    if "products" in args.forms:
+        tables.append((products.TILED, product_peers(np),
+                       lambda name, rng: products.inputs_for(name, rng, n, n, n)))
+    if "convolutions" in args.forms:
+        def conv_inputs(name, rng):
+            length = size * size if name == "conv1d" else size
+            return convolutions.inputs_for(name, rng, channels, kernels, length, taps)
+        tables.append((convolutions.TILED, convolution_peers(torch), conv_inputs))
+    for forms, peers, inputs_of in tables:
+        with torch.no_grad():
+            for name, label, mine, theirs in rows(forms, peers, inputs_of, args, threads):
+                print(f"| {name} | {label} | {mine * 1e3:.2f} | {theirs * 1e3:.2f} | "
+                      f"{mine / theirs:.2f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

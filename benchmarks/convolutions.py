@@ -1,8 +1,8 @@
 # ruff: noqa: F821  (shape symbols such as C, K and OH are names the kernel language binds)
 """Convolutions written as kernel programs, the ways people write them,
-for the register-tile pass (``direct``, the seven-loop nest, is the
-benchmarks' own): loops over channels and taps in several orders and
-layouts, batched and strided, over flattened pixels, one-dimensional,
+for the register-tile pass's tests and benchmarks/written_forms_bench.py
+(``direct``, the seven-loop nest, is loop_nest_bench's): loops over
+channels and taps in several orders and layouts, batched and strided, over flattened pixels, one-dimensional,
 with a bias and an activation, and a depthwise one the pass must leave
 alone (no value reused across output channels).
 ``inputs_for`` makes inputs for ``channels`` in, ``kernels`` out, an

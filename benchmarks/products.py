@@ -1,5 +1,6 @@
 # ruff: noqa: F821  (shape symbols such as M, N and K are names the kernel language binds)
-"""Loop nests written as people write them, for the register-tile pass:
+"""Loop nests written as people write them, for the register-tile pass's
+tests and benchmarks/written_forms_bench.py:
 the suite's sgemm and ms_gemm (f64), matrix products in other layouts and
 styles, batched, over integers, a min-plus product, products with a bias
 or two sums, and a nest the pass must leave alone.  ``inputs_for`` makes

@@ -31,13 +31,12 @@ from ..ir.kernel import (
     ArrayDecl, Assign, Binary, Const, Expr, InstanceId, KernelFunction, Let, Load, Stmt,
     Store, Unary, Var,
 )
-from ..ir.strides import IndexStrides, instance_of, loop_variable
 from ..ir.tensor_ops.lowering import KernelBuilder, add, minimum, mul
 from ..ir.types import I64
 from ..ir.visit import children, rewrite, walk
 from .names import declared_names, function_names, substitute
 from .register_tile_group_dim import Grouped
-from .register_tile_plan import NestPlan, at_instance
+from .register_tile_plan import adjacent_along, at_instance
 from .register_tile_schedule import (
     Schedule, block_counts, other_instances, as_index, ceil_div, group_size, i64,
 )
@@ -57,7 +56,8 @@ class _Writer:
         self.b = KernelBuilder(None, tuple(p for p in function.params if p.is_buffer))
         self.b.reserve(function_names(function))
         self.types = {acc.name: acc.type for acc in plan.accumulators}
-        self.packs_along_steps = packs_along_steps(plan)
+        self.packs_along_steps = bool(plan.packed) and adjacent_along(
+            plan, plan.packed, plan.cols) == "steps"
 
     def body(self, replication: tuple[Expr, ...]) -> tuple[Stmt, ...]:
         b, s, plan = self.b, self.s, self.plan
@@ -331,16 +331,6 @@ class _Writer:
 
     def _clamped_col(self, tile: Expr, column: Expr) -> Expr:
         return minimum(self._col(tile, column), self.cols_total - i64(1))
-
-
-def packs_along_steps(plan: NestPlan) -> bool:
-    """Whether every column read that is packed reads adjacent elements
-    for adjacent steps of the loop, and none for adjacent columns."""
-    strides = IndexStrides(plan.steps)
-    along_steps, along_cols = loop_variable(plan.loop.var), instance_of(plan.cols)
-    return bool(plan.packed) and all(
-        strides.element_stride(load.indices, along_steps) == 1
-        and strides.element_stride(load.indices, along_cols) != 1 for load in plan.packed)
 
 
 def divisions_along(exprs: tuple[Expr, ...], column: str, step: str) -> list[Expr]:

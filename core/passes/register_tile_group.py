@@ -32,7 +32,7 @@ from ..ir.tensor_ops.lowering import KernelBuilder, add, minimum, mul
 from .names import function_names, substitute
 from .register_tile_body import cell_body
 from .register_tile_schedule import as_index, ceil_div, i64
-from .register_tile_plan import NestPlan, at_instance
+from .register_tile_plan import NestPlan, adjacent_along, at_instance
 
 
 @dataclass(frozen=True)
@@ -72,11 +72,17 @@ def group_body(function: KernelFunction, plan: NestPlan, s: GroupSchedule,
     block_rows, block_cols = s.group * s.rows, s.group * s.cols
     row_tiles = {load: b.fresh("rows_tile") for load in plan.row_packed}
     col_tiles = {load: b.fresh("cols_tile") for load in plan.packed}
-    # A row tile is filled along the loop's steps: a word more per step
-    # keeps those stores in different banks.
-    for tiles, width in ((row_tiles, block_rows + 1), (col_tiles, block_cols)):
+    # Consecutive instances copy consecutive addresses: along the loop's
+    # steps for a[i, k] and b[j, k], along the rows or columns for at[k, i]
+    # and b[k, j].  A tile filled along the steps takes a word more per
+    # step, which keeps those stores in different banks.
+    row_steps = adjacent_along(plan, plan.row_packed, plan.rows) != "instances"
+    col_steps = adjacent_along(plan, plan.packed, plan.cols) == "steps"
+    for tiles, width, steps_fastest in ((row_tiles, block_rows, row_steps),
+                                        (col_tiles, block_cols, col_steps)):
         for load, name in tiles.items():
-            b.emit(ArrayDecl(name, load.type, (s.kblock, width), "local"))
+            b.emit(ArrayDecl(name, load.type, (s.kblock, width + (1 if steps_fastest else 0)),
+                             "local"))
     accs = {}
     for acc in plan.accumulators:
         accs[acc.name] = b.fresh(f"{acc.name}_tile")
@@ -98,10 +104,10 @@ def group_body(function: KernelFunction, plan: NestPlan, s: GroupSchedule,
     me = b.let("me", add(mul(lane[plan.rows], i64(s.group)), lane[plan.cols]))
     count = b.let("steps", loop.stop - loop.start)
     blocks = b.let("blocks", ceil_div(count, s.kblock))
-    copies = [_Copy(b, s, row_tiles, block_rows, me, True,
+    copies = [_Copy(b, s, row_tiles, block_rows, me, row_steps,
                     lambda load, k, i: at(substitute(load, values={loop.var: k}), minimum(
                         add(base[plan.rows], i), rows_total - i64(1)), clamped_cols[0])),
-              _Copy(b, s, col_tiles, block_cols, me, False,
+              _Copy(b, s, col_tiles, block_cols, me, col_steps,
                     lambda load, k, i: at(substitute(load, values={loop.var: k}),
                                           clamped_rows[0], minimum(add(base[plan.cols], i),
                                                                    cols_total - i64(1))))]
@@ -151,8 +157,9 @@ class _Copy:
     instance reads its share into registers (``fetch``), then stores them
     into the tiles (``put``), so that the reads of the next block overlap
     the products of this one.  Consecutive instances take consecutive
-    steps (reads along the loop, a row of ``a[i, k]``) or consecutive
-    offsets (``b[k, j]``), so that they read consecutive addresses."""
+    steps (``steps_fastest``: reads along the loop, a row of ``a[i, k]``)
+    or consecutive offsets (``b[k, j]``), so that they read consecutive
+    addresses."""
 
     def __init__(self, b: KernelBuilder, s: GroupSchedule, tiles: dict, width: int, me: Var,
                  steps_fastest: bool, value):

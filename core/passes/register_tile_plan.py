@@ -25,6 +25,7 @@ from ..ir.kernel import (
     ArrayDecl, Assign, Barrier, Binary, Call, Const, Expr, ExprStmt, For, InstanceCount,
     InstanceId, KernelFunction, Let, Load, Return, Stmt, Var, While,
 )
+from ..ir.strides import IndexStrides, instance_of, loop_variable
 from ..ir.types import I64
 from ..ir.uniformity import Uniformity, written_buffers
 from ..ir.visit import rewrite, walk
@@ -207,6 +208,20 @@ def at_instance(root, ids: dict[int, Expr], counts: dict[int, Expr]):
             return counts[node.dim]
         return None
     return rewrite(root, visit)
+
+
+def adjacent_along(plan: NestPlan, loads: tuple[Load, ...], dim: int) -> str | None:
+    """Along what ``loads`` (packed reads that follow replication dimension
+    ``dim``) read adjacent elements: ``"steps"`` where every one does for
+    adjacent steps of the loop and none for adjacent instances along
+    ``dim`` (``b[j, k]`` by columns ``j``), ``"instances"`` the other way
+    round (``b[k, j]``), None where they differ or it is not known."""
+    strides = IndexStrides(plan.steps)
+    along_steps, along_dim = loop_variable(plan.loop.var), instance_of(dim)
+    pairs = {(strides.element_stride(load.indices, along_steps) == 1,
+              strides.element_stride(load.indices, along_dim) == 1) for load in loads}
+    return {(True, False): "steps", (False, True): "instances"}.get(
+        next(iter(pairs)) if len(pairs) == 1 else None)
 
 
 def eligible(module: Module, node: Node) -> bool:

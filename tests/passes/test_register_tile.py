@@ -15,8 +15,7 @@ from hpvm.ir.text import parse_module, print_module
 from hpvm.passes import PassError, run_pipeline
 from hpvm.passes.module_tools import iter_nodes
 from hpvm.passes.register_tile import SCHEDULE_ATTRIBUTE, eligible_nodes
-from hpvm.passes.register_tile_body import packs_along_steps
-from hpvm.passes.register_tile_plan import NestPlan, nest_plan
+from hpvm.passes.register_tile_plan import NestPlan, adjacent_along, nest_plan
 from hpvm.testing import usable_targets
 
 from benchmarks import products as PROGRAMS
@@ -43,11 +42,16 @@ def test_every_written_form_of_a_product_qualifies(name):
 @pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))
 def test_panels_are_copied_along_the_contiguous_elements(name):
     """b[j, k] (a linear layer's weights) is packed step by step down each
-    column; b[k, j] and flat b[k * n + j] column by column along each step."""
+    column, b[k, j] column by column along each step; a[i, k] is read along
+    the steps and at[k, i] along the rows, in flat buffers too
+    (b[k * n + j], a[i * k + p])."""
     module = PROGRAMS.TILED[name].build()
     plans = [plan for _, node in iter_nodes(module)
              if isinstance(plan := nest_plan(module, node), NestPlan)]
-    assert [packs_along_steps(plan) for plan in plans] == [name == "matmul_bt"]
+    transposed = {"matmul_bt": ("steps", "steps"), "matmul_at": ("instances", "instances")}
+    assert [(adjacent_along(plan, plan.packed, plan.cols),
+             adjacent_along(plan, plan.row_packed, plan.rows)) for plan in plans] == [
+        transposed.get(name, ("instances", "steps"))]
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))

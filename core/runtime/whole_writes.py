@@ -8,12 +8,13 @@ makes its outputs without clearing them.
 
 Tensor ops and constants write their outputs whole by definition.  A
 kernel writes an output whole when a statement at the top of its body
-(not inside a branch or loop, and not after one that may return) stores
-to ``out[i0, ..., ik]`` with ``ij`` the instance's id in dimension j (or a
-variable set to it once), and the replication has exactly the output's
-sizes; or, one-dimensional, stores to ``out[i]`` over as many instances as
-the output has elements (the lowered form of tensor ops); and never reads
-the output (``y[i] = y[i] + x[i]`` relies on the zeros).
+(not inside a loop, not after one that may return, and inside an ``if``
+only where both branches store it so) stores to ``out[i0, ..., ik]``
+with ``ij`` the instance's id in dimension j (or a variable set to it
+once), and the replication has exactly the output's sizes; or,
+one-dimensional, stores to ``out[i]`` over as many instances as the
+output has elements (the lowered form of tensor ops); and never reads the
+output (``y[i] = y[i] + x[i]`` relies on the zeros).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import math
 from ..ir.analysis import assigned_variables
 from ..ir.graph import ConstantBody, KernelBody, Module, Node, TensorBody
 from ..ir.kernel import (
-    AtomicUpdate, Call, InstanceId, KernelFunction, Let, Load, Return, Store, Var,
+    AtomicUpdate, Call, If, InstanceId, KernelFunction, Let, Load, Return, Stmt, Store, Var,
 )
 from ..ir.visit import walk
 
@@ -56,11 +57,18 @@ def _read_buffers(function: KernelFunction) -> set[str]:
 
 
 def _stored_by_every_instance(function: KernelFunction, rank: int) -> set[str]:
-    """Buffers stored at the top of the body at the instance's own index."""
-    reassigned = assigned_variables(function.body)
-    ids: dict[str, int] = {}
+    """Buffers stored at the top of the body at the instance's own index,
+    or so in both branches of an ``if`` there."""
+    return _stored(function.body, {}, rank, assigned_variables(function.body))
+
+
+def _stored(block: tuple[Stmt, ...], ids: dict[str, int], rank: int,
+            reassigned: set[str]) -> set[str]:
+    """Buffers every run of ``block`` stores at the instance's own index;
+    ``ids``: variables holding an instance id (this block's join them)."""
+    ids = dict(ids)
     stored: set[str] = set()
-    for stmt in function.body:
+    for stmt in block:
         if isinstance(stmt, Let) and isinstance(stmt.value, InstanceId) \
                 and stmt.name not in reassigned:
             ids[stmt.name] = stmt.value.dim
@@ -68,6 +76,9 @@ def _stored_by_every_instance(function: KernelFunction, rank: int) -> set[str]:
             dims = [_instance_dim(index, ids) for index in stmt.indices]
             if dims == list(range(rank)) or (rank == 1 and dims == [0]):
                 stored.add(stmt.buffer)
+        elif isinstance(stmt, If):
+            stored |= _stored(stmt.then_body, ids, rank, reassigned) & \
+                _stored(stmt.else_body, ids, rank, reassigned)
         if any(isinstance(item, Return) for item in walk(stmt)):
             break   # statements after this one may not run
     return stored

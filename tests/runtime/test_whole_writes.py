@@ -43,6 +43,24 @@ func @after_return(in x: f32[N], out y: f32[N]) {
   y[i] = x[i]
 }
 
+func @both(in x: f32[N], out y: f32[N]) {
+  let i: i64 = instance_id(0)
+  if i < N / 2 {
+    y[i] = x[i]
+  } else {
+    y[i] = x[i] * f32(2.0)
+  }
+}
+
+func @one_branch(in x: f32[N], out y: f32[N]) {
+  let i: i64 = instance_id(0)
+  if i == 0 {
+    return
+  } else {
+    y[i] = x[i]
+  }
+}
+
 func @moved(in x: f32[N], out y: f32[N]) {
   let i: i64 = instance_id(0)
   i = i / 2
@@ -50,25 +68,32 @@ func @moved(in x: f32[N], out y: f32[N]) {
 }
 
 graph @main(in x: f32[H, W], in v: f32[N], out a: f32[H, W], out b: f32[H, W],
-            out c: f32[N], out d: f32[N], out e: f32[N], out f: f32[N]) {
+            out c: f32[N], out d: f32[N], out e: f32[N], out f: f32[N], out g: f32[N],
+            out h: f32[N]) {
   node grid = @grid [H, W]
   node flat = @flat [H * W]
   node reads_back = @reads_back [N]
   node half = @half [N]
   node after_return = @after_return [N]
   node moved = @moved [N]
+  node both = @both [N]
+  node one_branch = @one_branch [N]
   in x -> grid.x
   in x -> flat.x
   in v -> reads_back.x
   in v -> half.x
   in v -> after_return.x
   in v -> moved.x
+  in v -> both.x
+  in v -> one_branch.x
   out grid.y -> a
   out flat.y -> b
   out reads_back.y -> c
   out half.y -> d
   out after_return.y -> e
   out moved.y -> f
+  out both.y -> g
+  out one_branch.y -> h
 }
 
 root @main
@@ -83,6 +108,8 @@ root @main
     ("half", (8,), (8,), False),          # stores under a branch
     ("after_return", (8,), (8,), False),  # some instances return first
     ("moved", (8,), (8,), False),         # the index variable changes
+    ("both", (8,), (8,), True),           # stored in both branches of an if
+    ("one_branch", (8,), (8,), False),    # one branch returns without storing
 ])
 def test_outputs_written_whole(node, replication, shape, whole):
     module = parse_module(KERNELS)
@@ -114,6 +141,8 @@ def test_runs_stay_exact_with_outputs_made_uncleared(per_run_bytes, monkeypatch)
         moved = np.zeros(8, np.float32)
         moved[:4] = v[:4]
         np.testing.assert_array_equal(out["f"], moved)
+        np.testing.assert_array_equal(out["g"], np.where(np.arange(8) < 4, v, v * 2))
+        np.testing.assert_array_equal(out["h"], np.where(np.arange(8) > 0, v, 0))
 
 
 def test_a_large_intermediate_written_whole_stays_in_the_arena(monkeypatch):

@@ -15,6 +15,15 @@ argument is right for every instance of ``[first, stop)``, where each
 clamp is inactive.  The code generator runs that *steady* body there and
 the kernel's own body on the instances before and after.
 
+Border tests are partitioned the same way: a stencil written with a
+branch (``if 0 < x && x < W - 1 { ... } else { ... }``) compares the
+instance id plus an offset with a bound, and each such comparison has one
+value over a range of instances.  A test against a constant is decided
+for the instances past it (``0 < x``: true from 1), one against any other
+bound for those before it (``x < W - 1``: true up to W - 2), which makes
+the range between the interior.  The steady body has the decided value in
+its place, so LLVM drops the branch and vectorises the instance loop.
+
 Only names whose value is the same wherever they are read take part:
 parameters and shape symbols nothing assigns, and variables declared once
 with such a value and never assigned (``let x = instance_id(1)``,
@@ -27,11 +36,17 @@ from dataclasses import dataclass
 
 from hpvm.ir.analysis import assigned_variables
 from hpvm.ir.kernel import (
-    Binary, Call, Const, Expr, For, InstanceId, Intrinsic, KernelFunction, Let, Load, Stmt, Var,
+    Binary, Call, Compare, Const, Expr, For, InstanceId, Intrinsic, KernelFunction, Let, Load,
+    Stmt, Var,
 )
-from hpvm.ir.types import I64
+from hpvm.ir.types import BOOL, I64
 from hpvm.ir.visit import rewrite, walk
 
+_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+"""Each order comparison and the one with its sides swapped."""
+MAX_BORDER = 16
+"""The widest border a test of the instance id may leave on either side:
+``x < W / 2`` splits the row, and is left as it is."""
 MAX_NODES = 64
 """The largest bound or offset expression computed before the loop."""
 
@@ -85,7 +100,10 @@ class _Clamps:
     def _unclamped(self, node) -> Expr | None:
         """``min(v, hi)`` / ``max(v, lo)`` with v the instance id plus an
         offset and the bound the same for all instances: ``v``, and the
-        range where that holds is recorded."""
+        range where that holds is recorded.  A comparison of v with such
+        a bound: its value in the steady range (:meth:`_decided`)."""
+        if isinstance(node, Compare):
+            return self._decided(node)
         if not (isinstance(node, Intrinsic) and node.name in ("min", "max")
                 and node.type == I64):
             return None
@@ -104,6 +122,40 @@ class _Clamps:
             else:
                 self.upper.append(Binary("add", limit, Const(1, I64)))
             return value
+        return None
+
+    def _decided(self, node: Compare) -> Const | None:
+        """The value of ``v < B`` (any order, either side) in the steady
+        range, v the instance id plus an offset and B the same for every
+        instance.  A border test against a constant (``0 < x``) is decided
+        for the instances past it, one against the size (``x < W - 1``)
+        for those before it: the range between is the interior.  Only
+        borders of at most MAX_BORDER instances count: the limit a
+        constant, or one name plus or minus a constant."""
+        if node.op not in _FLIPPED:
+            return None
+        for value, op, bound in ((node.lhs, node.op, node.rhs),
+                                 (node.rhs, _FLIPPED[node.op], node.lhs)):
+            offset = self._offset(value)
+            if offset is None or not self._known(bound):
+                continue
+            bound = self._value(bound)
+            if bound is None:
+                continue
+            # v + c < B  <=>  v < B - c;  v + c <= B  <=>  v < B - c + 1 (and so on)
+            limit = Binary("sub", bound, offset)
+            if op in ("le", "gt"):
+                limit = Binary("add", limit, Const(1, I64))
+            below = op in ("lt", "le")       # true for v under the limit
+            near = _near(limit)
+            if near is None or abs(near[1]) > MAX_BORDER:
+                continue
+            if isinstance(bound, Const) and near[0] is None:
+                self.lower.append(limit)
+                return Const(not below, BOOL)
+            if not isinstance(bound, Const) and near[0] is not None:
+                self.upper.append(limit)
+                return Const(below, BOOL)
         return None
 
     def _offset(self, expr: Expr) -> Expr | None:
@@ -165,3 +217,20 @@ class _Clamps:
                 sum(1 for _ in walk(value)) > MAX_NODES:
             return None
         return value
+
+
+def _near(expr: Expr) -> tuple[Expr | None, int] | None:
+    """(n, c) where ``expr`` is ``n + c``, with n a name (or None) and c an
+    integer, by adding up its constant terms; None for anything else."""
+    if isinstance(expr, Const) and not expr.type.is_float:
+        return None, int(expr.value)
+    if isinstance(expr, Var):
+        return expr, 0
+    if not (isinstance(expr, Binary) and expr.op in ("add", "sub")):
+        return None
+    lhs, rhs = _near(expr.lhs), _near(expr.rhs)
+    if lhs is None or rhs is None or (lhs[0] is not None and rhs[0] is not None) \
+            or (expr.op == "sub" and rhs[0] is not None):
+        return None
+    sign = 1 if expr.op == "add" else -1
+    return lhs[0] if lhs[0] is not None else rhs[0], lhs[1] + sign * rhs[1]

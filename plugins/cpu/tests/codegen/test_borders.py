@@ -1,6 +1,6 @@
 """Loop partitioning at clamped borders (codegen/borders.py): which clamps
-are removed from the steady body, and kernels that clamp their instance id
-run against the interpreter on widths below, at and around the borders
+and border tests are removed from the steady body, and kernels that clamp
+or test their instance id run against the interpreter on widths below, at and around the borders
 and the lane strips."""
 import numpy as np
 import pytest
@@ -51,6 +51,39 @@ func @k(in img: f32[W], in index: i64[W], in shift: i64, out o: f32[W]) {
 """
 
 
+INTERIOR = """
+func @k(in img: f32[H, W], out o: f32[H, W]) {
+  let y: i64 = instance_id(0)
+  let x: i64 = instance_id(1)
+  if 0 < x && x < W - 1 && y > 0 {
+    o[y, x] = img[y, x - 1] + img[y, x + 1] + img[y - 1, x]
+  } else {
+    o[y, x] = img[y, x]
+  }
+}
+"""
+
+BORDER_TESTS = """
+func @k(in img: f32[W], in edge: i64, out o: f32[W]) {
+  let x: i64 = instance_id(0)
+  let v: f32 = img[x]
+  if x + 2 <= 3 || W - 2 <= x {
+    v = f32(0.0)
+  }
+  if x >= edge {
+    v = v + f32(1.0)
+  }
+  if 1 >= x - 1 {
+    v = v * f32(2.0)
+  }
+  if x < W / 2 {
+    v = v - f32(3.0)
+  }
+  o[x] = v
+}
+"""
+
+
 def module(text):
     return parse_module("hpvm 1.0\nmodule m\n" + text + "\ngraph @main() {\n}\nroot @main\n")
 
@@ -85,6 +118,36 @@ def test_a_window_loop_variable_is_not_an_offset():
     found = partition(module(WINDOW).functions["k"], 0)
     assert found is not None
     assert clamps(found.body) == 2     # the loop's clamp stays, x + 2's goes
+
+
+def compares(body):
+    from hpvm.ir.kernel import Compare
+    return sum(isinstance(n, Compare) for n in walk(body))
+
+
+def test_border_tests_of_the_instance_id_are_decided_in_the_steady_body():
+    """``0 < x`` is true past the left border, ``x < W - 1`` before the
+    right one; ``y > 0`` tests another dimension and stays."""
+    found = partition(module(INTERIOR).functions["k"], 1)
+    assert found is not None and compares(found.body) == 1
+    assert len(found.lower) == 1 and len(found.upper) == 1
+
+
+def test_tests_against_constants_are_decided_past_them_and_others_before_them():
+    """... and a test that splits the row (``x < W / 2``) is no border."""
+    found = partition(module(BORDER_TESTS).functions["k"], 0)
+    assert found is not None and compares(found.body) == 1
+    assert len(found.lower) == 2 and len(found.upper) == 2
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 17, 40])
+def test_border_tests_match_the_interpreter(width):
+    img = np.random.default_rng(5).random((4, width), dtype=np.float32)
+    run_both(INTERIOR, {"img": img, "o": np.zeros_like(img)}, (4, width))
+    run_both(INTERIOR, {"img": img, "o": np.zeros_like(img)}, (4, width), lanes=4, threads=2)
+    for edge in (-5, 0, 3, width, 99):
+        run_both(BORDER_TESTS, {"img": img[0].copy(), "edge": np.int64(edge),
+                                "o": np.zeros_like(img[0])}, (width,), lanes=4)
 
 
 def test_loaded_indices_and_assigned_parameters_are_not_known():

@@ -1,14 +1,17 @@
-"""Every written form of a matrix product and of a convolution, as the cpu
-target schedules it by default, against the library call a numpy or
-PyTorch user writes for the same result (issue 40: "several
-independently written variants of each kernel").
+"""Every written form of a matrix product, a convolution and a stencil,
+as the cpu target schedules it by default, against the library call a
+numpy or PyTorch user writes for the same result, or numba's loops (issue
+40: "several independently written variants of each kernel").
 
-    python benchmarks/written_forms_bench.py [--forms products,convolutions]
-        [--size 1024] [--conv-shape 64,64,58,3] [--threads T] [--repeat 7]
+    python benchmarks/written_forms_bench.py [--forms products,convolutions,stencils]
+        [--size 1024] [--conv-shape 64,64,58,3] [--grid 4096] [--threads T] [--repeat 7]
 
 The forms are benchmarks/products.py's (m = k = n = ``--size``; batched:
 three products) and benchmarks/convolutions.py's (channels in, out, image
-size, taps; conv1d over as many positions as the images have pixels).
+size, taps; conv1d over as many positions as the images have pixels) and
+benchmarks/stencils.py's (a ``--grid`` square grid; the peer is numba's
+parallel loops into a grid made once; hpvm makes a new grid each call,
+and works on a copy of an in-out grid, which stays the caller's).
 Each output is checked against its peer's where the peer computes it.  Each implementation is timed
 in its own block of ``--repeat`` calls after a warm-up call, with a pause
 between blocks (OpenBLAS's and oneDNN's threads spin after a call and
@@ -92,6 +95,50 @@ def convolution_peers(torch):
     }
 
 
+def stencil_peers():
+    """Form -> (peer's name, peer(inputs) -> {output: array}): numba's
+    parallel rows into a grid made once (a user's buffer kept between
+    calls), its boundary copied and its interior swept, or every point
+    from clamped neighbours."""
+    import numba
+    import numpy as np
+
+    @numba.njit(parallel=True)
+    def interior(a, b):
+        n, m = a.shape
+        for i in numba.prange(n):
+            if i == 0 or i == n - 1:
+                b[i, :] = a[i, :]
+                continue
+            b[i, 0], b[i, m - 1] = a[i, 0], a[i, m - 1]
+            for j in range(1, m - 1):
+                b[i, j] = np.float32(0.2) * (a[i, j] + a[i - 1, j] + a[i + 1, j] + a[i, j - 1]
+                                             + a[i, j + 1])
+
+    @numba.njit(parallel=True)
+    def clamped(a, b):
+        n, m = a.shape
+        for i in numba.prange(n):
+            up, down = max(i - 1, 0), min(i + 1, n - 1)
+            for j in range(m):
+                b[i, j] = np.float32(0.2) * (a[i, j] + a[up, j] + a[down, j]
+                                             + a[i, max(j - 1, 0)] + a[i, min(j + 1, m - 1)])
+
+    def into_kept_grid(sweep):
+        kept = {}
+
+        def peer(i):
+            a = i["a"] if i["a"].ndim == 2 else i["a"].reshape(int(i["n"]), int(i["m"]))
+            b = kept.setdefault(a.shape, np.empty_like(a))
+            sweep(a, b)
+            return {"b": b.reshape(i["a"].shape)}
+        return peer
+    peers = {name: ("numba, interior", into_kept_grid(interior))
+             for name in ("branch_stores", "updated_value", "interior", "flat", "row_loops")}
+    peers["clamped"] = ("numba, clamped", into_kept_grid(clamped))
+    return peers
+
+
 def rows(forms: dict, peers: dict, inputs_of, args, threads: dict):
     """(form, peer's name, hpvm ms, peer ms) of each form, its output
     checked against the peer's."""
@@ -115,10 +162,11 @@ def rows(forms: dict, peers: dict, inputs_of, args, threads: dict):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--forms", default="products,convolutions")
+    parser.add_argument("--forms", default="products,convolutions,stencils")
     parser.add_argument("--size", type=int, default=1024, help="products: m = k = n")
     parser.add_argument("--conv-shape", default="64,64,58,3",
                         help="channels in, out, image size (no padding), taps")
+    parser.add_argument("--grid", type=int, default=4096, help="stencils: n = m")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args(argv)
@@ -126,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
     import numpy as np
     import torch
-    from benchmarks import convolutions, products
+    from benchmarks import convolutions, products, stencils
     if args.threads:
         torch.set_num_threads(args.threads)
     threads = {"threads": args.threads} if args.threads else {}
@@ -147,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
             length = size * size if name == "conv1d" else size
             return convolutions.inputs_for(name, rng, channels, kernels, length, taps)
         tables.append((convolutions.TILED, convolution_peers(torch), conv_inputs))
+    if "stencils" in args.forms:
+        tables.append((stencils.FORMS, stencil_peers(),
+                       lambda name, rng: stencils.inputs_for(name, rng, args.grid, args.grid)))
     for forms, peers, inputs_of in tables:
         with torch.no_grad():
             for name, label, mine, theirs in rows(forms, peers, inputs_of, args, threads):

@@ -1,9 +1,9 @@
 """written_forms_bench: every written form of a product and of a
-convolution on the cpu target, each output checked against the library
+convolution and a stencil on the cpu target, each output checked against the library
 call that computes it."""
 import pytest
 
-from benchmarks import convolutions, products
+from benchmarks import convolutions, products, stencils
 from benchmarks.written_forms_bench import main
 
 
@@ -11,7 +11,8 @@ def test_every_form_runs_and_agrees_with_its_peer(capsys):
     pytest.importorskip("torch")
     pytest.importorskip("hpvm_cpu")
     # sizes no tile or block divides; conv1d's length is the images' pixel count
-    assert main(["--size", "23", "--conv-shape", "3,5,11,3", "--repeat", "1"]) == 0
+    assert main(["--size", "23", "--conv-shape", "3,5,11,3", "--grid", "19", "--repeat",
+                 "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     forms = [line.split(" | ")[0].lstrip("| ") for line in lines[4:]]
-    assert forms == [*products.TILED, *convolutions.TILED]
+    assert forms == [*products.TILED, *convolutions.TILED, *stencils.FORMS]

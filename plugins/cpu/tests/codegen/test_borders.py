@@ -195,3 +195,20 @@ func @k(in img: f32[W], out o: f32[W]) {{
     assert found is not None and len(found.lower) == 1 and not found.upper
     img = np.random.default_rng(4).random(37, dtype=np.float32)
     run_both(text, {"img": img, "o": np.zeros_like(img)}, (37,))
+
+
+@pytest.mark.parametrize("name", ["branch_stores", "updated_value", "clamped", "interior",
+                                  "flat", "row_loops"])
+def test_every_written_form_of_a_stencil_matches_numpy(name):
+    """benchmarks/stencils.py: the interior tested with branches, clamps,
+    interior-only replication; grids narrower than a border, a strip and
+    the lanes, and wider."""
+    import hpvm
+    from benchmarks import stencils
+    exe = hpvm.compile(stencils.FORMS[name], targets=["cpu"], options={"lanes": 4})
+    rng = np.random.default_rng(6)
+    for n, m in [(3, 3), (4, 5), (9, 2 + 4), (7, 37)]:
+        inputs = stencils.inputs_for(name, rng, n, m)
+        got = np.asarray(exe(**inputs)["b"]).reshape(n, m)
+        want = stencils.reference(name, inputs["a"].reshape(n, m))
+        np.testing.assert_array_equal(got, want, err_msg=f"{n} x {m}")

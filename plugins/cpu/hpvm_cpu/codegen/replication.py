@@ -25,9 +25,11 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from hpvm.ir.kernel import KernelFunction, Stmt
+from hpvm.ir.uniformity import Uniformity
 
 from .borders import Partition, partition
 from .lanes import repeats_uniform_work, strip_body
+from .loop_lanes import strip_width
 from .llvm_types import i64
 from .loop_metadata import access_group, loop_id
 from .state import BufferView
@@ -40,7 +42,9 @@ class Strips:
     innermost (None: not used); ``borders`` the innermost dimension's
     partition at clamped borders and ``steady_strip`` the strip of its
     steady body (None: not used); ``vectorize`` False keeps LLVM from
-    vectorising the loop of single instances (lanes.repeats_uniform_work)."""
+    vectorising the loop of single instances (lanes.repeats_uniform_work);
+    ``wide`` the strip of ``wide_lanes`` instances, where strips walk down
+    columns."""
 
     lanes: int
     strip: tuple[Stmt, ...] | None = None
@@ -49,6 +53,10 @@ class Strips:
     borders: Partition | None = None
     steady_strip: tuple[Stmt, ...] | None = None
     vectorize: bool | None = None
+    wide_lanes: int = 0
+    wide: tuple[Stmt, ...] | None = None
+    """Strips of ``wide_lanes`` instances run before those of ``lanes``
+    (loop_lanes.strip_width; None: not used)."""
 
 
 def plan_strips(kernel: KernelFunction, rank: int, lanes: int, rows: int) -> Strips:
@@ -62,7 +70,10 @@ def plan_strips(kernel: KernelFunction, rank: int, lanes: int, rows: int) -> Str
                       vectorize=vectorize)
     borders = partition(kernel, inner)
     if borders is None:
-        return Strips(lanes, strip, vectorize=vectorize)
+        wide_lanes = strip_width(kernel, Uniformity(kernel, (inner,)), inner, lanes) \
+            if strip is not None else lanes
+        wide = strip_body(kernel, {inner: wide_lanes}) if wide_lanes > lanes else None
+        return Strips(lanes, strip, vectorize=vectorize, wide_lanes=wide_lanes, wide=wide)
     steady = dataclasses.replace(kernel, body=borders.body)
     steady_strip = strip_body(steady, {inner: lanes}) if lanes > 1 else None
     return Strips(lanes, strip, borders=borders, steady_strip=steady_strip, vectorize=vectorize)
@@ -77,6 +88,8 @@ def replication_loops(lowering, body: tuple[Stmt, ...], begin, end, strips: Stri
         _partitioned(lowering, body, begin, end, strips, views, scratch)
         return
     if dim == rank - 1:
+        if strips.wide is not None:
+            begin = _strips(lowering, begin, end, strips.wide, strips.wide_lanes, views, scratch)
         _innermost(lowering, body, begin, end, strips.strip, strips.lanes, views, scratch,
                    vectorize=strips.vectorize)
         return
@@ -144,9 +157,7 @@ def _innermost(lowering, body, begin, end, strip, lanes: int, views, scratch,
     dimension outside."""
     dim = len(lowering.instance_counts) - 1
     if strip is not None:
-        strips_end = _full_multiple_end(lowering.builder, begin, end, lanes)
-        _instance_loop(lowering, f"strip{dim}", begin, strips_end, lanes, strip, views, scratch)
-        begin = strips_end
+        begin = _strips(lowering, begin, end, strip, lanes, views, scratch)
     if rows == 1:
         _instance_loop(lowering, f"instance{dim}", begin, end, 1, body, views, scratch,
                        vectorize)
@@ -161,6 +172,16 @@ def _innermost(lowering, body, begin, end, strip, lanes: int, views, scratch,
 
     lowering.counted_loop(f"rest_row{dim - 1}", i64(0), lambda: i64(rows), 1, row)
     lowering.instance_ids.append(first_row)
+
+
+def _strips(lowering, begin, end, strip, lanes: int, views, scratch) -> ir.Value:
+    """Strips of ``lanes`` instances from ``begin`` up to the last full
+    one; where they end."""
+    dim = len(lowering.instance_counts) - 1
+    strips_end = _full_multiple_end(lowering.builder, begin, end, lanes)
+    _instance_loop(lowering, f"strip{dim}_{lanes}", begin, strips_end, lanes, strip, views,
+                   scratch)
+    return strips_end
 
 
 def _instance_loop(lowering, name, begin, end, step, statements, views, scratch,

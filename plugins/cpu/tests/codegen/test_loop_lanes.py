@@ -1,13 +1,14 @@
 """Vector lanes along a kernel's loops (codegen/loop_lanes.py): row
 reductions read a row per instance, so their loops are vectorised along
 the row, not across instances; kernels whose instances read adjacent
-elements keep their lane strips.  Each checked against the interpreter."""
+elements keep their lane strips, wider ones where the strips walk down
+columns.  Each checked against the interpreter."""
 import numpy as np
 import pytest
 
 from hpvm.ir.uniformity import Uniformity
 from hpvm_cpu.codegen.lanes import strip_body
-from hpvm_cpu.codegen.loop_lanes import lanes_along_loops
+from hpvm_cpu.codegen.loop_lanes import WIDEN, lanes_along_loops, strip_width
 
 from .test_lanes import MATMUL, kernel, run_both
 
@@ -65,3 +66,20 @@ def test_both_directions_match_the_interpreter(text, m, n):
     x = np.random.default_rng(m + n).standard_normal((m, n), dtype=np.float32)
     size = m if text is ROW_SUM else n
     run_both(text, {"x": x, "y": np.zeros(size, np.float32)}, (size,), lanes=8)
+
+
+@pytest.mark.parametrize("text, dim, wide", [
+    (COLUMN_SUM, 0, True),            # x[a, column]: a row apart each step
+    (MATMUL, 1, True),                # b[k, j] down the columns; a[i, k] is uniform
+    (ROW_SUM_UNPROMISED, 0, False),   # x[row, a]: instances a row apart
+])
+def test_strips_walking_down_columns_are_wider(text, dim, wide):
+    function = kernel(text)
+    width = strip_width(function, Uniformity(function, (dim,)), dim, 8)
+    assert width == (8 * WIDEN if wide else 8)
+
+
+@pytest.mark.parametrize("n", [5, 31, 32, 33, 41, 70])
+def test_wide_then_narrow_strips_then_single_columns_match_the_interpreter(n):
+    x = np.random.default_rng(n).standard_normal((6, n), dtype=np.float32)
+    run_both(COLUMN_SUM, {"x": x, "y": np.zeros(n, np.float32)}, (n,), lanes=8)

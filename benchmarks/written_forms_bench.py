@@ -1,17 +1,22 @@
-"""Every written form of a matrix product, a convolution and a stencil,
+"""Every written form of a matrix product, a convolution, a stencil and a
+reduction,
 as the cpu target schedules it by default, against the library call a
 numpy or PyTorch user writes for the same result, or numba's loops (issue
 40: "several independently written variants of each kernel").
 
-    python benchmarks/written_forms_bench.py [--forms products,convolutions,stencils]
-        [--size 1024] [--conv-shape 64,64,58,3] [--grid 4096] [--threads T] [--repeat 7]
+    python benchmarks/written_forms_bench.py
+        [--forms products,convolutions,stencils,reductions] [--size 1024]
+        [--conv-shape 64,64,58,3] [--grid 4096] [--threads T] [--repeat 7]
 
 The forms are benchmarks/products.py's (m = k = n = ``--size``; batched:
 three products) and benchmarks/convolutions.py's (channels in, out, image
 size, taps; conv1d over as many positions as the images have pixels) and
 benchmarks/stencils.py's (a ``--grid`` square grid; the peer is numba's
 parallel loops into a grid made once; hpvm makes a new grid each call,
-and works on a copy of an in-out grid, which stays the caller's).
+and works on a copy of an in-out grid, which stays the caller's) and
+benchmarks/reductions.py's (a ``--grid`` square matrix, against numpy's
+``sum``, ``max`` and ``@``; numpy sums in its own order, so those outputs
+are compared within 1e-3 of their largest value).
 Each output is checked against its peer's where the peer computes it.  Each implementation is timed
 in its own block of ``--repeat`` calls after a warm-up call, with a pause
 between blocks (OpenBLAS's and oneDNN's threads spin after a call and
@@ -162,11 +167,12 @@ def rows(forms: dict, peers: dict, inputs_of, args, threads: dict):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--forms", default="products,convolutions,stencils")
+    parser.add_argument("--forms", default="products,convolutions,stencils,reductions")
     parser.add_argument("--size", type=int, default=1024, help="products: m = k = n")
     parser.add_argument("--conv-shape", default="64,64,58,3",
                         help="channels in, out, image size (no padding), taps")
-    parser.add_argument("--grid", type=int, default=4096, help="stencils: n = m")
+    parser.add_argument("--grid", type=int, default=4096,
+                        help="stencils and reductions: n = m")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args(argv)
@@ -174,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
     import numpy as np
     import torch
-    from benchmarks import convolutions, products, stencils
+    from benchmarks import convolutions, products, reductions, stencils
     if args.threads:
         torch.set_num_threads(args.threads)
     threads = {"threads": args.threads} if args.threads else {}
@@ -198,6 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     if "stencils" in args.forms:
         tables.append((stencils.FORMS, stencil_peers(),
                        lambda name, rng: stencils.inputs_for(name, rng, args.grid, args.grid)))
+    if "reductions" in args.forms:
+        peers = {name: ("numpy", lambda i, name=name: {"out": reductions.reference(name, i)})
+                 for name in reductions.FORMS}
+        tables.append((reductions.FORMS, peers,
+                       lambda name, rng: reductions.inputs_for(name, rng, args.grid, args.grid)))
     for forms, peers, inputs_of in tables:
         with torch.no_grad():
             for name, label, mine, theirs in rows(forms, peers, inputs_of, args, threads):

@@ -1,9 +1,9 @@
 """written_forms_bench: every written form of a product and of a
-convolution and a stencil on the cpu target, each output checked against the library
+convolution, a stencil and a reduction on the cpu target, each output checked against the library
 call that computes it."""
 import pytest
 
-from benchmarks import convolutions, products, stencils
+from benchmarks import convolutions, products, reductions, stencils
 from benchmarks.written_forms_bench import main
 
 
@@ -15,4 +15,5 @@ def test_every_form_runs_and_agrees_with_its_peer(capsys):
                  "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     forms = [line.split(" | ")[0].lstrip("| ") for line in lines[4:]]
-    assert forms == [*products.TILED, *convolutions.TILED, *stencils.FORMS]
+    assert forms == [*products.TILED, *convolutions.TILED, *stencils.FORMS,
+                     *reductions.FORMS]

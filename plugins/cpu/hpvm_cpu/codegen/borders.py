@@ -108,15 +108,11 @@ class _Clamps:
                 and node.type == I64):
             return None
         for value, bound in (node.args, reversed(node.args)):
-            offset = self._offset(value)
-            if offset is None or not self._known(bound):
-                continue
-            bound = self._value(bound)
-            if bound is None:
-                continue
             # x + offset >= bound  <=>  x >= bound - offset;
             # x + offset <= bound  <=>  x < bound - offset + 1.
-            limit = Binary("sub", bound, offset)
+            limit = self._limit(value, bound)
+            if limit is None:
+                continue
             if node.name == "max":
                 self.lower.append(limit)
             else:
@@ -136,27 +132,32 @@ class _Clamps:
             return None
         for value, op, bound in ((node.lhs, node.op, node.rhs),
                                  (node.rhs, _FLIPPED[node.op], node.lhs)):
-            offset = self._offset(value)
-            if offset is None or not self._known(bound):
-                continue
-            bound = self._value(bound)
-            if bound is None:
-                continue
             # v + c < B  <=>  v < B - c;  v + c <= B  <=>  v < B - c + 1 (and so on)
-            limit = Binary("sub", bound, offset)
+            limit = self._limit(value, bound)
+            if limit is None:
+                continue
             if op in ("le", "gt"):
                 limit = Binary("add", limit, Const(1, I64))
             below = op in ("lt", "le")       # true for v under the limit
             near = _near(limit)
             if near is None or abs(near[1]) > MAX_BORDER:
                 continue
-            if isinstance(bound, Const) and near[0] is None:
+            if near[0] is None:          # a constant limit: decided past it
                 self.lower.append(limit)
                 return Const(not below, BOOL)
-            if not isinstance(bound, Const) and near[0] is not None:
-                self.upper.append(limit)
-                return Const(below, BOOL)
+            self.upper.append(limit)      # a name's: decided before it
+            return Const(below, BOOL)
         return None
+
+    def _limit(self, value: Expr, bound: Expr) -> Expr | None:
+        """``bound - c`` where ``value`` is the instance id plus c and
+        ``bound`` the same for every instance (variables replaced by their
+        values); None otherwise."""
+        offset = self._offset(value)
+        if offset is None or not self._known(bound):
+            return None
+        bound = self._value(bound)
+        return None if bound is None else Binary("sub", bound, offset)
 
     def _offset(self, expr: Expr) -> Expr | None:
         """``c`` where ``expr`` is the instance id plus ``c`` (``c`` known

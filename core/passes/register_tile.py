@@ -102,7 +102,8 @@ def register_tile(module: Module, rows: int, cols: int, chunk: int, panel: int, 
         and SCHEDULE_ATTRIBUTE not in n.attributes]
     sizes = dict(rows=rows, cols=cols, chunk=chunk, panel=panel, kblock=kblock, pack=pack)
     for graph, node in chosen:
-        plan = nest_plan(module, node)
+        plans = nest_plans(module, node)
+        plan = plans if isinstance(plans, str) else plans[0]
         if SCHEDULE_ATTRIBUTE in node.attributes:
             plan = "is register-tiled already"
         elif form == "group" and not isinstance(plan, str):
@@ -120,7 +121,7 @@ def register_tile(module: Module, rows: int, cols: int, chunk: int, panel: int, 
             module = _grouped(module, module.graph(graph.name), node, plan, schedule)
         else:
             schedule = model_schedule(plan, vector_bits, registers, cores, **sizes)
-            grouped = grouping_plan(nest_plans(module, node), len(node.replication))
+            grouped = grouping_plan(plans, len(node.replication))
             module = _scheduled(module, module.graph(graph.name), node, grouped, schedule)
     return module
 

@@ -70,15 +70,13 @@ def strip_width(kernel: KernelFunction, uniformity: Uniformity, dim: int, lanes:
     reads adjacent elements for adjacent instances of ``dim`` and jumps
     (a stride other than 0 or 1, or one not known) from one iteration to
     the next: strips walking down columns."""
-    strides = IndexStrides(kernel.body)
-    loops = [loop for loop in walk(kernel.body) if isinstance(loop, For)
-             and _varying_accesses(loop, uniformity)]
-    if lanes < 2 or not loops:
+    if lanes < 2:
         return lanes
-    for loop in loops:
-        along, across = loop_variable(loop.var), instance_of(dim)
-        for at in _varying_accesses(loop, uniformity):
-            if strides.element_stride(at, across) != 1 or \
-                    strides.element_stride(at, along) in (0, 1):
-                return lanes
-    return lanes * WIDEN
+    strides = IndexStrides(kernel.body)
+    across = instance_of(dim)
+    walks = [(loop_variable(loop.var), at) for loop in walk(kernel.body)
+             if isinstance(loop, For) for at in _varying_accesses(loop, uniformity)]
+    down_columns = bool(walks) and all(
+        strides.element_stride(at, across) == 1
+        and strides.element_stride(at, along) not in (0, 1) for along, at in walks)
+    return lanes * WIDEN if down_columns else lanes

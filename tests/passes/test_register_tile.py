@@ -117,6 +117,20 @@ def test_the_cpu_schedules_products_by_default_and_agrees_with_the_golden_model(
         for m, k, n in [(67, 45, 83), (5, 300, 3)]])
 
 
+@pytest.mark.parametrize("target", usable_targets(("cpu",)))
+def test_a_tiled_min_plus_product_skips_nan_as_fmin_does(target):
+    """Its tile of minima never holds NaN (hpvm.ir.nan_free), so the cpu
+    takes one compare a step; NaN distances still lose to every number,
+    and a row and a column of NaN only leave the start value."""
+    rng = np.random.default_rng(5)
+    inputs = PROGRAMS.inputs_for("min_plus", rng, 37, 29, 41)
+    inputs["d"][3, ::2] = inputs["e"][::3, 7] = np.nan
+    inputs["d"][5, :] = inputs["e"][:, 9] = np.nan
+    CHECKS.check_scheduled_by_default(PROGRAMS.min_plus.build(), target, [("nan", inputs)])
+    got = CHECKS.outputs(PROGRAMS.min_plus.build(), inputs, target)["out"]
+    assert not np.isnan(got).any() and got[5, 0] == got[0, 9] == np.float32(1e30)
+
+
 def test_a_nest_without_reuse_is_left_alone_and_a_named_one_refused():
     module = PROGRAMS.UNTILED["row_sums"].build()
     assert eligible_nodes(module) == []

@@ -7,6 +7,7 @@ from hpvm.ir.kernel import (
     Binary, Bitcast, Call, Cast, Compare, Const, Expr, InstanceCount, InstanceId,
     Intrinsic, Load, Select, Unary, Var,
 )
+from hpvm.ir.nan_free import is_nan_free
 from hpvm.ir.types import I64 as I64_SCALAR
 from hpvm.ir.types import BufferType, ScalarType
 from hpvm.ir.visit import walk
@@ -111,7 +112,11 @@ class ExpressionLowering(LoweringState):
 
     def _intrinsic(self, expr: Intrinsic) -> ir.Value:
         args = [self.value_as(a, expr.type) for a in expr.args]
-        return math_intrinsic(self.builder, expr.name, args, expr.type)
+        return math_intrinsic(self.builder, expr.name, args, expr.type, self.numbers(expr))
+
+    def numbers(self, expr: Intrinsic) -> tuple[bool, ...]:
+        """Of each argument of ``expr``, whether it is never NaN."""
+        return tuple(is_nan_free(a, self.nan_free) for a in expr.args)
 
     def _instanceid(self, expr: InstanceId) -> ir.Value:
         return self._replication_value(self.instance_ids, expr.dim, "InstanceId")

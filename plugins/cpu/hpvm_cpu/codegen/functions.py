@@ -132,7 +132,7 @@ def _bind_shape_symbols(lowering: StatementLowering, kernel: KernelFunction, vie
 
 def _define_helper(context: ModuleContext, kernel: KernelFunction, function: ir.Function) -> None:
     _internal(function)
-    lowering = StatementLowering(context, function, kernel.name)
+    lowering = StatementLowering(context, function, kernel)
     lowering.return_type = kernel.return_type
     arguments = iter(function.args)
     _bind_params(lowering, kernel, arguments, parallel=False)
@@ -162,7 +162,7 @@ def _define_node_body(context: ModuleContext, kernel: KernelFunction, layout: Ar
     signature = _node_signature(kernel, layout)
     function = ir.Function(context.llvm_module, signature, entry_symbol(kernel.name) + ".body")
     _internal(function)
-    lowering = StatementLowering(context, function, kernel.name)
+    lowering = StatementLowering(context, function, kernel)
     arguments = iter(function.args)
     values: list[ir.Value] = []
     scratch: dict[str, ir.Value] = {}

@@ -12,7 +12,9 @@ and selects rather than ``llvm.minnum`` /
 in an inner loop whose trip count is not a multiple of the vector width
 into code that skips the last iterations (max pooling, ``acc = max(acc,
 x[k])``); it does not recognise the select form as a reduction, and x86
-still selects ``maxps``/``minps`` for it.
+still selects ``maxps``/``minps`` for it.  Where one operand is known
+never to be NaN (an accumulator started from a number: hpvm.ir.nan_free)
+the NaN test is left out and the select is one ``minps``/``maxps``.
 """
 from __future__ import annotations
 
@@ -38,21 +40,25 @@ _WRITTEN_OUT_F32 = {"exp": exp_f32, "log": log_f32, "tanh": tanh_f32, "sin": sin
                     "cos": cos_f32, "pow": pow_f32}
 
 
-def math_intrinsic(builder: ir.IRBuilder, name: str, args: list, type: ScalarType):
+def math_intrinsic(builder: ir.IRBuilder, name: str, args: list, type: ScalarType,
+                   numbers: tuple[bool, ...] = ()):
     """The value of intrinsic ``name`` on ``args`` (register values of
-    ``type``)."""
+    ``type``); ``numbers`` says of each argument whether it is known never
+    to be NaN (hpvm.ir.nan_free; float min/max then take one instruction)."""
     if type.is_float:
-        return _float_intrinsic(builder, name, args, type)
+        return _float_intrinsic(builder, name, args, type, numbers)
     if type.is_int:
         return _integer_intrinsic(builder, name, args, type)
     raise TargetError(f"cpu codegen: intrinsic '{name}' is not defined on {type}")
 
 
-def _float_intrinsic(builder: ir.IRBuilder, name: str, args: list, type: ScalarType):
+def _float_intrinsic(builder: ir.IRBuilder, name: str, args: list, type: ScalarType,
+                     numbers: tuple[bool, ...]):
     wide = [widen(builder, a, type)[0] for a in args]
     value_type = wide[0].type
     if name in ("min", "max"):
-        return narrow(builder, _float_min_max(builder, name, *wide), type)
+        return narrow(builder, _float_min_max(builder, name, *wide, *(numbers or (False,) * 2)),
+                      type)
     if name in _WRITTEN_OUT_F32 and value_type == FLOAT:
         return narrow(builder, _WRITTEN_OUT_F32[name](builder, *wide), type)
     if name in _LLVM_FLOAT_INTRINSICS:
@@ -65,10 +71,17 @@ def _float_intrinsic(builder: ir.IRBuilder, name: str, args: list, type: ScalarT
     return narrow(builder, value, type)
 
 
-def _float_min_max(builder: ir.IRBuilder, name: str, a, b):
+def _float_min_max(builder: ir.IRBuilder, name: str, a, b, a_is_number: bool,
+                   b_is_number: bool):
     """fmin/fmax(a, b): ``a`` when ``b`` is NaN, else the smaller/larger
-    (``b`` when ``a`` is NaN: the ordered compare is false)."""
-    keep_a = builder.fcmp_ordered("<" if name == "min" else ">", a, b)
+    (``b`` when ``a`` is NaN: the ordered compare is false).  Where one
+    operand is known not to be NaN, the other is compared first and the
+    known one is the fallback: ``a < b ? a : b``, x86's one ``minps``."""
+    symbol = "<" if name == "min" else ">"
+    if b_is_number or a_is_number:
+        first, fallback = (a, b) if b_is_number else (b, a)
+        return builder.select(builder.fcmp_ordered(symbol, first, fallback), first, fallback)
+    keep_a = builder.fcmp_ordered(symbol, a, b)
     b_is_nan = builder.fcmp_unordered("uno", b, b)
     return builder.select(builder.or_(keep_a, b_is_nan), a, b)
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from hpvm.errors import Diagnostic, Location, TargetError
+from hpvm.ir.kernel import KernelFunction
+from hpvm.ir.nan_free import nan_free_names
 from hpvm.ir.types import ScalarType
 
 from .llvm_types import I8, I64, POINTER, byte_size, i64, memory_type, register_type
@@ -56,11 +58,13 @@ class BufferView:
 class LoweringState:
     """Shared state and small utilities of one function's lowering."""
 
-    def __init__(self, context, function: ir.Function, kernel_name: str):
+    def __init__(self, context, function: ir.Function, kernel: KernelFunction):
         self.context = context
         self.module: ir.Module = function.module
         self.function = function
-        self.kernel_name = kernel_name
+        self.kernel_name = kernel.name
+        self.nan_free = nan_free_names(kernel)
+        """Variables and arrays that never hold NaN (hpvm.ir.nan_free)."""
         self.entry_block = function.append_basic_block("entry")
         self.entry_builder = ir.IRBuilder(self.entry_block)
         self.builder = ir.IRBuilder(function.append_basic_block("start"))

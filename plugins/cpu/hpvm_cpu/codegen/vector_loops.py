@@ -256,7 +256,7 @@ class VectorLoopLowering:
             return arithmetic.compare(self.builder, expr.op, *values, expr.lhs.type)
         if isinstance(expr, Select):
             return self.builder.select(*values)
-        return math_intrinsic(self.builder, expr.name, values, expr.type)
+        return math_intrinsic(self.builder, expr.name, values, expr.type, self.numbers(expr))
 
     def _vector_var(self, expr: Var) -> ir.Value | None:
         loop = self.vector_loop

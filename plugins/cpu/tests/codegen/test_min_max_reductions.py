@@ -89,3 +89,41 @@ def test_a_reduction_of_a_whole_tensor_is_not_vectorised_across_instances():
     result = run_cpu(module, "k", {"x": x}, (1,))
     np.testing.assert_array_equal(result["y"], np.float32(-7))
     assert_matches_reference(module, "k", {"x": x}, (1,), result)
+
+
+FROM_A_NUMBER = """hpvm 1.3
+module m
+func @k(in x: f32[N, 9], out y: f32[N]) {
+  let i: i64 = instance_id(0)
+  let acc: f32 = START
+  for s in 0 .. 9 step 1 {
+    acc = OP(acc, x[i, s] + f32(1.0))
+  }
+  y[i] = acc
+}
+graph @main() {
+}
+root @main
+"""
+
+
+@pytest.mark.parametrize("lanes", [0, 16])
+@pytest.mark.parametrize("op, start", [("min", "f32(1e30)"), ("max", "f32(-inf)")])
+def test_an_accumulator_from_a_number_takes_one_compare_and_still_skips_nan(op, start, lanes):
+    """hpvm.ir.nan_free: ``acc`` never holds NaN, so fmin(acc, v) is
+    ``v < acc ? v : acc`` (x86's minps) with no NaN test, and a NaN ``v``
+    still leaves ``acc`` as it was, as fmin does."""
+    from hpvm_cpu.codegen import compile_kernel_node
+    module = parse_module(FROM_A_NUMBER.replace("OP", op).replace("START", start))
+    kernel = compile_kernel_node(module, "k", 1)
+    assert "fcmp uno" not in kernel.llvm_ir
+    x = np.random.default_rng(0).standard_normal((35, 9)).astype(np.float32)
+    x[3, 4] = x[5, 0] = x[5, 8] = np.nan
+    x[7, :] = np.nan  # every value NaN: the start value stays
+    result = run_cpu(module, "k", {"x": x}, (35,), options={"lanes": lanes})
+    assert not np.isnan(result["y"]).any()
+    assert result["y"][7] == (np.float32(1e30) if op == "min" else -np.inf)
+    assert_matches_reference(module, "k", {"x": x}, (35,), result)
+    # an accumulator that starts from a loaded value keeps the NaN test
+    loaded = FROM_A_NUMBER.replace("OP", op).replace("START", "x[i, 0]")
+    assert "fcmp uno" in compile_kernel_node(parse_module(loaded), "k", 1).llvm_ir

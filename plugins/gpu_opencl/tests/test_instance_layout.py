@@ -176,3 +176,8 @@ def test_gpu_kernels_default_to_groups_of_256_work_items():
     assert default_group((3, 2048), 1024) == (3, 64)
     assert default_group((1048577,), 1024) == (256,) and default_group((100,), 1024) == (100,)
     assert default_group((0, 5), 1024) is None and default_group((4096,), 128) is None
+    # too small to give each of 132 compute units a group: halved, down to a warp
+    assert default_group((128, 17), 1024, 132) == (1, 17)  # backprop's partial sums
+    assert default_group((128, 128), 1024, 132) == (1, 64)
+    assert default_group((3072,), 1024, 132) == (32,)
+    assert default_group((100_000,), 1024, 132) == (256,)

@@ -11,6 +11,7 @@ import pytest
 import hpvm.runtime as rt
 from hpvm.interp import run_module
 from hpvm.ir.text import parse_module
+from hpvm_opencl.launch import default_group
 
 PROGRAM = """hpvm 1.0
 module strided
@@ -145,14 +146,18 @@ def test_groups_of_rows_by_default_on_a_gpu_tails_included():
     _, local = device.launch_geometry(plan, x.shape, None, None, False)
     assert local == ((64, 4) if "GPU" in device.runtime.info.kind else None)
     np.testing.assert_allclose(exe(x=x)["z"], run_module(module, {"x": x})["z"], rtol=1e-6)
-    narrow = np.random.default_rng(4).standard_normal((40, 17)).astype(np.float32)
-    # rows narrower than a group's: whole rows, 15 a group (40 rows: a tail)
+    narrow = np.random.default_rng(4).standard_normal((400, 17)).astype(np.float32)
+    # rows narrower than a group's: whole rows (400 rows: a tail), as many
+    # as leave every compute unit a group, down to a warp's (default_group)
     _, local = device.launch_geometry(plan, narrow.shape, None, None, False)
-    assert local == ((17, 15) if "GPU" in device.runtime.info.kind else None)
+    on_gpu = "GPU" in device.runtime.info.kind
+    expected = default_group(narrow.shape, 256, device.runtime.info.compute_units)
+    assert local == (tuple(reversed(expected)) if on_gpu else None)
     np.testing.assert_allclose(exe(x=narrow)["z"], run_module(module, {"x": narrow})["z"],
                                rtol=1e-6)
     # the default never exceeds what the kernel itself may hold in a group
     assert 0 < device._group_limit(plan.entry) <= device.runtime.info.max_work_group_size
+
 
 
 PLANES = """hpvm 1.0

@@ -178,7 +178,8 @@ class OpenCLDevice(DeviceMemory, Device):
         items = self.work_items(plan, sizes)
         max_group = self.runtime.info.max_work_group_size
         if group is None and not plan.synchronous and "GPU" in self.runtime.info.kind:
-            group = default_group(items, min(max_group, self._group_limit(plan.entry)))
+            group = default_group(items, min(max_group, self._group_limit(plan.entry)),
+                                  self.runtime.info.compute_units)
         return geometry(items, group, plan.synchronous and not padded, max_group, where)
 
     def _group_limit(self, entry: str) -> int:

@@ -77,21 +77,32 @@ GROUP = ROWS * COLUMNS
 """Work items of a default group, whatever its shape."""
 
 
-def default_group(items: tuple[int, ...], max_group: int) -> tuple[int, ...] | None:
+def default_group(items: tuple[int, ...], max_group: int,
+                  compute_units: int = 1) -> tuple[int, ...] | None:
     """The work group (IR order) of a GPU launch of ``items`` work items
     where nothing chose one: GROUP work items, in ROWS x COLUMNS where the
     innermost dimension fills COLUMNS, else in as many whole rows as fit
     (the launch padded up: launch.geometry).  Never the driver's choice:
     NVIDIA's divides the global size exactly, so a replication of an
     awkward size (backprop's 1,048,577 x 17 weights: 17 x 61,681) ran in
-    groups of a few work items, 5x slower than in 15 x 17 (H200).  None
-    for an empty launch or a device whose groups hold fewer than GROUP."""
-    if not math.prod(items) or max_group < GROUP:
+    groups of a few work items, 5x slower than in 15 x 17 (H200).  A
+    launch too small to give each of the device's ``compute_units`` a
+    group of GROUP runs in smaller groups, halved down to a warp
+    (COALESCED), so that it spreads over the compute units instead of
+    crowding a few (backprop's 128 x 17 partial sums, each a long chain of
+    loads: 9 groups of 15 x 17 on an H200's 132 units, 128 of 1 x 17
+    now).  None for an empty launch or a device whose groups hold fewer
+    than GROUP."""
+    count = math.prod(items)
+    if not count or max_group < GROUP:
         return None
-    columns = min(items[-1], COLUMNS if len(items) > 1 else GROUP)
+    size = GROUP
+    while size > COALESCED and -(-count // size) < compute_units:
+        size //= 2
+    columns = min(items[-1], COLUMNS if len(items) > 1 else GROUP, size)
     if len(items) == 1:
         return (columns,)
-    rows = min(items[-2], GROUP // columns)
+    rows = min(items[-2], size // columns)
     return (1,) * (len(items) - 2) + (rows, columns)
 
 

@@ -21,7 +21,8 @@ configuration ``hpvm.tune`` picks in BUDGET samples of the cpu's knobs
 (its confirmation step measures the defaults and the program as written
 beside the best).  Ratio = time / numpy's.
 
-``--gpu``: the suite's sgemm on gpu_opencl with each ``--pipelines`` entry
+``--gpu``: the suite's sgemm (or the f32 products of benchmarks/products.py
+named by ``--programs``) on gpu_opencl with each ``--pipelines`` entry
 (pipeline text; "" is the program as written, ``default`` the target's
 default pipeline) against cuBLAS through PyTorch in FP32 without TF32.
 hpvm's time is the node's own (the run report's, inputs copied in
@@ -42,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 PAUSE = 0.5
+DEFAULT_PROGRAMS = "sgemm,ms_gemm,conv"
 
 
 def parse_args(argv=None):
@@ -49,7 +51,8 @@ def parse_args(argv=None):
     parser.add_argument("--size", type=int, default=2048)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--programs", default="sgemm,ms_gemm,conv")
+    parser.add_argument("--programs", default=DEFAULT_PROGRAMS,
+                        help="--gpu: f32 products of benchmarks/products.py (sgemm)")
     parser.add_argument("--conv-shape", default="64,64,58,3",
                         help="conv: channels in, out, image size (no padding), taps")
     parser.add_argument("--skip-as-written", action="store_true",
@@ -145,10 +148,11 @@ def gpu_rows(args) -> None:
     import numpy as np
     import torch
     import hpvm
-    from benchmarks.programs.sgemm import sgemm
+    from benchmarks import products
+    from benchmarks.written_forms_bench import product_peers
     n = args.size
     rng = np.random.default_rng(0)
-    a, b, c = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(3))
+    a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
     torch.backends.cuda.matmul.allow_tf32 = False
     ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -160,26 +164,33 @@ def gpu_rows(args) -> None:
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end) / 1e3)
     cublas = min(times[1:])
-    expected = a.astype(np.float64) @ b
+    names = "sgemm" if args.programs == DEFAULT_PROGRAMS else args.programs
     print(f"# {shlex.join(['loop_nest_bench.py'] + sys.argv[1:])}")
-    print(f"# {torch.cuda.get_device_name()}, sgemm {n}^3, node time, best of {args.repeat}")
-    print("| implementation | ms | TFLOP/s | share of cuBLAS's rate |")
-    print("| --- | ---: | ---: | ---: |")
-    print(f"| cuBLAS FP32 (no TF32) | {cublas * 1e3:.3f} | {2 * n ** 3 / cublas / 1e12:.1f} "
-          "| 1.00 |")
-    inputs = dict(A=a, B=b, C=c, alpha=np.float32(1), beta=np.float32(0))
-    for pipeline in re.split(r",(?![^{]*})", args.pipelines):
-        exe = hpvm.compile(sgemm, targets=["gpu_opencl"], options={"pipeline": pipeline})
-        output = exe(**inputs)["C"]
-        error = float(np.abs(output - expected).max() / np.abs(expected).max())
-        assert error < 1e-4, f"{pipeline!r}: relative error {error:.2e}"
-        node = []
-        for _ in range(args.repeat):
-            exe(**inputs)
-            node.append(exe.report().node_seconds)
-        best = min(node)
-        print(f"| {pipeline or 'as written'} | {best * 1e3:.3f} | "
-              f"{2 * n ** 3 / best / 1e12:.1f} | {cublas / best:.2f} |", flush=True)
+    print(f"# {torch.cuda.get_device_name()}, products {n}^3, node time, best of {args.repeat}")
+    print("| program | implementation | ms | TFLOP/s | share of cuBLAS's rate |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    print(f"| a @ b | cuBLAS FP32 (no TF32) | {cublas * 1e3:.3f} | "
+          f"{2 * n ** 3 / cublas / 1e12:.1f} | 1.00 |")
+    peers = product_peers(np)
+    for name in names.split(","):
+        inputs = products.inputs_for(name, rng, n, n, n)
+        expected = {k: np.asarray(v, np.float64) for k, v in peers[name][1](inputs).items()}
+        for pipeline in re.split(r",(?![^{]*})", args.pipelines):
+            exe = hpvm.compile(products.TILED[name], targets=["gpu_opencl"],
+                               options={"pipeline": pipeline})
+            got = exe(**inputs)
+            for port, want in expected.items():
+                error = float(np.abs(got[port] - want).max() / np.abs(want).max())
+                assert error < 1e-4, f"{name} {pipeline!r}: {port} relative error {error:.2e}"
+            node = []
+            for _ in range(args.repeat):
+                exe(**inputs)
+                node.append(exe.report().node_seconds)
+            best = min(node)
+            flops = 2 * n * next(iter(expected.values())).size
+            print(f"| {name} | {pipeline or 'as written'} | {best * 1e3:.3f} | "
+                  f"{flops / best / 1e12:.1f} | {cublas * flops / (2 * n ** 3) / best:.2f} |",
+                  flush=True)
 
 
 def main(argv=None) -> None:

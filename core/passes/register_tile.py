@@ -156,8 +156,8 @@ def model_schedule(plan: NestPlan, vector_bits: int, registers: int, cores: int,
 
 def _group_problem(node: Node, plan: NestPlan) -> str:
     """Why form=group cannot run ``node`` ('' when it can)."""
-    if len(node.replication) != 2 or "group" in node.attributes:
-        return ("has a work-group size already or other than two replication dimensions "
+    if len(node.replication) < 2 or "group" in node.attributes:
+        return ("has a work-group size already or fewer than two replication dimensions "
                 "(form=group needs two)")
     return ""
 
@@ -166,7 +166,7 @@ def _grouped(module: Module, graph: Graph, node: Node, plan: NestPlan,
              schedule: GroupSchedule) -> Module:
     function = module.function(node.body.function)
     body = group_body(function, plan, schedule, node.replication)
-    group = [1, 1]
+    group = [1] * len(node.replication)  # one instance of every other dimension
     group[plan.rows] = group[plan.cols] = schedule.group
     return _replaced(module, graph, node, function, body,
                      schedule.replication(plan, node.replication),

@@ -63,17 +63,18 @@ def test_results_equal_the_program_as_written_on_ragged_sizes(name, pipeline):
 GROUP = "register-tile{form=group rows=3 cols=2 group=4 kblock=5}"
 
 
-@pytest.mark.parametrize("name", sorted(set(PROGRAMS.TILED) - {"batched"}))
+@pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))
 def test_work_groups_with_local_tiles_give_the_same_results(name):
     """form=group: a micro-tile per instance of padded work groups that
-    copy each block of reads into local tiles."""
+    copy each block of reads into local tiles (one batch a group: batched's
+    groups are 1 x 4 x 4)."""
     _check_ragged(name, GROUP, SIZES)
     text = print_module(run_pipeline(PROGRAMS.TILED[name].build(), GROUP))
     assert "padded_groups = true" in text and text.count("barrier") == 2
 
 
 @pytest.mark.parametrize("target", usable_targets(("gpu_opencl",)))
-@pytest.mark.parametrize("name", ["sgemm", "min_plus", "two_sums", "matmul_bt"])
+@pytest.mark.parametrize("name", ["sgemm", "min_plus", "two_sums", "matmul_bt", "batched"])
 def test_work_groups_agree_with_the_golden_model_on_opencl(target, name):
     module = PROGRAMS.TILED[name].build()
     rng = np.random.default_rng(3)
@@ -85,11 +86,14 @@ def test_work_groups_agree_with_the_golden_model_on_opencl(target, name):
             np.testing.assert_allclose(got[port], value, rtol=1e-4, atol=1e-4, err_msg=port)
 
 
-def test_work_groups_need_two_replication_dimensions():
-    module = PROGRAMS.TILED["batched"].build()
+def test_a_node_with_a_work_group_already_is_refused_form_group():
+    text = print_module(PROGRAMS.TILED["sgemm"].build())
+    text = text.replace("@sgemm [M, N]", "@sgemm [M, N] {group = [8, 8]}")
     with pytest.raises(PassError) as error:
-        run_pipeline(module, "register-tile{form=group nodes=bmm}")
-    assert "form=group needs two" in str(error.value)
+        run_pipeline(parse_module(text), "register-tile{form=group nodes=sgemm}")
+    assert "has a work-group size already" in str(error.value)
+    batched = run_pipeline(PROGRAMS.TILED["batched"].build(), "register-tile{form=group}")
+    assert "{group = [1, 16, 16]," in print_module(batched)
 
 
 @pytest.mark.parametrize("name", ["sgemm", "two_sums"])

@@ -162,7 +162,8 @@ class GpuOpenCLTarget(Target):
         from hpvm_opencl.renderer import OpenCLRenderer
         renderer = OpenCLRenderer(module, options.get("per_item") or default_per_item(options),
                                   options.get("per_item_layout") or "auto",
-                                  _exact_division_in_double(options))
+                                  _exact_division_in_double(options),
+                                  bool(options.get("fast_math")))
         plans: dict[str, NodePlan] = {}
         arguments: dict[str, list[Argument]] = {}
         for ref in nodes:

@@ -124,6 +124,73 @@ def test_auto_takes_adjacent_instances_unless_the_innermost_id_decides_a_branch(
         "ragged": "strided", "planes": "contiguous", "boxed": "march"}
 
 
+
+MERGE_BREAKERS = """hpvm 1.3
+module breakers
+
+func @channels(in x: f32[3, H, W], out y: f32[3, H, W]) {
+  let r: i64 = instance_id(0)
+  let c: i64 = instance_id(1)
+  for ch in 0 .. 3 step 1 {
+    y[ch, r, c] = x[ch, r, c] * f32(2.0)
+  }
+}
+
+func @divided(in x: f32[H, W], in d: f32[H, W], out y: f32[H, W]) {
+  let r: i64 = instance_id(0)
+  let c: i64 = instance_id(1)
+  y[r, c] = x[r, c] / d[r, 0]
+}
+
+func @thirds(in x: f32[H, W], out y: f32[H, W]) {
+  let r: i64 = instance_id(0)
+  let c: i64 = instance_id(1)
+  y[r, c] = (x[r, c] + x[r, max(c - 1, 0)]) / f32(3.0)
+}
+
+func @root(in x: f32[H, W], out y: f32[H, W]) {
+  let r: i64 = instance_id(0)
+  let c: i64 = instance_id(1)
+  y[r, c] = sqrt(x[r, c])
+}
+
+func @in_place(inout y: f32[H, W]) {
+  let r: i64 = instance_id(0)
+  let c: i64 = instance_id(1)
+  y[r, c] = y[r, c] * f32(2.0)
+}
+
+graph @main() {
+}
+
+root @main
+"""
+
+
+@pytest.mark.parametrize("fast_math", [False, True])
+def test_auto_strides_where_the_device_compiler_would_not_merge_the_steps(fast_math):
+    """Steps' accesses inside a loop, a correctly rounded division by other
+    than a constant or square root (their slow paths branch), a buffer
+    updated in place (not restrict): a launch's width apart.  With fast
+    math, divisions and roots have no slow path."""
+    renderer = OpenCLRenderer(parse_module(MERGE_BREAKERS), per_item=4, fast_math=fast_math)
+    module = renderer.module
+    layouts = {name: renderer.instance_layout(module.function(name), 2)
+               for name in ("channels", "divided", "thirds", "root", "in_place")}
+    slow = "contiguous" if fast_math else "strided"
+    assert layouts == {"channels": "strided", "divided": slow, "thirds": "contiguous",
+                       "root": slow, "in_place": "strided"}
+
+
+def test_a_strided_launch_that_is_not_divided_runs_one_instance_without_steps():
+    renderer = OpenCLRenderer(parse_module(MERGE_BREAKERS), per_item=4)
+    renderer.add_entry("channels", 2)
+    entry = renderer.finish().text
+    single = entry.index("if (hpvm_stride >= hpvm_count1)")
+    assert single < entry.index("hpvm_first + hpvm_step * hpvm_stride")
+    assert "const long hpvm_id1 = hpvm_first;" in entry[single:]
+
+
 def test_adjacent_instances_run_unchecked_where_the_whole_run_is_inside():
     scale = entries()["scale"]
     fast, tail = scale.split("else {")

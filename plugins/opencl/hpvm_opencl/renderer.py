@@ -89,11 +89,14 @@ class OpenCLRenderer(WorkItemSteps, CStyleRenderer):
     scratch copies."""
 
     def __init__(self, module, per_item: int = PER_ITEM, layout: str = "auto",
-                 constant_division_in_double: bool = False):
+                 constant_division_in_double: bool = False, fast_math: bool = False):
         super().__init__(module)
         self.constant_division_in_double = constant_division_in_double
         """f32 division by constants through double precision (see the
         module docstring); only where the device has cl_khr_fp64."""
+        self.fast_math = fast_math
+        """Built with -cl-fast-relaxed-math: float divisions and square
+        roots are then approximate, with no slow path (steps.py)."""
         self.per_item = per_item
         """Instances a work item runs where a kernel allows it (1: one
         instance a work item)."""

@@ -40,7 +40,16 @@ twice the lines.)
 
 The default (``auto``) is contiguous unless the innermost instance id
 reaches an ``if``'s condition or a loop's bounds (hpvm.ir.uniformity);
-there it marches where the kernel has columns, else strides.  The
+there it marches where the kernel has columns, else strides.  It also
+strides where something else keeps the device compiler from merging the
+steps' accesses: accesses inside a loop (camera's channel loops), a
+correctly rounded division or square root (their slow paths branch), a
+buffer updated in place (no ``restrict``).  On the H200, against
+contiguous: camera's kernels 1.2-2.2x, srad's 1.4-3.5x, edge's magnitude
+and threshold 1.5-2.2x faster; the map, blur and edge's stencils stay
+contiguous.  A strided launch that is not divided runs one instance a
+work item with no steps (sgemm as written 0.144 -> 0.112 ms, backprop's
+partial sums 1.59 -> 0.68 ms).  The
 stencil's sweep as generated (per_item 4, bandwidth_bench.py): strided
 0.59, march 0.61-0.62 of the copy kernel.  Marching stays second to
 adjacent instances where those merge into vector accesses: a work item
@@ -53,7 +62,8 @@ from __future__ import annotations
 
 from hpvm.ir.instance_access import instance_aliases, instance_dimension
 from hpvm.ir.kernel import (
-    Binary, Call, Const, Expr, For, If, KernelFunction, Load, Return, Var, While,
+    Binary, Call, Const, Expr, For, If, Intrinsic, KernelFunction, Load, Return, Store, Var,
+    While,
 )
 from hpvm.ir.uniformity import Uniformity, written_buffers
 from hpvm.ir.visit import walk
@@ -88,6 +98,11 @@ class WorkItemSteps:
                 (stmt.start, stmt.stop) if isinstance(stmt, For) else ()
             if any(innermost.is_varying(test) for test in tests):
                 return "march" if columns(kernel, rank) else "strided"
+        if any(_steps_access_in_loop(loop, innermost) for loop in walk(kernel.body)
+               if isinstance(loop, (For, While))) \
+                or not self.fast_math and _slow_path(kernel.body, innermost) \
+                or _reads_what_it_writes(kernel):
+            return "strided"
         return "contiguous"
 
     def _steps_prologue(self) -> None:
@@ -109,9 +124,21 @@ class WorkItemSteps:
         self.writer.close()
 
     def _strided_steps(self, kernel: KernelFunction, dim: int, per_item: int) -> None:
-        """Instances ``hpvm_first + step * launch width``."""
+        """Instances ``hpvm_first + step * launch width``; one instance a
+        work item, with no steps, where the launch was not divided (a body
+        inside unrolled steps ran its loops 1.25-1.9x slower on the H200:
+        sgemm as written, backprop's partial sums)."""
+        item, count = self.instance_id(dim), self.instance_count(dim)
         self._steps_prologue()
+        self.writer.open(f"if (hpvm_stride >= {count})")
+        self.writer.line(f"const long {item} = hpvm_first;")
+        self.writer.open(f"if ({item} < {count})")
+        self.body(kernel.body)
+        self.writer.close()
+        self.writer.close()
+        self.writer.open("else")
         self._unrolled_steps(kernel, dim, per_item, "hpvm_first + hpvm_step * hpvm_stride")
+        self.writer.close()
 
     def _contiguous_steps(self, kernel: KernelFunction, dim: int, per_item: int) -> None:
         """Instances ``hpvm_first * per_item + step``, unrolled without
@@ -238,3 +265,42 @@ def columns(kernel: KernelFunction, rank: int) -> dict[str, tuple[int, int]]:
                 offsets.setdefault(node.buffer, set()).add(offset)
     return {name: (min(found), max(found)) for name, found in offsets.items()
             if len(found) > 1 and max(found) - min(found) <= MAX_COLUMN_SPAN}
+
+
+def _steps_access_in_loop(loop: For | While, innermost: Uniformity) -> bool:
+    """Whether ``loop``'s body loads or stores an element whose index
+    follows the innermost instance id (or passes it to a helper): adjacent instances' accesses of
+    it then sit in one loop per step, which the device compiler does not
+    merge across steps (camera's channel loops ran 2x slower contiguous
+    than strided on the H200)."""
+    return any(isinstance(node, (Load, Store))
+               and any(innermost.is_varying(i) for i in node.indices)
+               or isinstance(node, Call) and any(innermost.is_varying(a) for a in node.args)
+               for node in walk(loop.body))
+
+
+def _slow_path(body, innermost: Uniformity) -> bool:
+    """Whether ``body`` divides floats (by other than a constant) or takes
+    a float's square root where the value follows the innermost instance
+    id: correctly rounded (hpvm's
+    default), each has a slow path whose branches keep the steps'
+    accesses apart (srad's and edge's divisions and square roots ran
+    1.5-3.5x slower contiguous than strided on the H200).  Divisions by
+    constants are exact without one (renderer.py)."""
+    for node in walk(body):
+        if isinstance(node, Binary) and node.op == "div" and node.type.is_float \
+                and innermost.is_varying(node) and not isinstance(node.rhs, Const):
+            return True
+        if isinstance(node, Intrinsic) and node.name == "sqrt" and node.type.is_float \
+                and innermost.is_varying(node.args[0]):
+            return True
+    return False
+
+
+def _reads_what_it_writes(kernel: KernelFunction) -> bool:
+    """Whether ``kernel`` updates a buffer parameter in place: it is not
+    ``restrict`` then, so the device compiler keeps each step's loads
+    after the earlier steps' stores (srad's update of J ran 1.4x slower
+    contiguous than strided on the H200)."""
+    written = written_buffers(kernel.body) & {p.name for p in kernel.params if p.is_buffer}
+    return any(isinstance(node, Load) and node.buffer in written for node in walk(kernel.body))

@@ -57,8 +57,9 @@ OPTIONS = [
            "(adjacent, unrolled: the device compiler merges their accesses into vector "
            "accesses), strided (a launch's width apart), march (adjacent along the outermost "
            "dimension, shifted reads of one buffer shared in registers), auto (contiguous unless "
-           "the innermost instance id decides a branch; there march where shifted reads "
-           "exist, else strided)", choices=LAYOUTS),
+           "the innermost instance id decides a branch, there march where shifted reads "
+           "exist; strided there and where loops, correctly rounded divisions or square "
+           "roots, or in-place buffers keep the steps' accesses apart)", choices=LAYOUTS),
     Option("fast_math", bool, False, "build with -cl-fast-relaxed-math"),
     Option("build_options", list, (), "more OpenCL C compiler flags"),
     Option("transfer", str, DEFAULT_TRANSFER, "how buffers move between host and device: "

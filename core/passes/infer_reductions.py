@@ -16,7 +16,9 @@ is the user's, through ``reduce()``.
 
 A variable qualifies on a loop when the loop's body changes it only by
 updates ``v = op(v, value)`` whose value does not read it, reads it
-nowhere else and does not declare it (core/ir/reduction.py's promise).
+nowhere else and does not declare it (core/ir/reduction.py's promise),
+and the body has no effect whose order could show: no store, atomic
+update, return or barrier, and no call of a helper that has one.
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ import dataclasses
 
 from ..ir.graph import Module
 from ..ir.kernel import (
-    REDUCE_OPS, Assign, Binary, For, Intrinsic, KernelFunction, Let, Reduction, Stmt,
+    REDUCE_OPS, Assign, AtomicUpdate, Barrier, Binary, Call, For, Intrinsic, KernelFunction,
+    Let, Reduction, Return, Stmt, Store,
 )
 from ..ir.reduction import BINARY_FORMS, BOOL_FORMS, folded_value, promise_problem
 from ..ir.types import ScalarType
@@ -41,11 +44,11 @@ _OP_OF_FORM = {form: op for forms in (BINARY_FORMS, BOOL_FORMS) for op, form in 
 def infer_reductions(module: Module) -> Module:
     """Mark loops that fold a variable with an exact op (integer ops,
     float min/max) as reductions, as reduce() does."""
-    functions = {name: _inferred(function) for name, function in module.functions.items()}
+    functions = {name: _inferred(function, module) for name, function in module.functions.items()}
     return dataclasses.replace(module, functions=functions)
 
 
-def _inferred(function: KernelFunction) -> KernelFunction:
+def _inferred(function: KernelFunction, module: Module) -> KernelFunction:
     declared: dict[str, set] = {}
     for stmt in walk(function.body):
         if isinstance(stmt, Let):
@@ -53,7 +56,7 @@ def _inferred(function: KernelFunction) -> KernelFunction:
     types = {name: kinds.pop() for name, kinds in declared.items() if len(kinds) == 1}
 
     def mark(node):
-        if not isinstance(node, For):
+        if not isinstance(node, For) or has_effects(node.body, module):
             return None
         found = loop_reductions(node, types)
         return dataclasses.replace(node, reduce=node.reduce + found) if found else None
@@ -78,6 +81,21 @@ def loop_reductions(loop: For, types: dict) -> tuple[Reduction, ...]:
         if folded_value(stmt, reduction) is not None and promise_problem(loop, reduction) is None:
             found[stmt.name] = reduction
     return tuple(found.values())
+
+
+def has_effects(stmts, module: Module, seen: frozenset = frozenset()) -> bool:
+    """Whether ``stmts`` store, update atomically, return (from the
+    kernel: ``seen`` is empty), wait at a barrier, or call a helper that
+    does any but return (iterations reordered would reorder those)."""
+    effects = (Store, AtomicUpdate, Barrier) + (() if seen else (Return,))
+    for node in walk(stmts):
+        if isinstance(node, effects):
+            return True
+        if isinstance(node, Call) and node.function not in seen:
+            helper = module.functions.get(node.function)
+            if helper is None or has_effects(helper.body, module, seen | {node.function}):
+                return True
+    return False
 
 
 def _fold_op(stmt: Stmt) -> str | None:

@@ -31,14 +31,19 @@ func @k(in x: f32[N, K], in c: i32[N, K], out y: f32[N], out z: i32[N], out s: f
     total = total + x[i, k]
     last = max(last, x[i, k])
     peek = max(peek, c[i, k])
-    y[i] = last
+    total = total + last
     for r in 0 .. 2 step 1 {
       let inner: i32 = c[i, k]
       inner = inner + i32(r)
       peek = max(peek, inner)
     }
   }
-  y[i] = best + low + total
+  let seen: f32 = f32(0.0)
+  for k in 0 .. K step 1 {
+    seen = max(seen, x[i, k])
+    z[i] = i32(k)
+  }
+  y[i] = best + low + total + seen
   z[i] = count + bits + peek
   s[i] = total
 }
@@ -59,12 +64,14 @@ def loops(module):
 
 
 def test_exact_folds_are_marked_and_float_sums_keep_their_order():
-    outer, inner = loops(run_pipeline(parse_module(KERNEL), "infer-reductions"))
+    outer, inner, stored = loops(run_pipeline(parse_module(KERNEL), "infer-reductions"))
     assert set(outer.reduce) == {Reduction("best", "max"), Reduction("low", "min"),
                                  Reduction("count", "add"), Reduction("bits", "xor"),
                                  Reduction("peek", "max")}
-    # total: a float sum; last: read by the store; inner: declared in the loop
+    # total: a float sum; last: read outside its updates; inner: declared in the loop
     assert inner.reduce == (Reduction("peek", "max"),)
+    # a store in the body: its iterations' order shows
+    assert stored.reduce == ()
 
 
 def test_a_loop_marked_already_is_left_as_it_is():
@@ -124,3 +131,36 @@ def test_the_cpu_infers_reductions_by_default(target, options):
     exe = hpvm.compile(parse_module(ROW_MAXIMA), targets=[target], options=options)
     text = exe.artifacts[target].files["module.hpvm"].decode()
     assert "[reduce best: max, reduce least: min, reduce total: add]" in text
+
+
+HELPERS = """hpvm 1.3
+module m
+func @read(in x: f32[N, K], i: i64, k: i64) -> f32 {
+  return x[i, k]
+}
+func @note(inout log: f32[N], i: i64, v: f32) -> f32 {
+  log[i] = v
+  return v
+}
+func @k(in x: f32[N, K], inout log: f32[N], out y: f32[N]) {
+  let i: i64 = instance_id(0)
+  let a: f32 = f32(-inf)
+  let b: f32 = f32(-inf)
+  for k in 0 .. K step 1 {
+    a = max(a, @read(x, i, k))
+  }
+  for k in 0 .. K step 1 {
+    b = max(b, @note(log, i, x[i, k]))
+  }
+  y[i] = a + b
+}
+graph @main() {
+}
+root @main
+"""
+
+
+def test_a_call_of_a_helper_that_stores_keeps_the_order():
+    reading, noting = loops(run_pipeline(parse_module(HELPERS), "infer-reductions"))
+    assert reading.reduce == (Reduction("a", "max"),)
+    assert noting.reduce == ()

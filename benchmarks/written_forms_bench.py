@@ -13,7 +13,8 @@ three products) and benchmarks/convolutions.py's (channels in, out, image
 size, taps; conv1d over as many positions as the images have pixels) and
 benchmarks/stencils.py's (a ``--grid`` square grid; the peer is numba's
 parallel loops into a grid made once; hpvm makes a new grid each call,
-and works on a copy of an in-out grid, which stays the caller's) and
+and works on a copy of an in-out grid, which stays the caller's; a
+second row, "donated", gives the in-out grid up with ``hpvm.donate``) and
 benchmarks/reductions.py's (a ``--grid`` square matrix, against numpy's
 ``sum``, ``max`` and ``@``; numpy sums in its own order, so those outputs
 are compared within 1e-3 of their largest value).
@@ -161,8 +162,13 @@ def rows(forms: dict, peers: dict, inputs_of, args, threads: dict):
                 scale = float(np.abs(want).max()) or 1.0
                 error = float(np.abs(np.asarray(got[port], np.float64) - want).max()) / scale
                 assert error < 1e-3, f"{name}: {port} off by {error:.1e} of its largest value"
-        yield name, label, best_time(lambda: exe(**inputs), args.repeat), \
-            best_time(lambda: peer(inputs), args.repeat)
+        theirs = best_time(lambda: peer(inputs), args.repeat)
+        yield name, label, best_time(lambda: exe(**inputs), args.repeat), theirs
+        updated = [p.name for p in exe.module.root_graph.params if p.direction == "inout"]
+        if updated:  # the same call with the updated arrays given up (hpvm.donate)
+            donated = {k: hpvm.donate(v) if k in updated else v for k, v in inputs.items()}
+            yield f"{name}, donated", label, best_time(lambda: exe(**donated), args.repeat), \
+                theirs
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,12 +28,14 @@ if TYPE_CHECKING:
     )
     from .ir.graph import FORMAT_VERSION
     from .runtime import Executable
+    from .runtime.donation import donate
 
 _LANGUAGE = ("program", "kernel", "Graph", "Buffer", "In", "Out", "InOut", "Private",
              "parallel_loop", "task", "buffer", "FrontendError", "bool_", "f16", "f32", "f64",
              "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 EXPORTS: dict[str, str] = {
     "compile": "api", "load": "api", "Executable": "runtime", "FORMAT_VERSION": "ir.graph",
+    "donate": "runtime.donation",
     **{name: "frontend" for name in _LANGUAGE},
 }
 """Public name -> the module of hpvm that defines it.  Each is imported on

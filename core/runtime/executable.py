@@ -36,6 +36,7 @@ from .compiler import build
 from .execution import Frame, Report
 from .flatten import flatten
 from .device_arrays import HOST_OUTPUTS, DeviceArrays, device_array, output_place
+from .donation import take_donations, usable_donations
 from .inputs import InputChecker, validate_inputs
 from .memory import ALWAYS, CopyStats, MemoryTracker, Value
 from .placement import Placement
@@ -112,9 +113,10 @@ class Executable(ApproximationsMixin):
         return self._call(dict(inputs), output_place(outputs))
 
     def _call(self, inputs: dict, outputs: str) -> dict:
+        donated = take_donations(inputs)
         if self._goal is not None:
             return self._adapting_call(inputs, outputs)
-        return self._runner._run(inputs, outputs)
+        return self._runner._run(inputs, outputs, donated)
 
     def launch(self, **inputs) -> Launch:
         """Start a run and return at once (``outputs=`` as for a call)."""
@@ -122,6 +124,7 @@ class Executable(ApproximationsMixin):
 
     @runs_active
     def _launch(self, inputs: dict, outputs: str) -> Launch:
+        take_donations(inputs)  # a launched run copies its inputs (donation.py)
         return Launch(self._start_run(inputs, outputs))
 
     @runs_active
@@ -135,6 +138,7 @@ class Executable(ApproximationsMixin):
             raise HpvmError("bind: this executable adapts to a latency goal, which a bound "
                             "run cannot follow (fix: set_goal(None) first, or call it)")
         outputs = self._outputs_keyword(inputs)
+        take_donations(inputs)  # a bound run reads its inputs at every call
         checked, static, report = self._checked(inputs)
         if static is None:
             raise no_static_schedule(sorted(self.artifacts))
@@ -305,10 +309,12 @@ class Executable(ApproximationsMixin):
         return _loaded_from_files, (files,)
 
     # -- internals -----------------------------------------------------------
-    def _run(self, inputs: dict, outputs: str = HOST_OUTPUTS) -> dict:
-        """One run, the calling thread working on it (not only waiting)."""
+    def _run(self, inputs: dict, outputs: str = HOST_OUTPUTS,
+             donated: frozenset[str] = frozenset()) -> dict:
+        """One run, the calling thread working on it (not only waiting);
+        ``donated``: inputs the caller gave up (donation.py)."""
         static = self._static or None  # decided by the first run
-        if static is not None:
+        if static is not None and not donated:
             report = Report()
             result = static.run_again(inputs, report, outputs)
             if result is not None:
@@ -317,7 +323,11 @@ class Executable(ApproximationsMixin):
         checked, static, report = self._checked(inputs)
         self._last_report = report
         if static is not None:
-            return static.run(checked, report, outputs, given=inputs)
+            donated = usable_donations(donated, checked)
+            # a call that donates is not kept to be recognised: the next
+            # call of the same arrays may not donate them
+            return static.run(checked, report, outputs, given=None if donated else inputs,
+                              donated=donated)
         frame = self._new_frame(report)
         return frame.start(self._get_scheduler(), checked, pinned=set(checked),
                            run_here=True, outputs=outputs).result()

@@ -109,6 +109,9 @@ class Schedule:
         self.duplicates: set[int] = set()
         """Slots of the resident device's private copies of values updated in
         place, made in each run (``Device.duplicate``)."""
+        self.donated: frozenset[str] = frozenset()
+        """Inputs (host arrays) a node may update in place, its output then
+        the caller's array (donation.py)."""
         self.steps: list[Step] = []
         self.outputs: list[tuple[str, int, bool]] = []
         """(name, slot, handed over): an output made in the run gives its
@@ -129,6 +132,8 @@ class SchedulePlanner:
         self.free: dict[tuple, list[int]] = {}
         self.staged: set[int] = set()
         """Input slots of staged buffers: new in every run, never owned."""
+        self.donated: set[int] = set()
+        """Input slots of donated arrays: owned, as the run's own values are."""
         plan = schedule.plan
         self.outputs = set(plan.outputs.values())
         self.last_reader: dict[Source, int] = {}
@@ -143,6 +148,8 @@ class SchedulePlanner:
             slot = self._new_slot(self.INPUT, (value.shape, value.dtype) if shaped else None)
             if isinstance(value, StagedBuffer):
                 self.staged.add(slot)
+            elif name in schedule.donated:
+                self.donated.add(slot)
             schedule.inputs.append((name, slot))
             self.slot_of[Source(None, name)] = slot
         shapes = {Source(None, name): value.shape for name, value in self.inputs.items()
@@ -152,7 +159,8 @@ class SchedulePlanner:
         seen: set[int] = set()
         for name, source in schedule.plan.outputs.items():
             slot = self.slot_of[source]
-            handed = self.kinds[slot] == self.FRESH and slot not in seen
+            handed = (self.kinds[slot] == self.FRESH or slot in self.donated) \
+                and slot not in seen
             seen.add(slot)
             schedule.outputs.append((name, slot, handed))
 
@@ -200,7 +208,7 @@ class SchedulePlanner:
         slot = self.slot_of[source]
         reads_here = sum(1 for _, s, _ in task.arguments if s == source)
         # A resident device's input buffer is the run's own copy of the input.
-        owned = self.kinds[slot] in (self.ARENA, self.FRESH) or \
+        owned = self.kinds[slot] in (self.ARENA, self.FRESH) or slot in self.donated or \
             self.kinds[slot] == self.INPUT and self._resident_run and slot not in self.staged
         if owned and self.last_reader[source] == index and source not in self.outputs \
                 and reads_here == 1:

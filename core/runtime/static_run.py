@@ -118,15 +118,18 @@ class StaticProgram:
         return taken
 
     def run(self, inputs: dict[str, Any], report: Report, outputs: str = HOST_OUTPUTS,
-            given: dict[str, Any] | None = None) -> dict[str, Any]:
+            given: dict[str, Any] | None = None,
+            donated: frozenset[str] = frozenset()) -> dict[str, Any]:
         """Outputs of one run on checked ``inputs`` (numpy arrays and
         scalars, or buffers staged on the resident device); the per-node
         records go to ``report``.  ``outputs``: where the outputs go
         (device_arrays.OUTPUT_PLACES).  ``given``: the inputs as the caller
         passed them, kept to recognise a call repeating this one
-        (repeat_call.py)."""
+        (repeat_call.py).  ``donated``: host arrays among ``inputs`` that
+        a node may update in place (donation.py; host-memory runs only)."""
         device_outputs = self._device_outputs(outputs)
         key, held = self.schedules.key(inputs, device_outputs)
+        key += (donated if self.resident is None else frozenset(),)
         result = self._run(key, held, inputs, report, device_outputs)
         if given is not None:
             self.recent.keep(given, RepeatCall.of(given, inputs, outputs, key, held,
@@ -152,7 +155,8 @@ class StaticProgram:
         schedule, lends = self.schedules.take(key)
         if schedule is None:
             schedule = RunSchedule.make(self.plan, self.devices, self.module, self.resident,
-                                        self.captured, inputs, device_outputs, lends, held)
+                                        self.captured, inputs, device_outputs, lends, held,
+                                        donated=key[-1])
         try:
             return schedule.run(inputs, report)
         finally:
@@ -186,10 +190,12 @@ class RunSchedule(Schedule):
     def make(cls, plan: ProgramPlan, devices: dict[str, Device], module: Module,
              resident: Device | None, captured: Device | None,
              inputs: dict[str, Any], device_outputs: bool, lends: bool = False,
-             held: dict[str, Any] | None = None) -> "RunSchedule":
+             held: dict[str, Any] | None = None,
+             donated: frozenset[str] = frozenset()) -> "RunSchedule":
         schedule = cls(plan, devices, module, resident, captured, device_outputs)
         schedule.lends = lends
         schedule.held = held or {}
+        schedule.donated = donated
         SchedulePlanner(schedule, inputs).plan()
         for fresh in schedule.fresh:
             if fresh.device is None:

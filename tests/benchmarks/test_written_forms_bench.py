@@ -15,5 +15,10 @@ def test_every_form_runs_and_agrees_with_its_peer(capsys):
                  "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     forms = [line.split(" | ")[0].lstrip("| ") for line in lines[4:]]
-    assert forms == [*products.TILED, *convolutions.TILED, *stencils.FORMS,
-                     *reductions.FORMS]
+    programs = {**products.TILED, **convolutions.TILED, **stencils.FORMS, **reductions.FORMS}
+    # a form updating an array in place has a second row with it given up (hpvm.donate)
+    assert forms == [row for name, program in programs.items() for row in (
+        (name, f"{name}, donated") if any(p.direction == "inout"
+                                          for p in program.build().root_graph.params)
+        else (name,))]
+    assert "interior, donated" in forms

@@ -38,6 +38,7 @@ from hpvm.ir.uniformity import Uniformity
 from hpvm.ir.visit import rewrite, walk
 
 from .loop_lanes import lanes_along_loops
+from .row_tiles import tile_row_reads
 from .uniformity import Unsupported, check_supported
 
 
@@ -58,7 +59,15 @@ def strip_body(kernel: KernelFunction, block: dict[int, int]) -> tuple[Stmt, ...
         if not _has_varying_loop_work(kernel.body, uniformity) or \
                 lanes_along_loops(kernel, uniformity, max(block)):
             return None
-        return _StripWriter(kernel, uniformity, block).block(kernel.body)
+        writer = _StripWriter(kernel, uniformity, block)
+        taken = _names(kernel) | {c.name for c in writer.indices}
+
+        def fresh(hint: str) -> str:
+            name = _fresh(hint, taken)
+            taken.add(name)
+            return name
+        return tile_row_reads(writer.block(kernel.body), kernel.body, writer.indices,
+                              writer.block_shape, fresh)
     except Unsupported:
         return None
 

@@ -97,14 +97,16 @@ def _row_reads(loop: For, bodies, strides: IndexStrides, lane: Var) -> list[Load
                                         for s in loop.body):
         return []
     inside = assigned_variables(loop.body) | {s.name for s in walk(loop.body)
-                                              if isinstance(s, Let)}
+                                              if isinstance(s, Let)} \
+        | {s.var for s in walk(loop.body) if isinstance(s, For) and s.var != lane.name}
     along = loop_variable(loop.var)
     found: dict[Load, None] = {}
     for node in walk(loop.body):
         if not isinstance(node, Load) or node in found or writes_buffer(bodies, node.buffer):
             continue
-        if any(isinstance(v, Var) and v.name in inside for v in walk(node.indices)):
-            continue
+        if any(isinstance(v, Var) and v.name in inside or isinstance(v, Load)
+               for v in walk(node.indices)):
+            continue  # computed in the loop, or read from memory: read where it is
         if strides.element_stride(node.indices, along) != 1:
             continue
         if strides.element_stride(node.indices, loop_variable(lane.name)) in (0, 1):

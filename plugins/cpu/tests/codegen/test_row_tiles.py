@@ -104,3 +104,33 @@ def test_the_in_place_kernel_matches_the_interpreter():
     want = run_reference(module, "k", {"a": a.copy()}, (40,))
     for name in ("a", "sums"):
         np.testing.assert_allclose(got[name], want[name], rtol=1e-6, err_msg=name)
+
+
+INNER = """hpvm 1.3
+module m
+func @k(in a: f32[M, K], in w: i64[M], out sums: f32[M]) {
+  let i: i64 = instance_id(0)
+  let s: f32 = f32(0.0)
+  for k in 0 .. K - 2 step 1 {
+    for r in 0 .. w[i] % 3 step 1 {
+      s = s + a[i, k + r] * f32(r + 1)
+    }
+    s = s + a[w[i], k]
+  }
+  sums[i] = s
+}
+graph @main() {
+}
+root @main
+"""
+
+
+def test_reads_indexed_by_inner_loops_or_memory_are_read_where_they_are():
+    assert tiles(INNER, {0: 8}) == []
+    module = parse_module(INNER)
+    rng = np.random.default_rng(7)
+    args = {"a": rng.standard_normal((19, 50)).astype(np.float32),
+            "w": rng.integers(0, 19, 19).astype(np.int64)}
+    got = run_cpu(module, "k", args, (19,), options={"lanes": 8})
+    np.testing.assert_allclose(got["sums"], run_reference(module, "k", args, (19,))["sums"],
+                               rtol=1e-5, atol=1e-5)

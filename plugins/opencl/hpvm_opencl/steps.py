@@ -60,6 +60,7 @@ benchmarks/RESULTS.md).
 """
 from __future__ import annotations
 
+from hpvm.codegen.aliasing import aliases_nothing
 from hpvm.ir.instance_access import instance_aliases, instance_dimension
 from hpvm.ir.kernel import (
     Binary, Call, Const, Expr, For, If, Intrinsic, KernelFunction, Load, Return, Store, Var,
@@ -101,7 +102,7 @@ class WorkItemSteps:
         if any(_steps_access_in_loop(loop, innermost) for loop in walk(kernel.body)
                if isinstance(loop, (For, While))) \
                 or not self.fast_math and _slow_path(kernel.body, innermost) \
-                or _reads_what_it_writes(kernel):
+                or _unrestricted(kernel):
             return "strided"
         return "contiguous"
 
@@ -269,10 +270,10 @@ def columns(kernel: KernelFunction, rank: int) -> dict[str, tuple[int, int]]:
 
 def _steps_access_in_loop(loop: For | While, innermost: Uniformity) -> bool:
     """Whether ``loop``'s body loads or stores an element whose index
-    follows the innermost instance id (or passes it to a helper): adjacent instances' accesses of
-    it then sit in one loop per step, which the device compiler does not
-    merge across steps (camera's channel loops ran 2x slower contiguous
-    than strided on the H200)."""
+    follows the innermost instance id, or passes that id to a helper:
+    adjacent instances' accesses then sit in one loop per step, which the
+    device compiler does not merge across steps (camera's channel loops
+    ran 2x slower contiguous than strided on the H200)."""
     return any(isinstance(node, (Load, Store))
                and any(innermost.is_varying(i) for i in node.indices)
                or isinstance(node, Call) and any(innermost.is_varying(a) for a in node.args)
@@ -282,11 +283,10 @@ def _steps_access_in_loop(loop: For | While, innermost: Uniformity) -> bool:
 def _slow_path(body, innermost: Uniformity) -> bool:
     """Whether ``body`` divides floats (by other than a constant) or takes
     a float's square root where the value follows the innermost instance
-    id: correctly rounded (hpvm's
-    default), each has a slow path whose branches keep the steps'
-    accesses apart (srad's and edge's divisions and square roots ran
-    1.5-3.5x slower contiguous than strided on the H200).  Divisions by
-    constants are exact without one (renderer.py)."""
+    id: correctly rounded (hpvm's default), each has a slow path whose
+    branches keep the steps' accesses apart (srad's and edge's divisions
+    and square roots ran 1.5-3.5x slower contiguous than strided on the
+    H200).  Divisions by constants are exact without one (renderer.py)."""
     for node in walk(body):
         if isinstance(node, Binary) and node.op == "div" and node.type.is_float \
                 and innermost.is_varying(node) and not isinstance(node.rhs, Const):
@@ -297,10 +297,10 @@ def _slow_path(body, innermost: Uniformity) -> bool:
     return False
 
 
-def _reads_what_it_writes(kernel: KernelFunction) -> bool:
-    """Whether ``kernel`` updates a buffer parameter in place: it is not
-    ``restrict`` then, so the device compiler keeps each step's loads
-    after the earlier steps' stores (srad's update of J ran 1.4x slower
+def _unrestricted(kernel: KernelFunction) -> bool:
+    """Whether a buffer of ``kernel`` is rendered without ``restrict``
+    (hpvm.codegen.aliasing: any buffer it updates in place, and then its
+    inputs too): the device compiler then keeps each step's loads after
+    the earlier steps' stores (srad's update of J ran 1.4x slower
     contiguous than strided on the H200)."""
-    written = written_buffers(kernel.body) & {p.name for p in kernel.params if p.is_buffer}
-    return any(isinstance(node, Load) and node.buffer in written for node in walk(kernel.body))
+    return any(p.is_buffer and not aliases_nothing(p, kernel) for p in kernel.params)

@@ -11,7 +11,7 @@ so build errors surface at compile time and the binary cache is warm.
 Runtime shim: device.py.
 
 Options: ``platform``, ``device`` (devices.py), ``work_group`` (launch.py),
-``per_item`` and ``per_item_layout`` (steps.py), ``fast_math`` and
+``per_item`` and ``per_item_layout`` (steps.py), ``lanes`` (lanes.py), ``fast_math`` and
 ``build_options`` (program.py).
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ from hpvm.options import Option
 from hpvm.target import Artifact, Availability, Device, Knob, NodeRef, Target
 
 from hpvm_opencl.device import DEFAULT_TRANSFER, NodePlan, OpenCLDevice
+from hpvm_opencl.lanes import LANE_CHOICES, LANES
 from hpvm_opencl.layout import Argument, entry_arguments, synchronizes
 from hpvm_opencl.steps import LAYOUTS, PER_ITEM
 from hpvm_opencl.transfers import MODES as TRANSFER_MODES
@@ -60,6 +61,9 @@ OPTIONS = [
            "the innermost instance id decides a branch, there march where shifted reads "
            "exist; strided there and where loops, correctly rounded divisions or square "
            "roots, or in-place buffers keep the steps' accesses apart)", choices=LAYOUTS),
+    Option("lanes", int, LANES, "adjacent instances of the innermost dimension a marching "
+           "work item runs, its shifted reads loaded as vectors for all of them",
+           choices=LANE_CHOICES),
     Option("fast_math", bool, False, "build with -cl-fast-relaxed-math"),
     Option("build_options", list, (), "more OpenCL C compiler flags"),
     Option("transfer", str, DEFAULT_TRANSFER, "how buffers move between host and device: "
@@ -145,17 +149,22 @@ class GpuOpenCLTarget(Target):
         return isinstance(node.body, (KernelBody, ConstantBody, TensorBody))
 
     def knobs(self, module: Module, nodes: list[NodeRef]) -> list[Knob]:
-        """The transfer mode (whole program), and a work-group size per
-        replicated kernel node without a ``group``."""
+        """The transfer mode, instances a work item, their layout and, where
+        a kernel could march (two or more dimensions), its lanes (whole
+        program); a work-group size per replicated kernel node without a
+        ``group``."""
         knobs = [Knob("transfer", TRANSFER_MODES, DEFAULT_TRANSFER, copies_only=True),
                  Knob("per_item", PER_ITEM_CHOICES, default_per_item({})),
                  Knob("per_item_layout", LAYOUTS, "auto")]
+        groups = []
         for ref in nodes:
             node = module.graph(ref.graph).node(ref.node)
             rank = len(node.replication)
             if isinstance(node.body, KernelBody) and rank and "group" not in node.attributes:
-                knobs.append(Knob("work_group", (None,) + WORK_GROUP_CHOICES[rank], None, ref))
-        return knobs
+                groups.append(Knob("work_group", (None,) + WORK_GROUP_CHOICES[rank], None, ref))
+        if any(len(module.graph(ref.graph).node(ref.node).replication) > 1 for ref in nodes):
+            knobs.append(Knob("lanes", LANE_CHOICES, LANES))
+        return knobs + groups
 
     # -- code generation ---------------------------------------------------
     def compile(self, module: Module, nodes: list[NodeRef], options: dict) -> Artifact:
@@ -164,7 +173,8 @@ class GpuOpenCLTarget(Target):
         renderer = OpenCLRenderer(module, options.get("per_item") or default_per_item(options),
                                   options.get("per_item_layout") or "auto",
                                   _exact_division_in_double(options),
-                                  bool(options.get("fast_math")))
+                                  bool(options.get("fast_math")),
+                                  options.get("lanes") or LANES)
         plans: dict[str, NodePlan] = {}
         arguments: dict[str, list[Argument]] = {}
         for ref in nodes:
@@ -195,8 +205,7 @@ class GpuOpenCLTarget(Target):
             renderer.add_entry(function, rank)
             arguments[entry] = entry_arguments(module.function(function), rank)
         return NodePlan("kernel", function, entry, rank, synchronizes(module, function),
-                        renderer.entry_per_item.get(entry, 1),
-                        renderer.entry_stepped.get(entry, -1))
+                        **renderer.work_item_shape(entry))
 
     def load(self, artifact: Artifact, options: dict) -> Device:
         from hpvm.ir.text import parse_module

@@ -67,8 +67,7 @@ class KernelProgram:
             arguments[entry] = entry_arguments(module.function(function), rank)
             self.plans[function] = NodePlan("kernel", function, entry, rank,
                                             synchronizes(module, function),
-                                            renderer.entry_per_item[entry],
-                                            renderer.entry_stepped[entry])
+                                            **renderer.work_item_shape(entry))
         self.source = renderer.finish()
         runtime = runtime_for(select_device(options))
         def build(wide: bool = False):

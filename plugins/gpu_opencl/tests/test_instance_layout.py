@@ -96,10 +96,10 @@ root @main
 """
 
 
-def entries(layout: str = "auto") -> dict[str, str]:
+def entries(layout: str = "auto", lanes: int = 1) -> dict[str, str]:
     """Function name -> the text of its rendered entry."""
     module = parse_module(KERNELS)
-    renderer = OpenCLRenderer(module, per_item=4, layout=layout)
+    renderer = OpenCLRenderer(module, per_item=4, layout=layout, lanes=lanes)
     for name in ("scale", "interior", "row_branch", "ragged", "planes", "boxed"):
         renderer.add_entry(name, 2)
     text = renderer.finish().text
@@ -208,6 +208,85 @@ def test_a_march_reads_each_row_of_its_column_once_into_registers():
     assert "hpvm_column_x[hpvm_step + 2] + hpvm_column_x[hpvm_step + 0]" in planes
     assert "x[((HPVM_INDEX)r) * (HPVM_INDEX)hpvm_x_d1 + (HPVM_INDEX)(" in planes  # x[r, c + 1]
     assert "(hpvm_at >= 0 && hpvm_at < hpvm_x_d0 && hpvm_id1 < hpvm_x_d1)" in planes
+
+
+def test_lanes_of_a_march_read_shared_elements_as_vectors_and_store_once_a_step():
+    """Two adjacent columns a work item (lanes.py): the column's rows as
+    vectors, a lane's right neighbour the next lane's element, the left
+    one of lane 0 loaded as written; one vector store a step."""
+    planes = entries("march", lanes=2)["planes"]
+    assert "const long hpvm_lane0 = (long)get_global_id(0) * 2;" in planes
+    assert "if (hpvm_lane0 >= hpvm_count1) return;" in planes
+    assert "float2 hpvm_column_x[6];" in planes
+    # no branch: indices clamped into the buffer (a lane uses the element
+    # only where its code reads it in bounds), one access where aligned
+    assert "hpvm_load_float2(x + (((HPVM_INDEX)(clamp(hpvm_at, 0L, hpvm_x_d0 - 1)))" in planes
+    lane0, lane1 = planes.split("const long hpvm_id1 = hpvm_lane0 + ")[1:]
+    assert "hpvm_column_x[hpvm_step + 2].s0 + hpvm_column_x[hpvm_step + 0].s0) + " \
+           "hpvm_column_x[hpvm_step + 1].s1" in lane0
+    assert "hpvm_column_x[hpvm_step + 2].s1 + hpvm_column_x[hpvm_step + 0].s1) + x[" in lane1
+    assert "hpvm_sink_y.s0 = " in lane0 and "hpvm_sink_y.s1 = " in lane1
+    assert "hpvm_store_float2(hpvm_sink_y, y + " in lane1
+    boxed = entries("march", lanes=2)["boxed"]  # rows above and below: a vector a step
+    assert boxed.count("const float2 hpvm_row_x_") == 0  # rank 2: shifts along rows only
+    assert "hpvm_column_x[hpvm_step + 1].s1" in boxed
+
+
+def test_lane_vectors_are_one_access_where_aligned():
+    module = parse_module(KERNELS)
+    renderer = OpenCLRenderer(module, per_item=4, layout="march", lanes=4)
+    renderer.add_entry("planes", 2)
+    text = renderer.finish().text
+    assert "return ((ulong)p & 15) == 0 ? *(const __global float4*)p : vload4(0, p);" in text
+    assert "if (((ulong)p & 15) == 0) *(__global float4*)p = v;" in text
+
+
+def test_lanes_of_a_march_plan_what_they_share():
+    from hpvm_opencl.lanes import lane_plan
+    module = parse_module(PLANES_3D)
+    plan = lane_plan(module.function("sweep"), 3, 2)
+    assert plan.columns == {"a": (-1, 1)}
+    assert plan.rows == {"a": ((0, -1), (0, 1))}
+    assert plan.sinks == ("b",)
+    # a buffer also read, or stored only under a branch, is stored lane by lane
+    assert lane_plan(module.function("accumulate"), 3, 2).sinks == ()
+    assert lane_plan(module.function("guarded"), 3, 2).sinks == ()
+
+
+PLANES_3D = """hpvm 1.3
+module planes
+
+func @sweep(in a: f32[D, H, W], out b: f32[D, H, W]) {
+  let z: i64 = instance_id(0)
+  let y: i64 = instance_id(1)
+  let x: i64 = instance_id(2)
+  b[z, y, x] = a[z, y, x]
+  if 0 < z && z < D - 1 && (0 < y && y < H - 1) && (0 < x && x < W - 1) {
+    b[z, y, x] = a[z + 1, y, x] + a[z - 1, y, x] + a[z, y + 1, x] + a[z, y - 1, x] + a[z, y, x + 1]
+  }
+}
+
+func @accumulate(in a: f32[D, H, W], inout b: f32[D, H, W]) {
+  let z: i64 = instance_id(0)
+  let y: i64 = instance_id(1)
+  let x: i64 = instance_id(2)
+  b[z, y, x] = b[z, y, x] + a[z + 1, y, x] + a[z, y, x]
+}
+
+func @guarded(in a: f32[D, H, W], out b: f32[D, H, W]) {
+  let z: i64 = instance_id(0)
+  let y: i64 = instance_id(1)
+  let x: i64 = instance_id(2)
+  if 0 < z {
+    b[z, y, x] = a[z - 1, y, x] + a[z, y, x]
+  }
+}
+
+graph @main() {
+}
+
+root @main
+"""
 
 
 def test_columns_are_read_only_buffers_at_two_or_more_shifts_of_the_own_element():

@@ -169,7 +169,7 @@ func @sweep(in a: f32[D, H, W], out b: f32[D, H, W]) {
   let x: i64 = instance_id(2)
   b[z, y, x] = a[z, y, x]
   if 0 < z && z < D - 1 && (0 < y && y < H - 1) && (0 < x && x < W - 1) {
-    b[z, y, x] = a[z + 1, y, x] + a[z - 1, y, x] * f32(2.0) + a[z, y + 1, x] - a[z, y, x - 1]
+    b[z, y, x] = a[z + 1, y, x] + a[z - 1, y, x] * f32(2) + a[z, y + 1, x] - a[z, y, x - 1]
   }
 }
 
@@ -183,16 +183,23 @@ root @main
 """
 
 
-def test_a_march_along_the_planes_computes_what_the_interpreter_does():
-    module = parse_module(PLANES)
+@pytest.mark.parametrize("lanes, element", [(1, "f32"), (2, "f32"), (4, "f32"), (8, "f32"),
+                                            (4, "i32"), (2, "f64")])
+def test_a_march_along_the_planes_computes_what_the_interpreter_does(lanes, element):
+    """...with each work item's lanes of the rows too (lanes.py), rows
+    that end inside a work item's lanes included."""
+    module = parse_module(PLANES.replace("f32", element))
     exe = rt.compile(module, targets=["gpu_opencl"],
-                     options={"per_item": 4, "per_item_layout": "march"})
+                     options={"per_item": 4, "per_item_layout": "march", "lanes": lanes})
     plan = next(iter(device_of(exe).plans.values()))
-    assert plan.stepped == 0 and "hpvm_column_a" in source_of(exe)
+    assert plan.stepped == 0 and plan.lanes == lanes and "hpvm_column_a" in source_of(exe)
+    assert ("vstore" in source_of(exe)) == (lanes > 1)
     info = device_of(exe).runtime.info
-    side = max(int((4 * 2048 * info.compute_units / 18) ** 0.5) + 1, 8)
-    a = np.random.default_rng(4).standard_normal((18, side, side + 3)).astype(np.float32)
-    assert device_of(exe).work_items(plan, a.shape) == (5,) + a.shape[1:]  # 18 planes: a tail
+    side = max(int((4 * lanes * 2048 * info.compute_units / 18) ** 0.5) + 1, 32 * lanes)
+    a = np.random.default_rng(4).standard_normal((18, side, side + 3)) * 100
+    a = a.astype({"f32": np.float32, "i32": np.int32, "f64": np.float64}[element])
+    # 18 planes, rows of side + 3: tails of both
+    assert device_of(exe).work_items(plan, a.shape) == (5, side, -(-(side + 3) // lanes))
     np.testing.assert_allclose(exe(a=a)["b"], run_module(module, {"a": a})["b"], rtol=1e-6)
     small = a[:3, :5, :7].copy()  # too few to divide: an instance a work item
     assert device_of(exe).work_items(plan, small.shape) == small.shape

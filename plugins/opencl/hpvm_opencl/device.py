@@ -65,6 +65,9 @@ class NodePlan:
     stepped: int = -1
     """The replication dimension they lie along: -1 the innermost, 0 the
     outermost (steps.py's march)."""
+    lanes: int = 1
+    """Instances of the innermost dimension a marching work item runs besides
+    (lanes.py)."""
 
     def to_json(self) -> dict:
         return self.__dict__.copy()
@@ -198,7 +201,8 @@ class OpenCLDevice(DeviceMemory, Device):
     def work_items(self, plan: NodePlan, sizes: tuple[int, ...]) -> tuple[int, ...]:
         """The work items of ``plan``'s launch over replication ``sizes``
         (launch.work_items)."""
-        return work_items(sizes, plan.per_item, self.runtime.info.compute_units, plan.stepped)
+        return work_items(sizes, plan.per_item, self.runtime.info.compute_units, plan.stepped,
+                          plan.lanes)
 
     def new_kernel(self, entry: str, args: dict[str, Any]):
         """A kernel object of ``entry`` of its own, from the program for

@@ -114,18 +114,21 @@ COALESCED = 32
 
 
 def work_items(sizes: tuple[int, ...], per_item: int, compute_units: int,
-               stepped: int = -1) -> tuple[int, ...]:
+               stepped: int = -1, lanes: int = 1) -> tuple[int, ...]:
     """The work items of a launch over replication ``sizes`` (IR order): as
     many, or, for a kernel whose work items may each run ``per_item``
     instances of dimension ``stepped`` (the innermost, -1, or the
-    outermost, 0: steps.py), that many times fewer along it, where
-    RESIDENT_ITEMS are still left for each of the device's
-    ``compute_units`` and, along the innermost dimension, a step of the
-    work items spans a warp (COALESCED)."""
-    along = sizes[stepped]
-    if per_item < 2 or along < per_item * (COALESCED if stepped in (-1, len(sizes) - 1) else 1) \
-            or math.prod(sizes) < per_item * RESIDENT_ITEMS * compute_units:
+    outermost, 0: steps.py) and ``lanes`` of the innermost (lanes.py),
+    that many times fewer along them, where RESIDENT_ITEMS are still left
+    for each of the device's ``compute_units`` and, along the innermost
+    dimension, a step of the work items spans a warp (COALESCED)."""
+    along, inner = sizes[stepped], sizes[-1]
+    innermost = stepped in (-1, len(sizes) - 1)
+    if per_item < 2 or along < per_item * (COALESCED if innermost else 1) \
+            or inner < lanes * COALESCED \
+            or math.prod(sizes) < per_item * lanes * RESIDENT_ITEMS * compute_units:
         return sizes
     divided = list(sizes)
     divided[stepped] = -(-along // per_item)
+    divided[-1] = -(-divided[-1] // lanes)
     return tuple(divided)

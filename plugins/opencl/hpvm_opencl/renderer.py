@@ -54,6 +54,7 @@ from hpvm.ir.kernel import AtomicUpdate, Binary, Call, Const, KernelFunction, Lo
 from hpvm.ir.types import F16, F32, ScalarType
 from hpvm.ir.visit import walk
 
+from .lanes import LANES, MarchLanes
 from .layout import synchronizes, written_private_buffers
 from .steps import LAYOUTS, PER_ITEM, WorkItemSteps
 
@@ -75,7 +76,7 @@ module docstring)."""
 _FLOAT_COMBINE = {"add": "old + v", "min": "fmin(old, v)", "max": "fmax(old, v)"}
 
 
-class OpenCLRenderer(WorkItemSteps, CStyleRenderer):
+class OpenCLRenderer(MarchLanes, WorkItemSteps, CStyleRenderer):
     """Renders node kernels and helpers as one OpenCL C program."""
 
     language = "OpenCL C"
@@ -89,7 +90,8 @@ class OpenCLRenderer(WorkItemSteps, CStyleRenderer):
     scratch copies."""
 
     def __init__(self, module, per_item: int = PER_ITEM, layout: str = "auto",
-                 constant_division_in_double: bool = False, fast_math: bool = False):
+                 constant_division_in_double: bool = False, fast_math: bool = False,
+                 lanes: int = LANES):
         super().__init__(module)
         self.constant_division_in_double = constant_division_in_double
         """f32 division by constants through double precision (see the
@@ -111,6 +113,19 @@ class OpenCLRenderer(WorkItemSteps, CStyleRenderer):
         self.entry_stepped: dict[str, int] = {}
         """Entry name -> the replication dimension a work item's instances
         step along: -1 the innermost, 0 where they march (steps.py)."""
+        self.lanes = lanes
+        """Adjacent instances of the innermost dimension a marching work
+        item runs (lanes.py)."""
+        self.entry_lanes: dict[str, int] = {}
+        """Entry name -> the lanes of its work items (its launch divides
+        the innermost dimension by as much)."""
+
+    def work_item_shape(self, entry: str) -> dict[str, int]:
+        """How the work items of a rendered ``entry`` run its instances:
+        NodePlan's ``per_item``, ``stepped`` and ``lanes``."""
+        return {"per_item": self.entry_per_item.get(entry, 1),
+                "stepped": self.entry_stepped.get(entry, -1),
+                "lanes": self.entry_lanes.get(entry, 1)}
 
     # -- types and spellings ---------------------------------------------
     def half_storage_type(self, space: str) -> str:
@@ -281,8 +296,9 @@ class OpenCLRenderer(WorkItemSteps, CStyleRenderer):
         per_item = self.entry_per_item[name] = self._per_item(kernel, rank, synchronous)
         layout = self.instance_layout(kernel, rank) if per_item > 1 else None
         self.entry_stepped[name] = 0 if layout == "march" else -1
+        lanes = self.entry_lanes[name] = self.lanes if layout == "march" else 1
         strided = (0 if layout == "march" else rank - 1) if per_item > 1 else None
-        unstrided = [d for d in range(rank) if d != strided]
+        unstrided = [d for d in range(rank) if d != strided and (lanes < 2 or d < rank - 1)]
         self.writer.open(f"__kernel void {name}({', '.join(declarations + counts)})")
         for d in range(DIMS):
             if d >= rank:
@@ -292,10 +308,11 @@ class OpenCLRenderer(WorkItemSteps, CStyleRenderer):
                 self.writer.line(f"const long {self.instance_id(d)} = "
                                  f"(long)get_global_id({rank - 1 - d});")
         self.declare_local_arrays(kernel)
-        if not synchronous and unstrided:
-            outside = " || ".join(f"{self.instance_id(d)} >= {self.instance_count(d)}"
-                                  for d in unstrided)
-            self.writer.line(f"if ({outside}) return;")
+        outside = [f"{self.instance_id(d)} >= {self.instance_count(d)}" for d in unstrided]
+        if lanes > 1:
+            outside.append(self._lanes_prologue(rank, lanes))
+        if not synchronous and outside:
+            self.writer.line(f"if ({' || '.join(outside)}) return;")
         self.define_shape_symbols(kernel)
         self._copy_private_buffers(kernel)
         if strided is None:
@@ -303,7 +320,7 @@ class OpenCLRenderer(WorkItemSteps, CStyleRenderer):
         elif layout == "strided":
             self._strided_steps(kernel, strided, per_item)
         elif layout == "march":
-            self._march_steps(kernel, rank, per_item)
+            self._march_steps(kernel, rank, per_item, lanes)
         else:
             self._contiguous_steps(kernel, strided, per_item)
         self.writer.close()

@@ -28,7 +28,9 @@ the loop.  Three layouts of a work item's instances (LAYOUTS):
   shifts of its own element along that dimension (:func:`columns`: a
   stencil's planes): each element of that column is loaded once, before
   the steps, into registers the steps share, instead of once per
-  neighbour that reads it.
+  neighbour that reads it.  Each work item also runs ``lanes`` adjacent
+  instances of the innermost dimension, their shared reads loaded as
+  vectors (lanes.py).
 
 On the lent H200, each kernel's bandwidth against a float4 copy kernel's
 on its own time (benchmarks/bandwidth_bench.py, per_item 4), strided ->
@@ -51,12 +53,10 @@ contiguous.  A strided launch that is not divided runs one instance a
 work item with no steps (sgemm as written 0.144 -> 0.112 ms, backprop's
 partial sums 1.59 -> 0.68 ms).  The
 stencil's sweep as generated (per_item 4, bandwidth_bench.py): strided
-0.59, march 0.61-0.62 of the copy kernel.  Marching stays second to
-adjacent instances where those merge into vector accesses: a work item
-of a march moves one element a step, and one float a work item is what
-caps a scalar copy kernel of the stencil's size at 0.61 of the float4
-copy (hand-written marches with two adjacent x a work item reached 0.76;
-benchmarks/RESULTS.md).
+0.59, march 0.61-0.62 of the copy kernel, 0.71 with four lanes (one
+float a work item is what caps a scalar copy kernel of the stencil's
+size at 0.61 of the float4 copy; hand-written marches reached 0.76 at
+best: benchmarks/RESULTS.md).
 """
 from __future__ import annotations
 
@@ -111,17 +111,21 @@ class WorkItemSteps:
         self.writer.line("const long hpvm_stride = (long)get_global_size(0);")
 
     def _unrolled_steps(self, kernel: KernelFunction, dim: int, per_item: int, instance: str,
-                        checked: bool = True) -> None:
+                        checked: bool = True, step=None) -> None:
         """``per_item`` steps, unrolled, each the body for the instance
         ``instance`` of dimension ``dim`` (a C expression of
-        ``hpvm_step``); ``checked``: the steps past the replication stop."""
+        ``hpvm_step``), or what ``step()`` renders; ``checked``: the steps
+        past the replication stop."""
         item = self.instance_id(dim)
         self.writer.line("#pragma unroll")
         self.writer.open(f"for (int hpvm_step = 0; hpvm_step < {per_item}; hpvm_step++)")
         self.writer.line(f"const long {item} = {instance};")
         if checked:
             self.writer.line(f"if ({item} >= {self.instance_count(dim)}) break;")
-        self.body(kernel.body)
+        if step is None:
+            self.body(kernel.body)
+        else:
+            step()
         self.writer.close()
 
     def _strided_steps(self, kernel: KernelFunction, dim: int, per_item: int) -> None:
@@ -175,11 +179,16 @@ class WorkItemSteps:
             return 1
         return self.per_item
 
-    def _march_steps(self, kernel: KernelFunction, rank: int, per_item: int) -> None:
+    def _march_steps(self, kernel: KernelFunction, rank: int, per_item: int,
+                     lanes: int) -> None:
         """Instances ``hpvm_first + step`` of the outermost dimension (the
         launch divides it), each column load (:func:`columns`) read once
-        for the whole run into registers before the steps."""
+        for the whole run into registers before the steps; with ``lanes``
+        adjacent instances of the innermost dimension each (lanes.py)."""
         self.writer.line(f"const long hpvm_first = (long)get_global_id({rank - 1}) * {per_item};")
+        if lanes > 1:
+            self._march_lanes(kernel, rank, per_item, lanes)
+            return
         marching = columns(kernel, rank)
         for name, (low, high) in marching.items():
             self._load_column(name, low, per_item + high - low, rank)
@@ -220,28 +229,46 @@ MAX_COLUMN_SPAN = 8
 marching work item keeps in registers."""
 
 
-def _shift(index: Expr, aliases: dict[str, int]) -> int | None:
-    """c where ``index`` is the outermost instance id plus the constant c."""
-    if instance_dimension(index, aliases) == 0:
+def _shift(index: Expr, aliases: dict[str, int], dim: int) -> int | None:
+    """c where ``index`` is the instance id of ``dim`` plus the constant c."""
+    if instance_dimension(index, aliases) == dim:
         return 0
     if not (isinstance(index, Binary) and index.op in ("add", "sub")):
         return None
-    if instance_dimension(index.lhs, aliases) == 0 and isinstance(index.rhs, Const):
+    if instance_dimension(index.lhs, aliases) == dim and isinstance(index.rhs, Const):
         return int(index.rhs.value) * (1 if index.op == "add" else -1)
     if index.op == "add" and isinstance(index.lhs, Const) \
-            and instance_dimension(index.rhs, aliases) == 0:
+            and instance_dimension(index.rhs, aliases) == dim:
         return int(index.lhs.value)
     return None
+
+
+def own_shifts(access: Load | Store, aliases: dict[str, int],
+               rank: int) -> tuple[int, ...] | None:
+    """(c0, ..., c(rank-1)) where ``access`` is at ``buffer[id0 + c0, ...,
+    id(rank-1) + c(rank-1)]``: the instance's own element shifted by
+    constants."""
+    if len(access.indices) != rank:
+        return None
+    shifts = tuple(_shift(index, aliases, d) for d, index in enumerate(access.indices))
+    return None if None in shifts else shifts
 
 
 def column_offset(load: Load, aliases: dict[str, int], rank: int) -> int | None:
     """c where ``load`` reads ``buffer[id0 + c, id1, ..., id(rank-1)]``: the
     instance's own element shifted along the outermost dimension."""
-    if len(load.indices) != rank or any(
-            instance_dimension(index, aliases) != d
-            for d, index in enumerate(load.indices[1:], start=1)):
-        return None
-    return _shift(load.indices[0], aliases)
+    shifts = own_shifts(load, aliases, rank)
+    return shifts[0] if shifts is not None and not any(shifts[1:]) else None
+
+
+def read_only_buffers(kernel: KernelFunction) -> set[str]:
+    """The buffers ``kernel`` neither writes nor passes to a helper (which
+    might), bool ones aside (read as bytes compared to 0)."""
+    changed = written_buffers(kernel.body) | {
+        a.name for n in walk(kernel.body) if isinstance(n, Call) for a in n.args
+        if isinstance(a, Var)}
+    return {p.name for p in kernel.params
+            if p.is_buffer and p.name not in changed and not p.type.element.is_bool}
 
 
 def columns(kernel: KernelFunction, rank: int) -> dict[str, tuple[int, int]]:
@@ -253,11 +280,7 @@ def columns(kernel: KernelFunction, rank: int) -> dict[str, tuple[int, int]]:
     if rank < 2:
         return {}
     aliases = instance_aliases(kernel.body)
-    changed = written_buffers(kernel.body) | {
-        a.name for n in walk(kernel.body) if isinstance(n, Call) for a in n.args
-        if isinstance(a, Var)}
-    readable = {p.name for p in kernel.params
-                if p.is_buffer and p.name not in changed and not p.type.element.is_bool}
+    readable = read_only_buffers(kernel)
     offsets: dict[str, set[int]] = {}
     for node in walk(kernel.body):
         if isinstance(node, Load) and node.buffer in readable:

@@ -205,3 +205,43 @@ def test_a_march_along_the_planes_computes_what_the_interpreter_does(lanes, elem
     assert device_of(exe).work_items(plan, small.shape) == small.shape
     np.testing.assert_allclose(exe(a=small)["b"], run_module(module, {"a": small})["b"],
                                rtol=1e-6)
+
+
+PADDED = """hpvm 1.3
+module padded
+
+func @smooth(in a: f32[P, Q], in H: i64, in W: i64, out b: f32[H, W]) {
+  let y: i64 = instance_id(0)
+  let x: i64 = instance_id(1)
+  b[y, x] = a[y + 1, x + 1] * f32(4) - a[y, x + 1] - a[y + 2, x + 1] - a[y + 1, x] - a[y + 1, x + 5]
+}
+
+graph @main(in a: f32[P, Q], in H: i64, in W: i64, out b: f32[H, W]) {
+  node s = @smooth [H, W]
+  in a -> s.a
+  in H -> s.H
+  in W -> s.W
+  out s.b -> b
+}
+
+root @main
+"""
+
+
+@pytest.mark.parametrize("lanes", [2, 4])
+def test_lanes_read_a_padded_input_and_neighbours_past_their_vector(lanes):
+    """A read two elements right of the lanes' vector (x + 5) or left of it
+    loads as written; the others come from the rows' vectors."""
+    module = parse_module(PADDED)
+    exe = rt.compile(module, targets=["gpu_opencl"],
+                     options={"per_item": 4, "per_item_layout": "march", "lanes": lanes})
+    assert "hpvm_column_a" in source_of(exe)
+    info = device_of(exe).runtime.info
+    side = max(int((4 * lanes * 2048 * info.compute_units) ** 0.5) + 1, 32 * lanes)
+    a = np.random.default_rng(5).standard_normal((side + 2, side + 3 + 8)).astype(np.float32)
+    plan = next(iter(device_of(exe).plans.values()))
+    assert device_of(exe).work_items(plan, (side, side + 3)) == (-(-side // 4),
+                                                                  -(-(side + 3) // lanes))
+    sizes = {"H": side, "W": side + 3}
+    np.testing.assert_allclose(exe(a=a, **sizes)["b"], run_module(module, {"a": a, **sizes})["b"],
+                               rtol=1e-6)

@@ -75,16 +75,19 @@ def run_isolated(function: str, args: tuple = (), timeout: float = DEFAULT_TIMEO
 
 
 def warm_up(modules: tuple[str, ...], workers: int | None = None) -> list[threading.Thread]:
-    """Start up to ``workers`` (default: ``compile_jobs()``) workers now, in
-    the background, each importing ``modules``, so that the toolchain calls
-    that follow do not wait for a process to start and its toolchain to
-    load (half a second each).  Returns the threads waiting on them (none
-    when every worker is started, or in process)."""
+    """Start up to ``workers`` (default, and at most: ``compile_jobs()``)
+    workers now, in the background, each importing ``modules``, so that the
+    toolchain calls that follow do not wait for a process to start and its
+    toolchain to load (half a second each).  A caller asks for no more than
+    it will use: a worker that no call needs would still be loading when
+    the program first runs, and take a core from it.  Returns the threads
+    waiting on them (none when every worker is started, or in process)."""
     if in_process():
         return []
+    wanted = min(workers, compile_jobs()) if workers else compile_jobs()
     threads = [threading.Thread(target=_preload_quietly, args=(modules,), daemon=True,
                                 name="hpvm-compile-warm-up")
-               for _ in range(_POOL.unstarted(workers or compile_jobs()))]
+               for _ in range(_POOL.unstarted(wanted))]
     for thread in threads:
         thread.start()
     return threads

@@ -108,6 +108,20 @@ def test_warming_up_starts_the_missing_workers(monkeypatch):
     assert run_isolated("math:hypot", (3.0, 4.0)) == 5.0
 
 
+def test_warming_up_starts_no_more_workers_than_asked_or_allowed(monkeypatch):
+    """A compile of one kernel warms one worker: a second would still be
+    loading its toolchain when the program first runs."""
+    monkeypatch.setenv("HPVM_COMPILE_JOBS", "2")
+    worker._POOL.close()
+    threads = worker.warm_up(("json",), 1)
+    assert len(threads) == 1
+    threads[0].join()
+    assert worker._POOL.unstarted(2) == 1
+    threads = worker.warm_up(("json",), 5)  # capped at compile_jobs()
+    assert len(threads) == 1
+    threads[0].join()
+
+
 def test_warming_up_in_process_starts_nothing(monkeypatch):
     monkeypatch.setenv("HPVM_COMPILE_IN_PROCESS", "1")
     assert worker.warm_up(("json",)) == []

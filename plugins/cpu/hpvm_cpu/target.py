@@ -146,9 +146,12 @@ class CpuTarget(Target):
         from .codegen.machine import MachineSpec
         from .codegen.pipeline import EMITTER
         triple = options.get("triple")
-        # Workers start while the tensor ops are lowered: one per kernel compiled in
-        # parallel, or one for the single object file of a cross compile.
-        warm_up((EMITTER.partition(":")[0],), 1 if triple else None)
+        # Workers start while the tensor ops are lowered: one per node (each
+        # compiles to a kernel or more, in parallel), or one for the single
+        # object file of a cross compile; none that no kernel will use (each
+        # holds ~120 MB, and loads LLVM for half a second of a core, which
+        # would overlap the program's first runs).
+        warm_up((EMITTER.partition(":")[0],), 1 if triple else max(len(nodes), 1))
         blas = options.get("blas", False) and not triple
         vector_bits = MachineSpec.from_options(options).vector_bits()
         placed = {(ref.graph, ref.node) for ref in nodes}

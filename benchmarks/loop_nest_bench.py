@@ -43,6 +43,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 PAUSE = 0.5
+WARM_UP = 0.3
+"""Seconds of calls before a timing: a small kernel's first calls on the
+2-core VM ran up to 2x slower for the first tens of milliseconds after
+its compile (flat_pixels' 2.45 / 4.2 ms bimodal best of 5)."""
 DEFAULT_PROGRAMS = "sgemm,ms_gemm,conv"
 
 
@@ -69,7 +73,12 @@ def parse_args(argv=None):
 
 
 def best_time(call, repeat: int) -> float:
+    """The fastest of ``repeat`` calls, after calls for WARM_UP seconds (at
+    least one)."""
+    began = time.perf_counter()
     call()
+    while time.perf_counter() - began < WARM_UP:
+        call()
     times = []
     for _ in range(repeat):
         began = time.perf_counter()

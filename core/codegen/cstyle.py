@@ -249,8 +249,14 @@ class CStyleRenderer(CStyleStatements, CStyleExpressions):
             for dim, c_dim in zip(p.type.shape, self.dim_names(binding.c_name, p.type)):
                 if isinstance(dim, str) and dim not in self.scopes[0]:
                     c_name = self.names(dim)
-                    self.writer.line(f"const long {c_name} = {c_dim};")
+                    c_type = self.shape_symbol_type(dim)
+                    cast = "" if c_type == "long" else f"({c_type})"
+                    self.writer.line(f"const {c_type} {c_name} = {cast}{c_dim};")
                     self.bind(dim, ScalarBinding(c_name, k.I64))
+
+    def shape_symbol_type(self, name: str) -> str:
+        """The C type shape symbol ``name`` is declared in."""
+        return "long"
 
     def hidden_parameters(self) -> list[str]:
         return [f"long {self.instance_id(d)}" for d in range(DIMS)] + [

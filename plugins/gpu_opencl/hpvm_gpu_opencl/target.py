@@ -64,6 +64,8 @@ OPTIONS = [
     Option("lanes", int, LANES, "adjacent instances of the innermost dimension a marching "
            "work item runs, its shifted reads loaded as vectors for all of them",
            choices=LANE_CHOICES),
+    Option("narrow_indices", bool, True, "compute index values that provably fit in 32 "
+           "bits in int, on launches whose sizes are at most 2^30 along every dimension"),
     Option("fast_math", bool, False, "build with -cl-fast-relaxed-math"),
     Option("build_options", list, (), "more OpenCL C compiler flags"),
     Option("transfer", str, DEFAULT_TRANSFER, "how buffers move between host and device: "
@@ -149,13 +151,14 @@ class GpuOpenCLTarget(Target):
         return isinstance(node.body, (KernelBody, ConstantBody, TensorBody))
 
     def knobs(self, module: Module, nodes: list[NodeRef]) -> list[Knob]:
-        """The transfer mode, instances a work item, their layout and, where
-        a kernel could march (two or more dimensions), its lanes (whole
-        program); a work-group size per replicated kernel node without a
-        ``group``."""
+        """The transfer mode, instances a work item, their layout, 32-bit
+        index arithmetic and, where a kernel could march (two or more
+        dimensions), its lanes (whole program); a work-group size per
+        replicated kernel node without a ``group``."""
         knobs = [Knob("transfer", TRANSFER_MODES, DEFAULT_TRANSFER, copies_only=True),
                  Knob("per_item", PER_ITEM_CHOICES, default_per_item({})),
-                 Knob("per_item_layout", LAYOUTS, "auto")]
+                 Knob("per_item_layout", LAYOUTS, "auto"),
+                 Knob("narrow_indices", (True, False), True)]
         groups = []
         for ref in nodes:
             node = module.graph(ref.graph).node(ref.node)
@@ -174,7 +177,8 @@ class GpuOpenCLTarget(Target):
                                   options.get("per_item_layout") or "auto",
                                   _exact_division_in_double(options),
                                   bool(options.get("fast_math")),
-                                  options.get("lanes") or LANES)
+                                  options.get("lanes") or LANES,
+                                  options.get("narrow_indices", True))
         plans: dict[str, NodePlan] = {}
         arguments: dict[str, list[Argument]] = {}
         for ref in nodes:

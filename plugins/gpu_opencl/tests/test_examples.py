@@ -59,13 +59,14 @@ def test_transfer_mode_instances_per_item_lanes_and_work_group_sizes_are_tuning_
     module = load_module(EXAMPLES / "matmul.hpvm")
     target = get_registry().target("gpu_opencl").target
     nodes = rt.compile(module, targets=["gpu_opencl"]).placement.nodes_of("gpu_opencl")
-    transfer, per_item, layout, lanes, work_group = target.knobs(module, nodes)
+    transfer, per_item, layout, narrow, lanes, work_group = target.knobs(module, nodes)
     assert transfer.name == "transfer" and transfer.node is None and transfer.default == "auto"
     assert set(transfer.values) == {"auto", "copy", "map", "pinned"}
     assert per_item.name == "per_item" and per_item.node is None
     assert per_item.values == (1, 2, 4, 8) and per_item.default in per_item.values
     assert layout.name == "per_item_layout" and layout.default == "auto"
     assert set(layout.values) == {"auto", "contiguous", "strided", "march"}
+    assert narrow.name == "narrow_indices" and narrow.values == (True, False)
     assert lanes.name == "lanes" and lanes.values == (1, 2, 4, 8) and lanes.default == 4
     assert work_group.name == "work_group" and work_group.default is None
     assert (16, 16) in work_group.values

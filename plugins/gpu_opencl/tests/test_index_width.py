@@ -56,3 +56,32 @@ def test_the_source_defaults_to_long_indices_for_other_builds():
     text = source["kernels.cl"].decode()
     assert "#ifndef HPVM_INDEX\n#define HPVM_INDEX long\n#endif" in text
     assert "c[((HPVM_INDEX)i) * (HPVM_INDEX)hpvm_c_d1 + (HPVM_INDEX)j]" in text
+
+
+@pytest.mark.parametrize("name", ["blur", "matmul"])
+def test_sizes_past_the_narrow_range_run_the_long_program(name, builds, monkeypatch):
+    """Narrow values (narrowing.py) are computed for dimensions of at most
+    NARROW_SIZE: a buffer or a replication longer than that runs the long
+    program, and computes the same."""
+    from hpvm_opencl import device as opencl_device
+    monkeypatch.setattr(opencl_memory, "NARROW_SIZE", 5)
+    monkeypatch.setattr(opencl_device, "NARROW_SIZE", 5)
+    _compile_and_run(name)
+    assert builds[0] == "int" and "long" in builds
+
+
+def test_narrow_index_arithmetic_in_the_int_program_only():
+    """A stencil's ids, neighbours and interior test compute in HPVM_INDEX:
+    32-bit in the int program, 64-bit in the long one, the same values."""
+    text = load_source("blur")
+    assert "const HPVM_INDEX H = (HPVM_INDEX)hpvm_src_d0;" in text
+    assert "HPVM_INDEX y = ((HPVM_INDEX)hpvm_id0);" in text
+    assert "for (HPVM_INDEX d = (-1); d < 2; d += 1)" in text
+    assert "HPVM_INDEX column = min((HPVM_INDEX)max((HPVM_INDEX)(x + d), (HPVM_INDEX)0), " \
+           "(HPVM_INDEX)(W - 1));" in text
+
+
+def load_source(name: str) -> str:
+    module = load_module(EXAMPLES / f"{name}.hpvm")
+    exe = rt.compile(module, targets=["gpu_opencl"])
+    return exe.artifacts["gpu_opencl"].files["kernels.cl"].decode()

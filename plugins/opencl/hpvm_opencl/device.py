@@ -45,6 +45,7 @@ from .devices import DeviceRuntime
 from .launch import chosen_group, default_group, geometry, work_items
 from .layout import Argument
 from .memory import DeviceBuffer, DeviceMemory
+from .narrowing import NARROW_SIZE
 from .transfers import Transfers
 
 DEFAULT_TRANSFER = "auto"
@@ -204,18 +205,20 @@ class OpenCLDevice(DeviceMemory, Device):
         return work_items(sizes, plan.per_item, self.runtime.info.compute_units, plan.stepped,
                           plan.lanes)
 
-    def new_kernel(self, entry: str, args: dict[str, Any]):
+    def new_kernel(self, entry: str, args: dict[str, Any], sizes: tuple[int, ...]):
         """A kernel object of ``entry`` of its own, from the program for
-        the sizes of ``args``'s buffers."""
+        the sizes of ``args``'s buffers and the replication ``sizes``."""
         import pyopencl as cl
         with self.runtime.lock:
-            return cl.Kernel(self._program(self._wide(entry, args)), entry)
+            return cl.Kernel(self._program(self._wide(entry, args, sizes)), entry)
 
-    def _wide(self, entry: str, args: dict[str, Any]) -> bool:
-        """Whether a launch of ``entry`` with ``args`` needs the program of
-        ``long`` indices."""
-        return self._build_wide is not None and not all(
-            args[name].narrow for name in self._buffer_arguments[entry])
+    def _wide(self, entry: str, args: dict[str, Any], sizes: tuple[int, ...]) -> bool:
+        """Whether a launch of ``entry`` with ``args`` over ``sizes`` needs
+        the program of ``long`` indices (program.NARROW_ELEMENTS,
+        NARROW_SIZE)."""
+        return self._build_wide is not None and (
+            any(n > NARROW_SIZE for n in sizes)
+            or not all(args[name].narrow for name in self._buffer_arguments[entry]))
 
     def enqueue_kernel(self, plan: NodePlan, args: dict[str, Any], sizes: tuple[int, ...],
                        global_size: tuple[int, ...], local_size: tuple[int, ...] | None):
@@ -227,7 +230,7 @@ class OpenCLDevice(DeviceMemory, Device):
         import pyopencl as cl
         values = [self.argument_value(a, args, sizes) for a in self.arguments[plan.entry]]
         queue = self.kernel_queue()
-        wide = self._wide(plan.entry, args)
+        wide = self._wide(plan.entry, args, sizes)
         with self.runtime.lock:
             cl_kernel = self._kernels.get((plan.entry, wide))
             if cl_kernel is None:

@@ -21,6 +21,7 @@ import numpy as np
 from hpvm.target import ArrayRefused
 
 from .arrays import pyopencl_array
+from .narrowing import NARROW_SIZE
 from .program import NARROW_ELEMENTS
 
 
@@ -34,10 +35,12 @@ class DeviceBuffer:
     readers: list = field(default_factory=list)
     """asynchronous: events of the kernels reading it since."""
     narrow: bool = field(init=False)
-    """Whether kernels index it in ``int`` (program.NARROW_ELEMENTS)."""
+    """Whether kernels index it in ``int`` (program.NARROW_ELEMENTS,
+    NARROW_SIZE)."""
 
     def __post_init__(self):
-        self.narrow = math.prod(self.shape) <= NARROW_ELEMENTS
+        self.narrow = math.prod(self.shape) <= NARROW_ELEMENTS \
+            and all(n <= NARROW_SIZE for n in self.shape)
 
     def settled(self) -> None:
         """Wait until every command using it is done (before the host

@@ -56,6 +56,7 @@ from hpvm.ir.visit import walk
 
 from .lanes import LANES, MarchLanes
 from .layout import synchronizes, written_private_buffers
+from .narrowing import NarrowIndices
 from .steps import LAYOUTS, PER_ITEM, WorkItemSteps
 
 OPENCL_TYPES = {"bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
@@ -76,7 +77,7 @@ module docstring)."""
 _FLOAT_COMBINE = {"add": "old + v", "min": "fmin(old, v)", "max": "fmax(old, v)"}
 
 
-class OpenCLRenderer(MarchLanes, WorkItemSteps, CStyleRenderer):
+class OpenCLRenderer(NarrowIndices, MarchLanes, WorkItemSteps, CStyleRenderer):
     """Renders node kernels and helpers as one OpenCL C program."""
 
     language = "OpenCL C"
@@ -91,7 +92,7 @@ class OpenCLRenderer(MarchLanes, WorkItemSteps, CStyleRenderer):
 
     def __init__(self, module, per_item: int = PER_ITEM, layout: str = "auto",
                  constant_division_in_double: bool = False, fast_math: bool = False,
-                 lanes: int = LANES):
+                 lanes: int = LANES, narrow_indices: bool = True):
         super().__init__(module)
         self.constant_division_in_double = constant_division_in_double
         """f32 division by constants through double precision (see the
@@ -116,6 +117,8 @@ class OpenCLRenderer(MarchLanes, WorkItemSteps, CStyleRenderer):
         self.lanes = lanes
         """Adjacent instances of the innermost dimension a marching work
         item runs (lanes.py)."""
+        self.narrow_indices = narrow_indices
+        """Narrow i64 values computed in HPVM_INDEX (narrowing.py)."""
         self.entry_lanes: dict[str, int] = {}
         """Entry name -> the lanes of its work items (its launch divides
         the innermost dimension by as much)."""
@@ -290,6 +293,7 @@ class OpenCLRenderer(MarchLanes, WorkItemSteps, CStyleRenderer):
 
     def render_entry(self, kernel: KernelFunction, rank: int, name: str) -> None:
         self._scratch = set(written_private_buffers(kernel))
+        self.narrow_entry(kernel)
         declarations = self.parameter_bindings(kernel, {})
         counts = [f"long {self.instance_count(d)}" for d in range(rank)]
         synchronous = synchronizes(self.module, kernel.name)
@@ -325,6 +329,7 @@ class OpenCLRenderer(MarchLanes, WorkItemSteps, CStyleRenderer):
             self._contiguous_steps(kernel, strided, per_item)
         self.writer.close()
         self._scratch = set()
+        self.end_narrow_entry()
 
     def _copy_private_buffers(self, kernel: KernelFunction) -> None:
         """Each instance works on its own slice of the scratch buffer."""

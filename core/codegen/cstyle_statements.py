@@ -74,15 +74,24 @@ class CStyleStatements:
     def _stmt_For(self, s: k.For) -> None:
         for pragma in self.loop_pragmas(s):
             self.writer.line(pragma)
-        start = self.converted(s.start, I64)
+        start = self.loop_bound(s.start, s)
         var = self.names(s.var)
         self.scopes.append({s.var: ScalarBinding(var, I64)})
-        stop = self.converted(s.stop, I64)
+        stop = self.loop_bound(s.stop, s)
         compare = "<" if s.step > 0 else ">"
-        self.writer.open(f"for (long {var} = {start}; {var} {compare} {stop}; {var} += {s.step})")
+        self.writer.open(f"for ({self.loop_counter_type(s)} {var} = {start}; {var} {compare} "
+                         f"{stop}; {var} += {s.step})")
         self.block(s.body)
         self.writer.close()
         self.scopes.pop()
+
+    def loop_counter_type(self, s: k.For) -> str:
+        """The C type of ``s``'s counter."""
+        return "long"
+
+    def loop_bound(self, bound: k.Expr, s: k.For) -> str:
+        """``s``'s start or stop as C text of its counter's type."""
+        return self.converted(bound, I64)
 
     def _stmt_While(self, s: k.While) -> None:
         self.writer.open(f"while {self.condition(s.cond)}")

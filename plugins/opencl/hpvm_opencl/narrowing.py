@@ -122,22 +122,12 @@ class NarrowIndices:
             return
         self.writer.line(f"{self.lookup(s.name).c_name} = {self.narrow_text(s.value)};")
 
-    def _stmt_For(self, s: For) -> None:
-        if not self._narrow_variable(s.var):
-            super()._stmt_For(s)
-            return
-        for pragma in self.loop_pragmas(s):
-            self.writer.line(pragma)
-        start = self.narrow_text(s.start)
-        var = self.names(s.var)
-        self.scopes.append({s.var: ScalarBinding(var, I64)})
-        stop = self.narrow_text(s.stop)
-        compare = "<" if s.step > 0 else ">"
-        self.writer.open(f"for ({self.index_type} {var} = {start}; {var} {compare} {stop}; "
-                         f"{var} += {s.step})")
-        self.block(s.body)
-        self.writer.close()
-        self.scopes.pop()
+    def loop_counter_type(self, s: For) -> str:
+        return self.index_type if self._narrow_variable(s.var) else super().loop_counter_type(s)
+
+    def loop_bound(self, bound: Expr, s: For) -> str:
+        return self.narrow_text(bound) if self._narrow_variable(s.var) \
+            else super().loop_bound(bound, s)
 
     def shape_symbol_type(self, name: str) -> str:
         """The C type a shape symbol of the entry is declared in."""

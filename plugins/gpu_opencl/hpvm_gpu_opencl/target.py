@@ -65,7 +65,7 @@ OPTIONS = [
            "work item runs, its shifted reads loaded as vectors for all of them",
            choices=LANE_CHOICES),
     Option("narrow_indices", bool, True, "compute index values that provably fit in 32 "
-           "bits in int, on launches whose sizes are at most 2^30 along every dimension"),
+           "bits in int, on launches whose sizes are at most 2^29 along every dimension"),
     Option("fast_math", bool, False, "build with -cl-fast-relaxed-math"),
     Option("build_options", list, (), "more OpenCL C compiler flags"),
     Option("transfer", str, DEFAULT_TRANSFER, "how buffers move between host and device: "

@@ -12,9 +12,11 @@ widened to ``long`` where the code around it computes in 64 bits: the
 device compiler narrows a compare of two widened ints itself.  With
 ``long``, every such value computes as before (no operation overflows).
 
-On the lent H200 the suite's stencil sweep (four lanes, lanes.py) ran at
-0.69 of the copy kernel's bandwidth with 64-bit ids and indices, 0.73-0.75
-with every one 32-bit (a hand edit of the generated kernel).
+On the lent H200, nodes as written: sgemm 0.114 -> 0.058 ms, edge 0.31 ->
+0.23 ms, the geometric mean of 12 suite programs 0.90x (benchmarks/
+RESULTS.md, "32-bit index arithmetic").  The stencil's sweep did not
+move; a hand edit making the lanes' own clamps and tests 32-bit too took
+it from 0.69 to 0.73-0.75 of the copy kernel's bandwidth.
 """
 from __future__ import annotations
 
@@ -26,10 +28,12 @@ from hpvm.ir.kernel import (
 from hpvm.ir.narrow_values import NarrowValues
 from hpvm.ir.types import BufferType, I64
 
-NARROW_SIZE = 2 ** 30
+NARROW_SIZE = 2 ** 29
 """The most instances along a replication dimension, and elements along a
-buffer dimension, of a launch that runs the ``int`` program: the range its
-narrow values are computed for."""
+buffer dimension, of a launch that runs the ``int`` program."""
+ANALYSED_SIZE = 2 * NARROW_SIZE
+"""The sizes narrow values are found for: twice NARROW_SIZE, so that the
+ids of a launch padded up to whole work groups stay inside too."""
 _OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%"}
 _COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -53,7 +57,7 @@ class NarrowIndices:
                   if isinstance(p.type, BufferType) and p.type.shape]
         symbols = {dim for shape in shapes for dim in shape if isinstance(dim, str)} \
             - {p.name for p in kernel.params}
-        self._narrow = NarrowValues(kernel, symbols, NARROW_SIZE) \
+        self._narrow = NarrowValues(kernel, symbols, ANALYSED_SIZE) \
             if self.index_type and self.narrow_indices else None
 
     def end_narrow_entry(self) -> None:

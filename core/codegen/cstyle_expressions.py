@@ -18,7 +18,7 @@ from ..errors import TargetError
 from ..ir import kernel as k
 from ..ir.types import F32, U32, U64, ScalarType
 
-_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%",
+C_OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%",
             "and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>",
             "land": "&&", "lor": "||",
             "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -152,8 +152,13 @@ class CStyleExpressions:
         return self.load_element(binding, self.index(binding, e.indices))
 
     def index(self, binding: BufferBinding, indices) -> str:
-        cast = f"({self.index_type})" if self.index_type else ""
-        return binding.flat_index([self.expr(i) for i in indices], cast)
+        return binding.flat_index([self.expr(i) for i in indices], self.index_cast)
+
+    @property
+    def index_cast(self) -> str:
+        """The C cast of each index and dimension a flat index is computed
+        in (``index_type``), or nothing."""
+        return f"({self.index_type})" if self.index_type else ""
 
     # -- operators --------------------------------------------------------
     def _expr_Unary(self, e: k.Unary) -> str:
@@ -174,7 +179,7 @@ class CStyleExpressions:
         t, op = e.type, e.op
         lhs, rhs = self.expr(e.lhs), self.expr(e.rhs)
         if op in ("land", "lor"):
-            return f"({lhs} {_SYMBOLS[op]} {rhs})"
+            return f"({lhs} {C_OPERATORS[op]} {rhs})"
         if t.is_float:
             inverse = exact_reciprocal(e.rhs, t) if op == "div" else None
             if inverse is not None:
@@ -187,26 +192,26 @@ class CStyleExpressions:
             count = f"({rhs} & {t.bits - 1})"
             if op == "shl" and _is_narrow_or_signed(t):
                 return f"(({self.type_name(t)})({self._as_unsigned(lhs, t)} << {count}))"
-            return self.wrap(f"({lhs} {_SYMBOLS[op]} {count})", t)
+            return self.wrap(f"({lhs} {C_OPERATORS[op]} {count})", t)
         if op in ("add", "sub", "mul") and _is_narrow_or_signed(t):
-            return (f"(({self.type_name(t)})({self._as_unsigned(lhs, t)} {_SYMBOLS[op]} "
+            return (f"(({self.type_name(t)})({self._as_unsigned(lhs, t)} {C_OPERATORS[op]} "
                     f"{self._as_unsigned(rhs, t)}))")
         if t.is_bool:
-            return f"((bool)({lhs} {_SYMBOLS[op]} {rhs}))"
-        return self.wrap(f"({lhs} {_SYMBOLS[op]} {rhs})", t)
+            return f"((bool)({lhs} {C_OPERATORS[op]} {rhs}))"
+        return self.wrap(f"({lhs} {C_OPERATORS[op]} {rhs})", t)
 
     def _float_binary(self, op: str, lhs: str, rhs: str, t: ScalarType) -> str:
         compute = F32 if t.bits == 16 else t
         if op == "rem":
             text = f"{self.math_function('fmod', compute)}({lhs}, {rhs})"
         else:
-            text = f"({lhs} {_SYMBOLS[op]} {rhs})"
+            text = f"({lhs} {C_OPERATORS[op]} {rhs})"
         return self.rounded(text, t)
 
     def _integer_division(self, op: str, divisor: k.Expr, lhs: str, rhs: str, t: ScalarType) -> str:
         safe_constant = isinstance(divisor, k.Const) and divisor.value not in (0, -1)
         if safe_constant:
-            return self.wrap(f"({lhs} {_SYMBOLS[op]} {rhs})", t)
+            return self.wrap(f"({lhs} {C_OPERATORS[op]} {rhs})", t)
         return f"{self._division_helper(op, t)}({lhs}, {rhs})"
 
     def _division_helper(self, op: str, t: ScalarType) -> str:
@@ -220,7 +225,7 @@ class CStyleExpressions:
                       if op == "div" else f"b == -1 ? ({c_type})0 : ({c_type})(a % safe)")
             safe = "(b == 0 || b == -1) ? 1 : b"
         else:
-            result = f"({c_type})(a {_SYMBOLS[op]} safe)"
+            result = f"({c_type})(a {C_OPERATORS[op]} safe)"
             safe = "b == 0 ? 1 : b"
         self.require(name, [
             f"{self.helper_qualifier} {c_type} {name}({c_type} a, {c_type} b) {{",
@@ -230,7 +235,7 @@ class CStyleExpressions:
         return name
 
     def _expr_Compare(self, e: k.Compare) -> str:
-        return f"({self.expr(e.lhs)} {_SYMBOLS[e.op]} {self.expr(e.rhs)})"
+        return f"({self.expr(e.lhs)} {C_OPERATORS[e.op]} {self.expr(e.rhs)})"
 
     def _expr_Select(self, e: k.Select) -> str:
         return f"({self.expr(e.cond)} ? {self.expr(e.if_true)} : {self.expr(e.if_false)})"

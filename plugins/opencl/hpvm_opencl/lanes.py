@@ -95,24 +95,20 @@ def _sinkable(kernel: KernelFunction, name: str, aliases: dict[str, int], rank: 
     instance's own element, and once outside any branch or loop (so every
     lane writes its element once a step, whatever its branches do)."""
     own = (0,) * rank
-    stored = False
     for node in walk(kernel.body):
         if isinstance(node, Load) and node.buffer == name or isinstance(node, Call) and any(
                 isinstance(a, Var) and a.name == name for a in node.args):
             return False
-        if isinstance(node, Store) and node.buffer == name:
-            if own_shifts(node, aliases, rank) != own:
-                return False
-            stored = True
-    if not stored:
-        return False
+        if isinstance(node, Store) and node.buffer == name \
+                and own_shifts(node, aliases, rank) != own:
+            return False
     return any(isinstance(s, Store) and s.buffer == name for s in kernel.body)
 
 
 class MarchLanes:
     """The lanes of a marching entry; the renderer supplies ``writer``,
     ``body``, ``buffer``, ``instance_id``, ``instance_count``, ``lanes``
-    and WorkItemSteps' ``_unrolled_steps``."""
+    and WorkItemSteps' ``_unrolled_steps`` and ``_column_registers``."""
 
     _lane_plan: LanePlan | None = None
     _lane = 0
@@ -144,15 +140,9 @@ class MarchLanes:
         """``hpvm_column_<buffer>[j]`` = the lanes' elements of
         buffer[hpvm_first + low + j, own ids...]."""
         binding = self.buffer(name)
-        register = f"hpvm_column_{binding.c_name}"
-        self.writer.line(f"{self._vector_type(binding)} {register}[{length}];")
-        self.writer.line("#pragma unroll")
-        self.writer.open(f"for (int hpvm_j = 0; hpvm_j < {length}; hpvm_j++)")
-        shift = f"- {-low}L" if low < 0 else f"+ {low}L"
-        self.writer.line(f"const long hpvm_at = hpvm_first + hpvm_j {shift};")
         outer = ["hpvm_at", *self._outer_ids(rank)[1:]]
-        self.writer.line(f"{register}[hpvm_j] = {self._vector_load(binding, outer)};")
-        self.writer.close()
+        self._column_registers(binding, self._vector_type(binding), low, length,
+                               self._vector_load(binding, outer))
 
     def _vector_load(self, binding, outer: list[str]) -> str:
         """The lanes' elements of ``binding`` at the outer indices
@@ -162,7 +152,7 @@ class MarchLanes:
         the lanes past a row's end reading its last element, an empty
         buffer (never read) giving 0."""
         width, vector = self._lane_plan.width, self._vector_type(binding)
-        cast = f"({self.index_type})" if self.index_type else ""
+        cast = self.index_cast
         dims, last = binding.dims, binding.dims[-1]
         outer = [f"clamp({i}, 0L, {d} - 1)" for i, d in zip(outer, dims)]
         index = binding.flat_index([*outer, "hpvm_lane0"], cast)
@@ -226,8 +216,7 @@ class MarchLanes:
 
     def _sink_store(self, binding, ids: list[str], count: str) -> None:
         width, sink = self._lane_plan.width, f"hpvm_sink_{binding.c_name}"
-        cast = f"({self.index_type})" if self.index_type else ""
-        index = binding.flat_index([*ids, "hpvm_lane0"], cast)
+        index = binding.flat_index([*ids, "hpvm_lane0"], self.index_cast)
         self.writer.open(f"if (hpvm_lane0 + {width} <= {count})")
         self.writer.line(f"{self._vector_helper(binding, store=True)}({sink}, "
                          f"{binding.c_name} + ({index}));")

@@ -20,7 +20,7 @@ it from 0.69 to 0.73-0.75 of the copy kernel's bandwidth.
 """
 from __future__ import annotations
 
-from hpvm.codegen.cstyle_expressions import ScalarBinding
+from hpvm.codegen.cstyle_expressions import C_OPERATORS, ScalarBinding
 from hpvm.ir.kernel import (
     Binary, Cast, Compare, Const, Expr, For, InstanceCount, InstanceId, Intrinsic,
     KernelFunction, Let, Select, Var,
@@ -34,8 +34,6 @@ buffer dimension, of a launch that runs the ``int`` program."""
 ANALYSED_SIZE = 2 * NARROW_SIZE
 """The sizes narrow values are found for: twice NARROW_SIZE, so that the
 ids of a launch padded up to whole work groups stay inside too."""
-_OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%"}
-_COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
 def _int_constant(e: Expr) -> bool:
@@ -45,8 +43,9 @@ def _int_constant(e: Expr) -> bool:
 
 class NarrowIndices:
     """Narrow values of the entry being rendered; the renderer supplies
-    ``index_type``, ``narrow_indices``, ``in_entry``, ``writer``, ``names``,
-    ``bind``, ``scopes`` and the C-style statements and expressions."""
+    ``index_type``, ``narrow_indices``, ``writer``, ``names``, ``bind`` and
+    the C-style statements and expressions, and calls ``narrow_entry``
+    and ``end_narrow_entry`` around each entry (helpers keep 64 bits)."""
 
     _narrow: NarrowValues | None = None
 
@@ -64,7 +63,7 @@ class NarrowIndices:
         self._narrow = None
 
     def _is_narrow(self, e: Expr) -> bool:
-        return self._narrow is not None and self.in_entry and self._narrow.is_narrow(e)
+        return self._narrow is not None and self._narrow.is_narrow(e)
 
     def expr(self, e: Expr) -> str:
         if isinstance(e, Const) or not self._is_narrow(e):
@@ -78,13 +77,12 @@ class NarrowIndices:
                 or all(isinstance(side, Const) for side in sides):
             return super()._expr_Compare(e)
         lhs, rhs = (self.narrow_text(side) for side in sides)
-        return f"({lhs} {_COMPARISONS[e.op]} {rhs})"
+        return f"({lhs} {C_OPERATORS[e.op]} {rhs})"
 
     def index(self, binding, indices) -> str:
         """Narrow indices flatten from their 32-bit values."""
-        cast = f"({self.index_type})" if self.index_type else ""
         return binding.flat_index([self.narrow_text(i) if self._is_narrow(i) else self.expr(i)
-                                   for i in indices], cast)
+                                   for i in indices], self.index_cast)
 
     def narrow_text(self, e: Expr) -> str:
         """``e`` (narrow) computed in HPVM_INDEX."""
@@ -98,7 +96,7 @@ class NarrowIndices:
         if isinstance(e, InstanceCount):
             return f"(({self.index_type}){self.instance_count(e.dim)})"
         if isinstance(e, Binary):
-            return f"({self.narrow_text(e.lhs)} {_OPERATORS[e.op]} {self.narrow_text(e.rhs)})"
+            return f"({self.narrow_text(e.lhs)} {C_OPERATORS[e.op]} {self.narrow_text(e.rhs)})"
         if isinstance(e, Intrinsic):  # both arguments of one type: the overloads differ
             args = ", ".join(f"({self.index_type}){self.narrow_text(a)}" for a in e.args)
             return f"{e.name}({args})"
@@ -110,7 +108,7 @@ class NarrowIndices:
         raise AssertionError(f"not a narrow expression: {type(e).__name__}")
 
     def _narrow_variable(self, name: str) -> bool:
-        return self._narrow is not None and self.in_entry and name in self._narrow.variables
+        return self._narrow is not None and name in self._narrow.variables
 
     def _stmt_Let(self, s: Let) -> None:
         if s.type != I64 or not self._narrow_variable(s.name):
@@ -135,4 +133,4 @@ class NarrowIndices:
 
     def shape_symbol_type(self, name: str) -> str:
         """The C type a shape symbol of the entry is declared in."""
-        return self.index_type if self._narrow is not None and self.in_entry else "long"
+        return self.index_type if self._narrow is not None else "long"

@@ -202,18 +202,25 @@ class WorkItemSteps:
         ids...] for j < ``length``, 0 where that is outside the buffer."""
         binding = self.buffer(name)
         own = [self.instance_id(d) for d in range(1, rank)]
-        register = f"hpvm_column_{binding.c_name}"
         inside = " && ".join(["hpvm_at >= 0", f"hpvm_at < {binding.dims[0]}"]
                              + [f"{i} < {d}" for i, d in zip(own, binding.dims[1:])])
-        index = binding.flat_index(["hpvm_at", *own],
-                                   f"({self.index_type})" if self.index_type else "")
-        self.writer.line(f"{self.type_name(binding.element)} {register}[{length}];")
+        index = binding.flat_index(["hpvm_at", *own], self.index_cast)
+        self._column_registers(binding, self.type_name(binding.element), low, length,
+                               f"({inside}) ? {self.load_element(binding, index)} "
+                               f": {self.literal(0, binding.element)}")
+
+    def _column_registers(self, binding, c_type: str, low: int, length: int,
+                          value: str) -> None:
+        """``hpvm_column_<buffer>[j]`` (of ``c_type``) = ``value``, a C
+        expression of ``hpvm_at`` = hpvm_first + low + j, for j < ``length``
+        (unrolled: the registers of a march's column)."""
+        register = f"hpvm_column_{binding.c_name}"
+        self.writer.line(f"{c_type} {register}[{length}];")
         self.writer.line("#pragma unroll")
         self.writer.open(f"for (int hpvm_j = 0; hpvm_j < {length}; hpvm_j++)")
         shift = f"- {-low}L" if low < 0 else f"+ {low}L"
         self.writer.line(f"const long hpvm_at = hpvm_first + hpvm_j {shift};")
-        self.writer.line(f"{register}[hpvm_j] = ({inside}) ? {self.load_element(binding, index)} "
-                         f": {self.literal(0, binding.element)};")
+        self.writer.line(f"{register}[hpvm_j] = {value};")
         self.writer.close()
 
     def _expr_Load(self, e: Load) -> str:

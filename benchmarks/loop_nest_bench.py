@@ -72,12 +72,12 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def best_time(call, repeat: int) -> float:
-    """The fastest of ``repeat`` calls, after calls for WARM_UP seconds (at
-    least one)."""
+def best_time(call, repeat: int, warm_up: float = WARM_UP) -> float:
+    """The fastest of ``repeat`` calls, after calls for ``warm_up`` seconds
+    (at least one)."""
     began = time.perf_counter()
     call()
-    while time.perf_counter() - began < WARM_UP:
+    while time.perf_counter() - began < warm_up:
         call()
     times = []
     for _ in range(repeat):

@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.loop_nest_bench import best_time  # noqa: E402
+from benchmarks.loop_nest_bench import WARM_UP, best_time  # noqa: E402
 
 
 def product_peers(np):
@@ -162,13 +162,13 @@ def rows(forms: dict, peers: dict, inputs_of, args, threads: dict):
                 scale = float(np.abs(want).max()) or 1.0
                 error = float(np.abs(np.asarray(got[port], np.float64) - want).max()) / scale
                 assert error < 1e-3, f"{name}: {port} off by {error:.1e} of its largest value"
-        theirs = best_time(lambda: peer(inputs), args.repeat)
-        yield name, label, best_time(lambda: exe(**inputs), args.repeat), theirs
+        theirs = best_time(lambda: peer(inputs), args.repeat, args.warm_up)
+        yield name, label, best_time(lambda: exe(**inputs), args.repeat, args.warm_up), theirs
         updated = [p.name for p in exe.module.root_graph.params if p.direction == "inout"]
         if updated:  # the same call with the updated arrays given up (hpvm.donate)
             donated = {k: hpvm.donate(v) if k in updated else v for k, v in inputs.items()}
-            yield f"{name}, donated", label, best_time(lambda: exe(**donated), args.repeat), \
-                theirs
+            mine = best_time(lambda: exe(**donated), args.repeat, args.warm_up)
+            yield f"{name}, donated", label, mine, theirs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="stencils and reductions: n = m")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--warm-up", type=float, default=WARM_UP,
+                        help="seconds of calls before each timing (loop_nest_bench.WARM_UP)")
     args = parser.parse_args(argv)
     if args.threads:
         os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)

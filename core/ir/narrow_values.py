@@ -171,10 +171,8 @@ class NarrowValues:
             return True
         if isinstance(e, Var):
             return e.name in self.variables or e.name in self.symbols and e.name not in self.ranges
-        if isinstance(e, Binary):
-            if e.op not in NARROW_OPS or e.op in ("div", "rem") and _safe_divisor(e) is None:
-                return False
-            return self.is_narrow(e.lhs) and self.is_narrow(e.rhs)
+        if isinstance(e, Binary):  # (an unsafe divisor already left the interval unbounded)
+            return e.op in NARROW_OPS and self.is_narrow(e.lhs) and self.is_narrow(e.rhs)
         if isinstance(e, Intrinsic):
             return e.name in ("min", "max") and all(self.is_narrow(a) for a in e.args)
         if isinstance(e, Select):

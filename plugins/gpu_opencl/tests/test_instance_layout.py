@@ -220,7 +220,8 @@ def test_lanes_of_a_march_read_shared_elements_as_vectors_and_store_once_a_step(
     assert "float2 hpvm_column_x[6];" in planes
     # no branch: indices clamped into the buffer (a lane uses the element
     # only where its code reads it in bounds), one access where aligned
-    assert "hpvm_load_float2(x + (((HPVM_INDEX)(clamp(hpvm_at, 0L, hpvm_x_d0 - 1)))" in planes
+    assert "hpvm_load_float2(x + (((HPVM_INDEX)(clamp((HPVM_INDEX)(hpvm_at), (HPVM_INDEX)0, " \
+           "(HPVM_INDEX)hpvm_x_d0 - 1)))" in planes
     lane0, lane1 = planes.split("const long hpvm_id1 = hpvm_lane0 + ")[1:]
     assert "hpvm_column_x[hpvm_step + 2].s0 + hpvm_column_x[hpvm_step + 0].s0) + " \
            "hpvm_column_x[hpvm_step + 1].s1" in lane0

@@ -152,15 +152,20 @@ class MarchLanes:
         the lanes past a row's end reading its last element, an empty
         buffer (never read) giving 0."""
         width, vector = self._lane_plan.width, self._vector_type(binding)
+        # in HPVM_INDEX: every size of an int launch is at most NARROW_SIZE
+        # (narrowing.py), so an index clamped into a dimension, the first
+        # lane (below the count) and its neighbours fit; a column's row of
+        # an undivided march may not, but is clamped and never used
         cast = self.index_cast
-        dims, last = binding.dims, binding.dims[-1]
-        outer = [f"clamp({i}, 0L, {d} - 1)" for i, d in zip(outer, dims)]
-        index = binding.flat_index([*outer, "hpvm_lane0"], cast)
-        ends = [f"min(hpvm_lane0 + {w}, {last} - 1)" for w in range(width)]
+        dims = [f"{cast}{d}" for d in binding.dims]
+        lane, last = f"{cast}hpvm_lane0", dims[-1]
+        outer = [f"clamp({cast}({i}), {cast}0, {d} - 1)" for i, d in zip(outer, dims)]
+        index = binding.flat_index([*outer, lane], cast)
+        ends = [f"min({lane} + {w}, {last} - 1)" for w in range(width)]
         elements = ", ".join(f"{binding.c_name}[{binding.flat_index([*outer, end], cast)}]"
                              for end in ends)
-        nonempty = " && ".join(f"{d} > 0" for d in dims)
-        return (f"({nonempty}) ? (hpvm_lane0 + {width} <= {last} ? {self._vector_helper(binding)}"
+        nonempty = " && ".join(f"{d} > 0" for d in binding.dims)
+        return (f"({nonempty}) ? ({lane} + {width} <= {last} ? {self._vector_helper(binding)}"
                 f"({binding.c_name} + ({index})) : ({vector})({elements})) "
                 f": ({vector})({self.literal(0, binding.element)})")
 

@@ -14,9 +14,12 @@ device compiler narrows a compare of two widened ints itself.  With
 
 On the lent H200, nodes as written: sgemm 0.114 -> 0.058 ms, edge 0.31 ->
 0.23 ms, the geometric mean of 12 suite programs 0.90x (benchmarks/
-RESULTS.md, "32-bit index arithmetic").  The stencil's sweep did not
-move; a hand edit making the lanes' own clamps and tests 32-bit too took
-it from 0.69 to 0.73-0.75 of the copy kernel's bandwidth.
+RESULTS.md, "32-bit index arithmetic"); cfd's compute_flux and srad_2
+1.16-1.22x slower, in every run, with nearly the same PTX (cause not
+found; the knob ``narrow_indices`` lets the tuner switch it off).  The
+stencil's sweeps moved only once the lanes' own clamps and tests were in
+``HPVM_INDEX`` too (lanes.py): 0.69 -> 0.75-0.76 of the copy kernel's
+bandwidth.
 """
 from __future__ import annotations
 

@@ -56,7 +56,7 @@ def loop_unroll(module: Module, factor: int, loops: tuple[str, ...],
     requests = _parse_requests(module, loops)
 
     def unroll_function(function: KernelFunction) -> KernelFunction:
-        unroller = _Unroller(function, requests, factor, max_statements)
+        unroller = Unroller(function, requests, factor, max_statements)
         return unroller.run()
 
     return map_functions(module, unroll_function)
@@ -91,8 +91,10 @@ def _parse_requests(module: Module, loops: tuple[str, ...]) -> dict[str, int | s
     return requests
 
 
-class _Unroller:
-    """Unrolls the loops of one function, innermost first."""
+class Unroller:
+    """Unrolls the loops of one function, innermost first (``run``), or
+    one loop at a time (``problem`` then ``unrolled``), every copy's names
+    fresh in the function."""
 
     def __init__(self, function: KernelFunction, requests: dict, factor: int, max_statements: int):
         self.function = function
@@ -130,20 +132,26 @@ class _Unroller:
             loop.unroll if loop.unroll is not None else self.default)
         if factor in (0, 1):
             return (loop,)
-        problem = self._problem(loop, factor)
+        problem = self.problem(loop, factor)
         if problem is not None:
             if requested is not None:
                 raise PassError(Diagnostic(Location(function=self.function.name),
                                            f"loop-unroll: loop '{loop_id}' {problem}",
                                            "unroll another loop, or a smaller factor"))
             return (loop,)
+        return self.unrolled(loop, factor)
+
+    def unrolled(self, loop: For, factor) -> tuple[Stmt, ...]:
+        """``loop`` unrolled by ``factor`` (an int or FULL), which
+        ``problem`` allowed."""
         trips = _constant_trips(loop)
         if trips is not None and (factor == FULL or trips <= factor):
             return fold_expression(self._copies(
                 loop, [Const(loop.start.value + k * loop.step, I64) for k in range(trips)]))
         return self._strip_mined(loop, factor)
 
-    def _problem(self, loop: For, factor) -> str | None:
+    def problem(self, loop: For, factor) -> str | None:
+        """Why ``loop`` cannot be unrolled by ``factor``, or None."""
         trips = _constant_trips(loop)
         if factor == FULL and trips is None:
             return "has bounds that are not constants, so it cannot be unrolled completely"

@@ -99,13 +99,18 @@ class CStyleStatements:
         self.writer.close()
 
     def _stmt_If(self, s: k.If) -> None:
-        self.writer.open(f"if {self.condition(s.cond)}")
+        self.writer.open(f"if {self.branch_condition(s.cond)}")
         self.block(s.then_body)
         if s.else_body:
             self.writer.close("} else {")
             self.writer.depth += 1
             self.block(s.else_body)
         self.writer.close()
+
+    def branch_condition(self, cond: k.Expr) -> str:
+        """``(cond)`` of an if statement (a renderer may write lines
+        before it, or name the condition instead)."""
+        return self.condition(cond)
 
     def condition(self, cond: k.Expr) -> str:
         """``(cond)`` without doubled parentheses (compilers warn about

@@ -25,6 +25,7 @@ from hpvm.target import Artifact, Availability, Device, Knob, NodeRef, Target
 
 from hpvm_opencl.device import DEFAULT_TRANSFER, NodePlan, OpenCLDevice
 from hpvm_opencl.lanes import LANE_CHOICES, LANES
+from hpvm_opencl.launch import RESIDENT_ITEMS
 from hpvm_opencl.layout import Argument, entry_arguments, synchronizes
 from hpvm_opencl.steps import LAYOUTS, PER_ITEM
 from hpvm_opencl.transfers import MODES as TRANSFER_MODES
@@ -109,12 +110,14 @@ class GpuOpenCLTarget(Target):
         whole device (chunks), then every reduction loop left folds as a
         tree in a work group's local memory; CPU OpenCL devices (PoCL) run
         many work items and barriers slower than a loop, so they keep
-        reductions as written."""
+        reductions as written.  Loops of launches too small to fill the
+        device are unrolled (latency-unroll, by the work items it keeps
+        resident)."""
         if not on_gpu({}):
             return "node-fusion,dce"
         return (f"node-fusion,{GPU_REGISTER_TILES},"
                 f"parallel-reduce{{form=chunks lanes={GPU_CHUNKS} layout=strided grain=256}},"
-                "parallel-reduce,dce")
+                f"parallel-reduce,latency-unroll{{in_flight={resident_work_items({})}}},dce")
 
     def passes(self, options: dict) -> str:
         """On a GPU, kernels lowered from tensor ops run the reductions of
@@ -219,19 +222,22 @@ class GpuOpenCLTarget(Target):
         arguments = {e: [Argument(**a) for a in args]
                      for e, args in artifact.metadata["entries"].items()}
         return OpenCLDevice(runtime, program, module, plans, arguments, options,
-                            wide_program=lambda: self._build(artifact, module, options,
-                                                             wide=True)[1])
+                            build_variant=lambda wide, true_tests: self._build(
+                                artifact, module, options, wide, true_tests)[1])
 
-    def _build(self, artifact: Artifact, module: Module, options: dict, wide: bool = False):
+    def _build(self, artifact: Artifact, module: Module, options: dict, wide: bool = False,
+               true_tests: tuple[str, ...] = ()):
         """The device's runtime and the program built for it (indexing
-        buffers in ``long`` if ``wide``, else in ``int``)."""
+        buffers in ``long`` if ``wide``, else in ``int``; the launch tests
+        ``true_tests`` true, the others false: hpvm_opencl.launch_tests)."""
         from hpvm_opencl.devices import runtime_for, select_device
+        from hpvm_opencl.launch_tests import launch_flags
         from hpvm_opencl.program import build_options, build_program
         runtime = runtime_for(select_device(options))
         _check_features(artifact, module, runtime.info)
         origins = json.loads(artifact.files[ORIGINS_FILE].decode())
         program = build_program(runtime, artifact.files[SOURCE_FILE].decode(),
-                                build_options(options, wide),
+                                build_options(options, wide) + launch_flags(module, true_tests),
                                 lambda n: origins[n - 1] if 1 <= n <= len(origins) else "?")
         return runtime, program
 
@@ -245,6 +251,13 @@ def on_gpu(options: dict) -> bool:
         return bool(select_device(options).type & cl.device_type.GPU)
     except (HpvmError, cl.Error):
         return False
+
+
+def resident_work_items(options: dict) -> int:
+    """The work items the device ``options`` select keeps in flight:
+    RESIDENT_ITEMS for each compute unit."""
+    from hpvm_opencl.devices import device_info, select_device
+    return RESIDENT_ITEMS * device_info(select_device(options)).compute_units
 
 
 def default_per_item(options: dict) -> int:

@@ -20,6 +20,7 @@ from hpvm.ir.types import BufferType, ScalarType
 from hpvm_opencl.device import NodePlan, OpenCLDevice
 from hpvm_opencl.devices import runtime_for, select_device
 from hpvm_opencl.layout import entry_arguments, synchronizes
+from hpvm_opencl.launch_tests import launch_flags
 from hpvm_opencl.program import build_options, build_program
 from hpvm_opencl.renderer import OpenCLRenderer
 
@@ -70,12 +71,13 @@ class KernelProgram:
                                             **renderer.work_item_shape(entry))
         self.source = renderer.finish()
         runtime = runtime_for(select_device(options))
-        def build(wide: bool = False):
-            return build_program(runtime, self.source.text, build_options(options, wide),
+        def build(wide: bool = False, true_tests: tuple[str, ...] = ()):
+            return build_program(runtime, self.source.text,
+                                 build_options(options, wide) + launch_flags(module, true_tests),
                                  lambda n: self.source.origin_of(n).describe())
 
         self.device = OpenCLDevice(runtime, build(), module, {}, arguments, options,
-                                   wide_program=lambda: build(wide=True))
+                                   build_variant=build)
         self.module = module
 
     def run(self, function: str, args: Mapping[str, Any], replication: tuple[int, ...],

@@ -53,7 +53,7 @@ class BoundLaunch:
             return
         self.global_size, self.local_size = device.launch_geometry(self.plan, sizes, group,
                                                                    where, padded)
-        self.kernel = device.new_kernel(self.plan.entry, args, sizes)
+        self.kernel = device.new_kernel(self.plan, args, sizes)
         values = [device.argument_value(a, args, sizes) for a in self.arguments]
         self.kernel.set_args(*values)
         self.scratch = [v for a, v in zip(self.arguments, values) if a.kind == "scratch"]

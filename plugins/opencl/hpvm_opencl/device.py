@@ -43,6 +43,7 @@ from .arrays import Adoptions
 from .bound_launch import BoundLaunch
 from .devices import DeviceRuntime
 from .launch import chosen_group, default_group, geometry, work_items
+from .launch_tests import true_tests
 from .layout import Argument
 from .memory import DeviceBuffer, DeviceMemory
 from .narrowing import NARROW_SIZE
@@ -87,15 +88,19 @@ class OpenCLDevice(DeviceMemory, Device):
 
     def __init__(self, runtime: DeviceRuntime, program, module: Module,
                  plans: dict[str, NodePlan], arguments: dict[str, list[Argument]], options: dict,
-                 wide_program: Callable[[], Any] | None = None):
-        """``program`` indexes buffers in ``int`` where ``wide_program`` is
-        given: the function building the program with ``long`` indices,
-        called when a launch first passes a buffer of more elements than
-        ``int`` counts; None: ``program`` serves every size."""
+                 build_variant: Callable[[bool, tuple[str, ...]], Any] | None = None):
+        """``program`` indexes buffers in ``int`` and takes every launch
+        test (launch_tests.py) as false where ``build_variant`` is given:
+        the function building the program with ``long`` indices (if its
+        first argument is true: a launch passes a buffer of more elements
+        than ``int`` counts) and the given launch tests true, called for a
+        launch that needs a variant not built yet; None: ``program`` serves
+        every launch."""
         self.runtime = runtime
         self.program = program
-        self._build_wide = wide_program
-        self._wide_program = None
+        self._build_variant = build_variant
+        self._variants: dict[tuple[bool, tuple[str, ...]], Any] = {(False, ()): program}
+        self._true_tests: dict[tuple[str, tuple[int, ...]], tuple[str, ...]] = {}
         self._buffer_arguments = {entry: tuple(a.name for a in entry_arguments
                                                if a.kind == "buffer")
                                   for entry, entry_arguments in arguments.items()}
@@ -112,7 +117,7 @@ class OpenCLDevice(DeviceMemory, Device):
             self.timing_label = "asynchronous: launch times"
         self.queues: list = []
         self._local = threading.local()
-        self._kernels: dict[tuple[str, bool], Any] = {}
+        self._kernels: dict[tuple[str, tuple], Any] = {}
         self._group_limits: dict[str, int] = {}
         self._constants: dict[str, Any] = {}
         self._written: dict[str, set[str]] = {}   # function -> buffers it writes (asynchronous)
@@ -205,20 +210,28 @@ class OpenCLDevice(DeviceMemory, Device):
         return work_items(sizes, plan.per_item, self.runtime.info.compute_units, plan.stepped,
                           plan.lanes)
 
-    def new_kernel(self, entry: str, args: dict[str, Any], sizes: tuple[int, ...]):
-        """A kernel object of ``entry`` of its own, from the program for
-        the sizes of ``args``'s buffers and the replication ``sizes``."""
+    def new_kernel(self, plan: NodePlan, args: dict[str, Any], sizes: tuple[int, ...]):
+        """A kernel object of ``plan``'s entry of its own, from the program
+        for the sizes of ``args``'s buffers and the replication ``sizes``."""
         import pyopencl as cl
         with self.runtime.lock:
-            return cl.Kernel(self._program(self._wide(entry, args, sizes)), entry)
+            return cl.Kernel(self._program(self._variant(plan, args, sizes)), plan.entry)
 
-    def _wide(self, entry: str, args: dict[str, Any], sizes: tuple[int, ...]) -> bool:
-        """Whether a launch of ``entry`` with ``args`` over ``sizes`` needs
-        the program of ``long`` indices (program.NARROW_ELEMENTS,
-        NARROW_SIZE)."""
-        return self._build_wide is not None and (
-            any(n > NARROW_SIZE for n in sizes)
-            or not all(args[name].narrow for name in self._buffer_arguments[entry]))
+    def _variant(self, plan: NodePlan, args: dict[str, Any], sizes: tuple[int, ...]
+                 ) -> tuple[bool, tuple[str, ...]]:
+        """The program a launch of ``plan`` with ``args`` over ``sizes``
+        needs: whether with ``long`` indices (program.NARROW_ELEMENTS,
+        NARROW_SIZE), and which of its launch tests hold."""
+        if self._build_variant is None:
+            return False, ()
+        wide = any(n > NARROW_SIZE for n in sizes) or \
+            not all(args[name].narrow for name in self._buffer_arguments[plan.entry])
+        key = (plan.function, sizes)
+        holding = self._true_tests.get(key)
+        if holding is None:
+            holding = self._true_tests[key] = true_tests(self.module.function(plan.function),
+                                                         sizes)
+        return wide, holding
 
     def enqueue_kernel(self, plan: NodePlan, args: dict[str, Any], sizes: tuple[int, ...],
                        global_size: tuple[int, ...], local_size: tuple[int, ...] | None):
@@ -230,12 +243,12 @@ class OpenCLDevice(DeviceMemory, Device):
         import pyopencl as cl
         values = [self.argument_value(a, args, sizes) for a in self.arguments[plan.entry]]
         queue = self.kernel_queue()
-        wide = self._wide(plan.entry, args, sizes)
+        variant = self._variant(plan, args, sizes)
         with self.runtime.lock:
-            cl_kernel = self._kernels.get((plan.entry, wide))
+            cl_kernel = self._kernels.get((plan.entry, variant))
             if cl_kernel is None:
-                cl_kernel = self._kernels[(plan.entry, wide)] = cl.Kernel(
-                    self._program(wide), plan.entry)
+                cl_kernel = self._kernels[(plan.entry, variant)] = cl.Kernel(
+                    self._program(variant), plan.entry)
             cl_kernel.set_args(*values)
             if not self.asynchronous:
                 return cl.enqueue_nd_range_kernel(queue, cl_kernel, global_size, local_size)
@@ -260,13 +273,12 @@ class OpenCLDevice(DeviceMemory, Device):
                                       if e.command_execution_status != done] + [event]
             return event
 
-    def _program(self, wide: bool):
-        """The program for a launch (under the runtime's lock)."""
-        if not wide:
-            return self.program
-        if self._wide_program is None:
-            self._wide_program = self._build_wide()
-        return self._wide_program
+    def _program(self, variant: tuple[bool, tuple[str, ...]]):
+        """The program of ``variant`` (``_variant``; under the runtime's lock)."""
+        program = self._variants.get(variant)
+        if program is None:
+            program = self._variants[variant] = self._build_variant(*variant)
+        return program
 
     def wait(self, event) -> None:
         """Block until ``event`` is done; asynchronous, return at once (the

@@ -55,6 +55,7 @@ from hpvm.ir.types import F16, F32, ScalarType
 from hpvm.ir.visit import walk
 
 from .lanes import LANES, MarchLanes
+from .launch_tests import LaunchTests
 from .layout import synchronizes, written_private_buffers
 from .narrowing import NarrowIndices
 from .steps import LAYOUTS, PER_ITEM, WorkItemSteps
@@ -77,7 +78,7 @@ module docstring)."""
 _FLOAT_COMBINE = {"add": "old + v", "min": "fmin(old, v)", "max": "fmax(old, v)"}
 
 
-class OpenCLRenderer(NarrowIndices, MarchLanes, WorkItemSteps, CStyleRenderer):
+class OpenCLRenderer(LaunchTests, NarrowIndices, MarchLanes, WorkItemSteps, CStyleRenderer):
     """Renders node kernels and helpers as one OpenCL C program."""
 
     language = "OpenCL C"

@@ -3,11 +3,12 @@ default helps or hurts which kernel of a program (issue 40).
 
     python benchmarks/node_times_bench.py --programs camera,backprop
         [--options '[{}, {"per_item_layout": "strided"}, {"per_item": 1}]']
-        [--size large] [--repeat 10] [--pipeline NAME]
+        [--size large] [--repeat 10] [--pipeline PIPELINE]
 
 Each program of the suite (benchmarks/suite.py) is compiled for
 gpu_opencl once per option set (a JSON list of gpu_opencl options; ``{}``:
-the defaults), as written unless ``--pipeline`` names one; its inputs are
+the defaults; a set's ``"pipeline"`` key: the pipeline it runs), as
+written unless ``--pipeline`` or the set names a pipeline; its inputs are
 made on the device once and its outputs left there.  A row is one kernel
 (nodes of one function together), its own time from OpenCL profiling
 events (``exe.report()``), the median of ``--repeat`` calls after two
@@ -63,6 +64,13 @@ def kernel_times(program, inputs: dict, options: dict, repeat: int
             for kernel, times in samples.items()}
 
 
+def compile_options(options: dict, pipeline: str) -> dict:
+    """hpvm.compile's options for one option set: gpu_opencl's, and the
+    set's own ``pipeline`` where it names one, else ``pipeline``."""
+    own = {key: value for key, value in options.items() if key != "pipeline"}
+    return {"gpu_opencl": own, "pipeline": options.get("pipeline", pipeline)}
+
+
 def table(program: str, timings: list[dict[str, tuple[float, int]]]) -> list[str]:
     """Markdown rows of one program: a kernel a row (in the first option
     set's order), then the total; ms per option set, then each set's time
@@ -99,8 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.programs.split(","):
         bench = get(name)
         inputs = bench.make_inputs(args.size, np.random.default_rng(0))
-        timings = [kernel_times(bench.program, inputs,
-                                {"gpu_opencl": options, "pipeline": args.pipeline}, args.repeat)
+        timings = [kernel_times(bench.program, inputs, compile_options(options, args.pipeline),
+                                args.repeat)
                    for options in option_sets]
         print("\n".join(table(name, timings)), flush=True)
     return 0

@@ -21,7 +21,7 @@ The instance count is known only at launch (backprop's replication is
 ``[128, H1]``), so the loop is rendered once per factor behind tests of
 the count, the largest first, with the loop as written last::
 
-    if n * 32 <= in_flight { unrolled by 32 } else if n * 8 <= ... else { loop }
+    if n * 32 <= in_flight { by 32 } else if n * 16 <= ... { by 16 } else if ... 8 ... else { loop }
 
 Every work item of a launch takes the same branch.  Where the
 replication is constant the test is folded and one copy is left.
@@ -58,7 +58,7 @@ SMALL_TRIPS = 64
 @register_pass("latency-unroll", options=[
     Option("in_flight", int, 132 * 2048, "work items the device keeps resident (compute units "
                                          "x resident work items a unit)"),
-    Option("factors", list, ("32", "8"), "unroll factors, one copy of the loop each"),
+    Option("factors", list, ("32", "16", "8"), "unroll factors, one copy of the loop each"),
     Option("max_loads", int, 64, "most loads in flight an instance, over an unrolled iteration"),
     Option("max_statements", int, 2000, "largest unrolled body, in statements")])
 def latency_unroll(module: Module, in_flight: int, factors: tuple[str, ...], max_loads: int,

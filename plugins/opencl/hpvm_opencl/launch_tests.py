@@ -69,13 +69,13 @@ def launch_flags(module: Module, true_macros: tuple[str, ...]) -> list[str]:
 
 
 def _holds(test: Expr, sizes: tuple[int, ...]) -> bool:
+    """``test``'s value over ``sizes``; false where it is undefined (a
+    division by zero, which OpenCL C leaves undefined too)."""
     def count(node):
         return Const(sizes[node.dim] if node.dim < len(sizes) else 1, node.type) \
             if isinstance(node, InstanceCount) else None
     value = fold_expression(rewrite(test, count))
-    if not isinstance(value, Const):
-        raise AssertionError(f"launch test {test} did not fold on sizes {sizes}")
-    return bool(value.value)
+    return isinstance(value, Const) and bool(value.value)
 
 
 class LaunchTests:

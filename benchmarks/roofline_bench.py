@@ -98,9 +98,37 @@ def _ms_gemm(inputs) -> tuple[float, float]:
     return 2.0 * n ** 3, 8.0 * 3 * n * n
 
 
+def _backprop(inputs) -> tuple[float, float]:
+    inputs_, hidden = inputs["input_weights"].shape
+    # layerforward: a multiply-add a weight; adjust_input: 5 a weight (ETA and
+    # MOMENTUM terms, the update); reads the units, reads and writes both
+    # weight matrices (the small layers are left out)
+    return 7.0 * inputs_ * hidden, F32 * (inputs_ + 4 * inputs_ * hidden)
+
+
+def _camera(inputs) -> tuple[float, float]:
+    pixels = inputs["raw"].size
+    # demosaic 14, denoise 3 x 14, colour 3 x 5, gamut 3 x 2, tone 3 x 6 a pixel;
+    # the raw frame read, three output channels written
+    return 95.0 * pixels, F32 * (pixels + 3 * pixels)
+
+
+def _cfd(inputs) -> tuple[float, float]:
+    from benchmarks.programs.cfd import ITERATIONS, RK
+    cells = inputs["areas"].size
+    # An iteration: the copy and the step factors (about 20 a cell) read the
+    # 5 variables and the areas and write 5 + 1 values; each of RK stages
+    # reads the variables, the 4 neighbours and 12 normals and writes the 5
+    # variables (compute_flux, about 500 operations a cell over its four
+    # faces, then time_step).  Memory-bound either way: the flops only set
+    # the intensity.
+    flops = ITERATIONS * cells * (20 + RK * 500)
+    return flops, F32 * ITERATIONS * cells * (12 + RK * 26)
+
+
 WORK: dict[str, Callable[[dict], tuple[float, float]]] = {
     "sgemm": _sgemm, "mriq": _mriq, "stencil": _stencil, "spmv": _spmv, "blur": _blur,
-    "ms_gemm": _ms_gemm}
+    "ms_gemm": _ms_gemm, "backprop": _backprop, "camera": _camera, "cfd": _cfd}
 """(floating-point operations, least bytes moved) of a program's run."""
 FP64 = {"ms_gemm"}
 """Programs computing in f64 (bound by the FP64 peak)."""

@@ -43,7 +43,7 @@ from .arrays import Adoptions
 from .bound_launch import BoundLaunch
 from .devices import DeviceRuntime
 from .launch import chosen_group, default_group, geometry, work_items
-from .launch_tests import true_tests
+from .launch_tests import launch_tests, true_tests
 from .layout import Argument
 from .memory import DeviceBuffer, DeviceMemory
 from .narrowing import NARROW_SIZE
@@ -100,6 +100,7 @@ class OpenCLDevice(DeviceMemory, Device):
         self.program = program
         self._build_variant = build_variant
         self._variants: dict[tuple[bool, tuple[str, ...]], Any] = {(False, ()): program}
+        self._tested: dict[str, bool] = {}   # function -> whether it has launch tests
         self._true_tests: dict[tuple[str, tuple[int, ...]], tuple[str, ...]] = {}
         self._buffer_arguments = {entry: tuple(a.name for a in entry_arguments
                                                if a.kind == "buffer")
@@ -226,6 +227,12 @@ class OpenCLDevice(DeviceMemory, Device):
             return False, ()
         wide = any(n > NARROW_SIZE for n in sizes) or \
             not all(args[name].narrow for name in self._buffer_arguments[plan.entry])
+        tested = self._tested.get(plan.function)
+        if tested is None:
+            tested = self._tested[plan.function] = bool(
+                launch_tests(self.module.function(plan.function)))
+        if not tested:
+            return wide, ()
         key = (plan.function, sizes)
         holding = self._true_tests.get(key)
         if holding is None:

@@ -35,7 +35,6 @@ barrier or an atomic update.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from ..errors import Diagnostic, Location
 from ..ir.graph import KernelBody, Module
@@ -49,6 +48,7 @@ from .const_fold import fold_expression
 from .errors import PassError
 from .loop_unroll import Unroller, constant_trip_count
 from .module_tools import iter_nodes
+from .reduce_forms import product
 from .registry import Option, register_pass
 
 SMALL_TRIPS = 64
@@ -106,10 +106,8 @@ class _LatencyUnroller:
                  factors: tuple[int, ...], max_loads: int, max_statements: int):
         self.function = function
         self.unroller = Unroller(function, {}, 0, max_statements)
-        constant = all(isinstance(r, Const) for r in replication)
-        self.instances = math.prod(r.value for r in replication) if constant else None
-        self.count = _product([r if isinstance(r, Const) else InstanceCount(d)
-                               for d, r in enumerate(replication)])
+        self.count = fold_expression(product([r if isinstance(r, Const) else InstanceCount(d)
+                                              for d, r in enumerate(replication)]))
         self.in_flight = in_flight
         self.factors = factors
         self.max_loads = max_loads
@@ -146,8 +144,8 @@ class _LatencyUnroller:
         loads = sum(1 for n in walk(loop.body) if isinstance(n, Load))
         factors = [f for f in self.factors
                    if f * loads <= self.max_loads and self.unroller.problem(loop, f) is None]
-        if self.instances is not None:
-            fits = [f for f in factors if self.instances * f <= self.in_flight]
+        if isinstance(self.count, Const):   # a constant replication: one copy
+            fits = [f for f in factors if self.count.value * f <= self.in_flight]
             return self.unroller.unrolled(loop, fits[0]) if fits else (loop,)
         result: tuple[Stmt, ...] = (loop,)
         for factor in reversed(factors):
@@ -156,9 +154,3 @@ class _LatencyUnroller:
             result = (If(test, self.unroller.unrolled(loop, factor), result),)
         return result
 
-
-def _product(terms: list[Expr]) -> Expr:
-    result = terms[0]
-    for term in terms[1:]:
-        result = Binary("mul", result, term)
-    return fold_expression(result)

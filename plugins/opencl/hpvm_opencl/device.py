@@ -100,7 +100,7 @@ class OpenCLDevice(DeviceMemory, Device):
         self.program = program
         self._build_variant = build_variant
         self._variants: dict[tuple[bool, tuple[str, ...]], Any] = {(False, ()): program}
-        self._tested: dict[str, bool] = {}   # function -> whether it has launch tests
+        self._launch_tests: dict[str, tuple] = {}   # function -> its launch tests
         self._true_tests: dict[tuple[str, tuple[int, ...]], tuple[str, ...]] = {}
         self._buffer_arguments = {entry: tuple(a.name for a in entry_arguments
                                                if a.kind == "buffer")
@@ -227,17 +227,16 @@ class OpenCLDevice(DeviceMemory, Device):
             return False, ()
         wide = any(n > NARROW_SIZE for n in sizes) or \
             not all(args[name].narrow for name in self._buffer_arguments[plan.entry])
-        tested = self._tested.get(plan.function)
-        if tested is None:
-            tested = self._tested[plan.function] = bool(
-                launch_tests(self.module.function(plan.function)))
-        if not tested:
+        tests = self._launch_tests.get(plan.function)
+        if tests is None:
+            tests = self._launch_tests[plan.function] = launch_tests(
+                self.module.function(plan.function))
+        if not tests:
             return wide, ()
         key = (plan.function, sizes)
         holding = self._true_tests.get(key)
         if holding is None:
-            holding = self._true_tests[key] = true_tests(self.module.function(plan.function),
-                                                         sizes)
+            holding = self._true_tests[key] = true_tests(plan.function, tests, sizes)
         return wide, holding
 
     def enqueue_kernel(self, plan: NodePlan, args: dict[str, Any], sizes: tuple[int, ...],

@@ -52,11 +52,12 @@ def launch_macro(function: str, index: int) -> str:
     return f"HPVM_LAUNCH_{re.sub(r'[^0-9A-Za-z_]', '_', function)}_{index}"
 
 
-def true_tests(function: KernelFunction, sizes: tuple[int, ...]) -> tuple[str, ...]:
-    """The macros of ``function``'s launch tests that hold for a launch
-    over replication ``sizes``."""
-    return tuple(launch_macro(function.name, i)
-                 for i, test in enumerate(launch_tests(function)) if _holds(test, sizes))
+def true_tests(function: str, tests: tuple[Expr, ...], sizes: tuple[int, ...]
+               ) -> tuple[str, ...]:
+    """The macros of ``function``'s launch ``tests`` (``launch_tests``)
+    that hold for a launch over replication ``sizes``."""
+    return tuple(launch_macro(function, i) for i, test in enumerate(tests)
+                 if _holds(test, sizes))
 
 
 def launch_flags(module: Module, true_macros: tuple[str, ...]) -> list[str]:

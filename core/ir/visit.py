@@ -2,7 +2,8 @@
 
 Every Expr / Stmt is a frozen dataclass; its children are the fields holding
 an Expr, a Stmt, or a tuple of them.  ``walk`` visits a tree pre-order and
-``rewrite`` rebuilds it bottom-up through a callback.
+``rewrite`` rebuilds it bottom-up through a callback; ``map_blocks``
+rebuilds a statement's nested blocks (a loop's body, an if's branches).
 """
 from __future__ import annotations
 
@@ -36,6 +37,18 @@ def walk(root: IRNode | tuple) -> Iterator[IRNode]:
         node = stack.pop()
         yield node
         stack.extend(reversed(list(children(node))))
+
+
+BLOCKS = ("body", "then_body", "else_body")
+"""The fields of a statement that hold nested statement blocks."""
+
+
+def map_blocks(stmt: Stmt, fn: Callable[[tuple[Stmt, ...]], tuple[Stmt, ...]]) -> Stmt:
+    """``stmt`` with ``fn`` applied to each block nested directly in it
+    (``stmt`` itself when it has none): passes that transform statement
+    lists recurse through loops and branches with it."""
+    changes = {name: fn(getattr(stmt, name)) for name in BLOCKS if hasattr(stmt, name)}
+    return dataclasses.replace(stmt, **changes) if changes else stmt
 
 
 def rewrite(root, fn: Callable[[IRNode], IRNode | tuple | None]):

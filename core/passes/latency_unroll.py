@@ -43,7 +43,7 @@ from ..ir.kernel import (
     Load, Return, Stmt, While,
 )
 from ..ir.types import I64
-from ..ir.visit import walk
+from ..ir.visit import map_blocks, walk
 from .const_fold import fold_expression
 from .errors import PassError
 from .loop_unroll import Unroller, constant_trip_count
@@ -123,10 +123,7 @@ class _LatencyUnroller:
             if isinstance(stmt, For) and self._eligible(stmt):
                 out.extend(self._versions(stmt))
                 continue
-            changes = {field.name: self.block(getattr(stmt, field.name))
-                       for field in dataclasses.fields(stmt)
-                       if field.name in ("body", "then_body", "else_body")}
-            out.append(dataclasses.replace(stmt, **changes) if changes else stmt)
+            out.append(map_blocks(stmt, self.block))
         return tuple(out)
 
     def _eligible(self, loop: For) -> bool:

@@ -31,12 +31,10 @@ from ..ir.kernel import (
     AtomicUpdate, Barrier, Call, For, KernelFunction, Let, Load, Return, Stmt, Store, Var,
 )
 from ..ir.reduction import promise_problem
-from ..ir.visit import walk
+from ..ir.visit import map_blocks, walk
 from .errors import PassError
 from .names import NameGenerator, declared_names, function_names, names_in, substitute
 from .registry import Option, register_pass
-
-_BODIES = ("body", "then_body", "else_body")
 
 
 @register_pass("loop-fusion", options=[
@@ -100,8 +98,7 @@ class _Fuser:
         return True
 
     def _inner(self, stmt: Stmt) -> Stmt:
-        changes = {f: self.block(getattr(stmt, f)) for f in _BODIES if hasattr(stmt, f)}
-        return dataclasses.replace(stmt, **changes) if changes else stmt
+        return map_blocks(stmt, self.block)
 
     def _fuse(self, first: For, second: For) -> For:
         # The second body's locals must not clash with the first's names, and

@@ -34,7 +34,7 @@ from ..ir.graph import Module
 from ..ir.analysis import assigned_variables, bound_dependences
 from ..ir.kernel import Binary, Compare, Const, Expr, For, KernelFunction, Select, Stmt, Var
 from ..ir.types import I64
-from ..ir.visit import walk
+from ..ir.visit import map_blocks, walk
 from .const_fold import fold_expression
 from .errors import PassError
 from .module_tools import map_functions
@@ -121,10 +121,7 @@ class Unroller:
 
     def _inner(self, stmt: Stmt) -> Stmt:
         """``stmt`` with the loops inside it unrolled."""
-        changes = {field.name: self.block(getattr(stmt, field.name))
-                   for field in dataclasses.fields(stmt)
-                   if field.name in ("body", "then_body", "else_body")}
-        return dataclasses.replace(stmt, **changes) if changes else stmt
+        return map_blocks(stmt, self.block)
 
     def loop(self, loop: For, loop_id: str) -> tuple[Stmt, ...]:
         requested = self.requests.get(loop_id)
@@ -243,12 +240,7 @@ def with_unroll_hints(module: Module, hints: dict[str, int]) -> Module:
                 factor = wanted.pop(f"{function.name}.{stmt.var}{suffix}", None)
                 if factor is not None:
                     stmt = dataclasses.replace(stmt, unroll=factor)
-            changes = {}
-            for field in dataclasses.fields(stmt):
-                value = getattr(stmt, field.name)
-                if isinstance(value, tuple) and value and isinstance(value[0], Stmt):
-                    changes[field.name] = tuple(visit(s) for s in value)
-            return dataclasses.replace(stmt, **changes) if changes else stmt
+            return map_blocks(stmt, lambda block: tuple(visit(s) for s in block))
 
         body = tuple(visit(stmt) for stmt in function.body)
         if wanted:

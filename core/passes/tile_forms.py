@@ -11,12 +11,12 @@ import dataclasses
 
 from ..ir.kernel import (
     ArrayDecl, Assign, AtomicUpdate, Barrier, Binary, Const, Expr, ExprStmt, For, If,
-    InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Load, Stmt, Store, Var, While,
+    InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Load, Stmt, Store, Var,
 )
 from ..ir.tensor_ops.lowering import in_range, size as size_of
 from ..ir.types import I64
 from ..ir.uniformity import Uniformity
-from ..ir.visit import rewrite, walk
+from ..ir.visit import map_blocks, rewrite, walk
 from .names import NameGenerator
 
 
@@ -155,7 +155,6 @@ EXPRESSIONS = {Let: ("value",), Assign: ("value",), Store: ("indices", "value"),
                AtomicUpdate: ("indices", "value"), ExprStmt: ("expr",), If: ("cond",),
                For: ("start", "stop")}
 """Per statement type, the fields whose reads run once, before the statement."""
-BODIES = {If: ("then_body", "else_body"), For: ("body",), While: ("body",)}
 
 
 def _hoisted_reads(body: tuple[Stmt, ...], origin: dict, extent: int,
@@ -175,9 +174,9 @@ def _hoisted_reads(body: tuple[Stmt, ...], origin: dict, extent: int,
                                        for e in value)
             elif value is not None:
                 changes[field] = _hoist_expr(value, origin, extent, names, before)
-        for field in BODIES.get(type(stmt), ()):
-            changes[field] = _hoisted_reads(getattr(stmt, field), origin, extent, names)
-        out += [*before, dataclasses.replace(stmt, **changes) if changes else stmt]
+        stmt = dataclasses.replace(stmt, **changes) if changes else stmt
+        out += [*before, map_blocks(
+            stmt, lambda block: _hoisted_reads(block, origin, extent, names))]
     return tuple(out)
 
 

@@ -11,17 +11,22 @@ then asks for the largest f with n x f <= ``in_flight``.
 
 Backprop's ``layerforward`` (128 x 17 instances, each a loop over 8,192
 rows, two loads an iteration) took 0.70 ms on an H200 as written and
-0.53 / 0.32 / 0.24 ms unrolled by 8 / 16 / 32; mriq's ``compute_q``
-(32,768 instances, eight loads and a sine and cosine an iteration) was
-fastest unrolled by 8 (0.085 -> 0.078 ms) and slower above.  The second
-limit below is that: a copy's loads each hold a register until they
-arrive, so f x (loads an iteration) stays at most ``max_loads``.
+0.53 / 0.32 / 0.24 / 0.19 ms unrolled by 8 / 16 / 32 / 64; mriq's
+``compute_q`` (32,768 instances, eight loads and a sine and cosine an
+iteration) was fastest unrolled by 8 (0.085 -> 0.078 ms) and slower
+above.  The second limit below is that: a copy's loads each hold a
+register until they arrive (a 64-bit value two), so f x (registers the
+loads of an iteration take) stays at most ``max_loads``, half the
+registers a work item can have (255 on NVIDIA).
+The first limit leaves room for them: n x f <= ``in_flight`` leaves a
+compute unit at most 2,048 / f work items, each with 32 f of its 65,536
+registers.
 
 The instance count is known only at launch (backprop's replication is
 ``[128, H1]``), so the loop is rendered once per factor behind tests of
 the count, the largest first, with the loop as written last::
 
-    if n * 32 <= in_flight { by 32 } else if n * 16 <= ... { by 16 } else if ... 8 ... else { loop }
+    if n * 64 <= in_flight { by 64 } else if n * 32 <= ... { by 32 } else if ... else { loop }
 
 Every work item of a launch takes the same branch.  Where the
 replication is constant the test is folded and one copy is left.
@@ -58,8 +63,9 @@ SMALL_TRIPS = 64
 @register_pass("latency-unroll", options=[
     Option("in_flight", int, 132 * 2048, "work items the device keeps resident (compute units "
                                          "x resident work items a unit)"),
-    Option("factors", list, ("32", "16", "8"), "unroll factors, one copy of the loop each"),
-    Option("max_loads", int, 64, "most loads in flight an instance, over an unrolled iteration"),
+    Option("factors", list, ("64", "32", "16", "8"), "unroll factors, one copy of the loop each"),
+    Option("max_loads", int, 128, "most registers the loads in flight of an instance take, "
+                                  "over an unrolled iteration (a 64-bit load: two)"),
     Option("max_statements", int, 2000, "largest unrolled body, in statements")])
 def latency_unroll(module: Module, in_flight: int, factors: tuple[str, ...], max_loads: int,
                    max_statements: int) -> Module:
@@ -138,7 +144,7 @@ class _LatencyUnroller:
     def _versions(self, loop: For) -> tuple[Stmt, ...]:
         """The loop unrolled by each factor that fits, behind tests of the
         instance count, the largest factor first; the loop as written last."""
-        loads = sum(1 for n in walk(loop.body) if isinstance(n, Load))
+        loads = sum(_registers(n.type) for n in walk(loop.body) if isinstance(n, Load))
         factors = [f for f in self.factors
                    if f * loads <= self.max_loads and self.unroller.problem(loop, f) is None]
         if isinstance(self.count, Const):   # a constant replication: one copy
@@ -151,3 +157,7 @@ class _LatencyUnroller:
             result = (If(test, self.unroller.unrolled(loop, factor), result),)
         return result
 
+
+def _registers(element) -> int:
+    """32-bit registers a loaded value holds until it arrives (an f64: two)."""
+    return max(1, -(-element.bits // 32))

@@ -81,6 +81,75 @@ def test_a_producer_fed_by_another_node_is_fed_there_after():
     check_on_every_target(parse_module(text), parse_module(result), INPUTS)
 
 
+CHANNELS = """hpvm 1.0
+module channels
+
+func @split(in a: f32[N], out s: f32[2, N]) {
+  let i: i64 = instance_id(0)
+  let v: f32 = a[i]
+  let scale: f32 = f32(2.0)
+  if i % 2 == 0 {
+    s[0, i] = v
+    s[1, i] = v * scale
+  } else {
+    scale = f32(3.0)
+    s[1, i] = f32(0.0) - v
+    s[0, i] = v * scale
+  }
+}
+
+func @mix(in s: f32[2, M], out b: f32[M]) {
+  let i: i64 = instance_id(0)
+  let total: f32 = s[1, min(i + 1, M - 1)]
+  for c in 0 .. 2 step 1 {
+    total = total + s[c, max(i - 1, 0)] * f32(c + 1)
+  }
+  b[i] = total
+}
+
+graph @main(in a: f32[N], out b: f32[N]) {
+  node split = @split [N]
+  node mix = @mix [M]
+  edge split.s -> mix.s all-to-all
+  in a -> split.a
+  out mix.b -> b
+}
+
+root @main
+"""
+
+
+def test_a_producer_with_branches_and_channels_is_if_converted():
+    """Stores under an if merge as selects; a read at a constant channel
+    takes that channel's value, a read at a loop's channel selects."""
+    result = fused(CHANNELS, "{pairs=split:mix}")
+    assert result.count("node ") == 1 and "select(" in result
+    check_on_every_target(parse_module(CHANNELS), parse_module(result),
+                          {"a": np.linspace(-1, 1, 23, dtype=np.float32)})
+    # a[i] in each arm of each channel's select: 2 loads at channel 1, 4 at
+    # both channels (the loop's reads), twice
+    assert fused(CHANNELS, "{max_loads=9}").count("node ") == 2
+    assert fused(CHANNELS, "{max_loads=10}").count("node ") == 1
+
+
+@pytest.mark.parametrize("change, message", [
+    (("  }\n}", "  }\n  s[1, i] = v + scale\n}"), None),
+    (("    s[1, i] = f32(0.0) - v\n", ""),
+     "'@split' does not store every element of 's' in every instance"),
+    (("    s[1, i] = v * scale", "    s[i % 2, i] = v * scale"),
+     "'@split' stores 's' at a channel that is not a constant"),
+    (("  }\n}", "  }\n  s[1, i] = s[1, i] + scale\n}"),
+     "'@split' is not code of lets, assignments, ifs and stores of 's'"),
+])
+def test_channels_and_branches_that_cannot_be_told_are_refused(change, message):
+    text = CHANNELS.replace(*change)
+    if message is None:
+        assert fused(text, "{pairs=split:mix}").count("node ") == 1
+        return
+    with pytest.raises(PassError, match=message):
+        run_pipeline(parse_module(text), "stencil-fusion{pairs=split:mix}")
+
+
 def test_the_heuristic_leaves_expensive_recomputation():
     assert fused(SMOOTH, "{max_loads=2}").count("node ") == 2
     assert fusible_stencils(parse_module(SMOOTH)) == ["scale:window"]
@@ -97,7 +166,7 @@ def test_the_heuristic_leaves_expensive_recomputation():
     (("  s[i] = twice + f32(1.0)", "  s[N - 1 - i] = twice"),
      "'@scale' stores 's' at elements other than its instance's"),
     (("  twice = a[i] * k\n", "  for j in 0 .. 2 step 1 {\n    twice = a[i] * k\n  }\n"),
-     "'@scale' is not straight-line code storing 's' once per instance"),
+     "'@scale' is not code of lets, assignments, ifs and stores of 's' at its instance's"),
     (("node scale = @scale [N]", "node scale = @scale [N] hint cpu"),
      "their hints differ"),
     (("node scale = @scale [N]", "node scale = @scale [N - 1]"),

@@ -58,7 +58,9 @@ from ..ir.graph import Module
 from ..ir.text import print_module
 from ..passes import format_pipeline, run_pipeline
 from ..passes.loop_unroll import with_unroll_hints
+from ..passes import register_tile, tile
 from ..passes.module_tools import map_nodes
+from ..passes.parallel_reduce import eligible_nodes as reduce_eligible
 from ..registry import get_registry
 from ..runtime.compiler import as_module
 from ..runtime.placement import takes
@@ -203,7 +205,7 @@ class Space:
         steps = self._graph_steps(values, by_role, placed, notes)
         if steps:
             module = run_pipeline(module, steps)
-        node_steps = self._node_steps(values, by_role, _origins(module), notes)
+        node_steps = self._node_steps(values, by_role, module, notes)
         if hints:
             node_steps.append(("loop-unroll", {}))
         steps += node_steps
@@ -250,32 +252,44 @@ class Space:
                          "its consumer")
         return bool(gone)
 
-    def _node_steps(self, values, by_role, origins: dict[str, str], notes) -> list:
+    def _node_steps(self, values, by_role, module: Module, notes) -> list:
         """The steps of the per-node forms (parallel-reduce, tile), on the
         nodes the graph steps left: a node fused into its producer is
-        gone, and its form is not applied (a note says so)."""
-        def surviving(role: str, nodes: tuple[str, ...]) -> tuple[str, ...]:
+        gone, and one a fusion changed may no longer take its form (a
+        stencil's reads recomputed); such forms are not applied (a note
+        says so)."""
+        origins = _origins(module)
+
+        def surviving(role: str, nodes: tuple[str, ...], eligible: list[str]) -> tuple[str, ...]:
             now = []
             for ref in nodes:
-                if ref in origins:
-                    now.append(origins[ref])
-                else:
+                if ref not in origins:
                     notes.append(f"{role} of node '{ref}' not applied: a fusion merged the "
                                  "node into another")
+                elif origins[ref] not in eligible and \
+                        not any(e.split(".", 1)[1] == origins[ref] for e in eligible):
+                    notes.append(f"{role} of node '{ref}' not applied: the fusions chosen "
+                                 "with it changed the node, and the form no longer applies")
+                else:
+                    now.append(origins[ref])
             return tuple(now)
 
         steps = []
         for form_lanes, nodes in _nodes_by_value(values, by_role.get("parallel-reduce", ())):
             form, lanes = form_lanes.split()
-            nodes = surviving("parallel-reduce", nodes)
+            nodes = surviving("parallel-reduce", nodes, reduce_eligible(
+                module, "tree" if form == "tree" else "chunks"))
             steps += reduce_steps(form, int(lanes), nodes) if nodes else []
         for form_size, nodes in _nodes_by_value(values, by_role.get("tile", ())):
             form, size = form_size.split()
-            nodes = surviving("tile", nodes)
-            if nodes and form == "group":
-                steps.append(("register-tile", {**group_of_label(size), "nodes": nodes}))
-            elif nodes:
-                steps.append(("tile", {"form": form, "size": int(size), "nodes": nodes}))
+            if form == "group":
+                nodes = surviving("tile", nodes, register_tile.eligible_nodes(module))
+                if nodes:
+                    steps.append(("register-tile", {**group_of_label(size), "nodes": nodes}))
+            else:
+                nodes = surviving("tile", nodes, tile.eligible_nodes(module, form, int(size)))
+                if nodes:
+                    steps.append(("tile", {"form": form, "size": int(size), "nodes": nodes}))
         return steps
 
     def _same_place(self, pair: str, placed: dict, notes: list[str]) -> bool:

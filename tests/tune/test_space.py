@@ -102,6 +102,19 @@ def test_a_form_chosen_for_a_node_follows_it_into_a_fusion_or_is_dropped_with_a_
                               "node into another"]
 
 
+@pytest.mark.skipif("gpu_opencl" not in usable_targets(), reason="no usable OpenCL device")
+def test_a_form_a_fusion_no_longer_allows_is_dropped_with_a_note():
+    """ambisonic's harmonics recomputed in encode leave encode's loop with
+    nothing reused across instances: its register tiles no longer apply."""
+    ambisonic = next(b for b in benchmarks() if b.name == "ambisonic").build()
+    design = space(ambisonic, ["gpu_opencl"])
+    realised = design.realise({"recompute harmonics:encode": True,
+                               "tile ambisonic.encode": "group 8x4"})
+    assert realised.pipeline == "stencil-fusion{pairs=harmonics:encode},dce"
+    assert realised.notes == ["tile of node 'encode' not applied: the fusions chosen with it "
+                              "changed the node, and the form no longer applies"]
+
+
 def test_placement_is_a_parameter_per_node_when_several_targets_claim_it():
     module = parse_module(CHAIN)
     design = space(module, ["cpu", "interp"])

@@ -55,12 +55,14 @@ from ..ir.types import I64
 from ..ir.visit import BLOCKS, children, rewrite, walk
 from .errors import PassError
 from .loop_unroll import constant_trip_count
-from .stored_elements import StoredElements, stored_elements
 from .names import NameGenerator, function_names, renamed_shape, substitute, unique_name
 from .registry import Option, register_pass
+from .stored_elements import StoredElements, stored_elements
 
 MAX_LOADS = 12
 """The heuristic's limit on recomputed loads per consumer instance."""
+
+
 @register_pass("stencil-fusion", options=[
     Option("pairs", list, (), "PRODUCER:CONSUMER node pairs to fuse (default: every legal, "
            "cheap pair)"),

@@ -160,12 +160,13 @@ class _Evaluation:
         if any(i is None for i in indices):
             return self.straight
         ids = [i.dim if isinstance(i, InstanceId) else None for i in indices]
-        positions = tuple(p for p, d in sorted(((p, d) for p, d in enumerate(ids)
-                                                if d is not None), key=lambda pd: pd[1]))
-        if sorted(d for d in ids if d is not None) != list(range(self.rank)) or \
-                (self.positions is not None and positions != self.positions):
-            return (f"'@{self.function.name}' stores '{self.buffer}' at elements other than "
-                    "its instance's")
+        others = (f"'@{self.function.name}' stores '{self.buffer}' at elements other than "
+                  "its instance's")
+        if sorted(d for d in ids if d is not None) != list(range(self.rank)):
+            return others
+        positions = tuple(ids.index(d) for d in range(self.rank))
+        if self.positions not in (None, positions):
+            return others
         self.positions = positions
         channel = [fold_expression(i) for p, i in enumerate(indices) if p not in positions]
         if not all(isinstance(c, Const) for c in channel):

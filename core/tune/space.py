@@ -56,9 +56,8 @@ from typing import Any, Iterator
 
 from ..ir.graph import Module
 from ..ir.text import print_module
-from ..passes import format_pipeline, run_pipeline
+from ..passes import format_pipeline, register_tile, run_pipeline, tile
 from ..passes.loop_unroll import with_unroll_hints
-from ..passes import register_tile, tile
 from ..passes.module_tools import map_nodes
 from ..passes.parallel_reduce import eligible_nodes as reduce_eligible
 from ..registry import get_registry
@@ -261,13 +260,15 @@ class Space:
         origins = _origins(module)
 
         def surviving(role: str, nodes: tuple[str, ...], eligible: list[str]) -> tuple[str, ...]:
+            """``nodes`` (``node`` or ``graph.node``) as named now, where the
+            form still applies; ``eligible``: ``graph.node`` of those it does."""
+            takes_form = set(eligible) | {ref.split(".", 1)[1] for ref in eligible}
             now = []
             for ref in nodes:
                 if ref not in origins:
                     notes.append(f"{role} of node '{ref}' not applied: a fusion merged the "
                                  "node into another")
-                elif origins[ref] not in eligible and \
-                        not any(e.split(".", 1)[1] == origins[ref] for e in eligible):
+                elif origins[ref] not in takes_form:
                     notes.append(f"{role} of node '{ref}' not applied: the fusions chosen "
                                  "with it changed the node, and the form no longer applies")
                 else:

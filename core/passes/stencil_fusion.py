@@ -35,6 +35,12 @@ knobs; a pair that is not legal is refused with the reason).  Without
 recomputed value, times the trips of constant loops around it; never a
 consumer reading B in another loop).
 
+``form=tile`` (GPUs; stencil_tiles.py) computes the producer's elements
+once per work group of ``size`` x ``size`` instances into a local tile
+instead, the consumer reading them there; the consumer and the producer
+must be two-dimensional.  Without ``pairs`` it fuses every pair whose
+reads all lie within a small, known reach of their instance.
+
 Recomputation pays where memory bounds the pair and the producer is
 cheap.  Camera's demosaic (a branch per Bayer site, three channels)
 recomputed at each of denoise's 27 reads took 6.7x the time of the two
@@ -57,19 +63,31 @@ from .errors import PassError
 from .loop_unroll import constant_trip_count
 from .names import NameGenerator, function_names, renamed_shape, substitute, unique_name
 from .registry import Option, register_pass
+from .stencil_tiles import Tiles
 from .stored_elements import StoredElements, stored_elements
 
 MAX_LOADS = 12
 """The heuristic's limit on recomputed loads per consumer instance."""
+FORMS = ("recompute", "tile")
 
 
 @register_pass("stencil-fusion", options=[
     Option("pairs", list, (), "PRODUCER:CONSUMER node pairs to fuse (default: every legal, "
            "cheap pair)"),
-    Option("max_loads", int, MAX_LOADS, "without pairs: the most loads a fusion may recompute "
-           "per consumer instance")])
-def stencil_fusion(module: Module, pairs: tuple[str, ...], max_loads: int) -> Module:
-    """Fold producers into the stencils that read them, recomputing their elements."""
+    Option("form", str, "recompute", "recompute: each read recomputes its element; tile: "
+           "each work group computes its region of the producer's output, widened by halo, "
+           "into local memory (GPUs)", choices=FORMS),
+    Option("size", int, 16, "tile: work-group side, groups of size x size instances",
+           minimum=2, maximum=32),
+    Option("halo", int, 0, "tile: elements the tile reaches past the group on every side "
+           "(0: as far as the consumer's reads reach)", minimum=0, maximum=16),
+    Option("max_loads", int, MAX_LOADS, "recompute without pairs: the most loads a fusion "
+           "may recompute per consumer instance")])
+def stencil_fusion(module: Module, pairs: tuple[str, ...], form: str, size: int, halo: int,
+                   max_loads: int) -> Module:
+    """Fold producers into the stencils that read them, recomputing their
+    elements where they are read or once per work group in a local tile."""
+    tiles = Tiles(size, halo) if form == "tile" else None
     for text in pairs:
         producer, _, consumer = text.partition(":")
         graph = next((g for g in module.graphs.values()
@@ -78,29 +96,30 @@ def stencil_fusion(module: Module, pairs: tuple[str, ...], max_loads: int) -> Mo
             raise PassError(Diagnostic(Location(), f"stencil-fusion: no graph has nodes "
                                        f"'{producer}' and '{consumer}'",
                                        "write pairs as PRODUCER:CONSUMER node names"))
-        found = _Pair.check(module, graph, graph.node(producer), graph.node(consumer))
+        found = _Pair.check(module, graph, graph.node(producer), graph.node(consumer), tiles)
         if isinstance(found, str):
             raise PassError(Diagnostic(Location(graph=graph.name, node=consumer),
                                        f"stencil-fusion: cannot fuse '{producer}' into "
                                        f"'{consumer}': {found}", "fuse another pair"))
         module = found.fuse()
     if not pairs:
-        while (pair := next((p for p in _legal_pairs(module) if p.loads <= max_loads),
+        while (pair := next((p for p in _legal_pairs(module, tiles) if p.worth_fusing(max_loads)),
                             None)) is not None:
             module = pair.fuse()
     return module
 
 
-def fusible_stencils(module: Module) -> list[str]:
-    """``producer:consumer`` of every pair that is legal to fuse now."""
-    return [f"{p.producer.name}:{p.consumer.name}" for p in _legal_pairs(module)]
+def fusible_stencils(module: Module, tiles: Tiles | None = None) -> list[str]:
+    """``producer:consumer`` of every pair that is legal to fuse now (in
+    ``tiles``, where given)."""
+    return [f"{p.producer.name}:{p.consumer.name}" for p in _legal_pairs(module, tiles)]
 
 
-def _legal_pairs(module: Module):
+def _legal_pairs(module: Module, tiles: Tiles | None):
     for graph in module.graphs.values():
         for edge in graph.edges:
             found = _Pair.check(module, graph, graph.node(edge.src_node),
-                                graph.node(edge.dst_node))
+                                graph.node(edge.dst_node), tiles)
             if not isinstance(found, str):
                 yield found
 
@@ -119,10 +138,14 @@ class _Pair:
     port: str
     """Its name at the consumer."""
     elements: StoredElements
+    tiles: Tiles | None
+    """Where the fused node computes the producer's elements in local
+    tiles; None where each read recomputes its element."""
 
     @classmethod
-    def check(cls, module: Module, graph: Graph, producer: Node, consumer: Node) -> "_Pair | str":
-        """The pair, or why it cannot be fused."""
+    def check(cls, module: Module, graph: Graph, producer: Node, consumer: Node,
+              tiles: Tiles | None = None) -> "_Pair | str":
+        """The pair, or why it cannot be fused (in ``tiles``, where given)."""
         edges = [e for e in graph.edges if e.src_node == producer.name]
         between = [e for e in edges if e.dst_node == consumer.name]
         if not between:
@@ -150,7 +173,21 @@ class _Pair:
         elements = stored_elements(first, edge.src_port, producer.replication)
         if isinstance(elements, str):
             return elements
-        return cls(module, graph, producer, consumer, edge.src_port, edge.dst_port, elements)
+        if tiles is not None:
+            port = next(p for p in second.params if p.name == edge.dst_port)
+            tiles = tiles.fitted(consumer, second, port, elements)
+            if isinstance(tiles, str):
+                return tiles
+        return cls(module, graph, producer, consumer, edge.src_port, edge.dst_port, elements,
+                   tiles)
+
+    def worth_fusing(self, max_loads: int) -> bool:
+        """The default's choice: in tiles, a consumer reading the carried
+        buffer as a neighbourhood; else recomputing at most ``max_loads``
+        loads per consumer instance."""
+        if self.tiles is not None:
+            return self.tiles.worth_fusing
+        return self.loads <= max_loads
 
     @property
     def loads(self) -> float:
@@ -193,17 +230,25 @@ class _Pair:
         shapes = {**renames, **{s: v.value if isinstance(v, Const) else v.name
                                 for s, v in symbols.items()}}
 
-        def recompute(node):
-            if not (isinstance(node, Load) and node.buffer == self.port):
-                return None
-            return elements.at(node.indices, counts)
+        def recompute(indices: tuple[Expr, ...]) -> Expr:
+            return elements.at(indices, counts)
 
         params = [p for p in second.params if p.name != self.port] + [
             Parameter(renames[p.name], renamed_shape(p.type, shapes), p.direction, p.restrict)
             for p in first.params if p.name != self.buffer]
         name = unique_name(f"{first.name}_{second.name}", self.module.functions)
-        function = KernelFunction(name, tuple(params), rewrite(second.body, recompute))
-        fused = dataclasses.replace(self.consumer, body=KernelBody(name))
+        attributes = self.consumer.attributes
+        if self.tiles is None:
+            body = rewrite(second.body, lambda node: recompute(node.indices) if isinstance(
+                node, Load) and node.buffer == self.port else None)
+        else:
+            producer_body = substitute(first.body, renames, symbols)
+            port = next(p for p in second.params if p.name == self.port)
+            body = self.tiles.body(second.body, producer_body, self.buffer, port, self.elements,
+                                   counts, tuple(self.consumer.replication), recompute, names)
+            attributes = {**attributes, **self.tiles.attributes()}
+        function = KernelFunction(name, tuple(params), body)
+        fused = dataclasses.replace(self.consumer, body=KernelBody(name), attributes=attributes)
         graph = _rewire(self.graph, self.producer, fused, renames)
         return dataclasses.replace(self.module, functions={**self.module.functions, name: function},
                                    graphs={**self.module.graphs, graph.name: graph})

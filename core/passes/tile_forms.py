@@ -8,10 +8,11 @@ replication (``active``) run the kernel's own statements.
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 from ..ir.kernel import (
     ArrayDecl, Assign, AtomicUpdate, Barrier, Binary, Const, Expr, ExprStmt, For, If,
-    InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Load, Stmt, Store, Var,
+    InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Load, Stmt, Store, Var, While,
 )
 from ..ir.tensor_ops.lowering import in_range, size as size_of
 from ..ir.types import I64
@@ -122,6 +123,50 @@ def matmul_body(function: KernelFunction, index: int, size: int,
 
 # -- stencil: a group's neighbourhood of a buffer, read from a tile ---------
 
+@dataclasses.dataclass(frozen=True)
+class TileSource:
+    """A local tile serving the reads of ``buffer``: the elements whose
+    indices at ``positions`` (row, column) lie in the group's region
+    widened by the halo, from (``top``, ``left``), and inside ``rows`` x
+    ``columns``; the tile's leading dimensions are the read's other
+    indices.  A read outside it takes ``fallback(indices)``."""
+
+    buffer: str
+    tile: str
+    top: Var
+    left: Var
+    rows: Expr
+    columns: Expr
+    element: object
+    positions: tuple[int, int]
+    fallback: Callable[[tuple[Expr, ...]], Expr]
+    inside: Callable[[Load], bool] = lambda load: False
+    """Whether a read is known to lie inside the tile (it reads the tile
+    directly, without a test)."""
+
+    def tile_indices(self, indices: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        row, column = (indices[p] for p in self.positions)
+        others = tuple(i for p, i in enumerate(indices) if p not in self.positions)
+        return (*others, row - self.top, column - self.left)
+
+
+def tile_origin(halo: int, row: Var, column: Var, names: NameGenerator, buffer: str
+                ) -> tuple[Var, Var, tuple[Stmt, ...]]:
+    """The tile's first row and column (the group's, less the halo)."""
+    top, left = Var(names.fresh(f"{buffer}_top"), I64), Var(names.fresh(f"{buffer}_left"), I64)
+    return top, left, (Let(top.name, I64, InstanceId(0) - row - halo),
+                       Let(left.name, I64, InstanceId(1) - column - halo))
+
+
+def tile_cells(row: Var, column: Var, size: int, extent: int, names: NameGenerator,
+               body) -> Stmt:
+    """``body(r, c)`` for every cell of an ``extent`` x ``extent`` tile, the
+    group's ``size`` x ``size`` instances sharing them."""
+    r, c = Var(names.fresh("tile_row"), I64), Var(names.fresh("tile_col"), I64)
+    whole = Const(extent, I64)
+    return For(r.name, row, whole, size, (For(c.name, column, whole, size, body(r, c)),))
+
+
 def stencil_body(function: KernelFunction, buffers: list[str], size: int, halo: int,
                  names: NameGenerator) -> tuple[Stmt, ...]:
     """``function``'s body with every read of ``buffers`` served by a local
@@ -131,24 +176,25 @@ def stencil_body(function: KernelFunction, buffers: list[str], size: int, halo: 
     extent = size + 2 * halo
     params = {p.name: p for p in function.params}
     prelude: list[Stmt] = [*lanes]
-    origin = {}
+    sources = {}
     for buffer in buffers:
         element = params[buffer].type.element
         rows, columns = (size_of(d) for d in params[buffer].type.shape)
         tile = names.fresh(f"{buffer}_tile")
-        top, left = Var(names.fresh(f"{buffer}_top"), I64), Var(names.fresh(f"{buffer}_left"), I64)
-        r, c = Var(names.fresh("tile_row"), I64), Var(names.fresh("tile_col"), I64)
-        copy = If(both(in_range(top + r, rows), in_range(left + c, columns)),
-                  (Store(tile, (r, c), Load(buffer, (top + r, left + c), element)),))
-        whole = Const(extent, I64)
-        prelude += [ArrayDecl(tile, element, (extent, extent), "local"),
-                    Let(top.name, I64, InstanceId(0) - row - halo),
-                    Let(left.name, I64, InstanceId(1) - column - halo),
-                    For(r.name, row, whole, size, (For(c.name, column, whole, size, (copy,)),))]
-        origin[buffer] = (tile, top, left, rows, columns, element)
+        top, left, origin = tile_origin(halo, row, column, names, buffer)
+
+        def copy(r, c, buffer=buffer, element=element, top=top, left=left, rows=rows,
+                 columns=columns, tile=tile):
+            return (If(both(in_range(top + r, rows), in_range(left + c, columns)),
+                       (Store(tile, (r, c), Load(buffer, (top + r, left + c), element)),)),)
+
+        prelude += [ArrayDecl(tile, element, (extent, extent), "local"), *origin,
+                    tile_cells(row, column, size, extent, names, copy)]
+        sources[buffer] = TileSource(
+            buffer, tile, top, left, rows, columns, element, (0, 1),
+            lambda indices, buffer=buffer, element=element: Load(buffer, indices, element))
     prelude.append(Barrier())
-    rewritten = _hoisted_reads(function.body, origin, extent, names)
-    return (*prelude, If(active(), rewritten))
+    return (*prelude, If(active(), reads_from_tiles(function.body, sources, extent, names)))
 
 
 EXPRESSIONS = {Let: ("value",), Assign: ("value",), Store: ("indices", "value"),
@@ -157,12 +203,25 @@ EXPRESSIONS = {Let: ("value",), Assign: ("value",), Store: ("indices", "value"),
 """Per statement type, the fields whose reads run once, before the statement."""
 
 
-def _hoisted_reads(body: tuple[Stmt, ...], origin: dict, extent: int,
-                   names: NameGenerator) -> tuple[Stmt, ...]:
+def reads_from_tiles(body: tuple[Stmt, ...], sources: dict[str, TileSource], extent: int,
+                     names: NameGenerator) -> tuple[Stmt, ...]:
     """``body`` with each read of a tiled buffer evaluated just before its
-    statement: from the tile when it lies inside it, else from the buffer.
-    Reads under ``&&`` / ``||`` (maybe never evaluated) and in while
-    conditions (evaluated again and again) stay as they are."""
+    statement: from the tile when it lies inside it, else its source's
+    fallback.  Reads under ``&&`` / ``||`` (maybe never evaluated) and in
+    while conditions (evaluated again and again) take the fallback where
+    they are; reads a source knows to be inside read the tile where they
+    are."""
+    def known(node):
+        source = sources.get(node.buffer) if isinstance(node, Load) else None
+        if source is None or not source.inside(node):
+            return None
+        return Load(source.tile, source.tile_indices(node.indices), source.element)
+
+    return _hoisted_reads(rewrite(body, known), sources, extent, names)
+
+
+def _hoisted_reads(body: tuple[Stmt, ...], sources: dict[str, TileSource], extent: int,
+                   names: NameGenerator) -> tuple[Stmt, ...]:
     out: list[Stmt] = []
     for stmt in body:
         before: list[Stmt] = []
@@ -170,34 +229,47 @@ def _hoisted_reads(body: tuple[Stmt, ...], origin: dict, extent: int,
         for field in EXPRESSIONS.get(type(stmt), ()):
             value = getattr(stmt, field)
             if isinstance(value, tuple):
-                changes[field] = tuple(_hoist_expr(e, origin, extent, names, before)
+                changes[field] = tuple(_hoist_expr(e, sources, extent, names, before)
                                        for e in value)
             elif value is not None:
-                changes[field] = _hoist_expr(value, origin, extent, names, before)
+                changes[field] = _hoist_expr(value, sources, extent, names, before)
         stmt = dataclasses.replace(stmt, **changes) if changes else stmt
-        out += [*before, map_blocks(
-            stmt, lambda block: _hoisted_reads(block, origin, extent, names))]
+        stmt = map_blocks(stmt, lambda block: _hoisted_reads(block, sources, extent, names))
+        if isinstance(stmt, While):
+            stmt = dataclasses.replace(stmt, cond=rewrite(stmt.cond,
+                                                          lambda n: _fallback(n, sources)))
+        out += [*before, stmt]
     return tuple(out)
 
 
-def _hoist_expr(expr: Expr, origin: dict, extent: int, names: NameGenerator,
+def _fallback(node, sources: dict[str, TileSource]):
+    if isinstance(node, Load) and node.buffer in sources:
+        return sources[node.buffer].fallback(node.indices)
+    return None
+
+
+def _hoist_expr(expr: Expr, sources: dict[str, TileSource], extent: int, names: NameGenerator,
                 before: list[Stmt]) -> Expr:
     if any(isinstance(n, Binary) and n.op in ("land", "lor") for n in walk(expr)):
-        return expr  # a read after && or || may never be evaluated: keep it there
+        # a read after && or || may never be evaluated: it stays there
+        return rewrite(expr, lambda node: _fallback(node, sources))
 
     def visit(node):
-        if not (isinstance(node, Load) and node.buffer in origin):
+        if not (isinstance(node, Load) and node.buffer in sources):
             return None
-        tile, top, left, rows, columns, element = origin[node.buffer]
-        r, c = (Var(names.fresh(f"{node.buffer}_{axis}"), I64) for axis in ("row", "col"))
-        value = Var(names.fresh(f"{node.buffer}_value"), element)
-        inside = both(both(in_range(r - top, Const(extent, I64)),
-                           in_range(c - left, Const(extent, I64))),
-                      both(in_range(r, rows), in_range(c, columns)))
-        before.extend([Let(r.name, I64, node.indices[0]), Let(c.name, I64, node.indices[1]),
-                       Let(value.name, element, None),
-                       If(inside, (Assign(value.name, Load(tile, (r - top, c - left), element)),),
-                          (Assign(value.name, Load(node.buffer, (r, c), element)),))])
+        source = sources[node.buffer]
+        indices = tuple(Var(names.fresh(f"{node.buffer}_index"), I64) for _ in node.indices)
+        r, c = (indices[p] for p in source.positions)
+        value = Var(names.fresh(f"{node.buffer}_value"), source.element)
+        whole = Const(extent, I64)
+        inside = both(both(in_range(r - source.top, whole), in_range(c - source.left, whole)),
+                      both(in_range(r, source.rows), in_range(c, source.columns)))
+        before.extend([*(Let(i.name, I64, e) for i, e in zip(indices, node.indices)),
+                       Let(value.name, source.element, None),
+                       If(inside, (Assign(value.name, Load(source.tile,
+                                                           source.tile_indices(indices),
+                                                           source.element)),),
+                          (Assign(value.name, source.fallback(indices)),))])
         return value
 
     return rewrite(expr, visit)

@@ -163,21 +163,24 @@ class CStyleStatements:
         return list(arrays.values())
 
     def declare_local_arrays(self, kernel: k.KernelFunction) -> None:
-        """Declare (and zero) the kernel's local arrays at the entry's top."""
+        """Declare the kernel's local arrays at the entry's top, and zero
+        those not declared undefined (``zeroed`` False)."""
         qualifier = self.space_qualifiers["local"]
         for decl in self.local_arrays(kernel):
             c_name = self.names(decl.name)
             storage = self.storage_type(decl.element, "local")
             prefix = f"{qualifier} " if qualifier else ""
             self.writer.line(f"{prefix}{storage} {c_name}[{math.prod(decl.shape)}];")
-            self.zero_local_array(c_name, math.prod(decl.shape))
-        self.synchronize_local_arrays(kernel)
+            if decl.zeroed:
+                self.zero_local_array(c_name, math.prod(decl.shape))
+        if any(decl.zeroed for decl in self.local_arrays(kernel)):
+            self.synchronize_local_arrays(kernel)
 
     def zero_local_array(self, c_name: str, size: int) -> None:
         self.writer.line(f"for (long hpvm_i = 0; hpvm_i < {size}; hpvm_i++) {c_name}[hpvm_i] = 0;")
 
     def synchronize_local_arrays(self, kernel: k.KernelFunction) -> None:
-        """After the zeroing: nothing in plain C (one thread)."""
+        """After zeroing: nothing in plain C (one thread)."""
 
     def _stmt_AtomicUpdate(self, s: k.AtomicUpdate) -> None:
         binding = self.buffer(s.buffer)

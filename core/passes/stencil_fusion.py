@@ -81,13 +81,15 @@ FORMS = ("recompute", "tile")
            minimum=2, maximum=32),
     Option("halo", int, 0, "tile: elements the tile reaches past the group on every side "
            "(0: as far as the consumer's reads reach)", minimum=0, maximum=16),
+    Option("rows", int, 1, "tile: instances each work item computes along dimension 0",
+           minimum=1, maximum=8),
     Option("max_loads", int, MAX_LOADS, "recompute without pairs: the most loads a fusion "
            "may recompute per consumer instance")])
 def stencil_fusion(module: Module, pairs: tuple[str, ...], form: str, size: int, halo: int,
-                   max_loads: int) -> Module:
+                   rows: int, max_loads: int) -> Module:
     """Fold producers into the stencils that read them, recomputing their
     elements where they are read or once per work group in a local tile."""
-    tiles = Tiles(size, halo) if form == "tile" else None
+    tiles = Tiles(size, halo, rows) if form == "tile" else None
     for text in pairs:
         producer, _, consumer = text.partition(":")
         graph = next((g for g in module.graphs.values()
@@ -248,7 +250,9 @@ class _Pair:
                                    counts, tuple(self.consumer.replication), recompute, names)
             attributes = {**attributes, **self.tiles.attributes()}
         function = KernelFunction(name, tuple(params), body)
-        fused = dataclasses.replace(self.consumer, body=KernelBody(name), attributes=attributes)
+        fused = dataclasses.replace(self.consumer, body=KernelBody(name), attributes=attributes,
+                                    replication=self.tiles.replication(self.consumer.replication)
+                                    if self.tiles else self.consumer.replication)
         graph = _rewire(self.graph, self.producer, fused, renames)
         return dataclasses.replace(self.module, functions={**self.module.functions, name: function},
                                    graphs={**self.module.graphs, graph.name: graph})

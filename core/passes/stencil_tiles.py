@@ -26,7 +26,7 @@ from ..ir.graph import PADDED_GROUPS, Node
 from ..ir.instance_reach import InstanceReach
 from ..ir.kernel import (
     ArrayDecl, Barrier, Binary, Const, Expr, If, InstanceCount, InstanceId, Intrinsic,
-    KernelFunction, Let, Load, Stmt, Store, Var,
+    KernelFunction, Let, Load, Select, Stmt, Store, Var,
 )
 from ..ir.parameter import Parameter
 from ..ir.tensor_ops.lowering import in_range
@@ -34,7 +34,8 @@ from ..ir.types import I64
 from ..ir.visit import rewrite, walk
 from .names import NameGenerator, declared_names, substitute
 from .stored_elements import StoredElements
-from .tile_forms import TileSource, active, both, lane_lets, reads_from_tiles, tile_origin
+from .register_tile_schedule import as_index, ceil_div
+from .tile_forms import TileSource, active, both, lane_lets, reads_from_tiles
 
 MAX_LOCAL_BYTES = 32768
 """Local memory a fused node's tile may take (every OpenCL GPU has it)."""
@@ -46,23 +47,35 @@ at most (16 + 8)^2 / 16^2 = 2.25 times its own elements."""
 @dataclasses.dataclass(frozen=True)
 class Tiles:
     """Work groups of ``size`` x ``size`` instances, each computing the
-    producer's elements of its region widened by ``halo`` (0: as far as
-    the consumer's reads reach)."""
+    producer's elements of its region widened by ``halo`` (0: along each
+    dimension as far as the consumer's reads reach)."""
 
     size: int
     halo: int
-    reach: int | None = None
-    """How far the consumer's reads reach from its instance (instance_reach.py),
-    once fitted to a pair; None where some read's reach is not known."""
+    rows: int = 1
+    """Instances each work item computes along dimension 0 (``size``
+    apart): a group's block is ``size * rows`` x ``size``."""
+    reach: tuple[int, int] | None = None
+    """How far the consumer's reads reach from its instance along each
+    dimension (instance_reach.py), once fitted to a pair; None where some
+    read's reach is not known."""
+    halos: tuple[int, int] = (1, 1)
+    """The tile's widening along each dimension, once fitted."""
 
     @property
-    def extent(self) -> int:
-        return self.size + 2 * self.halo
+    def extents(self) -> tuple[int, int]:
+        return self.size * self.rows + 2 * self.halos[0], self.size + 2 * self.halos[1]
+
+    def replication(self, replication: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        """The fused node's: one instance per ``rows`` of the consumer's."""
+        if self.rows == 1:
+            return replication
+        return (ceil_div(replication[0], self.rows), *replication[1:])
 
     def fitted(self, consumer: Node, function: KernelFunction, port: Parameter,
                elements: StoredElements) -> "Tiles | str":
         """These tiles for the consumer reading the carried buffer ``port``
-        (the halo and reach found), or why it cannot read it from tiles."""
+        (the halos and reach found), or why it cannot read it from tiles."""
         if len(consumer.replication) != 2 or len(elements.instance_positions) != 2:
             return (f"tile: '{consumer.name}' and its producer must each have two replication "
                     "dimensions (an image)")
@@ -73,20 +86,22 @@ class Tiles:
             return f"tile: '{consumer.name}' already synchronises its work group"
         reach = _reads_reach(function, port.name, elements.instance_positions,
                              tuple(consumer.replication))
-        fitted = dataclasses.replace(self, reach=reach,
-                                     halo=self.halo or (reach if reach else 1))
+        halos = (self.halo, self.halo) if self.halo else reach or (1, 1)
+        fitted = dataclasses.replace(self, reach=reach, halos=halos)
         count = math.prod(_channel_sizes(elements))
-        total = count * fitted.extent ** 2 * port.type.element.numpy_dtype.itemsize
+        height, width = fitted.extents
+        total = count * height * width * port.type.element.numpy_dtype.itemsize
         if total > MAX_LOCAL_BYTES:
-            return (f"tile: {count} tile(s) of {fitted.extent}x{fitted.extent} take {total} "
-                    f"bytes, over {MAX_LOCAL_BYTES} (give a smaller size or halo)")
+            return (f"tile: {count} tile(s) of {height}x{width} take {total} bytes, over "
+                    f"{MAX_LOCAL_BYTES} (give a smaller size or halo)")
         return fitted
 
     @property
     def worth_fusing(self) -> bool:
         """The default's choice: every read known to lie within a small
         halo of its instance (a neighbourhood)."""
-        return self.reach is not None and self.reach <= min(self.halo, MAX_DEFAULT_REACH)
+        return self.reach is not None and all(
+            r <= min(h, MAX_DEFAULT_REACH) for r, h in zip(self.reach, self.halos))
 
     def attributes(self) -> dict:
         return {"group": (self.size, self.size), PADDED_GROUPS: True}
@@ -100,63 +115,127 @@ class Tiles:
         ``consumer_body`` reading ``port`` from it."""
         row, column, lanes = lane_lets(self.size, names)
         tile = names.fresh(f"{port.name}_tile")
-        top, left, origin = tile_origin(self.halo, row, column, names, port.name)
+        base = Var(names.fresh(f"{port.name}_base"), I64)
+        top, left = (Var(names.fresh(f"{port.name}_{side}"), I64) for side in ("top", "left"))
+        origin = (Let(base.name, I64, (InstanceId(0) - row) * self.rows if self.rows > 1
+                      else InstanceId(0) - row),
+                  Let(top.name, I64, base - self.halos[0]),
+                  Let(left.name, I64, InstanceId(1) - column - self.halos[1]))
         positions = elements.instance_positions
         reach = InstanceReach(consumer_body, consumer_counts)
-        source = TileSource(port.name, tile, top, left, counts[0], counts[1],
-                            port.type.element, positions, recompute,
-                            lambda load: _load_reach(reach, load, positions) is not None
-                            and _load_reach(reach, load, positions) <= self.halo)
 
-        shape = (*_channel_sizes(elements), self.extent, self.extent)
+        def inside(load: Load) -> bool:
+            found = _load_reach(reach, load, positions)
+            return found is not None and all(r <= h for r, h in zip(found, self.halos))
+
+        source = TileSource(port.name, tile, top, left, self.extents, counts[0], counts[1],
+                            port.type.element, positions, recompute, inside)
+        shape = (*_channel_sizes(elements), *self.extents)
+        cell = _Cell(producer_body, buffer, tile, top, left, positions, counts, names)
+        consumer = reads_from_tiles(consumer_body, {port.name: source}, names)
         return (*lanes, ArrayDecl(tile, port.type.element, shape, "local", zeroed=False), *origin,
-                *self._fill(producer_body, buffer, tile, row, column, top, left, positions,
-                            counts, names),
-                Barrier(),
-                If(active(), reads_from_tiles(consumer_body, {port.name: source}, self.extent,
-                                              names)))
+                *self._fill(cell, row, column, names), Barrier(),
+                *self._instances(consumer, base + row, consumer_counts[0], names))
 
-    def _fill(self, producer_body, buffer: str, tile: str, row: Var, column: Var, top: Var,
-              left: Var, positions: tuple[int, ...], counts: tuple[Expr, ...],
-              names: NameGenerator) -> list[Stmt]:
-        """The group's instances computing the tile's cells, numbered row by
-        row, ``size * size`` at a time.  Every round runs the producer's
-        body unconditionally, at the cell clamped into the producer's
-        instances, and only its stores are guarded (a cell past the tile or
-        the image stores nothing): the rounds' loads are then all in flight
-        together, where a loop under a test would wait for each round's."""
-        threads, cells = self.size * self.size, self.extent * self.extent
-        lane = Var(names.fresh("tile_lane"), I64)
-        out: list[Stmt] = [Let(lane.name, I64, row * self.size + column)]
-        for start in range(0, cells, threads):
-            number = Var(names.fresh("tile_cell"), I64)
-            r, c = Var(names.fresh("tile_row"), I64), Var(names.fresh("tile_col"), I64)
-            at = (Var(names.fresh("cell_row"), I64), Var(names.fresh("cell_col"), I64))
-            last = (lane + start).lt(Const(cells, I64)) if start + threads > cells else None
-            valid = both(in_range(top + r, counts[0]), in_range(left + c, counts[1]))
-            if last is not None:
-                valid = both(last, valid)
-            out += [Let(number.name, I64, Intrinsic("min", (lane + start, Const(cells - 1, I64)))),
-                    Let(r.name, I64, Binary("div", number, Const(self.extent, I64))),
-                    Let(c.name, I64, number % self.extent),
-                    *(Let(a.name, I64, _clamped(origin + offset, count))
-                      for a, origin, offset, count in zip(at, (top, left), (r, c), counts))]
+    def _instances(self, body: tuple[Stmt, ...], first: Expr, count: Expr,
+                   names: NameGenerator) -> tuple[Stmt, ...]:
+        """``body`` for each of the work item's instances (rows ``first``,
+        ``first + size`` ...), those inside the replication (``count``
+        rows)."""
+        if self.rows == 1:
+            return (If(active(), body),)
+        out = []
+        for step in range(self.rows):
+            row = Var(names.fresh("instance_row"), I64)
 
-            def visit(node, at=at, r=r, c=c, valid=valid):
-                if isinstance(node, InstanceId):
-                    return at[node.dim]
-                if isinstance(node, InstanceCount):
-                    return counts[node.dim]
-                if isinstance(node, Store) and node.buffer == buffer:
-                    channels = tuple(i for p, i in enumerate(node.indices) if p not in positions)
-                    value = Var(names.fresh("cell_value"), node.value.type)
-                    return (Let(value.name, value.type, node.value),
-                            If(valid, (Store(tile, (*channels, r, c), value),)))
+            def placed(node, row=row):
+                if isinstance(node, InstanceId) and node.dim == 0:
+                    return row
+                if isinstance(node, InstanceCount) and node.dim == 0:
+                    return as_index(count)
                 return None
 
-            fresh = {local: names.fresh(local) for local in set(declared_names(producer_body))}
-            out += rewrite(substitute(producer_body, fresh), visit)
+            fresh = {local: names.fresh(local) for local in set(declared_names(body))}
+            out += [Let(row.name, I64, first + step * self.size),
+                    If(both(row.lt(as_index(count)), active((1,))),
+                       rewrite(substitute(body, fresh), placed))]
+        return tuple(out)
+
+    def _fill(self, cell: "_Cell", row: Var, column: Var, names: NameGenerator) -> list[Stmt]:
+        """The group's instances computing the tile's cells: first each its
+        own (the tile's first ``size * rows`` x ``size`` cells), then the border
+        past them (the columns to the right, then the rows below, numbered
+        row by row), ``size * size`` cells a round, the last round's
+        instances past the border idle."""
+        size, threads, block = self.size, self.size * self.size, self.size * self.rows
+        height, width = self.extents
+        right, below = height * (width - size), (height - block) * size
+        out: list[Stmt] = [stmt for step in range(self.rows)
+                           for stmt in cell.at(row + step * size if step else row, column)]
+        lane = Var(names.fresh("tile_lane"), I64)
+        if right + below:
+            out.append(Let(lane.name, I64, row * size + column))
+        for start in range(0, right + below, threads):
+            number = Var(names.fresh("tile_cell"), I64)
+            beside = (Binary("div", number, Const(width - size, I64)),
+                      number % (width - size) + size) if right else None
+            under = (Binary("div", number - right, Const(size, I64)) + block,
+                     (number - right) % size) if below else None
+            if beside and under:
+                first = number.lt(Const(right, I64))
+                r, c = (Select(first, a, b) for a, b in zip(beside, under))
+            else:
+                r, c = beside or under
+            out.append(Let(number.name, I64, lane + start))
+            if start + threads > right + below:
+                out.append(If(number.lt(Const(right + below, I64)), cell.at(r, c)))
+            else:
+                out += cell.at(r, c)
         return out
+
+
+@dataclasses.dataclass
+class _Cell:
+    """The producer's body run for one cell of the tile."""
+
+    producer_body: tuple[Stmt, ...]
+    buffer: str
+    tile: str
+    top: Var
+    left: Var
+    positions: tuple[int, ...]
+    counts: tuple[Expr, ...]
+    names: NameGenerator
+
+    def at(self, r: Expr, c: Expr) -> tuple[Stmt, ...]:
+        """The producer's body at tile cell (``r``, ``c``): run at the cell
+        clamped into the producer's instances, its stores made only where
+        the cell lies inside them (the image)."""
+        names = self.names
+        tile_row, tile_col = Var(names.fresh("tile_row"), I64), Var(names.fresh("tile_col"), I64)
+        at = (Var(names.fresh("cell_row"), I64), Var(names.fresh("cell_col"), I64))
+        valid = both(in_range(self.top + tile_row, self.counts[0]),
+                     in_range(self.left + tile_col, self.counts[1]))
+
+        def visit(node):
+            if isinstance(node, InstanceId):
+                return at[node.dim]
+            if isinstance(node, InstanceCount):
+                return self.counts[node.dim]
+            if isinstance(node, Store) and node.buffer == self.buffer:
+                channels = tuple(i for p, i in enumerate(node.indices)
+                                 if p not in self.positions)
+                value = Var(names.fresh("cell_value"), node.value.type)
+                return (Let(value.name, value.type, node.value),
+                        If(valid, (Store(self.tile, (*channels, tile_row, tile_col), value),)))
+            return None
+
+        fresh = {local: names.fresh(local) for local in set(declared_names(self.producer_body))}
+        return (Let(tile_row.name, I64, r), Let(tile_col.name, I64, c),
+                *(Let(a.name, I64, _clamped(origin + offset, count))
+                  for a, origin, offset, count in zip(at, (self.top, self.left),
+                                                      (tile_row, tile_col), self.counts)),
+                *rewrite(substitute(self.producer_body, fresh), visit))
 
 
 def _clamped(index: Expr, count: Expr) -> Expr:
@@ -164,20 +243,24 @@ def _clamped(index: Expr, count: Expr) -> Expr:
     return Intrinsic("min", (Intrinsic("max", (index, Const(0, I64))), count - 1))
 
 
-def _load_reach(reach: InstanceReach, load: Load, positions: tuple[int, ...]) -> int | None:
-    """How far ``load``'s element lies from its instance (the larger of
-    its row's and column's reach), or None."""
-    reaches = [reach.reach(load.indices[p], dim) for dim, p in enumerate(positions)]
-    return None if None in reaches else max(reaches)
+def _load_reach(reach: InstanceReach, load: Load, positions: tuple[int, ...]
+                ) -> tuple[int, ...] | None:
+    """How far ``load``'s element lies from its instance along each
+    dimension, or None."""
+    reaches = tuple(reach.reach(load.indices[p], dim) for dim, p in enumerate(positions))
+    return None if None in reaches else reaches
 
 
 def _reads_reach(function: KernelFunction, port: str, positions: tuple[int, ...],
-                 counts: tuple[Expr, ...]) -> int | None:
-    """How far the farthest read of ``port`` lies from its instance, or None."""
+                 counts: tuple[Expr, ...]) -> tuple[int, ...] | None:
+    """How far the farthest read of ``port`` lies from its instance along
+    each dimension, or None."""
     reach = InstanceReach(function.body, counts)
     found = [_load_reach(reach, n, positions) for n in walk(function.body)
              if isinstance(n, Load) and n.buffer == port]
-    return None if not found or None in found else max(found)
+    if not found or None in found:
+        return None
+    return tuple(max(each) for each in zip(*found))
 
 
 def _channel_sizes(elements: StoredElements) -> tuple[int, ...]:

@@ -127,14 +127,15 @@ def matmul_body(function: KernelFunction, index: int, size: int,
 class TileSource:
     """A local tile serving the reads of ``buffer``: the elements whose
     indices at ``positions`` (row, column) lie in the group's region
-    widened by the halo, from (``top``, ``left``), and inside ``rows`` x
-    ``columns``; the tile's leading dimensions are the read's other
-    indices.  A read outside it takes ``fallback(indices)``."""
+    widened by the halo, ``extents`` from (``top``, ``left``), and inside
+    ``rows`` x ``columns``; the tile's leading dimensions are the read's
+    other indices.  A read outside it takes ``fallback(indices)``."""
 
     buffer: str
     tile: str
     top: Var
     left: Var
+    extents: tuple[int, int]
     rows: Expr
     columns: Expr
     element: object
@@ -150,12 +151,12 @@ class TileSource:
         return (*others, row - self.top, column - self.left)
 
 
-def tile_origin(halo: int, row: Var, column: Var, names: NameGenerator, buffer: str
-                ) -> tuple[Var, Var, tuple[Stmt, ...]]:
-    """The tile's first row and column (the group's, less the halo)."""
+def tile_origin(halos: tuple[int, int], row: Var, column: Var, names: NameGenerator,
+                buffer: str) -> tuple[Var, Var, tuple[Stmt, ...]]:
+    """The tile's first row and column (the group's, less the halos)."""
     top, left = Var(names.fresh(f"{buffer}_top"), I64), Var(names.fresh(f"{buffer}_left"), I64)
-    return top, left, (Let(top.name, I64, InstanceId(0) - row - halo),
-                       Let(left.name, I64, InstanceId(1) - column - halo))
+    return top, left, (Let(top.name, I64, InstanceId(0) - row - halos[0]),
+                       Let(left.name, I64, InstanceId(1) - column - halos[1]))
 
 
 def tile_cells(row: Var, column: Var, size: int, extent: int, names: NameGenerator,
@@ -181,7 +182,7 @@ def stencil_body(function: KernelFunction, buffers: list[str], size: int, halo: 
         element = params[buffer].type.element
         rows, columns = (size_of(d) for d in params[buffer].type.shape)
         tile = names.fresh(f"{buffer}_tile")
-        top, left, origin = tile_origin(halo, row, column, names, buffer)
+        top, left, origin = tile_origin((halo, halo), row, column, names, buffer)
 
         def copy(r, c, buffer=buffer, element=element, top=top, left=left, rows=rows,
                  columns=columns, tile=tile):
@@ -191,10 +192,10 @@ def stencil_body(function: KernelFunction, buffers: list[str], size: int, halo: 
         prelude += [ArrayDecl(tile, element, (extent, extent), "local"), *origin,
                     tile_cells(row, column, size, extent, names, copy)]
         sources[buffer] = TileSource(
-            buffer, tile, top, left, rows, columns, element, (0, 1),
+            buffer, tile, top, left, (extent, extent), rows, columns, element, (0, 1),
             lambda indices, buffer=buffer, element=element: Load(buffer, indices, element))
     prelude.append(Barrier())
-    return (*prelude, If(active(), reads_from_tiles(function.body, sources, extent, names)))
+    return (*prelude, If(active(), reads_from_tiles(function.body, sources, names)))
 
 
 EXPRESSIONS = {Let: ("value",), Assign: ("value",), Store: ("indices", "value"),
@@ -203,7 +204,7 @@ EXPRESSIONS = {Let: ("value",), Assign: ("value",), Store: ("indices", "value"),
 """Per statement type, the fields whose reads run once, before the statement."""
 
 
-def reads_from_tiles(body: tuple[Stmt, ...], sources: dict[str, TileSource], extent: int,
+def reads_from_tiles(body: tuple[Stmt, ...], sources: dict[str, TileSource],
                      names: NameGenerator) -> tuple[Stmt, ...]:
     """``body`` with each read of a tiled buffer evaluated just before its
     statement: from the tile when it lies inside it, else its source's
@@ -217,10 +218,10 @@ def reads_from_tiles(body: tuple[Stmt, ...], sources: dict[str, TileSource], ext
             return None
         return Load(source.tile, source.tile_indices(node.indices), source.element)
 
-    return _hoisted_reads(rewrite(body, known), sources, extent, names)
+    return _hoisted_reads(rewrite(body, known), sources, names)
 
 
-def _hoisted_reads(body: tuple[Stmt, ...], sources: dict[str, TileSource], extent: int,
+def _hoisted_reads(body: tuple[Stmt, ...], sources: dict[str, TileSource],
                    names: NameGenerator) -> tuple[Stmt, ...]:
     out: list[Stmt] = []
     for stmt in body:
@@ -229,12 +230,12 @@ def _hoisted_reads(body: tuple[Stmt, ...], sources: dict[str, TileSource], exten
         for field in EXPRESSIONS.get(type(stmt), ()):
             value = getattr(stmt, field)
             if isinstance(value, tuple):
-                changes[field] = tuple(_hoist_expr(e, sources, extent, names, before)
+                changes[field] = tuple(_hoist_expr(e, sources, names, before)
                                        for e in value)
             elif value is not None:
-                changes[field] = _hoist_expr(value, sources, extent, names, before)
+                changes[field] = _hoist_expr(value, sources, names, before)
         stmt = dataclasses.replace(stmt, **changes) if changes else stmt
-        stmt = map_blocks(stmt, lambda block: _hoisted_reads(block, sources, extent, names))
+        stmt = map_blocks(stmt, lambda block: _hoisted_reads(block, sources, names))
         if isinstance(stmt, While):
             stmt = dataclasses.replace(stmt, cond=rewrite(stmt.cond,
                                                           lambda n: _fallback(n, sources)))
@@ -248,7 +249,7 @@ def _fallback(node, sources: dict[str, TileSource]):
     return None
 
 
-def _hoist_expr(expr: Expr, sources: dict[str, TileSource], extent: int, names: NameGenerator,
+def _hoist_expr(expr: Expr, sources: dict[str, TileSource], names: NameGenerator,
                 before: list[Stmt]) -> Expr:
     if any(isinstance(n, Binary) and n.op in ("land", "lor") for n in walk(expr)):
         # a read after && or || may never be evaluated: it stays there
@@ -261,8 +262,8 @@ def _hoist_expr(expr: Expr, sources: dict[str, TileSource], extent: int, names: 
         indices = tuple(Var(names.fresh(f"{node.buffer}_index"), I64) for _ in node.indices)
         r, c = (indices[p] for p in source.positions)
         value = Var(names.fresh(f"{node.buffer}_value"), source.element)
-        whole = Const(extent, I64)
-        inside = both(both(in_range(r - source.top, whole), in_range(c - source.left, whole)),
+        height, width = (Const(e, I64) for e in source.extents)
+        inside = both(both(in_range(r - source.top, height), in_range(c - source.left, width)),
                       both(in_range(r, source.rows), in_range(c, source.columns)))
         before.extend([*(Let(i.name, I64, e) for i, e in zip(indices, node.indices)),
                        Let(value.name, source.element, None),

@@ -6,6 +6,7 @@ per loop, a parallel form per node with reduction loops."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from ..ir.graph import Module
 from ..passes import PassError, register_tile, run_pipeline, tile
@@ -38,6 +39,10 @@ over a whole GPU, then a tree of the partials); chunks and spread only
 for nodes without replication."""
 
 
+STENCIL_TILES = {"tile 16": {"size": 16}, "tile 32 rows 2": {"size": 32, "rows": 2}}
+"""The tile forms offered per stencil-fusion pair: on the H200, blur's
+pair took 0.026 / 0.027 ms so and camera's 0.068 / 0.060 (the two nodes
+0.031 / 0.066; blur recomputed at each read 0.027)."""
 TILE_FORMS = (("matmul", 16), ("matmul", 32), ("stencil", 16))
 """The (form, size) offered per node the tile pass can transform."""
 GROUP_TILES = ((8, 4, 16), (8, 8, 16), (4, 8, 16), (4, 4, 16), (4, 2, 16), (2, 2, 16),
@@ -55,6 +60,8 @@ def parameters_of_pass(name: str, module: Module, targets=()) -> list[Parameter]
     ``module`` for the usable ``targets`` (Target objects)."""
     if name == "tile":
         return _tile(module, targets)
+    if name == "stencil-fusion":
+        return _stencil_fusion(module, targets)
     return _GATHERERS[name](module)
 
 
@@ -144,11 +151,42 @@ def _node_fusion(module: Module) -> list[Parameter]:
                       "node-fusion", pair) for pair in fusible_pairs(module)]
 
 
-def _stencil_fusion(module: Module) -> list[Parameter]:
-    return [Parameter(f"recompute {pair}", (False, True), False,
-                      "fold node '{}' into its consumer '{}', which recomputes each element it "
-                      "reads (stencil-fusion)".format(*pair.split(":")),
-                      "stencil-fusion", pair) for pair in fusible_stencils(module)]
+def _stencil_fusion(module: Module, targets) -> list[Parameter]:
+    """Per pair: as written, recomputed at each read (True), or computed
+    per work group in a local tile (a STENCIL_TILES label), where a listed
+    target still claims the fused node (targets without work groups
+    decline barriers)."""
+    parameters = []
+    for pair in fusible_stencils(module):
+        producer, consumer = pair.split(":")
+        values: list = [False, True]
+        for label, options in STENCIL_TILES.items():
+            try:
+                fused = run_pipeline(module, [("stencil-fusion", {
+                    "pairs": (pair,), "form": "tile", **options})])
+            except PassError:
+                continue
+            graph = next(g for g in fused.graphs.values()
+                         if consumer in {n.name for n in g.nodes})
+            if any(t.claims(fused, graph, graph.node(consumer)) for t in targets):
+                values.append(label)
+        parameters.append(Parameter(
+            f"recompute {pair}", tuple(values), False,
+            f"fold node '{producer}' into its consumer '{consumer}', which recomputes each "
+            "element where it reads it (yes) or once per work group into a local tile "
+            "(tile: group side, rows per work item) (stencil-fusion)", "stencil-fusion", pair))
+    return parameters
+
+
+def stencil_fusion_steps(chosen: dict[str, Any]) -> list:
+    """The stencil-fusion steps of the pairs chosen, by value (True or a
+    STENCIL_TILES label)."""
+    steps = []
+    for value in dict.fromkeys(chosen.values()):
+        pairs = tuple(pair for pair, v in chosen.items() if v == value)
+        form = {} if value is True else {"form": "tile", **STENCIL_TILES[value]}
+        steps.append(("stencil-fusion", {"pairs": pairs, **form}))
+    return steps
 
 
 def _loop_fusion(module: Module) -> list[Parameter]:
@@ -205,7 +243,6 @@ def _copies(functions) -> list[tuple]:
     return groups
 
 
-_GATHERERS = {"node-fusion": _node_fusion, "stencil-fusion": _stencil_fusion,
-              "loop-fusion": _loop_fusion,
+_GATHERERS = {"node-fusion": _node_fusion, "loop-fusion": _loop_fusion,
               "argument-privatisation": _privatisation, "parallel-reduce": _parallel_reduce,
               "loop-unroll": _unroll}

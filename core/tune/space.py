@@ -14,7 +14,8 @@ on:
   runs it.  Hints stay hard constraints.  Realised as the node's hint.
 - **passes** (``passes=``, by default all seven): a boolean per fusible
   producer/consumer pair (node-fusion), per producer a stencil may
-  recompute (stencil-fusion), per function with fusible loops
+  recompute or compute per work group in local tiles (stencil-fusion: no,
+  yes, or a tile form where a listed target takes the fused node), per function with fusible loops
   (loop-fusion) and per eligible ``private`` parameter
   (argument-privatisation); a form per node with reduction loops
   (parallel-reduce: as written, a work-group tree or chunks, with a lane
@@ -65,7 +66,9 @@ from ..runtime.compiler import as_module
 from ..runtime.placement import takes
 from ..target import NodeRef
 from .parameter import Parameter, TuneError
-from .pass_parameters import PASS_PARAMETERS, group_of_label, parameters_of_pass, reduce_steps
+from .pass_parameters import (
+    PASS_PARAMETERS, group_of_label, parameters_of_pass, reduce_steps, stencil_fusion_steps,
+)
 
 ORIGIN = "tune_origin"
 """Node attribute naming the source node while a realisation runs its
@@ -237,7 +240,9 @@ class Space:
                           and not self._folded(pair, folded, notes)]
             if role == "stencil-fusion":
                 folded = {pair.split(":")[0] for pair in chosen}
-            if chosen:
+                forms = {p.subject: values[p.name] for p in by_role.get(role, ())}
+                steps += stencil_fusion_steps({pair: forms[pair] for pair in chosen})
+            elif chosen:
                 steps.append((role, {option: tuple(chosen)}))
         return steps
 

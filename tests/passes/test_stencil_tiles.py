@@ -82,17 +82,25 @@ def check(original: str, fused: str, inputs: dict) -> None:
 def test_the_group_computes_its_region_once_and_reads_it_from_the_tile():
     text = tiled(IMAGE)
     assert "node smooth = @split_smooth [H, W] {group = [16, 16], padded_groups = true}" in text
-    assert "local s_tile: f32[2, 18, 18] = undef" in text   # the reads reach 1
+    assert "local s_tile: f32[2, 18, 18] = undef" in text   # the reads reach 1 both ways
     assert text.count("barrier") == 1
     assert "s[" not in text and "a[" in text                 # no read needs the fallback
     check(IMAGE, text, image_inputs())
 
 
 @pytest.mark.parametrize("options", [" size=4", " size=4 halo=3", " size=2 halo=1",
-                                     " size=8 halo=2"])
+                                     " size=8 halo=2", " size=4 rows=3", " size=8 rows=2 halo=2"])
 def test_results_are_the_two_nodes_on_sizes_that_are_not_multiples(options):
-    """Small groups fill their tile in several rounds, the last partly."""
+    """Small groups fill their tile in several rounds, the last partly;
+    work items computing several rows skip those past the image."""
     check(IMAGE, tiled(IMAGE, options), image_inputs())
+
+
+def test_work_items_compute_several_rows_of_a_taller_block():
+    text = tiled(IMAGE, " rows=4")
+    assert "node smooth = @split_smooth [(H + 3) / 4, W] {group = [16, 16]" in text
+    assert "local s_tile: f32[2, 66, 18] = undef" in text
+    assert text.count("let instance_row") == 4 and "(instance_id(0) - lane_row) * 4" in text
 
 
 def test_reads_past_the_tile_recompute_their_element():
@@ -100,6 +108,7 @@ def test_reads_past_the_tile_recompute_their_element():
     assert "select(" in text     # the far read's channels, recomputed
     check(FAR, text, image_inputs())
     check(FAR, tiled(FAR, " pairs=split:smooth size=4"), image_inputs(8, 5))
+    check(FAR, tiled(FAR, " pairs=split:smooth size=4 rows=2"), image_inputs(11, 5))
 
 
 def test_the_default_fuses_only_neighbourhoods():

@@ -194,3 +194,18 @@ def test_a_space_prints_its_program_targets_and_size():
     design = space(parse_module(CHAIN), ["cpu"])
     assert repr(design) == (f"<Space of '{design.module.name}' on cpu: {len(design)} parameters, "
                             f"{design.size} configurations>")
+
+
+@pytest.mark.skipif("gpu_opencl" not in usable_targets(), reason="no usable OpenCL device")
+def test_a_stencil_pair_may_be_computed_in_local_tiles_where_a_target_takes_them():
+    from tests.passes.test_stencil_tiles import IMAGE, image_inputs
+    module = parse_module(IMAGE)
+    recompute = space(module, ["gpu_opencl"]).parameter("recompute split:smooth")
+    assert recompute.values == (False, True, "tile 16", "tile 32 rows 2")
+    assert space(module, ["cpu"]).parameter("recompute split:smooth").values == (False, True)
+    realised = space(module, ["gpu_opencl"]).realise({"recompute split:smooth": "tile 32 rows 2"})
+    assert realised.pipeline == "stencil-fusion{pairs=split:smooth form=tile size=32 rows=2},dce"
+    inputs = image_inputs()
+    expected = Interpreter(module).run(**inputs)
+    got = hpvm.compile(realised.module, ["gpu_opencl"], realised.options)(**inputs)
+    np.testing.assert_array_equal(got["b"], expected["b"])

@@ -367,8 +367,7 @@ class OpenCLRenderer(LaunchTests, NarrowIndices, MarchLanes, WorkItemSteps, CSty
                          f"{c_name}[hpvm_i] = 0;")
 
     def synchronize_local_arrays(self, kernel: KernelFunction) -> None:
-        if self.local_arrays(kernel):
-            self.writer.line("barrier(CLK_LOCAL_MEM_FENCE);")
+        self.writer.line("barrier(CLK_LOCAL_MEM_FENCE);")
 
 
 def _talks_through_global_memory(function: KernelFunction) -> bool:

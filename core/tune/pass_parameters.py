@@ -39,10 +39,12 @@ over a whole GPU, then a tree of the partials); chunks and spread only
 for nodes without replication."""
 
 
-STENCIL_TILES = {"tile 16": {"size": 16}, "tile 32 rows 2": {"size": 32, "rows": 2}}
-"""The tile forms offered per stencil-fusion pair: on the H200, blur's
-pair took 0.026 / 0.027 ms so and camera's 0.068 / 0.060 (the two nodes
-0.031 / 0.066; blur recomputed at each read 0.027)."""
+STENCIL_TILES = {f"tile {size} rows {rows}": {"size": size, "rows": rows}
+                 for size, rows in ((16, 2), (16, 4), (32, 2))}
+"""The tile forms offered per stencil-fusion pair (group side, rows per
+work item): on an H200, blur's pair took 0.024 / 0.028 / 0.025 ms so and
+camera's 0.064 / 0.062 / 0.062 (the two nodes 0.033 / 0.071; blur
+recomputed at each read 0.027)."""
 TILE_FORMS = (("matmul", 16), ("matmul", 32), ("stencil", 16))
 """The (form, size) offered per node the tile pass can transform."""
 GROUP_TILES = ((8, 4, 16), (8, 8, 16), (4, 8, 16), (4, 4, 16), (4, 2, 16), (2, 2, 16),

@@ -201,7 +201,7 @@ def test_a_stencil_pair_may_be_computed_in_local_tiles_where_a_target_takes_them
     from tests.passes.test_stencil_tiles import IMAGE, image_inputs
     module = parse_module(IMAGE)
     recompute = space(module, ["gpu_opencl"]).parameter("recompute split:smooth")
-    assert recompute.values == (False, True, "tile 16", "tile 32 rows 2")
+    assert recompute.values == (False, True, "tile 16 rows 2", "tile 16 rows 4", "tile 32 rows 2")
     assert space(module, ["cpu"]).parameter("recompute split:smooth").values == (False, True)
     realised = space(module, ["gpu_opencl"]).realise({"recompute split:smooth": "tile 32 rows 2"})
     assert realised.pipeline == "stencil-fusion{pairs=split:smooth form=tile size=32 rows=2},dce"

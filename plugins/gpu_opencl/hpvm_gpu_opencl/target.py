@@ -89,6 +89,11 @@ against 0.097 / 0.676 / 5.12 with 8 x 8 results (128 x 128 a group: 16
 groups for 132 SMs at 512^3) and 0.049 / 0.805 / 6.19 with 4 x 4 (cuBLAS
 FP32 at 4096^3: 2.70 ms); smaller products gain from smaller tiles still,
 which tuning offers (hpvm.tune's tile parameter)."""
+GPU_STENCIL_TILES = "stencil-fusion{form=tile size=16 rows=2}"
+"""Groups of 16 x 16 work items (every OpenCL GPU takes 256), each two
+rows of the stencil.  On an H200, blur took 0.024 ms so, camera 0.064
+(the nodes apart 0.033 and 0.071; blur recomputing at each read 0.027;
+groups of 32 x 32, two rows each: 0.025 and 0.062)."""
 GPU_ROW_LANES = 128
 """Work-group lanes sharing each instance's reductions in kernels lowered
 from tensor ops (a row of a softmax, a layer norm, a reduce): a warp
@@ -104,8 +109,10 @@ class GpuOpenCLTarget(Target):
     @property
     def default_pipeline(self) -> str:
         """Fusing nodes keeps intermediates out of memory (edge: 1.4x on the
-        H100); a stencil recomputes a cheap producer's elements where it
-        reads them (stencil-fusion's heuristic: blur 1.20x on the H200).
+        H100).  A stencil reading a neighbourhood of a producer's output
+        computes the producer's elements per work group into local memory
+        (GPU_STENCIL_TILES); other cheap producers are recomputed where
+        they are read (stencil-fusion's heuristic).
         Loop nests that reuse their reads across instances (matrix
         products) run as work groups of register micro-tiles
         (GPU_REGISTER_TILES).  On a GPU, a reduction in one instance is
@@ -117,7 +124,7 @@ class GpuOpenCLTarget(Target):
         resident)."""
         if not on_gpu({}):
             return "node-fusion,dce"
-        return (f"stencil-fusion,node-fusion,{GPU_REGISTER_TILES},"
+        return (f"node-fusion,{GPU_STENCIL_TILES},stencil-fusion,{GPU_REGISTER_TILES},"
                 f"parallel-reduce{{form=chunks lanes={GPU_CHUNKS} layout=strided grain=256}},"
                 f"parallel-reduce,latency-unroll{{in_flight={resident_work_items({})}}},dce")
 

@@ -25,8 +25,9 @@ on:
   as written, a constant trip count unrolls fully; functions that are
   copies of one another share their loops' factors).  Found by
   pass_parameters.py; realised as one pass pipeline, in the order
-  argument-privatisation, loop-fusion, stencil-fusion, node-fusion,
-  parallel-reduce, tile, loop-unroll, dce; unroll factors travel as the
+  argument-privatisation, loop-fusion, stencil-fusion (recomputing),
+  node-fusion, stencil-fusion (in tiles, on the stencil's node as node-fusion
+  left it), parallel-reduce, tile, loop-unroll, dce; unroll factors travel as the
   loops' ``unroll`` hints, so they survive the passes before them, and the
   per-node forms follow a node into a fusion (node-fusion's node keeps the
   producer's, stencil-fusion's the consumer's); a node-fusion pair whose
@@ -57,7 +58,7 @@ from typing import Any, Iterator
 
 from ..ir.graph import Module
 from ..ir.text import print_module
-from ..passes import format_pipeline, register_tile, run_pipeline, tile
+from ..passes import PassError, format_pipeline, register_tile, run_pipeline, tile
 from ..passes.loop_unroll import with_unroll_hints
 from ..passes.module_tools import map_nodes
 from ..passes.parallel_reduce import eligible_nodes as reduce_eligible
@@ -207,6 +208,10 @@ class Space:
         steps = self._graph_steps(values, by_role, placed, notes)
         if steps:
             module = run_pipeline(module, steps)
+        tiled = self._tile_steps(values, by_role, placed, module, notes)
+        if tiled:
+            module = run_pipeline(module, tiled)
+            steps += tiled
         node_steps = self._node_steps(values, by_role, module, notes)
         if hints:
             node_steps.append(("loop-unroll", {}))
@@ -234,16 +239,40 @@ class Space:
         folded: set[str] = set()
         for role, option in (("argument-privatisation", "params"), ("loop-fusion", "functions"),
                              ("stencil-fusion", "pairs"), ("node-fusion", "pairs")):
-            chosen = [p.subject for p in by_role.get(role, ()) if values[p.name]]
+            chosen = [p.subject for p in by_role.get(role, ())
+                      if values[p.name] is True or role != "stencil-fusion" and values[p.name]]
             if role.endswith("-fusion") and role != "loop-fusion":
                 chosen = [pair for pair in chosen if self._same_place(pair, placed, notes)
                           and not self._folded(pair, folded, notes)]
             if role == "stencil-fusion":
                 folded = {pair.split(":")[0] for pair in chosen}
-                forms = {p.subject: values[p.name] for p in by_role.get(role, ())}
-                steps += stencil_fusion_steps({pair: forms[pair] for pair in chosen})
-            elif chosen:
+            if chosen:
                 steps.append((role, {option: tuple(chosen)}))
+        return steps
+
+    def _tile_steps(self, values, by_role, placed, module: Module, notes) -> list:
+        """The steps of the stencil pairs computed in local tiles, which run
+        after node-fusion (the stencil's node may have taken its consumers
+        in; a fused node keeps its producer's origin), on the pairs as
+        named now."""
+        origins = _origins(module)
+        steps = []
+        for p in by_role.get("stencil-fusion", ()):
+            value = values[p.name]
+            if not isinstance(value, str) or not self._same_place(p.subject, placed, notes):
+                continue
+            producer, consumer = p.subject.split(":")
+            if producer not in origins or consumer not in origins:
+                notes.append(f"{p.name} = {value}: not applied: a fusion merged its nodes "
+                             "into others")
+                continue
+            step = stencil_fusion_steps({f"{origins[producer]}:{origins[consumer]}": value})
+            try:
+                module = run_pipeline(module, step)
+            except PassError as error:
+                notes.append(f"{p.name} = {value}: not applied: {error.diagnostics[0].message}")
+                continue
+            steps += step
         return steps
 
     @staticmethod

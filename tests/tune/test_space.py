@@ -209,3 +209,21 @@ def test_a_stencil_pair_may_be_computed_in_local_tiles_where_a_target_takes_them
     expected = Interpreter(module).run(**inputs)
     got = hpvm.compile(realised.module, ["gpu_opencl"], realised.options)(**inputs)
     np.testing.assert_array_equal(got["b"], expected["b"])
+
+
+@pytest.mark.skipif("gpu_opencl" not in usable_targets(), reason="no usable OpenCL device")
+def test_a_stencil_computed_in_tiles_takes_its_consumers_in_first():
+    """camera's denoise fused with colour and gamut, then demosaic computed
+    in the fused node's tiles: node-fusion runs first, on the stencil."""
+    camera = next(b for b in benchmarks() if b.name == "camera")
+    design = space(camera.build(), ["gpu_opencl"])
+    realised = design.realise({"recompute demosaic:denoise": "tile 16 rows 2",
+                               "fuse denoise:colour": True, "fuse colour:gamut": True})
+    assert realised.pipeline == (
+        "node-fusion{pairs=denoise:colour,colour:gamut},"
+        "stencil-fusion{pairs=demosaic:denoise_colour_gamut form=tile rows=2},dce")
+    assert realised.notes == []
+    inputs = camera.make_inputs("small", np.random.default_rng(0))
+    got = hpvm.compile(realised.module, ["gpu_opencl"], realised.options)(**inputs)
+    np.testing.assert_allclose(got["out"], camera.reference(inputs)["out"],
+                               rtol=camera.rtol, atol=camera.atol)

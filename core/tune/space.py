@@ -24,7 +24,7 @@ on:
   kernel loop (loop-unroll; 0 keeps the loop
   as written, a constant trip count unrolls fully; functions that are
   copies of one another share their loops' factors).  Found by
-  pass_parameters.py; realised as one pass pipeline, in the order
+  pass_parameters.py; realised (steps.py) as one pass pipeline, in the order
   argument-privatisation, loop-fusion, stencil-fusion (recomputing),
   node-fusion, stencil-fusion (in tiles, on the stencil's node as node-fusion
   left it), parallel-reduce, tile, loop-unroll, dce; unroll factors travel as the
@@ -58,22 +58,17 @@ from typing import Any, Iterator
 
 from ..ir.graph import Module
 from ..ir.text import print_module
-from ..passes import PassError, format_pipeline, register_tile, run_pipeline, tile
+from ..passes import format_pipeline, run_pipeline
 from ..passes.loop_unroll import with_unroll_hints
 from ..passes.module_tools import map_nodes
-from ..passes.parallel_reduce import eligible_nodes as reduce_eligible
 from ..registry import get_registry
 from ..runtime.compiler import as_module
 from ..runtime.placement import takes
 from ..target import NodeRef
 from .parameter import Parameter, TuneError
-from .pass_parameters import (
-    PASS_PARAMETERS, group_of_label, parameters_of_pass, reduce_steps, stencil_fusion_steps,
-)
+from .pass_parameters import PASS_PARAMETERS, parameters_of_pass
+from .steps import ORIGIN, StepPlan
 
-ORIGIN = "tune_origin"
-"""Node attribute naming the source node while a realisation runs its
-passes (node-level knobs then find the node a fusion made)."""
 DEFAULT_PIPELINE = "default pipeline"
 """The parameter naming whether the first target's default pipeline runs."""
 
@@ -204,15 +199,15 @@ class Space:
                  if values[p.name] for loop_id in p.subject[0]}
         if hints:
             module = with_unroll_hints(module, hints)
-        notes: list[str] = []
-        steps = self._graph_steps(values, by_role, placed, notes)
+        plan = StepPlan(self.module, values, by_role, placed)
+        steps = plan.graph_steps()
         if steps:
             module = run_pipeline(module, steps)
-        tiled = self._tile_steps(values, by_role, placed, module, notes)
+        tiled = plan.tile_steps(module)
         if tiled:
             module = run_pipeline(module, tiled)
             steps += tiled
-        node_steps = self._node_steps(values, by_role, module, notes)
+        node_steps = plan.node_steps(module)
         if hints:
             node_steps.append(("loop-unroll", {}))
         steps += node_steps
@@ -230,112 +225,7 @@ class Space:
         module = map_nodes(module, unstamp)
         options = self._options(values, by_role, origins)
         return Realisation(module, options, format_pipeline(steps + [("dce", {})]) if steps else "",
-                           notes)
-
-    def _graph_steps(self, values, by_role, placed, notes) -> list:
-        """The steps of the parameters that rewrite the graph (fusions,
-        privatisation), which run first."""
-        steps = []
-        folded: set[str] = set()
-        for role, option in (("argument-privatisation", "params"), ("loop-fusion", "functions"),
-                             ("stencil-fusion", "pairs"), ("node-fusion", "pairs")):
-            chosen = [p.subject for p in by_role.get(role, ())
-                      if values[p.name] is True or role != "stencil-fusion" and values[p.name]]
-            if role.endswith("-fusion") and role != "loop-fusion":
-                chosen = [pair for pair in chosen if self._same_place(pair, placed, notes)
-                          and not self._folded(pair, folded, notes)]
-            if role == "stencil-fusion":
-                folded = {pair.split(":")[0] for pair in chosen}
-            if chosen:
-                steps.append((role, {option: tuple(chosen)}))
-        return steps
-
-    def _tile_steps(self, values, by_role, placed, module: Module, notes) -> list:
-        """The steps of the stencil pairs computed in local tiles, which run
-        after node-fusion (the stencil's node may have taken its consumers
-        in; a fused node keeps its producer's origin), on the pairs as
-        named now."""
-        origins = _origins(module)
-        steps = []
-        for p in by_role.get("stencil-fusion", ()):
-            value = values[p.name]
-            if not isinstance(value, str) or not self._same_place(p.subject, placed, notes):
-                continue
-            producer, consumer = p.subject.split(":")
-            if producer not in origins or consumer not in origins:
-                notes.append(f"{p.name} = {value}: not applied: a fusion merged its nodes "
-                             "into others")
-                continue
-            step = stencil_fusion_steps({f"{origins[producer]}:{origins[consumer]}": value})
-            try:
-                module = run_pipeline(module, step)
-            except PassError as error:
-                notes.append(f"{p.name} = {value}: not applied: {error.diagnostics[0].message}")
-                continue
-            steps += step
-        return steps
-
-    @staticmethod
-    def _folded(pair: str, folded: set[str], notes: list[str]) -> bool:
-        """Whether a node of a node-fusion ``pair`` was folded into its
-        consumer by stencil-fusion (it is gone then)."""
-        gone = [node for node in pair.split(":") if node in folded]
-        if gone:
-            notes.append(f"fuse {pair}: not fused, stencil-fusion recomputes '{gone[0]}' in "
-                         "its consumer")
-        return bool(gone)
-
-    def _node_steps(self, values, by_role, module: Module, notes) -> list:
-        """The steps of the per-node forms (parallel-reduce, tile), on the
-        nodes the graph steps left: a node fused into its producer is
-        gone, and one a fusion changed may no longer take its form (a
-        stencil's reads recomputed); such forms are not applied (a note
-        says so)."""
-        origins = _origins(module)
-
-        def surviving(role: str, nodes: tuple[str, ...], eligible: list[str]) -> tuple[str, ...]:
-            """``nodes`` (``node`` or ``graph.node``) as named now, where the
-            form still applies; ``eligible``: ``graph.node`` of those it does."""
-            takes_form = set(eligible) | {ref.split(".", 1)[1] for ref in eligible}
-            now = []
-            for ref in nodes:
-                if ref not in origins:
-                    notes.append(f"{role} of node '{ref}' not applied: a fusion merged the "
-                                 "node into another")
-                elif origins[ref] not in takes_form:
-                    notes.append(f"{role} of node '{ref}' not applied: the fusions chosen "
-                                 "with it changed the node, and the form no longer applies")
-                else:
-                    now.append(origins[ref])
-            return tuple(now)
-
-        steps = []
-        for form_lanes, nodes in _nodes_by_value(values, by_role.get("parallel-reduce", ())):
-            form, lanes = form_lanes.split()
-            nodes = surviving("parallel-reduce", nodes, reduce_eligible(
-                module, "tree" if form == "tree" else "chunks"))
-            steps += reduce_steps(form, int(lanes), nodes) if nodes else []
-        for form_size, nodes in _nodes_by_value(values, by_role.get("tile", ())):
-            form, size = form_size.split()
-            if form == "group":
-                nodes = surviving("tile", nodes, register_tile.eligible_nodes(module))
-                if nodes:
-                    steps.append(("register-tile", {**group_of_label(size), "nodes": nodes}))
-            else:
-                nodes = surviving("tile", nodes, tile.eligible_nodes(module, form, int(size)))
-                if nodes:
-                    steps.append(("tile", {"form": form, "size": int(size), "nodes": nodes}))
-        return steps
-
-    def _same_place(self, pair: str, placed: dict, notes: list[str]) -> bool:
-        graph_of = {node.name: graph.name for graph in self.module.graphs.values()
-                    for node in graph.nodes}
-        producer, consumer = pair.split(":")
-        where = [placed.get(str(NodeRef(graph_of[n], n))) for n in (producer, consumer)]
-        if where[0] != where[1]:
-            notes.append(f"fuse {pair}: not fused, its nodes run on {where[0]} and {where[1]}")
-            return False
-        return True
+                           plan.notes)
 
     def _options(self, values, by_role, origins: dict[str, str]) -> dict:
         options: dict[str, Any] = {}
@@ -402,28 +292,6 @@ def space(program, targets, passes=PASS_PARAMETERS, registry=None,
             if hinted:
                 placed[ref] = hinted[0]
     return Space(module, targets, parameters, placed)
-
-
-def _origins(module: Module) -> dict[str, str]:
-    """A node as the configuration named it (the ORIGIN stamp; ``node`` or
-    ``graph.node``) -> its name now, in the same form."""
-    names = {}
-    for graph in module.graphs.values():
-        for node in graph.nodes:
-            if ORIGIN in node.attributes:
-                names[node.attributes[ORIGIN]] = node.name
-                names[f"{graph.name}.{node.attributes[ORIGIN]}"] = f"{graph.name}.{node.name}"
-    return names
-
-
-def _nodes_by_value(values: dict, parameters) -> list[tuple[str, tuple[str, ...]]]:
-    """(value, the nodes given it) of per-node form parameters, "as
-    written" left out: one pass step per form."""
-    chosen: dict[str, list[str]] = {}
-    for p in parameters:
-        if values[p.name] != "as written":
-            chosen.setdefault(values[p.name], []).append(p.subject)
-    return [(value, tuple(nodes)) for value, nodes in chosen.items()]
 
 
 def module_digest(module: Module) -> str:

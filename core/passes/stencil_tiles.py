@@ -35,8 +35,8 @@ import math
 from ..ir.graph import PADDED_GROUPS, Node
 from ..ir.instance_reach import InstanceReach
 from ..ir.kernel import (
-    ArrayDecl, Barrier, Binary, Const, Expr, If, InstanceCount, InstanceId, Intrinsic,
-    KernelFunction, Let, Load, Select, Stmt, Store, Var,
+    ArrayDecl, Barrier, Expr, If, InstanceCount, InstanceId, KernelFunction, Let, Load, Stmt,
+    Store, Var,
 )
 from ..ir.parameter import Parameter
 from ..ir.tensor_ops.lowering import in_range
@@ -45,7 +45,9 @@ from ..ir.visit import rewrite, walk
 from .names import NameGenerator, declared_names, substitute
 from .stored_elements import StoredElements
 from .register_tile_schedule import as_index, ceil_div
-from .tile_forms import TileSource, active, both, lane_lets, reads_from_tiles
+from .tile_forms import (
+    TileSource, active, both, clamped, fill_tile, lane_lets, reads_from_tiles,
+)
 
 MAX_LOCAL_BYTES = 32768
 """Local memory a fused node's tile may take (every OpenCL GPU has it)."""
@@ -144,7 +146,8 @@ class Tiles:
         cell = _Cell(producer_body, buffer, tile, top, left, positions, counts, names)
         consumer = reads_from_tiles(consumer_body, {port.name: source}, names)
         return (*lanes, ArrayDecl(tile, port.type.element, shape, "local", zeroed=False), *origin,
-                *self._fill(cell, row, column, names), Barrier(),
+                *fill_tile(self.size, self.rows, self.extents, row, column, cell.at, names),
+                Barrier(),
                 *self._instances(consumer, base + row * self.rows if self.rows > 1 else base + row,
                                  consumer_counts[0], names))
 
@@ -171,40 +174,6 @@ class Tiles:
                     If(both(row.lt(as_index(count)), active((1,))),
                        rewrite(substitute(body, fresh), placed))]
         return tuple(out)
-
-    def _fill(self, cell: "_Cell", row: Var, column: Var, names: NameGenerator) -> list[Stmt]:
-        """The group's instances computing the tile's cells: first each its
-        own (the tile's first ``size * rows`` x ``size`` cells), then the border
-        past them (the columns to the right, then the rows below, numbered
-        row by row), ``size * size`` cells a round, the last round's
-        instances past the border idle."""
-        size, threads, block = self.size, self.size * self.size, self.size * self.rows
-        height, width = self.extents
-        right, below = height * (width - size), (height - block) * size
-        out: list[Stmt] = [stmt for step in range(self.rows)
-                           for stmt in cell.at(row * self.rows + step if self.rows > 1 else row,
-                                               column)]
-        lane = Var(names.fresh("tile_lane"), I64)
-        if right + below:
-            out.append(Let(lane.name, I64, row * size + column))
-        for start in range(0, right + below, threads):
-            number = Var(names.fresh("tile_cell"), I64)
-            beside = (Binary("div", number, Const(width - size, I64)),
-                      number % (width - size) + size) if right else None
-            under = (Binary("div", number - right, Const(size, I64)) + block,
-                     (number - right) % size) if below else None
-            if beside and under:
-                first = number.lt(Const(right, I64))
-                r, c = (Select(first, a, b) for a, b in zip(beside, under))
-            else:
-                r, c = beside or under
-            out.append(Let(number.name, I64, lane + start))
-            if start + threads > right + below:
-                out.append(If(number.lt(Const(right + below, I64)), cell.at(r, c)))
-            else:
-                out += cell.at(r, c)
-        return out
-
 
 @dataclasses.dataclass
 class _Cell:
@@ -244,15 +213,10 @@ class _Cell:
 
         fresh = {local: names.fresh(local) for local in set(declared_names(self.producer_body))}
         return (Let(tile_row.name, I64, r), Let(tile_col.name, I64, c),
-                *(Let(a.name, I64, _clamped(origin + offset, count))
+                *(Let(a.name, I64, clamped(origin + offset, count))
                   for a, origin, offset, count in zip(at, (self.top, self.left),
                                                       (tile_row, tile_col), self.counts)),
                 *rewrite(substitute(self.producer_body, fresh), visit))
-
-
-def _clamped(index: Expr, count: Expr) -> Expr:
-    """``index`` clamped into ``0 .. count - 1``."""
-    return Intrinsic("min", (Intrinsic("max", (index, Const(0, I64))), count - 1))
 
 
 def _load_reach(reach: InstanceReach, load: Load, positions: tuple[int, ...]

@@ -18,8 +18,10 @@ works.  Two forms (tile_forms.py builds the bodies):
 - ``form=stencil``: every read of a two-dimensional input buffer read more
   than once (a neighbourhood) goes through a local tile of the group's
   region of it, widened by ``halo`` on every side and copied by the whole
-  group first; a read outside the tile (a far neighbour) reads the buffer
-  as before.
+  group first (tile_forms.fill_tile, as stencil-fusion's tiles are
+  filled); a read known to lie within ``halo`` of its instance reads the
+  tile directly, any other is tested, and one outside the tile (a far
+  neighbour) reads the buffer as before.
 
 ``form=auto`` (default) takes matmul where it applies, else stencil.
 Targets without work groups (cpu) decline tiled nodes.  Options ``nodes``
@@ -193,7 +195,7 @@ def _tiled(module: Module, graph: Graph, node: Node, plan: tuple, size: int,
     if plan[0] == "matmul":
         body = matmul_body(function, plan[1], size, plan[2], names)
     else:
-        body = stencil_body(function, plan[1], size, halo, names)
+        body = stencil_body(function, plan[1], size, halo, names, tuple(node.replication))
     new = dataclasses.replace(function, name=unique_name(f"{function.name}_tiled",
                                                          module.functions), body=body)
     rewritten = dataclasses.replace(node, body=KernelBody(new.name), attributes={

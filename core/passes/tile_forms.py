@@ -12,10 +12,12 @@ from typing import Callable
 
 from ..ir.kernel import (
     ArrayDecl, Assign, AtomicUpdate, Barrier, Binary, Const, Expr, ExprStmt, For, If,
-    InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Load, Stmt, Store, Var, While,
+    InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Load, Select, Stmt, Store, Var,
+    While,
 )
 from ..ir.tensor_ops.lowering import in_range, size as size_of
 from ..ir.types import I64
+from ..ir.instance_reach import InstanceReach
 from ..ir.uniformity import Uniformity
 from ..ir.visit import map_blocks, rewrite, walk
 from .names import NameGenerator
@@ -159,42 +161,90 @@ def tile_origin(halos: tuple[int, int], row: Var, column: Var, names: NameGenera
                        Let(left.name, I64, InstanceId(1) - column - halos[1]))
 
 
-def tile_cells(row: Var, column: Var, size: int, extent: int, names: NameGenerator,
-               body) -> Stmt:
-    """``body(r, c)`` for every cell of an ``extent`` x ``extent`` tile, the
-    group's ``size`` x ``size`` instances sharing them."""
-    r, c = Var(names.fresh("tile_row"), I64), Var(names.fresh("tile_col"), I64)
-    whole = Const(extent, I64)
-    return For(r.name, row, whole, size, (For(c.name, column, whole, size, body(r, c)),))
+def fill_tile(size: int, rows: int, extents: tuple[int, int], row: Var, column: Var,
+              at: Callable[[Expr, Expr], tuple[Stmt, ...]], names: NameGenerator) -> list[Stmt]:
+    """``at(r, c)`` for every cell of a tile of ``extents``, by a group of
+    ``size`` x ``size`` instances each ``rows`` consecutive rows of the
+    tile's first ``size * rows`` x ``size`` cells: first each its own,
+    then the border past them (the columns to the right, then the rows
+    below, numbered row by row), ``size * size`` cells a round, the last
+    round's instances past the border idle.  ``at`` should load
+    unconditionally (at a clamped cell) and guard only its stores, so that
+    a round's loads do not wait behind a test."""
+    threads, block = size * size, size * rows
+    height, width = extents
+    right, below = height * (width - size), (height - block) * size
+    out: list[Stmt] = [stmt for step in range(rows)
+                       for stmt in at(row * rows + step if rows > 1 else row, column)]
+    lane = Var(names.fresh("tile_lane"), I64)
+    if right + below:
+        out.append(Let(lane.name, I64, row * size + column))
+    for start in range(0, right + below, threads):
+        number = Var(names.fresh("tile_cell"), I64)
+        beside = (Binary("div", number, Const(width - size, I64)),
+                  number % (width - size) + size) if right else None
+        under = (Binary("div", number - right, Const(size, I64)) + block,
+                 (number - right) % size) if below else None
+        if beside and under:
+            first = number.lt(Const(right, I64))
+            r, c = (Select(first, a, b) for a, b in zip(beside, under))
+        else:
+            r, c = beside or under
+        out.append(Let(number.name, I64, lane + start))
+        if start + threads > right + below:
+            out.append(If(number.lt(Const(right + below, I64)), at(r, c)))
+        else:
+            out += at(r, c)
+    return out
+
+
+def clamped(index: Expr, count: Expr) -> Expr:
+    """``index`` clamped into ``0 .. count - 1``."""
+    return Intrinsic("min", (Intrinsic("max", (index, Const(0, I64))), count - 1))
 
 
 def stencil_body(function: KernelFunction, buffers: list[str], size: int, halo: int,
-                 names: NameGenerator) -> tuple[Stmt, ...]:
-    """``function``'s body with every read of ``buffers`` served by a local
-    tile of the group's region widened by ``halo``, falling back to
-    global memory outside it."""
+                 names: NameGenerator, counts: tuple[Expr, ...] = ()) -> tuple[Stmt, ...]:
+    """``function``'s body (a node of replication ``counts``) with every
+    read of ``buffers`` served by a local tile of the group's region
+    widened by ``halo``: reads known to lie inside it (instance_reach.py)
+    read it directly, the others are tested and read global memory
+    outside it."""
     row, column, lanes = lane_lets(size, names)
     extent = size + 2 * halo
     params = {p.name: p for p in function.params}
-    prelude: list[Stmt] = [*lanes]
+    top, left, origin = tile_origin((halo, halo), row, column, names, "tile")
+    reach = InstanceReach(function.body, counts)
+
+    def inside(load: Load) -> bool:
+        found = [reach.reach(index, dim) for dim, index in enumerate(load.indices)]
+        return None not in found and max(found) <= halo
+
+    prelude: list[Stmt] = [*lanes, *origin]
     sources = {}
     for buffer in buffers:
         element = params[buffer].type.element
         rows, columns = (size_of(d) for d in params[buffer].type.shape)
         tile = names.fresh(f"{buffer}_tile")
-        top, left, origin = tile_origin((halo, halo), row, column, names, buffer)
-
-        def copy(r, c, buffer=buffer, element=element, top=top, left=left, rows=rows,
-                 columns=columns, tile=tile):
-            return (If(both(in_range(top + r, rows), in_range(left + c, columns)),
-                       (Store(tile, (r, c), Load(buffer, (top + r, left + c), element)),)),)
-
-        prelude += [ArrayDecl(tile, element, (extent, extent), "local"), *origin,
-                    tile_cells(row, column, size, extent, names, copy)]
+        prelude.append(ArrayDecl(tile, element, (extent, extent), "local", zeroed=False))
         sources[buffer] = TileSource(
             buffer, tile, top, left, (extent, extent), rows, columns, element, (0, 1),
-            lambda indices, buffer=buffer, element=element: Load(buffer, indices, element))
-    prelude.append(Barrier())
+            lambda indices, buffer=buffer, element=element: Load(buffer, indices, element),
+            inside)
+
+    def copy(r: Expr, c: Expr) -> tuple[Stmt, ...]:
+        cell_row, cell_col = Var(names.fresh("tile_row"), I64), Var(names.fresh("tile_col"), I64)
+        out: list[Stmt] = [Let(cell_row.name, I64, r), Let(cell_col.name, I64, c)]
+        for source in sources.values():
+            value = Var(names.fresh(f"{source.buffer}_cell"), source.element)
+            at = (clamped(top + cell_row, source.rows), clamped(left + cell_col, source.columns))
+            out += [Let(value.name, source.element, Load(source.buffer, at, source.element)),
+                    If(both(in_range(top + cell_row, source.rows),
+                            in_range(left + cell_col, source.columns)),
+                       (Store(source.tile, (cell_row, cell_col), value),))]
+        return tuple(out)
+
+    prelude += [*fill_tile(size, 1, (extent, extent), row, column, copy, names), Barrier()]
     return (*prelude, If(active(), reads_from_tiles(function.body, sources, names)))
 
 

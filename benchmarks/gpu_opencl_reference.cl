@@ -43,6 +43,41 @@ __kernel void blur_columns(__global const float* src, __global float* dst, int H
     dst[y * W + x] = s / 3.0f;
 }
 
+// blur_rows computed per work group into local memory, blur_columns read
+// from there: one kernel, the intermediate never in global memory.
+inline float blur_row_at(__global const float* src, int y, int x, int W) {
+    return (src[y * W + max(x - 1, 0)] + src[y * W + x] + src[y * W + min(x + 1, W - 1)]) / 3.0f;
+}
+
+// 16 x 16 work items, one output each: a tile of 18 rows x 16 columns.
+__kernel void blur_tile16(__global const float* src, __global float* dst, int H, int W) {
+    __local float t[18][16];
+    int lx = get_local_id(0), ly = get_local_id(1);
+    int x = get_global_id(0), y = get_global_id(1);
+    int top = y - ly - 1, xc = min(x, W - 1);
+    t[ly][lx] = blur_row_at(src, clamp(top + ly, 0, H - 1), xc, W);
+    if (ly < 2) t[ly + 16][lx] = blur_row_at(src, clamp(top + ly + 16, 0, H - 1), xc, W);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (y >= H || x >= W) return;
+    dst[y * W + x] = (t[max(y - 1, 0) - top][lx] + t[ly + 1][lx] + t[min(y + 1, H - 1) - top][lx]) / 3.0f;
+}
+
+// 32 x 8 work items, four rows each (32 x 32 outputs): a tile of 34 x 32.
+__kernel void blur_tile32x4(__global const float* src, __global float* dst, int H, int W) {
+    __local float t[34][32];
+    int lx = get_local_id(0), ly = get_local_id(1);
+    int x = get_global_id(0), first = get_group_id(1) * 32;
+    int top = first - 1, xc = min(x, W - 1);
+    for (int r = ly; r < 34; r += 8) t[r][lx] = blur_row_at(src, clamp(top + r, 0, H - 1), xc, W);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (x >= W) return;
+    for (int k = 0; k < 4; k++) {
+        int y = first + ly + 8 * k;
+        if (y < H)
+            dst[y * W + x] = (t[max(y - 1, 0) - top][lx] + t[y - top][lx] + t[min(y + 1, H - 1) - top][lx]) / 3.0f;
+    }
+}
+
 #define AT(img, yy, xx) img[clamp(yy, 0, H - 1) * W + clamp(xx, 0, W - 1)]
 
 __kernel void edge_gaussian(__global const float* img, __global float* smooth, int H, int W) {

@@ -4,8 +4,11 @@ there, not copied.
 
 Peers: numba (two parallel passes), Halide with the paper's schedule
 (tiles of 256x32, the horizontal pass computed per tile, vectorised,
-parallel rows of tiles), and hand-written OpenCL C (the two kernels
-``blur_rows`` / ``blur_columns`` of benchmarks/gpu_opencl_reference.cl).
+parallel rows of tiles), and hand-written OpenCL C from
+benchmarks/gpu_opencl_reference.cl: the two kernels ``blur_rows`` /
+``blur_columns``, and one kernel with the horizontal pass computed per
+work group into local memory (``blur_tile16``: 16 x 16 work items;
+``blur_tile32x4``: 32 x 8, four rows each).
 """
 from __future__ import annotations
 
@@ -79,11 +82,31 @@ def _setup_opencl(cl, inputs):
     return launch
 
 
+def _setup_opencl_tiled(kernel: str, group: tuple[int, int], rows: int):
+    """One launch of a kernel computing blur_rows per work group into local
+    memory; each work item ``rows`` outputs down a column."""
+    def setup(cl, inputs):
+        img = cl.input("img")
+        out = cl.output("out", img.shape, np.float32)
+        height, width = img.shape
+        columns, lines = group
+        size = (-(-width // columns) * columns, -(-height // (lines * rows)) * lines)
+
+        def launch():
+            cl.launch(kernel, size, group, img, out, np.int32(height), np.int32(width))
+        return launch
+    return setup
+
+
 BENCHMARKS = [Benchmark(
     name="blur", suite="image", program=EXAMPLE.blur3x3, make_inputs=make_inputs,
     reference=EXAMPLE.reference,
     peers=(numba_peer(lambda inputs: {"out": _blur_numba(inputs["img"])}),
            halide_peer(_build_halide),
-           opencl_peer(OPENCL_SOURCE, _setup_opencl, name="opencl (hand)")),
+           opencl_peer(OPENCL_SOURCE, _setup_opencl, name="opencl (hand)"),
+           opencl_peer(OPENCL_SOURCE, _setup_opencl_tiled("blur_tile16", (16, 16), 1),
+                       name="opencl (hand, 16x16 local tile)"),
+           opencl_peer(OPENCL_SOURCE, _setup_opencl_tiled("blur_tile32x4", (32, 8), 4),
+                       name="opencl (hand, 32x8 local tile, 4 rows an item)")),
     description="3x3 box blur as two passes (blur_x, blur_y), edges clamped",
 )]

@@ -166,14 +166,15 @@ class CStyleStatements:
         """Declare the kernel's local arrays at the entry's top, and zero
         those not declared undefined (``zeroed`` False)."""
         qualifier = self.space_qualifiers["local"]
-        for decl in self.local_arrays(kernel):
+        arrays = self.local_arrays(kernel)
+        for decl in arrays:
             c_name = self.names(decl.name)
             storage = self.storage_type(decl.element, "local")
             prefix = f"{qualifier} " if qualifier else ""
             self.writer.line(f"{prefix}{storage} {c_name}[{math.prod(decl.shape)}];")
             if decl.zeroed:
                 self.zero_local_array(c_name, math.prod(decl.shape))
-        if any(decl.zeroed for decl in self.local_arrays(kernel)):
+        if any(decl.zeroed for decl in arrays):
             self.synchronize_local_arrays(kernel)
 
     def zero_local_array(self, c_name: str, size: int) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .kernel import (
     Assign, AtomicUpdate, Binary, Cast, Const, Expr, For, InstanceCount, InstanceId, Intrinsic,
-    Let, Var,
+    Let, Load, Var,
 )
 from .visit import walk
 
@@ -81,6 +81,19 @@ class InstanceReach:
                 if limit(bound, dim):
                     return self.reach(inner, dim)
         return None
+
+    def of_load(self, load: Load, positions: tuple[int, ...]) -> tuple[int, ...] | None:
+        """How far ``load``'s element lies from its instance along each
+        replication dimension (its index at ``positions[d]`` for dimension
+        d), or None."""
+        reaches = tuple(self.reach(load.indices[p], dim) for dim, p in enumerate(positions))
+        return None if None in reaches else reaches
+
+    def within(self, load: Load, positions: tuple[int, ...], halos: tuple[int, ...]) -> bool:
+        """Whether ``load``'s element is known to lie within ``halos`` of its
+        instance along every dimension."""
+        found = self.of_load(load, positions)
+        return found is not None and all(r <= h for r, h in zip(found, halos))
 
     def magnitude(self, expr: Expr) -> int | None:
         """The largest ``|expr|`` over every instance, where ``expr`` is a

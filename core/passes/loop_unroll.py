@@ -38,7 +38,7 @@ from ..ir.visit import map_blocks, walk
 from .const_fold import fold_expression
 from .errors import PassError
 from .module_tools import map_functions
-from .names import NameGenerator, declared_names, function_names, substitute
+from .names import NameGenerator, fresh_copy, function_names
 from .registry import Option, register_pass
 
 FULL = "full"
@@ -171,11 +171,9 @@ class Unroller:
 
     def _copies(self, loop: For, values: list[Expr]) -> tuple[Stmt, ...]:
         """The body once per value of the loop variable, each with fresh names."""
-        declared = set(declared_names(loop.body))
         out: list[Stmt] = []
         for value in values:
-            renames = {name: self.names.fresh(name) for name in declared}
-            out.extend(substitute(loop.body, renames, {loop.var: value}))
+            out.extend(fresh_copy(loop.body, self.names, {loop.var: value}))
         return tuple(out)
 
     def _strip_mined(self, loop: For, factor: int) -> tuple[Stmt, ...]:

@@ -90,6 +90,15 @@ def substitute(root, renames: dict[str, str] | None = None,
     return rewrite(root, visit)
 
 
+def fresh_copy(stmts: tuple[Stmt, ...], names: NameGenerator,
+               values: dict[str, Expr] | None = None) -> tuple[Stmt, ...]:
+    """``stmts`` with every name declared in them renamed fresh by ``names``
+    (a copy that may stand beside the original or other copies), and reads
+    of the names in ``values`` replaced by those expressions."""
+    renames = {name: names.fresh(name) for name in dict.fromkeys(declared_names(stmts))}
+    return substitute(stmts, renames, values)
+
+
 def renamed_shape(type_, shapes: dict):
     """``type_`` with the shape symbols of a buffer type replaced as
     ``shapes`` says (a new name or a constant size); other types as they are."""

@@ -42,11 +42,11 @@ from ..ir.parameter import Parameter
 from ..ir.tensor_ops.lowering import in_range
 from ..ir.types import I64
 from ..ir.visit import rewrite, walk
-from .names import NameGenerator, declared_names, substitute
-from .stored_elements import StoredElements
+from .names import NameGenerator, fresh_copy
 from .register_tile_schedule import as_index, ceil_div
+from .stored_elements import StoredElements
 from .tile_forms import (
-    TileSource, active, both, clamped, fill_tile, lane_lets, reads_from_tiles,
+    TileSource, active, both, clamped, fill_tile, lane_lets, reads_from_tiles, tile_origin,
 )
 
 MAX_LOCAL_BYTES = 32768
@@ -65,8 +65,8 @@ class Tiles:
     size: int
     halo: int
     rows: int = 1
-    """Instances each work item computes along dimension 0 (``size``
-    apart): a group's block is ``size * rows`` x ``size``."""
+    """Consecutive instances each work item computes along dimension 0: a
+    group's block is ``size * rows`` x ``size``."""
     reach: tuple[int, int] | None = None
     """How far the consumer's reads reach from its instance along each
     dimension (instance_reach.py), once fitted to a pair; None where some
@@ -127,35 +127,26 @@ class Tiles:
         ``consumer_body`` reading ``port`` from it."""
         row, column, lanes = lane_lets(self.size, names)
         tile = names.fresh(f"{port.name}_tile")
-        base = Var(names.fresh(f"{port.name}_base"), I64)
-        top, left = (Var(names.fresh(f"{port.name}_{side}"), I64) for side in ("top", "left"))
-        origin = (Let(base.name, I64, (InstanceId(0) - row) * self.rows if self.rows > 1
-                      else InstanceId(0) - row),
-                  Let(top.name, I64, base - self.halos[0]),
-                  Let(left.name, I64, InstanceId(1) - column - self.halos[1]))
+        top, left, origin = tile_origin(self.halos, row, column, names, port.name, self.rows)
         positions = elements.instance_positions
         reach = InstanceReach(consumer_body, consumer_counts)
-
-        def inside(load: Load) -> bool:
-            found = _load_reach(reach, load, positions)
-            return found is not None and all(r <= h for r, h in zip(found, self.halos))
-
         source = TileSource(port.name, tile, top, left, self.extents, counts[0], counts[1],
-                            port.type.element, positions, recompute, inside)
+                            port.type.element, positions, recompute,
+                            lambda load: reach.within(load, positions, self.halos))
         shape = (*_channel_sizes(elements), *self.extents)
         cell = _Cell(producer_body, buffer, tile, top, left, positions, counts, names)
         consumer = reads_from_tiles(consumer_body, {port.name: source}, names)
         return (*lanes, ArrayDecl(tile, port.type.element, shape, "local", zeroed=False), *origin,
                 *fill_tile(self.size, self.rows, self.extents, row, column, cell.at, names),
                 Barrier(),
-                *self._instances(consumer, base + row * self.rows if self.rows > 1 else base + row,
+                *self._instances(consumer, top + self.halos[0] + row * self.rows,
                                  consumer_counts[0], names))
 
     def _instances(self, body: tuple[Stmt, ...], first: Expr, count: Expr,
                    names: NameGenerator) -> tuple[Stmt, ...]:
         """``body`` for each of the work item's instances (rows ``first``,
-        ``first + size`` ...), those inside the replication (``count``
-        rows)."""
+        ``first + 1`` ... when it has several), those inside the
+        replication (``count`` rows)."""
         if self.rows == 1:
             return (If(active(), body),)
         out = []
@@ -169,11 +160,11 @@ class Tiles:
                     return as_index(count)
                 return None
 
-            fresh = {local: names.fresh(local) for local in set(declared_names(body))}
             out += [Let(row.name, I64, first + step if step else first),
                     If(both(row.lt(as_index(count)), active((1,))),
-                       rewrite(substitute(body, fresh), placed))]
+                       rewrite(fresh_copy(body, names), placed))]
         return tuple(out)
+
 
 @dataclasses.dataclass
 class _Cell:
@@ -211,20 +202,11 @@ class _Cell:
                         If(valid, (Store(self.tile, (*channels, tile_row, tile_col), value),)))
             return None
 
-        fresh = {local: names.fresh(local) for local in set(declared_names(self.producer_body))}
         return (Let(tile_row.name, I64, r), Let(tile_col.name, I64, c),
                 *(Let(a.name, I64, clamped(origin + offset, count))
                   for a, origin, offset, count in zip(at, (self.top, self.left),
                                                       (tile_row, tile_col), self.counts)),
-                *rewrite(substitute(self.producer_body, fresh), visit))
-
-
-def _load_reach(reach: InstanceReach, load: Load, positions: tuple[int, ...]
-                ) -> tuple[int, ...] | None:
-    """How far ``load``'s element lies from its instance along each
-    dimension, or None."""
-    reaches = tuple(reach.reach(load.indices[p], dim) for dim, p in enumerate(positions))
-    return None if None in reaches else reaches
+                *rewrite(fresh_copy(self.producer_body, names), visit))
 
 
 def _reads_reach(function: KernelFunction, port: str, positions: tuple[int, ...],
@@ -232,7 +214,7 @@ def _reads_reach(function: KernelFunction, port: str, positions: tuple[int, ...]
     """How far the farthest read of ``port`` lies from its instance along
     each dimension, or None."""
     reach = InstanceReach(function.body, counts)
-    found = [_load_reach(reach, n, positions) for n in walk(function.body)
+    found = [reach.of_load(n, positions) for n in walk(function.body)
              if isinstance(n, Load) and n.buffer == port]
     if not found or None in found:
         return None

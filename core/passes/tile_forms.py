@@ -15,9 +15,9 @@ from ..ir.kernel import (
     InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Load, Select, Stmt, Store, Var,
     While,
 )
+from ..ir.instance_reach import InstanceReach
 from ..ir.tensor_ops.lowering import in_range, size as size_of
 from ..ir.types import I64
-from ..ir.instance_reach import InstanceReach
 from ..ir.uniformity import Uniformity
 from ..ir.visit import map_blocks, rewrite, walk
 from .names import NameGenerator
@@ -154,10 +154,12 @@ class TileSource:
 
 
 def tile_origin(halos: tuple[int, int], row: Var, column: Var, names: NameGenerator,
-                buffer: str) -> tuple[Var, Var, tuple[Stmt, ...]]:
-    """The tile's first row and column (the group's, less the halos)."""
-    top, left = Var(names.fresh(f"{buffer}_top"), I64), Var(names.fresh(f"{buffer}_left"), I64)
-    return top, left, (Let(top.name, I64, InstanceId(0) - row - halos[0]),
+                prefix: str, rows: int = 1) -> tuple[Var, Var, tuple[Stmt, ...]]:
+    """The tile's first row and column: the group's block (``rows``
+    instances a work item down dimension 0), less the halos."""
+    top, left = Var(names.fresh(f"{prefix}_top"), I64), Var(names.fresh(f"{prefix}_left"), I64)
+    block_top = (InstanceId(0) - row) * rows if rows > 1 else InstanceId(0) - row
+    return top, left, (Let(top.name, I64, block_top - halos[0]),
                        Let(left.name, I64, InstanceId(1) - column - halos[1]))
 
 
@@ -215,11 +217,6 @@ def stencil_body(function: KernelFunction, buffers: list[str], size: int, halo: 
     params = {p.name: p for p in function.params}
     top, left, origin = tile_origin((halo, halo), row, column, names, "tile")
     reach = InstanceReach(function.body, counts)
-
-    def inside(load: Load) -> bool:
-        found = [reach.reach(index, dim) for dim, index in enumerate(load.indices)]
-        return None not in found and max(found) <= halo
-
     prelude: list[Stmt] = [*lanes, *origin]
     sources = {}
     for buffer in buffers:
@@ -230,7 +227,7 @@ def stencil_body(function: KernelFunction, buffers: list[str], size: int, halo: 
         sources[buffer] = TileSource(
             buffer, tile, top, left, (extent, extent), rows, columns, element, (0, 1),
             lambda indices, buffer=buffer, element=element: Load(buffer, indices, element),
-            inside)
+            lambda load: reach.within(load, (0, 1), (halo, halo)))
 
     def copy(r: Expr, c: Expr) -> tuple[Stmt, ...]:
         cell_row, cell_col = Var(names.fresh("tile_row"), I64), Var(names.fresh("tile_col"), I64)

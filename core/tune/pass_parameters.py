@@ -108,15 +108,9 @@ def _tile(module: Module, targets) -> list[Parameter]:
             for rows, cols, group in GROUP_TILES)
     for ref, forms in sorted(candidates.items()):
         graph_name, node = ref.split(".", 1)
-        values = []
-        for name, options, label in forms:
-            try:
-                tiled = run_pipeline(module, [(name, {**options, "nodes": (ref,)})])
-            except PassError:
-                continue
-            graph = tiled.graph(graph_name)
-            if any(t.claims(tiled, graph, graph.node(node)) for t in targets):
-                values.append(label)
+        values = [label for name, options, label in forms
+                  if _claimed_after(module, (name, {**options, "nodes": (ref,)}), graph_name,
+                                    node, targets)]
         if values:
             parameters.append(Parameter(
                 f"tile {ref}", ("as written", *values), "as written",
@@ -125,6 +119,17 @@ def _tile(module: Module, targets) -> list[Parameter]:
                 "(tile), or blocks of reads for a micro-tile of results per instance (group "
                 "rows x cols: register-tile)", "tile", node))
     return parameters
+
+
+def _claimed_after(module: Module, step, graph_name: str, node: str, targets) -> bool:
+    """Whether pass ``step`` (name, options) takes ``module`` and a listed
+    target still claims node ``node`` of graph ``graph_name`` after it."""
+    try:
+        changed = run_pipeline(module, [step])
+    except PassError:
+        return False
+    graph = changed.graph(graph_name)
+    return any(t.claims(changed, graph, graph.node(node)) for t in targets)
 
 
 def group_options(rows: int, cols: int, group: int = 16) -> dict:
@@ -161,19 +166,14 @@ def _stencil_fusion(module: Module, targets) -> list[Parameter]:
     parameters = []
     for pair in fusible_stencils(module):
         producer, consumer = pair.split(":")
-        values: list = [False, True]
-        for label, options in STENCIL_TILES.items():
-            try:
-                fused = run_pipeline(module, [("stencil-fusion", {
-                    "pairs": (pair,), "form": "tile", **options})])
-            except PassError:
-                continue
-            graph = next(g for g in fused.graphs.values()
-                         if consumer in {n.name for n in g.nodes})
-            if any(t.claims(fused, graph, graph.node(consumer)) for t in targets):
-                values.append(label)
+        graph_name = next(g.name for g in module.graphs.values()
+                          if consumer in {n.name for n in g.nodes})
+        tiles = [label for label, options in STENCIL_TILES.items()
+                 if _claimed_after(module, ("stencil-fusion", {"pairs": (pair,), "form": "tile",
+                                                               **options}),
+                                   graph_name, consumer, targets)]
         parameters.append(Parameter(
-            f"recompute {pair}", tuple(values), False,
+            f"recompute {pair}", (False, True, *tiles), False,
             f"fold node '{producer}' into its consumer '{consumer}', which recomputes each "
             "element where it reads it (yes) or once per work group into a local tile "
             "(tile: group side, rows per work item) (stencil-fusion)", "stencil-fusion", pair))

@@ -15,21 +15,21 @@ on:
 - **passes** (``passes=``, by default all seven): a boolean per fusible
   producer/consumer pair (node-fusion), per producer a stencil may
   recompute or compute per work group in local tiles (stencil-fusion: no,
-  yes, or a tile form where a listed target takes the fused node), per function with fusible loops
-  (loop-fusion) and per eligible ``private`` parameter
-  (argument-privatisation); a form per node with reduction loops
+  yes, or a tile form where a listed target takes the fused node), per
+  function with fusible loops (loop-fusion) and per eligible ``private``
+  parameter (argument-privatisation); a form per node with reduction loops
   (parallel-reduce: as written, a work-group tree or chunks, with a lane
   count); a tile form per two-dimensional node a listed target still claims
   once tiled (tile: matmul or stencil, group side); an unroll factor per
   kernel loop (loop-unroll; 0 keeps the loop
   as written, a constant trip count unrolls fully; functions that are
   copies of one another share their loops' factors).  Found by
-  pass_parameters.py; realised (steps.py) as one pass pipeline, in the order
-  argument-privatisation, loop-fusion, stencil-fusion (recomputing),
-  node-fusion, stencil-fusion (in tiles, on the stencil's node as node-fusion
-  left it), parallel-reduce, tile, loop-unroll, dce; unroll factors travel as the
-  loops' ``unroll`` hints, so they survive the passes before them, and the
-  per-node forms follow a node into a fusion (node-fusion's node keeps the
+  pass_parameters.py; realised (steps.py) as one pass pipeline, in the
+  order argument-privatisation, loop-fusion, stencil-fusion (recomputing),
+  node-fusion, stencil-fusion (in tiles, on the stencil's node as
+  node-fusion left it), parallel-reduce, tile, loop-unroll, dce; unroll
+  factors travel as the loops' ``unroll`` hints, so they survive the
+  passes before them, and the per-node forms follow a node into a fusion (node-fusion's node keeps the
   producer's, stencil-fusion's the consumer's); a node-fusion pair whose
   node stencil-fusion folded away is left, with a note.
 - **targets**: each listed target's ``Target.knobs`` for the nodes it
@@ -203,10 +203,8 @@ class Space:
         steps = plan.graph_steps()
         if steps:
             module = run_pipeline(module, steps)
-        tiled = plan.tile_steps(module)
-        if tiled:
-            module = run_pipeline(module, tiled)
-            steps += tiled
+        module, tiled = plan.tile_steps(module)
+        steps += tiled
         node_steps = plan.node_steps(module)
         if hints:
             node_steps.append(("loop-unroll", {}))

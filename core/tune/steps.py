@@ -62,11 +62,11 @@ class StepPlan:
                 steps.append((role, {option: tuple(chosen)}))
         return steps
 
-    def tile_steps(self, module: Module) -> list:
-        """The steps of the stencil pairs computed in local tiles, which run
-        after node-fusion (the stencil's node may have taken its consumers
-        in; a fused node keeps its producer's origin), on the pairs as
-        named now."""
+    def tile_steps(self, module: Module) -> tuple[Module, list]:
+        """``module`` after the stencil pairs computed in local tiles, and
+        their steps, which run after node-fusion (the stencil's node may
+        have taken its consumers in; a fused node keeps its producer's
+        origin), on the pairs as named now."""
         now = origins(module)
         steps = []
         for p in self.by_role.get("stencil-fusion", ()):
@@ -75,8 +75,8 @@ class StepPlan:
                 continue
             producer, consumer = p.subject.split(":")
             if producer not in now or consumer not in now:
-                self.notes.append(f"{p.name} = {value}: not applied: a fusion merged its nodes "
-                             "into others")
+                self.notes.append(f"{p.name} = {value}: not applied: a fusion merged its "
+                                  "nodes into others")
                 continue
             step = stencil_fusion_steps({f"{now[producer]}:{now[consumer]}": value})
             try:
@@ -86,7 +86,7 @@ class StepPlan:
                 self.notes.append(f"{p.name} = {value}: not applied: {reason}")
                 continue
             steps += step
-        return steps
+        return module, steps
 
     def _folded(self, pair: str, folded: set[str]) -> bool:
         """Whether a node of a node-fusion ``pair`` was folded into its

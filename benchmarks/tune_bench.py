@@ -8,6 +8,7 @@ same program tuned on each target alone and against a hand placement.
 
     python benchmarks/tune_bench.py --target cpu --budget 40 --size large
     python benchmarks/tune_bench.py --target gpu_opencl --programs edge,srad --budget 40
+    python benchmarks/tune_bench.py --target gpu_opencl --programs mriq --reassociate
     python benchmarks/tune_bench.py --partition camera --targets gpu_opencl,cpu \\
         --hand denoise=gpu_opencl,colour=gpu_opencl,gamut=cpu,tone=cpu --budget 40
 
@@ -76,7 +77,8 @@ def tune_one(bench, targets, inputs, args, budget: int | None = None):
     try:
         result = tune(program, targets, inputs, budget or args.budget, engine=args.engine,
                       timeout=args.timeout, repeat=args.sample_repeat, seed=args.seed,
-                      executor=pool, objectives=[args.objective])
+                      executor=pool, objectives=[args.objective],
+                      reassociate=args.reassociate)
     finally:
         pool.close()
     tuning = time.perf_counter() - began
@@ -172,6 +174,8 @@ def main() -> None:
     parser.add_argument("--sample-repeat", type=int, default=3, help="timed runs per sample")
     parser.add_argument("--repeat", type=int, default=9, help="timed runs of the finals")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--reassociate", action="store_true",
+                        help="let the tuner fold float sums written as chains in another order")
     parser.add_argument("--json", help="write the rows and records here")
     args = parser.parse_args()
     from benchmarks.suite import get

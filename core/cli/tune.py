@@ -49,6 +49,10 @@ def add_parsers(subparsers) -> None:
     parser.add_argument("--passes", type=_target_list, default=list(PASS_PARAMETERS),
                         help=f"passes whose parameters to tune (default: {','.join(PASS_PARAMETERS)}"
                              "; 'none' for target knobs and placement only)")
+    parser.add_argument("--reassociate", action="store_true",
+                        help="let parallel-reduce fold float sums that kernels write as chains "
+                             "in another order (their rounding changes; samples are still "
+                             "checked against the reference)")
     parser.add_argument("--engine", choices=ENGINES, default="auto",
                         help="auto: enumerate a space within the budget, else HyperMapper")
     parser.add_argument("--mode", choices=("measure", "estimate"), default="measure",
@@ -84,7 +88,7 @@ def tune_command(args) -> int:
     passes = () if args.passes == ["none"] else tuple(args.passes)
     module = load_program(args.source)
     if args.list:
-        design = space(module, args.targets, passes=passes)
+        design = space(module, args.targets, passes=passes, reassociate=args.reassociate)
         print(design.describe())
         print(f"{len(design)} parameters, {design.size} configurations")
         return 0
@@ -103,7 +107,7 @@ def tune_command(args) -> int:
                       engine=args.engine, mode=args.mode, objectives=args.objectives,
                       executor=pool, timeout=args.timeout, repeat=args.repeat,
                       confirm=args.confirm, seed=args.seed, reference=reference,
-                      record=args.output, resume=args.resume,
+                      record=args.output, resume=args.resume, reassociate=args.reassociate,
                       progress=lambda record, sample: bar.step(_progress_label(record, sample)))
     finally:
         pool.close()

@@ -48,7 +48,14 @@ def infer_reductions(module: Module) -> Module:
     return dataclasses.replace(module, functions=functions)
 
 
-def _inferred(function: KernelFunction, module: Module) -> KernelFunction:
+def reassociated(function: KernelFunction, module: Module) -> KernelFunction:
+    """``function`` with every fold infer-reductions marks, float sums and
+    products included: the caller's promise that their order does not
+    matter (parallel-reduce's ``reassociate``, a tuner told so)."""
+    return _inferred(function, module, floats=True)
+
+
+def _inferred(function: KernelFunction, module: Module, floats: bool = False) -> KernelFunction:
     declared: dict[str, set] = {}
     for stmt in walk(function.body):
         if isinstance(stmt, Let):
@@ -58,15 +65,16 @@ def _inferred(function: KernelFunction, module: Module) -> KernelFunction:
     def mark(node):
         if not isinstance(node, For) or has_effects(node.body, module):
             return None
-        found = loop_reductions(node, types)
+        found = loop_reductions(node, types, floats)
         return dataclasses.replace(node, reduce=node.reduce + found) if found else None
     body = rewrite(function.body, mark)
     return function if body == function.body else dataclasses.replace(function, body=body)
 
 
-def loop_reductions(loop: For, types: dict) -> tuple[Reduction, ...]:
+def loop_reductions(loop: For, types: dict, floats: bool = False) -> tuple[Reduction, ...]:
     """The Reductions ``loop`` keeps without promising them (see the
-    module text), beyond those it already carries."""
+    module text), beyond those it already carries; ``floats``: float
+    sums and products too."""
     marked = {r.var for r in loop.reduce}
     declared = {s.name for s in walk(loop.body) if isinstance(s, Let)}
     found: dict[str, Reduction] = {}
@@ -75,7 +83,8 @@ def loop_reductions(loop: For, types: dict) -> tuple[Reduction, ...]:
             continue
         op = _fold_op(stmt)
         type = types.get(stmt.name)
-        if op is None or not isinstance(type, ScalarType) or not _exact(op, type):
+        if op is None or not isinstance(type, ScalarType) or not (
+                floats and op in REDUCE_OPS or _exact(op, type)):
             continue
         reduction = Reduction(stmt.name, op)
         if folded_value(stmt, reduction) is not None and promise_problem(loop, reduction) is None:

@@ -31,9 +31,13 @@ reads those elements where they were stored, in the same lanes (a
 softmax's exponentials).  Options: ``form``, ``lanes`` (tree: a power of
 two, the work-group size), ``layout`` and ``grain`` (chunks), ``nodes``
 (``node`` or ``graph.node``; default every eligible node; these are the
-DSE's knobs), ``lowered`` (only kernels lowered from tensor ops: what
-gpu_opencl runs on a GPU).  A named node that is not eligible is refused
-with the reason.
+DSE's knobs), ``reassociate`` (also loops that sum or multiply floats
+in a chain, which infer-reductions leaves as written because another
+order rounds differently: Halide's and TVM's rfactor on float sums, taken
+only when the caller says the order may change: a tuner told so, which
+checks every sample's outputs), ``lowered`` (only kernels lowered from
+tensor ops: what gpu_opencl runs on a GPU).  A named node that is not
+eligible is refused with the reason.
 """
 from __future__ import annotations
 
@@ -49,6 +53,7 @@ from ..ir.parameter import Parameter
 from ..ir.types import I64, BufferType
 from ..ir.visit import walk
 from .errors import PassError
+from .infer_reductions import reassociated
 from .module_tools import iter_nodes, named_kernel_nodes
 from .names import NameGenerator, function_names, unique_name
 from .legalize_tensor_ops import LOWERED_FROM
@@ -80,10 +85,13 @@ PARTIALS = "partials_of"
            choices=tuple(LAYOUTS)),
     Option("grain", int, 1, "chunks: fewest iterations per chunk; above 1 the number of "
            "chunks follows the sizes (at most lanes)", minimum=1),
+    Option("reassociate", bool, False, "also fold loops that sum or multiply floats in a "
+           "chain, in another order (their rounding changes: the caller's promise that it may)"),
     Option("lowered", bool, False, "only the kernel nodes lowered from tensor ops (attribute "
            "lowered_from), whose schedule is the lowering's, not a programmer's")])
 def parallel_reduce(module: Module, form: str, lanes: int, nodes: tuple[str, ...],
-                    layout: str, grain: int, lowered: bool = False) -> Module:
+                    layout: str, grain: int, reassociate: bool = False,
+                    lowered: bool = False) -> Module:
     """Fold the reduction loops of kernel nodes with many instances."""
     if form == "tree" and (lanes & (lanes - 1) or lanes > MAX_TREE_LANES):
         raise PassError(Diagnostic(Location(), f"parallel-reduce: {lanes} lanes for a tree",
@@ -91,34 +99,38 @@ def parallel_reduce(module: Module, form: str, lanes: int, nodes: tuple[str, ...
     if nodes:
         selected = named_kernel_nodes(module, nodes, "parallel-reduce")
         for graph, node in selected:
-            problem = node_problem(module, graph, node, form)
+            problem = node_problem(module, graph, node, form, reassociate)
             if problem is not None:
+                eligible = ", ".join(eligible_nodes(module, form, reassociate)) or "none"
                 raise PassError(Diagnostic(
                     Location(graph=graph.name, node=node.name, function=node.body.function),
                     f"parallel-reduce: node '{node.name}' {problem}",
-                    f"the eligible nodes are: {', '.join(eligible_nodes(module, form)) or 'none'}"))
+                    f"the eligible nodes are: {eligible}"))
     else:
         selected = [(g, n) for g, n in iter_nodes(module)
-                    if isinstance(n.body, KernelBody) and node_problem(module, g, n, form) is None
+                    if isinstance(n.body, KernelBody)
+                    and node_problem(module, g, n, form, reassociate) is None
                     and (not lowered or LOWERED_FROM in n.attributes)]
     for graph_name, node_name in [(g.name, n.name) for g, n in selected]:
         graph = module.graph(graph_name)
         if form == "tree":
-            module = _tree(module, graph, graph.node(node_name), lanes)
+            module = _tree(module, graph, graph.node(node_name), lanes, reassociate)
         else:
-            module = _chunks(module, graph, graph.node(node_name), lanes, LAYOUTS[layout], grain)
+            module = _chunks(module, graph, graph.node(node_name), lanes, LAYOUTS[layout], grain,
+                             reassociate)
     return module
 
 
-def eligible_nodes(module: Module, form: str = "tree") -> list[str]:
+def eligible_nodes(module: Module, form: str = "tree", reassociate: bool = False) -> list[str]:
     """``graph.node`` of every node parallel-reduce can transform."""
-    return [f"{g.name}.{n.name}" for g, n in iter_nodes(module)
-            if isinstance(n.body, KernelBody) and node_problem(module, g, n, form) is None]
+    return [f"{g.name}.{n.name}" for g, n in iter_nodes(module) if isinstance(n.body, KernelBody)
+            and node_problem(module, g, n, form, reassociate) is None]
 
 
-def node_problem(module: Module, graph: Graph, node: Node, form: str) -> str | None:
+def node_problem(module: Module, graph: Graph, node: Node, form: str,
+                 reassociate: bool = False) -> str | None:
     """Why ``node`` cannot take ``form``, or None."""
-    kernel = reducing_kernel(module.function(node.body.function), lane_stores=form == "tree")
+    kernel = reducing_kernel(_function(module, node, reassociate), lane_stores=form == "tree")
     if isinstance(kernel, str):
         return kernel
     if PARTIALS in node.attributes:
@@ -140,8 +152,15 @@ def node_problem(module: Module, graph: Graph, node: Node, form: str) -> str | N
     return None
 
 
-def _tree(module: Module, graph: Graph, node: Node, lanes: int) -> Module:
-    kernel = reducing_kernel(module.function(node.body.function), lane_stores=True)
+def _function(module: Module, node: Node, reassociate: bool) -> KernelFunction:
+    """``node``'s kernel function, its float folds marked as reductions
+    where ``reassociate`` allows their order to change."""
+    function = module.function(node.body.function)
+    return reassociated(function, module) if reassociate else function
+
+
+def _tree(module: Module, graph: Graph, node: Node, lanes: int, reassociate: bool) -> Module:
+    kernel = reducing_kernel(_function(module, node, reassociate), lane_stores=True)
     function = kernel.function
     names = NameGenerator(function_names(function))
     lane = Var(names.fresh("lane"), I64)
@@ -163,8 +182,8 @@ def _tree(module: Module, graph: Graph, node: Node, lanes: int) -> Module:
 
 
 def _chunks(module: Module, graph: Graph, node: Node, lanes: int, layout: str,
-            grain: int) -> Module:
-    kernel = reducing_kernel(module.function(node.body.function))
+            grain: int, reassociate: bool) -> Module:
+    kernel = reducing_kernel(_function(module, node, reassociate))
     function = kernel.function
     names = NameGenerator(function_names(function))
     lane = Var(names.fresh("lane"), I64)

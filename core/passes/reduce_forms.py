@@ -309,12 +309,14 @@ def partial_lets(kernel: ReducingKernel, index: int, names: NameGenerator
 def tree_combine(kernel: ReducingKernel, index: int, partials: dict[str, str], lane: Expr,
                  lanes: int, names: NameGenerator) -> tuple[Stmt, ...]:
     """Every lane's partials folded in a work group's local memory, then
-    into each reduced variable (the same value in every lane)."""
+    into each reduced variable (the same value in every lane).  Each lane
+    stores its own slot before the first barrier, so the arrays start
+    undefined (no fill and barrier before them)."""
     reductions = kernel.reductions(index)
     scratch = {r.var: names.fresh(f"{r.var}_lanes") for r in reductions}
     stmts: list[Stmt] = []
     for r in reductions:
-        stmts += [ArrayDecl(scratch[r.var], kernel.types[r.var], (lanes,), "local"),
+        stmts += [ArrayDecl(scratch[r.var], kernel.types[r.var], (lanes,), "local", zeroed=False),
                   Store(scratch[r.var], (lane,), Var(partials[r.var], kernel.types[r.var]))]
     stmts.append(Barrier())
     half = lanes // 2

@@ -8,7 +8,9 @@ one list of targets, as JSON that ``hpvm.compile(..., config=...)`` and
      "values": {"fuse sobel_x:magnitude": true, "gpu_opencl.work_group @main.blur": [16, 16]},
      "objectives": {"seconds": 0.0021}}
 
-Parameters a configuration leaves out keep their defaults (the program as
+``"reassociate": true`` marks a configuration tuned with float sums
+folded in another order (``hpvm tune --reassociate``): applying it
+admits those values.  Parameters a configuration leaves out keep their defaults (the program as
 written).  Applying one rebuilds the program's space (space.py), so an
 unknown parameter, a value the parameter does not admit, or a
 configuration made for another program is an error that says so.
@@ -30,16 +32,19 @@ CONFIG_FORMAT = "hpvm-tune-config/1"
 @dataclass
 class TuningConfig:
     """The chosen ``values`` for the program whose digest is ``module``,
-    tuned on ``targets``; ``objectives`` as measured when it was chosen."""
+    tuned on ``targets``; ``objectives`` as measured when it was chosen;
+    ``reassociate``: whether its space let float sums be reordered."""
 
     module: str
     targets: list[str]
     values: dict[str, Any]
     objectives: dict[str, float] = field(default_factory=dict)
+    reassociate: bool = False
 
     def to_json(self) -> dict:
         return {"format": CONFIG_FORMAT, "module": self.module, "targets": list(self.targets),
-                "values": self.values, "objectives": self.objectives}
+                "values": self.values, "objectives": self.objectives,
+                **({"reassociate": True} if self.reassociate else {})}
 
     @classmethod
     def from_json(cls, data: Any, source: str = "configuration") -> "TuningConfig":
@@ -47,13 +52,15 @@ class TuningConfig:
             found = data.get("format") if isinstance(data, dict) else type(data).__name__
             raise TuneError(f"{source}: not a tuning configuration (format {found!r}, expected "
                             f"'{CONFIG_FORMAT}'; fix: give a file written by hpvm tune --config-out)")
-        kinds = {"module": str, "targets": list, "values": dict, "objectives": dict}
+        kinds = {"module": str, "targets": list, "values": dict, "objectives": dict,
+                 "reassociate": bool}
+        optional = {"objectives": {}, "reassociate": False}
         for key, kind in kinds.items():
-            if not isinstance(data.get(key, {} if key == "objectives" else None), kind):
+            if not isinstance(data.get(key, optional.get(key)), kind):
                 raise TuneError(f"{source}: '{key}' must be a {kind.__name__} "
                                 f"(fix: regenerate it with hpvm tune)")
         return cls(data["module"], [str(t) for t in data["targets"]], dict(data["values"]),
-                   dict(data.get("objectives", {})))
+                   dict(data.get("objectives", {})), data.get("reassociate", False))
 
     def save(self, path: str | Path) -> None:
         write_text_atomically(path, json.dumps(self.to_json(), indent=2) + "\n")
@@ -97,7 +104,8 @@ def realise_config(module: Module, config, targets=None, registry=None
         raise TuneError(f"the configuration was tuned for targets {','.join(config.targets)}, "
                         f"not {','.join(targets)} (fix: compile for the same targets, or tune "
                         "again for these)")
-    design = space(module, config.targets, passes=PASS_PARAMETERS, registry=registry)
+    design = space(module, config.targets, passes=PASS_PARAMETERS, registry=registry,
+                   reassociate=config.reassociate)
     return config, list(config.targets), design.realise(config.values)
 
 

@@ -125,7 +125,7 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
          timeout: float = 120.0, repeat: int = 5, confirm: int = 3, seed: int = 0,
          reference: dict | None = None, record: str | Path | None = None,
          resume: bool = False, progress: Callable[[TuningRecord, Sample], None] | None = None,
-         registry=None) -> TuneResult:
+         registry=None, reassociate: bool = False) -> TuneResult:
     """Tune ``program`` on ``targets`` with ``inputs`` until the record
     holds ``budget`` samples (see the module docstring).  ``executor``: a LocalExecutor
     (default: one worker) or RayExecutor.  ``reference``: the outputs
@@ -134,7 +134,10 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
     (give what a trusted implementation computes instead, numpy's
     ``a @ b`` for a matrix product).  ``record``: the JSON file kept
     after every batch (and read back with ``resume``).  ``progress`` is
-    called after every sample."""
+    called after every sample.  ``reassociate``: parallel-reduce may fold
+    float sums written as chains in another order (rfactor; the outputs
+    round differently, within the tolerance every sample is checked
+    against); the configuration says so."""
     if budget < 1:
         raise TuneError(f"a budget of {budget} samples tunes nothing (fix: give --budget 1 or more)")
     if mode not in MODES:
@@ -149,7 +152,7 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
     module = as_module(program)
     verify(module)
     design = make_space(module, targets, passes=passes, registry=registry,
-                        copies_seen="seconds" in objectives)
+                        copies_seen="seconds" in objectives, reassociate=reassociate)
     if not len(design):
         raise TuneError(f"the program has nothing to tune on {','.join(design.targets)}: no "
                         "fusible nodes or loops, no target knobs, one node (fix: list more "
@@ -176,7 +179,8 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
                 notes.append(f"the cost models read the mean trip counts of {profiled} "
                              "data-dependent loop(s), profiled on the inputs by the interpreter")
         job = SampleJob(print_module(evaluated), tuple(design.targets), {}, inputs_path,
-                        reference_path, mode, repeat, objectives=tuple(objectives))
+                        reference_path, mode, repeat, objectives=tuple(objectives),
+                        reassociate=reassociate)
         evaluate = _Evaluation(design, history, job, executor, timeout, budget, record, progress)
         try:
             _search(engine, design, evaluate, budget, executor, seed, history, objectives, notes)
@@ -189,7 +193,8 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
                 executor.close()
     best = history.best()
     config = None if best is None else TuningConfig(design.digest, list(design.targets),
-                                                    best.values, dict(best.objectives))
+                                                    best.values, dict(best.objectives),
+                                                    reassociate)
     return TuneResult(design, history, config, notes)
 
 

@@ -52,6 +52,7 @@ class SampleJob:
     warmup: int = 1
     rtol: float = 1e-3
     atol: float = 1e-5
+    reassociate: bool = False
 
 
 _SPACES: dict = {}
@@ -164,10 +165,11 @@ def _estimate(realised, targets, registry, plan, inputs: dict, objectives) -> Ou
 
 
 def _space_of(job: SampleJob):
-    key = (job.module_text, job.targets)
+    key = (job.module_text, job.targets, job.reassociate)
     if key not in _SPACES:
         _SPACES.clear()
-        _SPACES[key] = space(parse_module(job.module_text), list(job.targets))
+        _SPACES[key] = space(parse_module(job.module_text), list(job.targets),
+                             reassociate=job.reassociate)
     return _SPACES[key]
 
 

@@ -32,11 +32,17 @@ rows each, on the H200: 0.70 ms as written, 0.53 / 0.32 / 0.24 ms
 unrolled by 8 / 16 / 32)."""
 MAX_FULL_UNROLL = 64
 """The largest constant trip count offered as a full unroll."""
-REDUCE_FORMS = (("tree", 64), ("tree", 256), ("chunks", 16), ("chunks", 64), ("spread", 65536))
+REDUCE_FORMS = (("tree", 32), ("tree", 64), ("tree", 256), ("chunks", 16), ("chunks", 64),
+                ("spread", 65536))
 """The (form, lanes) offered per node with reduction loops: a work-group
 tree, chunks of partial results (CPU threads), or spread (strided chunks
 over a whole GPU, then a tree of the partials); chunks and spread only
-for nodes without replication."""
+for nodes without replication.  A tree of 32 lanes (one warp) was the
+fastest for mriq's and backprop's sums on an H200 (lanes 8 / 16 / 32 /
+64 / 256: compute_q 0.192 / 0.105 / 0.063 / 0.074 / 0.125 ms)."""
+REASSOCIATED = "reassociated"
+"""The last word of a parallel-reduce value that folds float sums in
+another order (the space's ``reassociate``)."""
 
 
 STENCIL_TILES = {f"tile {size} rows {rows}": {"size": size, "rows": rows}
@@ -57,37 +63,57 @@ still has a work group for every compute unit (sgemm 512^3 on an H200:
 in 8 x 8 groups, 256 groups, 0.035 ms)."""
 
 
-def parameters_of_pass(name: str, module: Module, targets=()) -> list[Parameter]:
+def parameters_of_pass(name: str, module: Module, targets=(),
+                       reassociate: bool = False) -> list[Parameter]:
     """The parameters pass ``name`` (one of PASS_PARAMETERS) offers on
-    ``module`` for the usable ``targets`` (Target objects)."""
+    ``module`` for the usable ``targets`` (Target objects); with
+    ``reassociate``, parallel-reduce's take float sums written as chains
+    too."""
     if name == "tile":
         return _tile(module, targets)
     if name == "stencil-fusion":
         return _stencil_fusion(module, targets)
+    if name == "parallel-reduce":
+        return _parallel_reduce(module, reassociate)
     return _GATHERERS[name](module)
 
 
-def reduce_steps(form: str, lanes: int, nodes: tuple[str, ...]) -> list:
-    """The pipeline steps of a parallel-reduce parameter's value."""
+def reduce_steps(label: str, nodes: tuple[str, ...]) -> list:
+    """The pipeline steps of a parallel-reduce parameter's value (``form
+    lanes``, then REASSOCIATED where it reorders float sums)."""
+    form, lanes, reassociate = reduce_of_label(label)
+    common = {"nodes": nodes, **({"reassociate": True} if reassociate else {})}
     if form == "spread":
         return [("parallel-reduce", {"form": "chunks", "lanes": lanes, "layout": "strided",
-                                     "grain": 256, "nodes": nodes}),
-                ("parallel-reduce", {"form": "tree", "nodes": nodes})]
-    return [("parallel-reduce", {"form": form, "lanes": lanes, "nodes": nodes})]
+                                     "grain": 256, **common}),
+                ("parallel-reduce", {"form": "tree", **common})]
+    return [("parallel-reduce", {"form": form, "lanes": lanes, **common})]
 
 
-def _parallel_reduce(module: Module) -> list[Parameter]:
+def reduce_of_label(label: str) -> tuple[str, int, bool]:
+    """(form, lanes, whether float sums are reassociated) of a
+    parallel-reduce parameter's value."""
+    form, lanes, *rest = label.split()
+    return form, int(lanes), rest == [REASSOCIATED]
+
+
+def _parallel_reduce(module: Module, reassociate: bool) -> list[Parameter]:
+    """A form per node with reduction loops; with ``reassociate``, also
+    per node whose loops sum floats in a chain (values that say so)."""
     parameters = []
-    one_instance = set(eligible_nodes(module, "chunks"))
-    for ref in eligible_nodes(module, "tree"):
+    promised = set(eligible_nodes(module, "tree"))
+    one_instance = set(eligible_nodes(module, "chunks", reassociate))
+    for ref in eligible_nodes(module, "tree", reassociate):
         chunks = ref in one_instance
-        values = ("as written",) + tuple(f"{form} {lanes}" for form, lanes in REDUCE_FORMS
+        suffix = "" if ref in promised else f" {REASSOCIATED}"
+        values = ("as written",) + tuple(f"{form} {lanes}{suffix}" for form, lanes in REDUCE_FORMS
                                          if form == "tree" or chunks)
         node = ref.split(".", 1)[1]
+        order = " (float sums in another order: their rounding changes)" if suffix else ""
         parameters.append(Parameter(f"reduce {ref}", values, "as written",
                                     f"fold the reduction loops of node '{node}' with many "
                                     "instances: a work-group tree, chunks, or chunks spread "
-                                    "over a GPU then a tree (parallel-reduce)",
+                                    f"over a GPU then a tree (parallel-reduce){order}",
                                     "parallel-reduce", node))
     return parameters
 
@@ -246,5 +272,4 @@ def _copies(functions) -> list[tuple]:
 
 
 _GATHERERS = {"node-fusion": _node_fusion, "loop-fusion": _loop_fusion,
-              "argument-privatisation": _privatisation, "parallel-reduce": _parallel_reduce,
-              "loop-unroll": _unroll}
+              "argument-privatisation": _privatisation, "loop-unroll": _unroll}

@@ -19,18 +19,21 @@ on:
   function with fusible loops (loop-fusion) and per eligible ``private``
   parameter (argument-privatisation); a form per node with reduction loops
   (parallel-reduce: as written, a work-group tree or chunks, with a lane
-  count); a tile form per two-dimensional node a listed target still claims
-  once tiled (tile: matmul or stencil, group side); an unroll factor per
-  kernel loop (loop-unroll; 0 keeps the loop
-  as written, a constant trip count unrolls fully; functions that are
-  copies of one another share their loops' factors).  Found by
-  pass_parameters.py; realised (steps.py) as one pass pipeline, in the
-  order argument-privatisation, loop-fusion, stencil-fusion (recomputing),
-  node-fusion, stencil-fusion (in tiles, on the stencil's node as
-  node-fusion left it), parallel-reduce, tile, loop-unroll, dce; unroll
-  factors travel as the loops' ``unroll`` hints, so they survive the
-  passes before them, and the per-node forms follow a node into a fusion (node-fusion's node keeps the
-  producer's, stencil-fusion's the consumer's); a node-fusion pair whose
+  count; with ``reassociate``, also per node whose loops sum floats in a
+  chain, folded in another order: Halide's and TVM's rfactor, which the
+  user allows, as C compilers' -fassociative-math); a tile form per
+  two-dimensional node a listed target still claims once tiled (tile:
+  matmul or stencil, group side); an unroll factor per kernel loop
+  (loop-unroll; 0 keeps the loop as written, a constant trip count
+  unrolls fully; functions that are copies of one another share their
+  loops' factors).  Found by pass_parameters.py; realised (steps.py) as
+  one pass pipeline, in the order argument-privatisation, loop-fusion,
+  stencil-fusion (recomputing), node-fusion, stencil-fusion (in tiles, on
+  the stencil's node as node-fusion left it), parallel-reduce, tile,
+  loop-unroll, dce; unroll factors travel as the loops' ``unroll`` hints,
+  so they survive the passes before them, and the per-node forms follow
+  a node into a fusion (node-fusion's node keeps the producer's,
+  stencil-fusion's the consumer's); a node-fusion pair whose
   node stencil-fusion folded away is left, with a note.
 - **targets**: each listed target's ``Target.knobs`` for the nodes it
   claims (work-group shape, vector lanes ...), realised as its options.
@@ -90,9 +93,12 @@ class Space:
     """The parameters of one program on an ordered list of targets."""
 
     def __init__(self, module: Module, targets: list[str], parameters: list[Parameter],
-                 placed: dict[str, str | None] | None = None):
+                 placed: dict[str, str | None] | None = None, reassociate: bool = False):
         self.module = module
         self.targets = list(targets)
+        self.reassociate = reassociate
+        """Whether float sums written as chains may be folded in another
+        order (parallel-reduce values ending in REASSOCIATED)."""
         self.placed = dict(placed or {})
         """Where each leaf node runs without tuning (node ref -> target)."""
         self.parameters = tuple(parameters)
@@ -120,7 +126,7 @@ class Space:
         """The space of the other parameters, for a search with ``values``
         fixed (the caller adds them back before realising)."""
         kept = [p for p in self.parameters if p.name not in values]
-        return Space(self.module, self.targets, kept, self.placed)
+        return Space(self.module, self.targets, kept, self.placed, self.reassociate)
 
     @property
     def size(self) -> int:
@@ -248,13 +254,16 @@ class Space:
 
 
 def space(program, targets, passes=PASS_PARAMETERS, registry=None,
-          copies_seen: bool = True) -> Space:
+          copies_seen: bool = True, reassociate: bool = False) -> Space:
     """The design space of ``program`` (what ``hpvm.compile`` takes: a
     front-end program, a Module or a ``.hpvm`` path) on the ordered
     ``targets`` (see the module docstring); ``passes`` picks the passes
     whose parameters it includes (``()``: target knobs and placement only).
     ``copies_seen``: whether what is tuned for sees host copies; if not,
-    knobs that change only copies (``Knob.copies_only``) are left out."""
+    knobs that change only copies (``Knob.copies_only``) are left out.
+    ``reassociate``: whether parallel-reduce may fold float sums that a
+    kernel writes as a chain, in another order (their rounding changes;
+    every sample's outputs are still checked against the reference)."""
     module = as_module(program)
     registry = registry or get_registry()
     targets = [targets] if isinstance(targets, str) else list(targets)
@@ -270,7 +279,7 @@ def space(program, targets, passes=PASS_PARAMETERS, registry=None,
     parameters = _placement_parameters(module, claimed)
     for name in PASS_PARAMETERS:
         if name in passes:
-            parameters += parameters_of_pass(name, module, usable)
+            parameters += parameters_of_pass(name, module, usable, reassociate)
     parameters += _knob_parameters(module, usable, claimed, copies_seen)
     leaves = sum(1 for graph in module.graphs.values() for node in graph.nodes if node.is_leaf)
     if leaves > 1:
@@ -289,7 +298,7 @@ def space(program, targets, passes=PASS_PARAMETERS, registry=None,
             hinted = [t.name for t in claimed.get(ref, ()) if node.hint and t.name.startswith(node.hint)]
             if hinted:
                 placed[ref] = hinted[0]
-    return Space(module, targets, parameters, placed)
+    return Space(module, targets, parameters, placed, reassociate)
 
 
 def module_digest(module: Module) -> str:

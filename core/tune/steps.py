@@ -24,7 +24,7 @@ from ..passes import PassError, register_tile, run_pipeline, tile
 from ..passes.parallel_reduce import eligible_nodes as reduce_eligible
 from ..target import NodeRef
 from .parameter import Parameter
-from .pass_parameters import group_of_label, reduce_steps, stencil_fusion_steps
+from .pass_parameters import group_of_label, reduce_of_label, reduce_steps, stencil_fusion_steps
 
 ORIGIN = "tune_origin"
 """Node attribute naming the source node while a realisation runs its
@@ -123,12 +123,11 @@ class StepPlan:
             return tuple(kept)
 
         steps = []
-        for form_lanes, nodes in _nodes_by_value(self.values,
-                                                 self.by_role.get("parallel-reduce", ())):
-            form, lanes = form_lanes.split()
+        for label, nodes in _nodes_by_value(self.values, self.by_role.get("parallel-reduce", ())):
+            form, _, reassociate = reduce_of_label(label)
             nodes = surviving("parallel-reduce", nodes, reduce_eligible(
-                module, "tree" if form == "tree" else "chunks"))
-            steps += reduce_steps(form, int(lanes), nodes) if nodes else []
+                module, "tree" if form == "tree" else "chunks", reassociate))
+            steps += reduce_steps(label, nodes) if nodes else []
         for form_size, nodes in _nodes_by_value(self.values, self.by_role.get("tile", ())):
             form, size = form_size.split()
             if form == "group":

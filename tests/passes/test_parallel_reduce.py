@@ -65,7 +65,7 @@ def test_the_tree_form_folds_a_work_group_in_local_memory():
     let y: i64 = iteration
     reduced_partial = max(reduced_partial, row_max[y])
   }
-  local reduced_lanes: f32[4]
+  local reduced_lanes: f32[4] = undef
   reduced_lanes[lane] = reduced_partial
   barrier
   if lane < 2 {

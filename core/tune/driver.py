@@ -8,7 +8,10 @@ the record, and returns the best configuration.
     exe = hpvm.compile(program, config=result.best)
 
 The first sample is always the defaults (the program as written), so the
-result can say how much tuning gained.  A sample proposed twice is
+result can say how much tuning gained.  Then, unless the engine
+enumerates the space, up to half of each phase's samples screen the
+schedule forms around the default pipeline (warm_start.py), and the
+engine goes on from there.  A sample proposed twice is
 answered from the record without running it again.  At the end, the
 ``confirm`` best samples, the defaults, the program as written (where
 a target's default schedule transforms it: ``Knob.as_written``) and the
@@ -40,9 +43,11 @@ from .executors import LocalExecutor
 from .record import Sample, TuningRecord
 from .significance import rounds_won
 from .search import (
-    BudgetSpent, HyperMapperSearch, Outcome, RandomSearch, engine as make_engine, key_of,
+    BudgetSpent, Exhaustive, HyperMapperSearch, Outcome, RandomSearch, engine as make_engine,
+    key_of,
 )
 from .space import PASS_PARAMETERS, Space, TuneError, space as make_space
+from .warm_start import screening
 
 OBJECTIVES = ("seconds", "node_seconds", "compile_seconds")
 """What a measured sample reports: the median whole call, the median sum of
@@ -281,6 +286,9 @@ def _phase(search, sub, pins, evaluate, batch, seed, history, objectives, notes)
     call = (lambda configurations: evaluate([{**c, **pins} for c in configurations])) \
         if pins else evaluate
     try:
+        if not isinstance(search, Exhaustive):
+            _screen(sub, call, (evaluate.stop_at - evaluate.spent) // 2, batch, seed,
+                    _seen_in(sub, pins, history), notes)
         run(search)
     except BudgetSpent:
         return
@@ -297,6 +305,17 @@ def _phase(search, sub, pins, evaluate, batch, seed, history, objectives, notes)
             run(RandomSearch())
         except BudgetSpent:
             pass
+
+
+def _screen(sub: Space, call, count: int, batch: int, seed: int, seen: dict, notes) -> None:
+    """Measure warm_start.screening's configurations (at most ``count``)
+    in batches; a note says how many."""
+    chosen = screening(sub, count, seed, seen)
+    if chosen:
+        notes.append(f"warm start: {len(chosen)} samples, the default pipeline and single "
+                     "changes of the schedule forms around it, before the engine")
+    for start in range(0, len(chosen), batch):
+        call(chosen[start:start + batch])
 
 
 def _seen_in(sub: Space, pins: dict, history: TuningRecord) -> dict[str, Outcome]:

@@ -177,13 +177,18 @@ class Unroller:
         return tuple(out)
 
     def _strip_mined(self, loop: For, factor: int) -> tuple[Stmt, ...]:
-        """``for v in a .. a + whole step S*U { U copies }`` then the rest."""
+        """``for v in a .. a + whole step S*U { U copies }`` then the rest:
+        ``whole`` is the number of complete groups of U iterations,
+        ceil(span / S) // U, which for S > 1 is (span + S - 1) // (S*U)
+        (a lane's strided loop of 16 iterations, U = 2: eight pairs,
+        where span // (S*U) left seven and two single iterations)."""
         step = loop.step
         var = Var(loop.var, I64)
         span = Binary("sub", loop.stop, loop.start)
         chunk = Const(step * factor, I64)
+        iterated = Binary("add", span, Const(step - 1, I64)) if step > 1 else span
         main_stop = Binary("add", loop.start,
-                           Binary("mul", Binary("div", span, chunk), chunk))
+                           Binary("mul", Binary("div", iterated, chunk), chunk))
         # A loop that runs no iteration must stay so: max(span, 0).
         main_stop = fold_expression(_select_non_negative(loop.start, span, chunk, main_stop))
         body = self._copies(loop, [var if k == 0 else Binary("add", var, Const(k * step, I64))

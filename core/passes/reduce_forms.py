@@ -226,7 +226,7 @@ def lane_loop(loop: For, lane: Expr, lanes: Expr, layout: str, names: NameGenera
     """Statements running ``lane``'s share of ``loop``'s iterations
     (``layout`` "strided" or "chunked") among ``lanes`` (a constant or an
     expression), folding into the variables ``partials`` maps each
-    reduced variable to."""
+    reduced variable to; the lane's loop keeps ``loop``'s unroll hint."""
     nest, trips = iteration_count(loop)
     counts, lets = [], []
     for level, trip in zip(nest, trips):
@@ -247,17 +247,18 @@ def lane_loop(loop: For, lane: Expr, lanes: Expr, layout: str, names: NameGenera
     body.extend(substitute(nest[-1].body, partials))
     reduce = tuple(Reduction(partials[r.var], r.op, r.identity) for r in loop.reduce)
     if layout == "strided" and isinstance(lanes, Const):
-        return (*lets, For(k, lane, total, lanes.value, tuple(body), reduce=reduce))
+        return (*lets, For(k, lane, total, lanes.value, tuple(body), loop.unroll, reduce=reduce))
     if layout == "strided":   # a step must be constant: count this lane's turns instead
         turn = names.fresh("turn")
         turns = (total - lane + (lanes - 1)) / lanes
         body.insert(0, Let(k, I64, lane + Var(turn, I64) * lanes))
-        return (*lets, For(turn, Const(0, I64), turns, 1, tuple(body), reduce=reduce))
+        return (*lets, For(turn, Const(0, I64), turns, 1, tuple(body), loop.unroll,
+                           reduce=reduce))
     chunk = names.fresh("chunk")
     lets.append(Let(chunk, I64, (total + (lanes - 1)) / lanes))
     start = lane * Var(chunk, I64)
     stop = Intrinsic("min", (start + Var(chunk, I64), total))
-    return (*lets, For(k, start, stop, 1, tuple(body), reduce=reduce))
+    return (*lets, For(k, start, stop, 1, tuple(body), loop.unroll, reduce=reduce))
 
 
 def _flattenable_nest(loop: For) -> list[For]:

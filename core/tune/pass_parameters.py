@@ -30,6 +30,12 @@ few work items, each a long loop of loads: its copies' loads are in
 flight together (backprop's layerforward, 128 x 17 work items over 8,192
 rows each, on the H200: 0.70 ms as written, 0.53 / 0.32 / 0.24 ms
 unrolled by 8 / 16 / 32)."""
+UNROLL_COPIES = "unroll copies"
+"""The parameter (and its role) choosing who unrolls the loops given a
+factor: loop-unroll's copies, or the back end from the loops' hints.
+Neither wins everywhere: on an H200, mriq's tree of lanes (its lane loop
+by 4) took 0.0525 ms as copies and 0.0475 as #pragma unroll, backprop's
+layerforward (by 8) 0.076 as copies and 0.145 as the pragma."""
 MAX_FULL_UNROLL = 64
 """The largest constant trip count offered as a full unroll."""
 REDUCE_FORMS = (("tree", 32), ("tree", 64), ("tree", 256), ("chunks", 16), ("chunks", 64),
@@ -254,6 +260,12 @@ def _unroll(module: Module) -> list[Parameter]:
             ids = tuple(each[position][0] for each in loops)
             parameters.append(Parameter(f"unroll {loop_id}", (0, *factors), 0, about,
                                         "loop-unroll", (ids, full)))
+    if parameters:
+        parameters.append(Parameter(
+            UNROLL_COPIES, (True, False), True,
+            "unroll the loops given a factor into copies in the IR (yes), or pass the factor "
+            "to the back end (no: OpenCL's #pragma unroll, LLVM's unroll metadata)",
+            UNROLL_COPIES))
     return parameters
 
 

@@ -26,7 +26,8 @@ on:
   matmul or stencil, group side); an unroll factor per kernel loop
   (loop-unroll; 0 keeps the loop as written, a constant trip count
   unrolls fully; functions that are copies of one another share their
-  loops' factors).  Found by pass_parameters.py; realised (steps.py) as
+  loops' factors; and whether loop-unroll copies the bodies or the back
+  end unrolls from the hints).  Found by pass_parameters.py; realised (steps.py) as
   one pass pipeline, in the order argument-privatisation, loop-fusion,
   stencil-fusion (recomputing), node-fusion, stencil-fusion (in tiles, on
   the stencil's node as node-fusion left it), parallel-reduce, tile,
@@ -69,7 +70,7 @@ from ..runtime.compiler import as_module
 from ..runtime.placement import takes
 from ..target import NodeRef
 from .parameter import Parameter, TuneError
-from .pass_parameters import PASS_PARAMETERS, parameters_of_pass
+from .pass_parameters import PASS_PARAMETERS, UNROLL_COPIES, parameters_of_pass
 from .steps import ORIGIN, StepPlan
 
 DEFAULT_PIPELINE = "default pipeline"
@@ -212,7 +213,7 @@ class Space:
         module, tiled = plan.tile_steps(module)
         steps += tiled
         node_steps = plan.node_steps(module)
-        if hints:
+        if hints and all(values[p.name] for p in by_role.get(UNROLL_COPIES, ())):
             node_steps.append(("loop-unroll", {}))
         steps += node_steps
         if steps:

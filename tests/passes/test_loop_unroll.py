@@ -77,6 +77,44 @@ def test_a_loop_is_strip_mined_into_copies_and_a_remainder():
 """
 
 
+STRIDED = """hpvm 1.0
+module m
+
+func @k(in x: f32[K], in start: f32[L], out y: f32[L]) {
+  let lane: i64 = instance_id(0)
+  let acc: f32 = start[lane]
+  for k in lane .. K step 4 {
+    acc = acc + x[k]
+  }
+  y[lane] = acc
+}
+
+graph @main(in x: f32[K], in start: f32[L], out y: f32[L]) {
+  node a = @k [L]
+  in x -> a.x
+  in start -> a.start
+  out a.y -> y
+}
+
+root @main
+"""
+
+
+def test_a_strided_loop_keeps_every_whole_group_of_copies_in_the_main_loop():
+    """A lane's loop over every 4th element from its lane: the groups of
+    two copies are ceil(span / 4) // 2, not span // 8 (which left a
+    whole group to the remainder), and every lane sums the same
+    elements as written."""
+    unrolled = run_pipeline(parse_module(STRIDED), "loop-unroll{loops=k.k:2}")
+    assert "for k in lane .. select(K - lane >= 0, lane + (K - lane + 3) / 8 * 8, lane) step 8" \
+        in print_module(unrolled)
+    for count in (0, 1, 5, 8, 13, 16, 31):
+        inputs = {"x": np.arange(1, count + 1, dtype=np.float32),
+                  "start": np.full(4, 0.5, np.float32)}
+        expected = Interpreter(parse_module(STRIDED)).run(**inputs)
+        np.testing.assert_array_equal(Interpreter(unrolled).run(**inputs)["y"], expected["y"])
+
+
 def test_a_loop_with_constant_bounds_is_unrolled_completely():
     text = body_of(run_pipeline(module(), "loop-unroll{loops=k.r:full}"))
     assert "for r" not in text

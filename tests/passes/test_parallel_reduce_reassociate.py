@@ -132,3 +132,15 @@ def test_a_kernel_two_nodes_share_is_reassociated_for_the_named_one_only():
     got = Interpreter(result).run(**inputs)
     np.testing.assert_array_equal(got["tb"], expected["tb"])
     assert_outputs_close(got, expected, 1e-5, 1e-5)
+
+
+@pytest.mark.parametrize("form", ["tree", "chunks"])
+def test_a_lane_loop_keeps_the_unroll_factor_given_to_the_loop(form):
+    """The tuner's unroll factor of a loop (a hint) applies to the loop
+    each lane runs in its place."""
+    module = parse_module(SHARED.replace("step 1 {", "step 1 [unroll = 4] {"))
+    result = run_pipeline(module, f"parallel-reduce{{form={form} lanes=8 reassociate=true "
+                                  "nodes=first}", verify_each=True)
+    function = result.functions["sum_tree" if form == "tree" else "sum_partial"]
+    [loop] = [s for s in function.body if isinstance(s, For)]
+    assert loop.unroll == 4 and loop.reduce

@@ -17,8 +17,10 @@ CHAIN = (Path(__file__).parent / "chain.hpvm").read_text()
 
 
 def design():
-    """The chain's space, less the default pipeline (which ``cost`` ignores)."""
-    return space(parse_module(CHAIN), ["cpu"]).pinned({"default pipeline": False})
+    """The chain's space, less the default pipeline and who unrolls (which
+    ``cost`` ignores)."""
+    return space(parse_module(CHAIN), ["cpu"]).pinned({"default pipeline": False,
+                                                       "unroll copies": True})
 
 
 def cost(values) -> Outcome:

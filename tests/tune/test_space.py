@@ -29,13 +29,29 @@ def benchmarks():
 def test_parameters_are_found_in_the_ir_and_said_in_words():
     design = space(parse_module(CHAIN), ["cpu"])
     names = [p.name for p in design]
-    assert names == ["fuse scale:offset", "fuse offset:clamp", "unroll offset.k", "cpu.lanes",
-                     "cpu.rows", "task parallelism", "default pipeline"]
+    assert names == ["fuse scale:offset", "fuse offset:clamp", "unroll offset.k", "unroll copies",
+                     "cpu.lanes", "cpu.rows", "task parallelism", "default pipeline"]
     unroll = design.parameter("unroll offset.k")
     assert unroll.values == (0, 1, 2, 3) and unroll.label(3) == "full (3)"
     assert unroll.label(0) == "as written"
     assert "fuse node 'scale' into its consumer 'offset'" in design.describe()
-    assert design.size == 2 * 2 * 4 * 4 * 3 * 2 * 2
+    assert design.size == 2 * 2 * 4 * 2 * 4 * 3 * 2 * 2
+
+
+def test_unroll_factors_go_to_the_back_end_when_copies_are_not_chosen():
+    design = space(parse_module(CHAIN), ["cpu"])
+    copies = design.realise({"unroll offset.k": 2})
+    assert copies.pipeline == "loop-unroll,dce"
+    assert "[unroll = 2]" not in print_module(copies.module)
+    hinted = design.realise({"unroll offset.k": 2, "unroll copies": False})
+    assert hinted.pipeline == "" and "for k in 0 .. 3 step 1 [unroll = 2]" in \
+        print_module(hinted.module)
+    inputs = {"a": np.linspace(-3, 3, 40, dtype=np.float32),
+              "bias": np.array([0.5, -1, 0.25], np.float32)}
+    expected = Interpreter(design.module).run(**inputs)
+    for realised in (copies, hinted):
+        exe = hpvm.compile(realised.module, ["cpu"], options=realised.options)
+        np.testing.assert_allclose(exe(**inputs)["c"], expected["c"], rtol=1e-6)
 
 
 def test_the_defaults_are_the_program_as_written():

@@ -311,9 +311,13 @@ def _screen(sub: Space, call, count: int, batch: int, seed: int, seen: dict, not
     """Measure warm_start.screening's configurations (at most ``count``)
     in batches; a note says how many."""
     chosen = screening(sub, count, seed, seen)
-    if chosen:
-        notes.append(f"warm start: {len(chosen)} samples, the default pipeline and single "
-                     "changes of the schedule forms around it, before the engine")
+    pipeline = sub.default_pipeline()
+    changes = len(chosen) - (pipeline is not None and pipeline in chosen)
+    parts = (["the default pipeline"] if len(chosen) > changes else []) + \
+        ([f"{changes} single change{'s' if changes > 1 else ''} of the schedule forms"]
+         if changes else [])
+    if parts:
+        notes.append(f"warm start, before the engine: {' and '.join(parts)}")
     for start in range(0, len(chosen), batch):
         call(chosen[start:start + batch])
 

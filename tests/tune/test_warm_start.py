@@ -56,4 +56,5 @@ def test_the_tuner_measures_the_warm_start_after_the_defaults():
     assert samples[1] == design.default_pipeline()
     assert {tuple(sorted(changed(design, v))) for v in samples[2:4]} == {
         ("default pipeline", "fuse scale:offset"), ("default pipeline", "fuse offset:clamp")}
-    assert any(note.startswith("warm start: 3 samples") for note in result.notes)
+    assert "warm start, before the engine: the default pipeline and 2 single changes of the " \
+        "schedule forms" in result.notes

@@ -80,7 +80,7 @@ def parameters_of_pass(name: str, module: Module, targets=(),
     if name == "stencil-fusion":
         return _stencil_fusion(module, targets)
     if name == "parallel-reduce":
-        return _parallel_reduce(module, reassociate)
+        return _parallel_reduce(module, targets, reassociate)
     return _GATHERERS[name](module)
 
 
@@ -103,18 +103,26 @@ def reduce_of_label(label: str) -> tuple[str, int, bool]:
     return form, int(lanes), rest == [REASSOCIATED]
 
 
-def _parallel_reduce(module: Module, reassociate: bool) -> list[Parameter]:
+def _parallel_reduce(module: Module, targets, reassociate: bool) -> list[Parameter]:
     """A form per node with reduction loops; with ``reassociate``, also
-    per node whose loops sum floats in a chain (values that say so)."""
+    per node whose loops sum floats in a chain (values that say so).  The
+    forms with a work-group tree (tree, spread) only where a listed target
+    still claims the node as a tree (the cpu declines barriers)."""
     parameters = []
     promised = set(eligible_nodes(module, "tree"))
     one_instance = set(eligible_nodes(module, "chunks", reassociate))
     for ref in eligible_nodes(module, "tree", reassociate):
-        chunks = ref in one_instance
+        graph_name, node = ref.split(".", 1)
         suffix = "" if ref in promised else f" {REASSOCIATED}"
+        tree = ("parallel-reduce", {"form": "tree", "lanes": 32, "nodes": (ref,),
+                                    "reassociate": bool(suffix)})
+        forms = {"tree": _claimed_after(module, tree, graph_name, node, targets),
+                 "chunks": ref in one_instance}
+        forms["spread"] = forms["tree"] and forms["chunks"]
         values = ("as written",) + tuple(f"{form} {lanes}{suffix}" for form, lanes in REDUCE_FORMS
-                                         if form == "tree" or chunks)
-        node = ref.split(".", 1)[1]
+                                         if forms[form])
+        if len(values) == 1:
+            continue
         order = " (float sums in another order: their rounding changes)" if suffix else ""
         parameters.append(Parameter(f"reduce {ref}", values, "as written",
                                     f"fold the reduction loops of node '{node}' with many "

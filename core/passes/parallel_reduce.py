@@ -22,6 +22,15 @@ instances instead of one (reduce_forms.py builds the bodies):
   node then folds those and runs the rest of its body.  On a GPU the two
   compose: chunks over the whole device, then a tree of the partials
   (gpu_opencl's default pipeline).
+- ``form=split`` (any target): chunks for a replicated node, as split-K
+  is for a matrix product: the producer's instances are the node's with
+  one more dimension of ``lanes`` just outside the innermost, so that
+  neighbouring instances still read neighbouring elements (a column sum
+  of a row-major matrix: the lanes of one column read rows side by side
+  with their neighbours' columns), and the partial results are a buffer
+  of the replication's shape with the lanes inserted; the node folds its
+  own.  Its replication extents must be constants or sizes of its
+  kernel's buffers, and it never applies unless named or asked for.
 
 Statements before the last reduction loop must not write memory (every
 lane runs them), and a reduction loop may not write memory or carry any
@@ -50,8 +59,9 @@ from ..ir.kernel import (
     Store, Var,
 )
 from ..ir.parameter import Parameter
+from ..ir.text.printer import print_expr
 from ..ir.types import I64, BufferType
-from ..ir.visit import walk
+from ..ir.visit import rewrite, walk
 from .errors import PassError
 from .infer_reductions import reassociated
 from .module_tools import iter_nodes, named_kernel_nodes
@@ -64,7 +74,7 @@ from .reduce_forms import (
 )
 from .registry import Option, register_pass
 
-FORMS = ("tree", "chunks")
+FORMS = ("tree", "chunks", "split")
 LAYOUTS = {"contiguous": "chunked", "strided": "strided"}
 """The chunks form's layouts, as reduce_forms.lane_loop names them."""
 MAX_TREE_LANES = 1024
@@ -75,7 +85,8 @@ PARTIALS = "partials_of"
 
 @register_pass("parallel-reduce", options=[
     Option("form", str, "tree", "tree: work-group lanes combined in local memory (GPUs); "
-           "chunks: a node of partial results, then the combine (CPUs)", choices=FORMS),
+           "chunks: a node of partial results, then the combine (CPUs); split: the same for a "
+           "replicated node, its lanes a dimension outside the innermost", choices=FORMS),
     Option("lanes", int, 256, "instances sharing each reduction (tree: the work-group size)",
            minimum=2),
     Option("nodes", list, (), "nodes to transform, as node or graph.node "
@@ -141,8 +152,17 @@ def node_problem(module: Module, graph: Graph, node: Node, form: str,
         if "group" in node.attributes:
             return "has a work-group size already (attribute 'group')"
         return stores_read_in_lane(kernel)
-    if node.replication:
-        return "is replicated (its instances already run in parallel; chunks is for one instance)"
+    if form == "chunks" and node.replication:
+        return ("is replicated (its instances already run in parallel; chunks is for one "
+                "instance, split for each of many)")
+    if form == "split":
+        if not node.replication:
+            return "has no replication (split is for replicated nodes, chunks for one instance)"
+        if len(node.replication) >= 3:
+            return "already has 3 replication dimensions (the lanes need one more)"
+        extents = _extents(kernel.function, node)
+        if isinstance(extents, str):
+            return extents
     if graph.is_streaming:
         return "is in a streaming graph"
     early = chunk_statements(kernel)[1]
@@ -183,28 +203,41 @@ def _tree(module: Module, graph: Graph, node: Node, lanes: int, reassociate: boo
 
 def _chunks(module: Module, graph: Graph, node: Node, lanes: int, layout: str,
             grain: int, reassociate: bool) -> Module:
+    """The chunks form (a node without replication) and the split form (a
+    replicated one): a producer node whose instances each fold one chunk
+    of the iterations into a buffer of partial results, its lanes a
+    replication dimension just outside the node's innermost (so that
+    neighbouring instances stay neighbours), then the node folding them."""
     kernel = reducing_kernel(_function(module, node, reassociate))
     function = kernel.function
     names = NameGenerator(function_names(function))
     lane = Var(names.fresh("lane"), I64)
+    rank = len(node.replication)
+    at = max(rank - 1, 0)   # the lanes' dimension
     count = _chunk_count(kernel, lanes, grain)
-    in_kernel = count if isinstance(count, Const) else InstanceCount(0)
+    in_kernel = count if isinstance(count, Const) else InstanceCount(at)
     buffers = {r.var: names.fresh(f"{r.var}_partials")
                for index in kernel.loops for r in kernel.reductions(index)}
-    partial_body: list[Stmt] = [Let(lane.name, I64, InstanceId(0))]
+    outer = tuple(InstanceId(d) for d in range(at))
+    shifted = _instances_shifted(function.body, at)
+    partial_body: list[Stmt] = [Let(lane.name, I64, InstanceId(at))]
     for index in chunk_statements(kernel)[0]:
-        stmt = function.body[index]
+        stmt = shifted[index]
         if index not in kernel.loops:
             partial_body.append(stmt)
             continue
         partials, lets = partial_lets(kernel, index, names)
         partial_body += [*lets, *lane_loop(stmt, lane, in_kernel, layout, names, partials)]
-        partial_body += [Store(buffers[r.var], (lane,), Var(partials[r.var], kernel.types[r.var]))
+        position = (*outer, lane, *(InstanceId(d + 1) for d in range(at, rank)))
+        partial_body += [Store(buffers[r.var], position, Var(partials[r.var], kernel.types[r.var]))
                          for r in kernel.reductions(index)]
-    combine_body = [fold_partials(kernel, index, buffers, count, names)
+    inner = tuple(InstanceId(d) for d in range(at, rank))
+    combine_body = [fold_partials(kernel, index, buffers, count, names, outer, inner)
                     if index in kernel.loops else stmt
                     for index, stmt in enumerate(function.body)]
-    ports = tuple(Parameter(buffers[var], BufferType(type, (lanes,)), "out")
+    extents = _extents(function, node) if rank else ()
+    shape = (*extents[:at], lanes, *extents[at:])
+    ports = tuple(Parameter(buffers[var], BufferType(type, shape), "out")
                   for var, type in kernel.types.items())
     partial = _added_function(module, KernelFunction(
         function.name, _read_params(function, partial_body) + ports, tuple(partial_body)),
@@ -218,8 +251,36 @@ def _chunks(module: Module, graph: Graph, node: Node, lanes: int, layout: str,
     feeds = _feeds(graph, node.name, producer, {p.name for p in partial.params})
     return _with_nodes(
         module, graph, {node.name: dataclasses.replace(node, body=KernelBody(combiner.name))},
-        (Node(producer, KernelBody(partial.name), (count,), node.hint, {PARTIALS: node.name}),),
+        (Node(producer, KernelBody(partial.name),
+              (*node.replication[:at], count, *node.replication[at:]), node.hint,
+              {PARTIALS: node.name}),),
         extra_edges + feeds, combiner)
+
+
+def _instances_shifted(stmts: tuple[Stmt, ...], at: int) -> tuple[Stmt, ...]:
+    """``stmts`` with the instance ids and counts of dimensions ``at`` and
+    beyond one dimension further out (the lanes take dimension ``at``)."""
+    def shift(node):
+        if isinstance(node, (InstanceId, InstanceCount)) and node.dim >= at:
+            return type(node)(node.dim + 1)
+        return None
+    return rewrite(stmts, shift)
+
+
+def _extents(function: KernelFunction, node: Node) -> tuple[int | str, ...] | str:
+    """``node``'s replication as buffer dimensions of ``function`` (a
+    constant or one of its shape symbols each), or why not."""
+    extents = []
+    for extent in node.replication:
+        if isinstance(extent, Const):
+            extents.append(int(extent.value))
+        elif isinstance(extent, Var) and extent.name in function.shape_symbols:
+            extents.append(extent.name)
+        else:
+            return (f"has a replication extent that is neither a constant nor a size of its "
+                    f"kernel's buffers ({print_expr(extent)}), which the partial results' "
+                    "buffer needs")
+    return tuple(extents)
 
 
 def _chunk_count(kernel: ReducingKernel, lanes: int, grain: int) -> Expr:

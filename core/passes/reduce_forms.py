@@ -343,11 +343,14 @@ def _fold_into(reduction: Reduction, value: Expr, type: ScalarType) -> Stmt:
 
 
 def fold_partials(kernel: ReducingKernel, index: int, buffers: dict[str, str], lanes: Expr,
-                  names: NameGenerator) -> For:
+                  names: NameGenerator, outer: tuple[Expr, ...] = (),
+                  inner: tuple[Expr, ...] = ()) -> For:
     """A loop folding each reduced variable's ``lanes`` partial results,
-    read from the buffer ``buffers`` names for it."""
+    read from the buffer ``buffers`` names for it at ``(*outer, part,
+    *inner)``."""
     p = names.fresh("part")
     reductions = kernel.reductions(index)
-    body = tuple(_fold_into(r, _at(buffers[r.var], Var(p, I64), kernel.types[r.var]),
+    body = tuple(_fold_into(r, Load(buffers[r.var], (*outer, Var(p, I64), *inner),
+                                    kernel.types[r.var]),
                             kernel.types[r.var]) for r in reductions)
     return For(p, Const(0, I64), lanes, 1, body, reduce=reductions)

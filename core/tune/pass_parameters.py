@@ -39,11 +39,13 @@ layerforward (by 8) 0.076 as copies and 0.145 as the pragma."""
 MAX_FULL_UNROLL = 64
 """The largest constant trip count offered as a full unroll."""
 REDUCE_FORMS = (("tree", 32), ("tree", 64), ("tree", 256), ("chunks", 16), ("chunks", 64),
-                ("spread", 65536))
+                ("spread", 65536), ("split", 8), ("split", 32))
 """The (form, lanes) offered per node with reduction loops: a work-group
-tree, chunks of partial results (CPU threads), or spread (strided chunks
-over a whole GPU, then a tree of the partials); chunks and spread only
-for nodes without replication.  A tree of 32 lanes (one warp) was the
+tree, chunks of partial results (CPU threads), spread (strided chunks
+over a whole GPU, then a tree of the partials), or split (chunks of each
+instance of a replicated node, the lanes outside its innermost
+dimension); chunks and spread only for nodes without replication, split
+only for replicated ones (not yet timed on a GPU).  A tree of 32 lanes (one warp) was the
 fastest for mriq's and backprop's sums on an H200 (lanes 8 / 16 / 32 /
 64 / 256: compute_q 0.192 / 0.105 / 0.063 / 0.074 / 0.125 ms)."""
 REASSOCIATED = "reassociated"
@@ -89,6 +91,9 @@ def reduce_steps(label: str, nodes: tuple[str, ...]) -> list:
     lanes``, then REASSOCIATED where it reorders float sums)."""
     form, lanes, reassociate = reduce_of_label(label)
     common = {"nodes": nodes, **({"reassociate": True} if reassociate else {})}
+    if form == "split":
+        return [("parallel-reduce", {"form": "split", "lanes": lanes, "layout": "strided",
+                                     **common})]
     if form == "spread":
         return [("parallel-reduce", {"form": "chunks", "lanes": lanes, "layout": "strided",
                                      "grain": 256, **common}),
@@ -109,15 +114,17 @@ def _parallel_reduce(module: Module, targets, reassociate: bool) -> list[Paramet
     forms with a work-group tree (tree, spread) only where a listed target
     still claims the node as a tree (the cpu declines barriers)."""
     parameters = []
-    promised = set(eligible_nodes(module, "tree"))
-    one_instance = set(eligible_nodes(module, "chunks", reassociate))
-    for ref in eligible_nodes(module, "tree", reassociate):
+    promised = {ref for kind in ("tree", "chunks", "split") for ref in eligible_nodes(module, kind)}
+    eligible = {kind: eligible_nodes(module, kind, reassociate)
+                for kind in ("tree", "chunks", "split")}
+    for ref in dict.fromkeys(eligible["tree"] + eligible["chunks"] + eligible["split"]):
         graph_name, node = ref.split(".", 1)
         suffix = "" if ref in promised else f" {REASSOCIATED}"
         tree = ("parallel-reduce", {"form": "tree", "lanes": 32, "nodes": (ref,),
                                     "reassociate": bool(suffix)})
-        forms = {"tree": _claimed_after(module, tree, graph_name, node, targets),
-                 "chunks": ref in one_instance}
+        forms = {"tree": ref in eligible["tree"]
+                 and _claimed_after(module, tree, graph_name, node, targets),
+                 "chunks": ref in eligible["chunks"], "split": ref in eligible["split"]}
         forms["spread"] = forms["tree"] and forms["chunks"]
         values = ("as written",) + tuple(f"{form} {lanes}{suffix}" for form, lanes in REDUCE_FORMS
                                          if forms[form])

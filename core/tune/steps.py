@@ -125,8 +125,8 @@ class StepPlan:
         steps = []
         for label, nodes in _nodes_by_value(self.values, self.by_role.get("parallel-reduce", ())):
             form, _, reassociate = reduce_of_label(label)
-            nodes = surviving("parallel-reduce", nodes, reduce_eligible(
-                module, "tree" if form == "tree" else "chunks", reassociate))
+            kind = form if form in ("tree", "split") else "chunks"   # spread: chunks first
+            nodes = surviving("parallel-reduce", nodes, reduce_eligible(module, kind, reassociate))
             steps += reduce_steps(label, nodes) if nodes else []
         for form_size, nodes in _nodes_by_value(self.values, self.by_role.get("tile", ())):
             form, size = form_size.split()

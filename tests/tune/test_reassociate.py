@@ -114,3 +114,26 @@ def test_tuning_with_reassociate_tries_the_forms_and_says_so(tmp_path, capsys):
                  "--config-out", str(tmp_path / "best.json")])
     assert code == 0, capsys.readouterr().err
     assert json.loads((tmp_path / "best.json").read_text())["reassociate"] is True
+
+
+@hl.program
+def row_dots(m: Buffer[f32, "R", "N"], x: Buffer[f32, "N"], y: Out[Buffer[f32, "R"]]):
+    for r in parallel_loop(R, ins=(m, x), outs=(y,), name="dots"):
+        acc: f32 = 0.0
+        for k in range(N):
+            acc += m[r, k] * x[k]
+        y[r] = acc
+
+
+def test_a_replicated_float_chain_may_be_split_on_any_target():
+    design = space(row_dots, ["cpu"], reassociate=True)
+    assert design.parameter("reduce row_dots.dots").values == (
+        "as written", "split 8 reassociated", "split 32 reassociated")
+    realised = design.realise({"reduce row_dots.dots": "split 8 reassociated"})
+    assert realised.pipeline == ("parallel-reduce{form=split lanes=8 layout=strided nodes=dots "
+                                 "reassociate=true},dce")
+    rng = np.random.default_rng(4)
+    inputs = {"m": rng.standard_normal((7, 301)).astype(np.float32),
+              "x": rng.standard_normal(301).astype(np.float32)}
+    exe = hpvm.compile(realised.module, ["cpu"], options=realised.options)
+    assert_outputs_close(exe(**inputs), Interpreter(row_dots.build()).run(**inputs), 1e-4, 1e-4)

@@ -240,8 +240,9 @@ def _chunks(module: Module, graph: Graph, node: Node, lanes: int, layout: str,
     ports = tuple(Parameter(buffers[var], BufferType(type, shape), "out")
                   for var, type in kernel.types.items())
     partial = _added_function(module, KernelFunction(
-        function.name, _read_params(function, partial_body) + ports, tuple(partial_body)),
-        "partial")
+        function.name, _read_params(function, partial_body, [e for e in extents if
+                                                             isinstance(e, str)]) + ports,
+        tuple(partial_body)), "partial")
     module = dataclasses.replace(module, functions={**module.functions, partial.name: partial})
     combiner = _added_function(module, KernelFunction(
         function.name, function.params + tuple(dataclasses.replace(p, direction="in")
@@ -269,16 +270,20 @@ def _instances_shifted(stmts: tuple[Stmt, ...], at: int) -> tuple[Stmt, ...]:
 
 def _extents(function: KernelFunction, node: Node) -> tuple[int | str, ...] | str:
     """``node``'s replication as buffer dimensions of ``function`` (a
-    constant or one of its shape symbols each), or why not."""
+    constant, or a size its inputs give: a symbol of an input buffer's
+    shape or an integer scalar), or why not."""
+    sizes = {p.name for p in function.params if not p.is_buffer and p.type.kind == "int"}
+    sizes.update(symbol for p in function.params if p.is_buffer and p.direction != "out"
+                 for symbol in p.type.symbols)
     extents = []
     for extent in node.replication:
         if isinstance(extent, Const):
             extents.append(int(extent.value))
-        elif isinstance(extent, Var) and extent.name in function.shape_symbols:
+        elif isinstance(extent, Var) and extent.name in sizes:
             extents.append(extent.name)
         else:
             return (f"has a replication extent that is neither a constant nor a size of its "
-                    f"kernel's buffers ({print_expr(extent)}), which the partial results' "
+                    f"kernel's inputs ({print_expr(extent)}), which the partial results' "
                     "buffer needs")
     return tuple(extents)
 
@@ -303,14 +308,17 @@ def _chunk_count(kernel: ReducingKernel, lanes: int, grain: int) -> Expr:
     return Intrinsic("min", (wanted, Const(lanes, I64)))
 
 
-def _read_params(function: KernelFunction, body) -> tuple[Parameter, ...]:
+def _read_params(function: KernelFunction, body, sizes=()) -> tuple[Parameter, ...]:
     """The parameters ``body`` uses, as ``in`` ports (it writes none of
-    them): buffers it reads or whose shape symbols it reads, scalars."""
+    them): buffers it reads or whose shape symbols it reads, scalars; and
+    those that give the ``sizes`` (shape symbols) their values."""
     used = names_read(tuple(body))
     kept = []
     for param in function.params:
         symbols = set(param.type.symbols) if param.is_buffer else set()
-        if param.name in used or symbols & used:
+        sizing = param.name in sizes or (param.is_buffer and param.direction != "out"
+                                         and bool(symbols & set(sizes)))
+        if param.name in used or symbols & used or sizing:
             kept.append(dataclasses.replace(param, direction="in") if param.is_buffer else param)
     return tuple(kept)
 

@@ -11,7 +11,7 @@ import hpvm.lang as hl
 from hpvm.demo.edge_detection import edge_detect, make_inputs, reference
 from hpvm.interp import Interpreter
 from hpvm.ir.text import parse_module, print_module
-from hpvm.lang import Buffer, Out, f32, parallel_loop, reduce
+from hpvm.lang import Buffer, Out, f32, i64, parallel_loop, reduce
 from hpvm.passes import PassError, run_pipeline
 from hpvm.passes.parallel_reduce import eligible_nodes
 from hpvm.testing import assert_outputs_close, usable_targets
@@ -67,6 +67,23 @@ def test_the_chunks_follow_the_sizes_with_a_grain():
     assert "@columns_partial [3, 64, C]" in print_module(blocks)
 
 
+@hl.program
+def weighted(x: Buffer[f32, "N"], y: Out[Buffer[f32, "R"]], R: i64):
+    for r in parallel_loop(R, ins=(x,), outs=(y,), name="weights"):
+        y[r] = reduce("+", (x[k] * f32(r + 1) for k in range(N)))
+
+
+def test_a_size_that_only_a_scalar_gives_reaches_the_partial_results():
+    module = weighted.build()
+    result = run_pipeline(module, "parallel-reduce{form=split lanes=4}", verify_each=True)
+    assert "in R: i64, out reduced_partials: f32[4, R]" in print_module(result)
+    inputs = {"x": np.linspace(-1, 1, 37, dtype=np.float32), "R": 5}
+    expected = Interpreter(module).run(**inputs)
+    for target in usable_targets():
+        assert_outputs_close(hpvm.compile(result, [target])(**inputs), expected, 1e-5, 1e-5,
+                             target)
+
+
 PROGRAM = """hpvm 1.1
 module t
 
@@ -113,7 +130,7 @@ root @main
 
 @pytest.mark.parametrize("node, reason", [
     ("one", "has no replication \\(split is for replicated nodes, chunks for one instance\\)"),
-    ("shifted", "neither a constant nor a size of its kernel's buffers \\(N - 1\\)"),
+    ("shifted", "neither a constant nor a size of its kernel's inputs \\(N - 1\\)"),
     ("cube", "already has 3 replication dimensions"),
 ])
 def test_nodes_it_cannot_take_are_refused_with_the_reason(node, reason):

@@ -219,7 +219,7 @@ def _chunks(module: Module, graph: Graph, node: Node, lanes: int, layout: str,
     buffers = {r.var: names.fresh(f"{r.var}_partials")
                for index in kernel.loops for r in kernel.reductions(index)}
     outer = tuple(InstanceId(d) for d in range(at))
-    shifted = _instances_shifted(function.body, at)
+    shifted = _instances_shifted(function.body, at) if rank else function.body
     partial_body: list[Stmt] = [Let(lane.name, I64, InstanceId(at))]
     for index in chunk_statements(kernel)[0]:
         stmt = shifted[index]

@@ -47,7 +47,7 @@ from .search import (
     key_of,
 )
 from .space import PASS_PARAMETERS, Space, TuneError, space as make_space
-from .warm_start import screening
+from .warm_start import warm_start
 
 OBJECTIVES = ("seconds", "node_seconds", "compile_seconds")
 """What a measured sample reports: the median whole call, the median sum of
@@ -287,8 +287,8 @@ def _phase(search, sub, pins, evaluate, batch, seed, history, objectives, notes)
         if pins else evaluate
     try:
         if not isinstance(search, Exhaustive):
-            _screen(sub, call, (evaluate.stop_at - evaluate.spent) // 2, batch, seed,
-                    _seen_in(sub, pins, history), notes)
+            warm_start(sub, call, (evaluate.stop_at - evaluate.spent) // 2, batch, seed,
+                       _seen_in(sub, pins, history), notes)
         run(search)
     except BudgetSpent:
         return
@@ -305,21 +305,6 @@ def _phase(search, sub, pins, evaluate, batch, seed, history, objectives, notes)
             run(RandomSearch())
         except BudgetSpent:
             pass
-
-
-def _screen(sub: Space, call, count: int, batch: int, seed: int, seen: dict, notes) -> None:
-    """Measure warm_start.screening's configurations (at most ``count``)
-    in batches; a note says how many."""
-    chosen = screening(sub, count, seed, seen)
-    pipeline = sub.default_pipeline()
-    changes = len(chosen) - (pipeline is not None and pipeline in chosen)
-    parts = (["the default pipeline"] if len(chosen) > changes else []) + \
-        ([f"{changes} single change{'s' if changes > 1 else ''} of the schedule forms"]
-         if changes else [])
-    if parts:
-        notes.append(f"warm start, before the engine: {' and '.join(parts)}")
-    for start in range(0, len(chosen), batch):
-        call(chosen[start:start + batch])
 
 
 def _seen_in(sub: Space, pins: dict, history: TuningRecord) -> dict[str, Outcome]:

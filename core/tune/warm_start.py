@@ -52,3 +52,18 @@ def screening(design: Space, count: int, seed: int, seen=()) -> list[dict[str, A
             taken.add(key_of(values))
             chosen.append(values)
     return chosen
+
+
+def warm_start(design: Space, call, count: int, batch: int, seed: int, seen, notes) -> None:
+    """Measure ``screening``'s configurations (at most ``count``) through
+    ``call`` in batches of ``batch``; a note in ``notes`` says what."""
+    chosen = screening(design, count, seed, seen)
+    pipeline = design.default_pipeline()
+    changes = len(chosen) - (pipeline is not None and pipeline in chosen)
+    parts = (["the default pipeline"] if len(chosen) > changes else []) + \
+        ([f"{changes} single change{'s' if changes > 1 else ''} of the schedule forms"]
+         if changes else [])
+    if parts:
+        notes.append(f"warm start, before the engine: {' and '.join(parts)}")
+    for start in range(0, len(chosen), batch):
+        call(chosen[start:start + batch])

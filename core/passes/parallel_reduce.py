@@ -81,6 +81,10 @@ MAX_TREE_LANES = 1024
 PARTIALS = "partials_of"
 """Attribute of a node form=chunks made: the node whose chunks it folds
 (no second parallel-reduce splits it again)."""
+SPLIT = "split"
+"""Attribute of a node form=split rewrote: its lanes' count (its folds
+of the partial results are short, and no later parallel-reduce spreads
+them: gpu_opencl's default pipeline would give each a tree of 256)."""
 
 
 @register_pass("parallel-reduce", options=[
@@ -146,6 +150,9 @@ def node_problem(module: Module, graph: Graph, node: Node, form: str,
         return kernel
     if PARTIALS in node.attributes:
         return f"already folds chunks of node '{node.attributes[PARTIALS]}' (form=chunks made it)"
+    if SPLIT in node.attributes:
+        return (f"already folds the partial results of {node.attributes[SPLIT]} lanes "
+                "(form=split made it)")
     if form == "tree":
         if len(node.replication) >= 3:
             return "already has 3 replication dimensions (the lanes need one more)"
@@ -250,8 +257,10 @@ def _chunks(module: Module, graph: Graph, node: Node, lanes: int, layout: str,
     producer = unique_name(f"{node.name}_partial", {n.name for n in graph.nodes})
     extra_edges = tuple(Edge(producer, p.name, node.name, p.name) for p in ports)
     feeds = _feeds(graph, node.name, producer, {p.name for p in partial.params})
+    attributes = {**node.attributes, **({SPLIT: lanes} if rank else {})}
     return _with_nodes(
-        module, graph, {node.name: dataclasses.replace(node, body=KernelBody(combiner.name))},
+        module, graph, {node.name: dataclasses.replace(node, body=KernelBody(combiner.name),
+                                                        attributes=attributes)},
         (Node(producer, KernelBody(partial.name),
               (*node.replication[:at], count, *node.replication[at:]), node.hint,
               {PARTIALS: node.name}),),

@@ -43,6 +43,16 @@ def test_a_column_sum_takes_its_lanes_outside_the_columns():
                              target)
 
 
+def test_no_later_parallel_reduce_spreads_the_short_folds_again():
+    """gpu_opencl's default pipeline runs chunks, then a tree on every
+    node left: the split node's fold of its lanes' results is 8 long."""
+    split = run_pipeline(column_sums.build(), "parallel-reduce{form=split lanes=8}")
+    assert 'node columns = @columns_combine [3, C] {split = 8}' in print_module(split)
+    assert run_pipeline(split, "parallel-reduce{form=chunks lanes=64},parallel-reduce") == split
+    with pytest.raises(PassError, match="already folds the partial results of 8 lanes"):
+        run_pipeline(split, "parallel-reduce{form=split nodes=columns}")
+
+
 def test_a_max_over_rows_is_exact_on_every_target():
     module = run_pipeline(edge_detect.build(), "parallel-reduce{form=split lanes=4 "
                                                "nodes=row_max}", verify_each=True)

@@ -83,8 +83,7 @@ def loop_reductions(loop: For, types: dict, floats: bool = False) -> tuple[Reduc
             continue
         op = _fold_op(stmt)
         type = types.get(stmt.name)
-        if op is None or not isinstance(type, ScalarType) or not (
-                floats and op in REDUCE_OPS or _exact(op, type)):
+        if op is None or not isinstance(type, ScalarType) or not _reorderable(op, type, floats):
             continue
         reduction = Reduction(stmt.name, op)
         if folded_value(stmt, reduction) is not None and promise_problem(loop, reduction) is None:
@@ -116,5 +115,7 @@ def _fold_op(stmt: Stmt) -> str | None:
     return None
 
 
-def _exact(op: str, type: ScalarType) -> bool:
-    return op in REDUCE_OPS and (not type.is_float or op in FLOAT_EXACT)
+def _reorderable(op: str, type: ScalarType, floats: bool) -> bool:
+    """Whether folds by ``op`` may run in any order: exact ops, and with
+    ``floats`` (the caller's promise) every float fold too."""
+    return op in REDUCE_OPS and (floats or not type.is_float or op in FLOAT_EXACT)

@@ -10,8 +10,8 @@ one list of targets, as JSON that ``hpvm.compile(..., config=...)`` and
 
 ``"reassociate": true`` marks a configuration tuned with float sums
 folded in another order (``hpvm tune --reassociate``): applying it
-admits those values.  Parameters a configuration leaves out keep their defaults (the program as
-written).  Applying one rebuilds the program's space (space.py), so an
+admits those values.  Parameters a configuration leaves out keep their
+defaults (the program as written).  Applying one rebuilds the program's space (space.py), so an
 unknown parameter, a value the parameter does not admit, or a
 configuration made for another program is an error that says so.
 """

@@ -185,7 +185,7 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
                              "data-dependent loop(s), profiled on the inputs by the interpreter")
         job = SampleJob(print_module(evaluated), tuple(design.targets), {}, inputs_path,
                         reference_path, mode, repeat, objectives=tuple(objectives),
-                        reassociate=reassociate)
+                        reassociate=design.reassociate)
         evaluate = _Evaluation(design, history, job, executor, timeout, budget, record, progress)
         try:
             _search(engine, design, evaluate, budget, executor, seed, history, objectives, notes)
@@ -199,7 +199,7 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
     best = history.best()
     config = None if best is None else TuningConfig(design.digest, list(design.targets),
                                                     best.values, dict(best.objectives),
-                                                    reassociate)
+                                                    design.reassociate)
     return TuneResult(design, history, config, notes)
 
 

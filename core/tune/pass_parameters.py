@@ -45,9 +45,12 @@ tree, chunks of partial results (CPU threads), spread (strided chunks
 over a whole GPU, then a tree of the partials), or split (chunks of each
 instance of a replicated node, the lanes outside its innermost
 dimension); chunks and spread only for nodes without replication, split
-only for replicated ones (not yet timed on a GPU).  A tree of 32 lanes (one warp) was the
-fastest for mriq's and backprop's sums on an H200 (lanes 8 / 16 / 32 /
-64 / 256: compute_q 0.192 / 0.105 / 0.063 / 0.074 / 0.125 ms)."""
+only for replicated ones (not yet timed on a GPU).  A tree of 32 lanes
+(one warp) was the fastest for mriq's and backprop's sums on an H200
+(lanes 8 / 16 / 32 / 64 / 256: compute_q 0.192 / 0.105 / 0.063 / 0.074 /
+0.125 ms)."""
+REDUCE_KINDS = {"tree": "tree", "chunks": "chunks", "spread": "chunks", "split": "split"}
+"""Each form's first parallel-reduce step (eligible_nodes' form)."""
 REASSOCIATED = "reassociated"
 """The last word of a parallel-reduce value that folds float sums in
 another order (the space's ``reassociate``)."""
@@ -114,10 +117,12 @@ def _parallel_reduce(module: Module, targets, reassociate: bool) -> list[Paramet
     forms with a work-group tree (tree, spread) only where a listed target
     still claims the node as a tree (the cpu declines barriers)."""
     parameters = []
-    promised = {ref for kind in ("tree", "chunks", "split") for ref in eligible_nodes(module, kind)}
-    eligible = {kind: eligible_nodes(module, kind, reassociate)
-                for kind in ("tree", "chunks", "split")}
-    for ref in dict.fromkeys(eligible["tree"] + eligible["chunks"] + eligible["split"]):
+    kinds = dict.fromkeys(REDUCE_KINDS.values())
+    eligible = {kind: eligible_nodes(module, kind, reassociate) for kind in kinds}
+    candidates = dict.fromkeys(ref for refs in eligible.values() for ref in refs)
+    promised = {ref for kind in kinds for ref in eligible_nodes(module, kind)} \
+        if reassociate else set(candidates)
+    for ref in candidates:
         graph_name, node = ref.split(".", 1)
         suffix = "" if ref in promised else f" {REASSOCIATED}"
         tree = ("parallel-reduce", {"form": "tree", "lanes": 32, "nodes": (ref,),

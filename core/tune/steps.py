@@ -24,7 +24,9 @@ from ..passes import PassError, register_tile, run_pipeline, tile
 from ..passes.parallel_reduce import eligible_nodes as reduce_eligible
 from ..target import NodeRef
 from .parameter import Parameter
-from .pass_parameters import group_of_label, reduce_of_label, reduce_steps, stencil_fusion_steps
+from .pass_parameters import (
+    REDUCE_KINDS, group_of_label, reduce_of_label, reduce_steps, stencil_fusion_steps,
+)
 
 ORIGIN = "tune_origin"
 """Node attribute naming the source node while a realisation runs its
@@ -125,8 +127,8 @@ class StepPlan:
         steps = []
         for label, nodes in _nodes_by_value(self.values, self.by_role.get("parallel-reduce", ())):
             form, _, reassociate = reduce_of_label(label)
-            kind = form if form in ("tree", "split") else "chunks"   # spread: chunks first
-            nodes = surviving("parallel-reduce", nodes, reduce_eligible(module, kind, reassociate))
+            nodes = surviving("parallel-reduce", nodes,
+                              reduce_eligible(module, REDUCE_KINDS[form], reassociate))
             steps += reduce_steps(label, nodes) if nodes else []
         for form_size, nodes in _nodes_by_value(self.values, self.by_role.get("tile", ())):
             form, size = form_size.split()

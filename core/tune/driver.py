@@ -288,7 +288,7 @@ def _phase(search, sub, pins, evaluate, batch, seed, history, objectives, notes)
     try:
         if not isinstance(search, Exhaustive):
             warm_start(sub, call, (evaluate.stop_at - evaluate.spent) // 2, batch, seed,
-                       _seen_in(sub, pins, history), notes)
+                       _seen_in(sub, pins, history), notes, history.first_profile())
         run(search)
     except BudgetSpent:
         return

@@ -117,12 +117,19 @@ class _Run:
             self.outputs = self.exe(**self.inputs)
         self.times: list[float] = []
         self.node_times: list[float] = []
+        self.per_node: dict[str, list[float]] = {}
 
     def time_one(self) -> None:
         started = time.perf_counter()
         self.outputs = self.exe(**self.inputs)
         self.times.append(time.perf_counter() - started)
-        self.node_times.append(self.exe.report().node_seconds)
+        report = self.exe.report()
+        self.node_times.append(report.node_seconds)
+        run: dict[str, float] = {}
+        for record in report.node_records:
+            run[record.node] = run.get(record.node, 0.0) + record.seconds
+        for node, seconds in run.items():
+            self.per_node.setdefault(node, []).append(seconds)
 
     def outcome(self) -> Outcome:
         if self.job.reference_path is not None:
@@ -133,7 +140,9 @@ class _Run:
         return Outcome(True, {"seconds": statistics.median(self.times),
                               "node_seconds": statistics.median(self.node_times),
                               "compile_seconds": self.compile_seconds},
-                       rounds={"seconds": list(self.times), "node_seconds": list(self.node_times)})
+                       rounds={"seconds": list(self.times), "node_seconds": list(self.node_times)},
+                       profile={node: statistics.median(seconds)
+                                for node, seconds in self.per_node.items()})
 
 
 def _estimate(realised, targets, registry, plan, inputs: dict, objectives) -> Outcome:

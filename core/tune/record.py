@@ -35,10 +35,13 @@ class Sample:
     wall_seconds: float = 0.0
     rounds: dict[str, list[float]] = field(default_factory=dict)
     """A confirmation's values per run, interleaved with the others'."""
+    profile: dict[str, float] = field(default_factory=dict)
+    """A measured sample's seconds per node (Outcome.profile)."""
 
     @property
     def outcome(self) -> Outcome:
-        return Outcome(self.feasible, dict(self.objectives), self.error)
+        return Outcome(self.feasible, dict(self.objectives), self.error,
+                       profile=dict(self.profile))
 
 
 @dataclass
@@ -66,7 +69,7 @@ class TuningRecord:
 
     def add(self, values: dict, outcome: Outcome, wall_seconds: float) -> Sample:
         sample = Sample(len(self.samples), values, outcome.feasible, dict(outcome.objectives),
-                        outcome.error, wall_seconds)
+                        outcome.error, wall_seconds, profile=dict(outcome.profile))
         self.samples.append(sample)
         return sample
 
@@ -104,6 +107,10 @@ class TuningRecord:
         confirmed = [s for s in self.confirmations if s.feasible and name in s.objectives]
         fastest = min(confirmed, key=lambda s: s.objectives[name], default=None)
         return fastest if fastest is not None and fastest is not self.best() else None
+
+    def first_profile(self) -> dict[str, float]:
+        """The time per node of the first sample measured (the defaults')."""
+        return next((s.profile for s in self.samples if s.feasible and s.profile), {})
 
     def best_so_far(self) -> list[float | None]:
         """The best first objective after each sample (None before any is feasible)."""

@@ -52,6 +52,9 @@ class Outcome:
     rounds: dict[str, list[float]] = field(default_factory=dict)
     """Each run's value of the objectives measured per run, in order (the
     objectives are their medians)."""
+    profile: dict[str, float] = field(default_factory=dict)
+    """A measured sample's time per node (its label in the run's report:
+    the node's name), the median over the runs."""
 
 
 Evaluate = Callable[[list[dict]], list[Outcome]]

@@ -1,14 +1,19 @@
 """The warm start: the default pipeline first, then one schedule form
-changed around it, every form parameter once before any twice, never a
-configuration already measured; the tuner measures it after the
-defaults and before the engine, in at most half the budget."""
+changed around it, as many changes to a parameter as its nodes' share of
+the defaults' time gives it (every form parameter once before any twice
+without that profile), never a configuration already measured; the tuner
+measures it after the defaults and before the engine, in at most half
+the budget."""
 from pathlib import Path
 
 import numpy as np
 
 from hpvm.ir.text import parse_module
 from hpvm.tune import space, tune
+from hpvm.tune.parameter import Parameter
+from hpvm.tune.record import TuningRecord
 from hpvm.tune.search import key_of
+from hpvm.tune.space import Space
 from hpvm.tune.warm_start import SCHEDULE_ROLES, screening
 
 CHAIN = (Path(__file__).parent / "chain.hpvm").read_text()
@@ -58,3 +63,47 @@ def test_the_tuner_measures_the_warm_start_after_the_defaults():
         ("default pipeline", "fuse scale:offset"), ("default pipeline", "fuse offset:clamp")}
     assert "warm start, before the engine: the default pipeline and 2 single changes of the " \
         "schedule forms" in result.notes
+
+
+def forms_space():
+    """The chain with three form parameters of known values."""
+    module = parse_module(CHAIN)
+    return Space(module, ["cpu"], [
+        Parameter("reduce main.offset", ("as written", "tree 8", "tree 32", "chunks 8", "split 8"),
+                  "as written", "a reduction's form", "parallel-reduce", "offset"),
+        Parameter("fuse scale:offset", (False, True), False, "a fusion", "node-fusion",
+                  "scale:offset"),
+        Parameter("tile main.clamp", ("as written", "group 2x2", "group 4x4"), "as written",
+                  "a tile", "tile", "clamp")])
+
+
+def test_the_changes_go_where_the_time_went():
+    design = forms_space()
+    profile = {"offset": 8e-3, "scale": 0.0, "clamp": 2e-3}
+    for seed in range(5):
+        moves = [changed(design, v) for v in screening(design, 6, seed, profile=profile)[1:]]
+        names = [next(iter(move)) for move in moves]
+        assert sorted(names[:4]) == ["fuse scale:offset"] + ["reduce main.offset"] * 3
+        forms = [move["reduce main.offset"].split()[0] for move in moves
+                 if "reduce main.offset" in move]
+        assert sorted(forms[:3]) == ["chunks", "split", "tree"]   # each kind before a second
+        assert names[4] in ("reduce main.offset", "tile main.clamp")
+
+
+def test_without_a_profile_every_form_parameter_once_before_any_twice():
+    design = forms_space()
+    for profile in (None, {}, {"elsewhere": 1.0}):
+        chosen = screening(design, 4, 0, profile=profile)
+        names = [next(iter(changed(design, v))) for v in chosen[1:]]
+        assert sorted(names) == ["fuse scale:offset", "reduce main.offset", "tile main.clamp"]
+
+
+def test_each_sample_records_the_time_of_each_node(tmp_path):
+    record = tmp_path / "record.json"
+    result = tune(parse_module(CHAIN), ["cpu"], INPUTS, budget=2, engine="random", repeat=2,
+                  record=record)
+    first = result.record.samples[0]
+    assert set(first.profile) == {"scale", "offset", "clamp"}
+    assert all(seconds > 0 for seconds in first.profile.values())
+    assert TuningRecord.load(record).first_profile() == first.profile == \
+        result.record.first_profile()

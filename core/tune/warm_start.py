@@ -34,28 +34,23 @@ def screening(design: Space, count: int, seed: int, seen=(), profile=None) -> li
     Which forms: each form parameter's share of the changes follows the
     time its nodes took in ``profile`` (node -> seconds, the defaults'
     run), one change at a time to the parameter with the most time per
-    change so far (the highest-averages rule of seat allocation); without
-    a profile, every parameter once before any twice.  Which values: a
-    parameter's kinds of form (tree, split, chunks ...) each once, in a
-    random order, before any kind twice."""
+    change so far (the highest-averages rule of seat allocation); with
+    equal times (no profile), every parameter once before any twice.
+    Which values: a parameter's kinds of form (tree, split, chunks ...)
+    each once, in a random order, before any kind twice."""
     base = design.default_pipeline() or design.defaults()
     rng = random.Random(seed)
     choices = []
     for parameter in design:
         if parameter.role in SCHEDULE_ROLES:
             values = _varied([v for v in parameter.values if v != base[parameter.name]], rng)
-            choices.append((parameter.name, values, _weight(parameter, profile)))
+            choices.append((parameter.name, values, _seconds(parameter, profile or {})))
     rng.shuffle(choices)
-    if not any(weight for _, _, weight in choices):
-        choices = [(name, values, 1.0) for name, values, _ in choices]
-    tried = {name: 0 for name, _, _ in choices}
+    weight = _weights({name: seconds for name, _, seconds in choices})
+    tried = dict.fromkeys(weight, 0)
     moves = []
-    while True:
-        open_ = [(name, values, weight) for name, values, weight in choices
-                 if tried[name] < len(values)]
-        if not open_:
-            break
-        name, values, _ = max(open_, key=lambda c: c[2] / (1 + tried[c[0]]))
+    while left := [(name, values) for name, values, _ in choices if tried[name] < len(values)]:
+        name, values = max(left, key=lambda c: weight[c[0]] / (1 + tried[c[0]]))
         moves.append({**base, name: values[tried[name]]})
         tried[name] += 1
     taken = set(seen)
@@ -69,13 +64,24 @@ def screening(design: Space, count: int, seed: int, seen=(), profile=None) -> li
     return chosen
 
 
-def _weight(parameter, profile) -> float:
+def _seconds(parameter, profile: dict[str, float]) -> float | None:
     """The seconds the nodes of ``parameter`` (a node, or a pair
-    ``producer:consumer``) took in ``profile``."""
-    if not profile or not isinstance(parameter.subject, str):
-        return 0.0
-    nodes = parameter.subject.split(":")
-    return sum(profile.get(node.rsplit(".", 1)[-1], 0.0) for node in nodes)
+    ``producer:consumer``) took in ``profile``; None where the profile
+    names none of them (no profile, or nodes the run did not report
+    apart): those parameters count as the average."""
+    nodes = [node.rsplit(".", 1)[-1] for node in str(parameter.subject).split(":")]
+    times = [profile[node] for node in nodes if node in profile]
+    return sum(times) if times else None
+
+
+def _weights(seconds: dict[str, float | None]) -> dict[str, float]:
+    """Each parameter's weight: its seconds, the average where unknown;
+    all equal where no time is known or all are zero."""
+    known = [value for value in seconds.values() if value is not None]
+    if not any(known):
+        return dict.fromkeys(seconds, 1.0)
+    average = sum(known) / len(known)
+    return {name: average if value is None else value for name, value in seconds.items()}
 
 
 def _varied(values: list, rng: random.Random) -> list:

@@ -92,7 +92,7 @@ def test_the_changes_go_where_the_time_went():
 
 def test_without_a_profile_every_form_parameter_once_before_any_twice():
     design = forms_space()
-    for profile in (None, {}, {"elsewhere": 1.0}):
+    for profile in (None, {}, {"elsewhere": 1.0}, {"offset": 0.0, "scale": 0.0, "clamp": 0.0}):
         chosen = screening(design, 4, 0, profile=profile)
         names = [next(iter(changed(design, v))) for v in chosen[1:]]
         assert sorted(names) == ["fuse scale:offset", "reduce main.offset", "tile main.clamp"]
@@ -107,3 +107,11 @@ def test_each_sample_records_the_time_of_each_node(tmp_path):
     assert all(seconds > 0 for seconds in first.profile.values())
     assert TuningRecord.load(record).first_profile() == first.profile == \
         result.record.first_profile()
+
+
+def test_a_parameter_whose_nodes_the_profile_lacks_counts_as_the_average():
+    design = forms_space()
+    profile = {"offset": 8e-3, "scale": 8e-3}          # clamp's time not reported
+    chosen = screening(design, 4, 0, profile=profile)
+    names = [next(iter(changed(design, v))) for v in chosen[1:]]
+    assert "tile main.clamp" in names

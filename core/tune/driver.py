@@ -144,7 +144,7 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
     round differently, within the tolerance every sample is checked
     against); the configuration says so."""
     if budget < 1:
-        raise TuneError(f"a budget of {budget} samples tunes nothing (fix: give --budget 1 or more)")
+        raise TuneError(f"a budget of {budget} samples tunes nothing (fix: --budget 1 or more)")
     if mode not in MODES:
         raise TuneError(f"no mode '{mode}' (fix: use one of {', '.join(MODES)})")
     objectives = list(objectives)
@@ -216,8 +216,9 @@ def _checked_reference(graph, reference: dict) -> dict[str, np.ndarray]:
 def _start_record(design, engine_name, objectives, mode, path, resume) -> TuningRecord:
     if resume:
         if path is None or not Path(path).exists():
+            missing = "" if path is None else f"; {path} does not exist"
             raise TuneError(f"--resume needs the record of an earlier run (fix: give --output "
-                            f"FILE of that run{'' if path is None else f'; {path} does not exist'})")
+                            f"FILE of that run{missing})")
         history = TuningRecord.load(path)
         history.check_resumable(design, engine_name, objectives, mode, str(path))
         return history
@@ -288,7 +289,8 @@ def _phase(search, sub, pins, evaluate, batch, seed, history, objectives, notes)
     try:
         if not isinstance(search, Exhaustive):
             warm_start(sub, call, (evaluate.stop_at - evaluate.spent) // 2, batch, seed,
-                       _seen_in(sub, pins, history), notes, history.first_profile())
+                       _seen_in(sub, pins, history), notes, history.first_profile(),
+                       objectives[0])
         run(search)
     except BudgetSpent:
         return

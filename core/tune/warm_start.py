@@ -13,62 +13,112 @@ one at a time from the default pipeline, the point the targets' models
 chose, is what a person tuning by hand does first; the engine then starts
 from those samples (HyperMapper resumes from them instead of its random
 design).
+
+Which forms get the changes is what a profile tells a person: each form
+parameter's share follows the time its nodes took in the defaults' run
+(backprop's ``layerforward``, 86% of its time on the H200, got two of
+four changes when they went to the parameters in turn, and the split
+form that won was never tried), and a change that made the program
+slower counts for more than one (sgemm's tree of 256 lanes ran 14x
+slower than the default pipeline; its reduction then waits while the
+tiles are tried).
 """
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
-from .search import key_of
+from .search import Outcome, key_of
 from .space import Space
 
 SCHEDULE_ROLES = ("stencil-fusion", "node-fusion", "parallel-reduce", "tile")
 """The parameters whose values are schedule forms of a node or a pair."""
 
 
-def screening(design: Space, count: int, seed: int, seen=(), profile=None) -> list[dict[str, Any]]:
-    """At most ``count`` configurations to measure first: the default
-    pipeline (where the space has one), then that point with one schedule
-    form changed; none of them in ``seen`` (keys).
+class Screening:
+    """The configurations of a warm start, chosen one at a time: the
+    default pipeline (where the space has one, else the defaults), then
+    that point with one schedule form changed, never a configuration in
+    ``seen`` (keys).
 
     Which forms: each form parameter's share of the changes follows the
     time its nodes took in ``profile`` (node -> seconds, the defaults'
-    run), one change at a time to the parameter with the most time per
-    change so far (the highest-averages rule of seat allocation); with
-    equal times (no profile), every parameter once before any twice.
-    Which values: a parameter's kinds of form (tree, split, chunks ...)
-    each once, in a random order, before any kind twice."""
-    base = design.default_pipeline() or design.defaults()
-    rng = random.Random(seed)
-    choices = []
-    for parameter in design:
-        if parameter.role in SCHEDULE_ROLES:
-            values = _varied([v for v in parameter.values if v != base[parameter.name]], rng)
-            choices.append((parameter.name, values, _seconds(parameter, profile or {})))
-    rng.shuffle(choices)
-    weight = _weights({name: seconds for name, _, seconds in choices})
-    tried = dict.fromkeys(weight, 0)
-    moves = []
-    while left := [(name, values) for name, values, _ in choices if tried[name] < len(values)]:
-        name, values = max(left, key=lambda c: weight[c[0]] / (1 + tried[c[0]]))
-        moves.append({**base, name: values[tried[name]]})
-        tried[name] += 1
-    taken = set(seen)
-    chosen = []
-    for values in [base] + moves:
-        if len(chosen) == count:
-            break
-        if key_of(values) not in taken:
-            taken.add(key_of(values))
-            chosen.append(values)
-    return chosen
+    run): the next change goes to the parameter with the most time per
+    change counted so far (the highest-averages rule of seat
+    allocation); with equal times (no profile), every parameter once
+    before any twice.  A change that ``learn`` hears made the program k
+    times slower than the base counts as 1 + log2 k changes, an
+    infeasible one as two.  Which values: a parameter's kinds of form
+    (tree, split, chunks ...) each once, in a random order, before any
+    kind twice."""
+
+    def __init__(self, design: Space, seed: int, seen=(), profile=None):
+        self.base = design.default_pipeline() or design.defaults()
+        rng = random.Random(seed)
+        choices = [(p, _varied([v for v in p.values if v != self.base[p.name]], rng))
+                   for p in design if p.role in SCHEDULE_ROLES]
+        rng.shuffle(choices)
+        self.values = {p.name: values for p, values in choices}
+        self.weight = _weights({p.name: _seconds(p, profile or {}) for p, _ in choices})
+        self.used = dict.fromkeys(self.values, 0)
+        self.counted = dict.fromkeys(self.values, 0.0)
+        self.taken = set(seen)
+        self.base_pending = key_of(self.base) not in self.taken
+        self.base_value: float | None = None
+        self.changed: dict[str, str] = {}
+        """Configuration key -> the parameter it changes."""
+
+    def take(self, count: int) -> list[dict[str, Any]]:
+        """At most ``count`` more configurations; [] when none is left."""
+        chosen = []
+        if self.base_pending and count > 0:
+            self.base_pending = False
+            self.taken.add(key_of(self.base))
+            chosen.append(self.base)
+        while len(chosen) < count:
+            left = [name for name, values in self.values.items()
+                    if self.used[name] < len(values)]
+            if not left:
+                break
+            name = max(left, key=lambda n: self.weight[n] / (1 + self.counted[n]))
+            values = {**self.base, name: self.values[name][self.used[name]]}
+            self.used[name] += 1
+            self.counted[name] += 1
+            if key_of(values) not in self.taken:
+                self.taken.add(key_of(values))
+                self.changed[key_of(values)] = name
+                chosen.append(values)
+        return chosen
+
+    def learn(self, configurations: list[dict], outcomes: list[Outcome], objective: str) -> None:
+        """Count the changes among ``configurations`` by their outcomes
+        against the base's (the base among them, or measured before)."""
+        for values, outcome in zip(configurations, outcomes):
+            if key_of(values) == key_of(self.base) and outcome.feasible:
+                self.base_value = outcome.objectives.get(objective)
+        for values, outcome in zip(configurations, outcomes):
+            name = self.changed.get(key_of(values))
+            if name is None:
+                continue
+            value = outcome.objectives.get(objective) if outcome.feasible else None
+            if value is None:
+                self.counted[name] += 1
+            elif self.base_value and value > self.base_value:
+                self.counted[name] += math.log2(value / self.base_value)
+
+
+def screening(design: Space, count: int, seed: int, seen=(), profile=None) -> list[dict[str, Any]]:
+    """The first ``count`` configurations of a Screening that learns
+    nothing (what it measures first, before any outcome)."""
+    return Screening(design, seed, seen, profile).take(count)
 
 
 def _seconds(parameter, profile: dict[str, float]) -> float | None:
     """The seconds the nodes of ``parameter`` (a node, or a pair
     ``producer:consumer``) took in ``profile``; None where the profile
     names none of them (no profile, or nodes the run did not report
-    apart): those parameters count as the average."""
+    apart)."""
     nodes = [node.rsplit(".", 1)[-1] for node in str(parameter.subject).split(":")]
     times = [profile[node] for node in nodes if node in profile]
     return sum(times) if times else None
@@ -99,17 +149,25 @@ def _varied(values: list, rng: random.Random) -> list:
 
 
 def warm_start(design: Space, call, count: int, batch: int, seed: int, seen, notes,
-               profile=None) -> None:
-    """Measure ``screening``'s configurations (at most ``count``, the
-    changes chosen by ``profile``) through ``call`` in batches of
-    ``batch``; a note in ``notes`` says what."""
-    chosen = screening(design, count, seed, seen, profile)
-    pipeline = design.default_pipeline()
-    changes = len(chosen) - (pipeline is not None and pipeline in chosen)
-    parts = (["the default pipeline"] if len(chosen) > changes else []) + \
+               profile=None, objective: str = "seconds") -> None:
+    """Measure a Screening's configurations (at most ``count``) through
+    ``call`` in batches of ``batch``, each batch chosen after the last
+    one's outcomes (``seen``: key -> the outcome recorded before); a note
+    in ``notes`` says what."""
+    screen = Screening(design, seed, seen, profile)
+    if key_of(screen.base) in seen:
+        screen.learn([screen.base], [seen[key_of(screen.base)]], objective)
+    measured = []
+    while len(measured) < count:
+        chosen = screen.take(min(batch, count - len(measured)))
+        if not chosen:
+            break
+        screen.learn(chosen, call(chosen), objective)
+        measured += chosen
+    changes = len(screen.changed.keys() & {key_of(v) for v in measured})
+    pipeline = design.default_pipeline() is not None and screen.base in measured
+    parts = (["the default pipeline"] if pipeline else []) + \
         ([f"{changes} single change{'s' if changes > 1 else ''} of the schedule forms"]
          if changes else [])
     if parts:
         notes.append(f"warm start, before the engine: {' and '.join(parts)}")
-    for start in range(0, len(chosen), batch):
-        call(chosen[start:start + batch])

@@ -12,9 +12,9 @@ from hpvm.ir.text import parse_module
 from hpvm.tune import space, tune
 from hpvm.tune.parameter import Parameter
 from hpvm.tune.record import TuningRecord
-from hpvm.tune.search import key_of
+from hpvm.tune.search import Outcome, key_of
 from hpvm.tune.space import Space
-from hpvm.tune.warm_start import SCHEDULE_ROLES, screening
+from hpvm.tune.warm_start import SCHEDULE_ROLES, Screening, screening, warm_start
 
 CHAIN = (Path(__file__).parent / "chain.hpvm").read_text()
 INPUTS = {"a": np.linspace(-3, 3, 64, dtype=np.float32),
@@ -115,3 +115,58 @@ def test_a_parameter_whose_nodes_the_profile_lacks_counts_as_the_average():
     chosen = screening(design, 4, 0, profile=profile)
     names = [next(iter(changed(design, v))) for v in chosen[1:]]
     assert "tile main.clamp" in names
+
+
+def two_forms_space():
+    module = parse_module(CHAIN)
+    return Space(module, ["cpu"], [
+        Parameter("reduce main.offset", ("as written", "tree 8", "tree 32", "chunks 8"),
+                  "as written", "a reduction's form", "parallel-reduce", "offset"),
+        Parameter("tile main.clamp", ("as written", "group 2x2", "group 4x4"), "as written",
+                  "a tile", "tile", "clamp")])
+
+
+def order_after(first_seconds, feasible=True, seed=0):
+    """The parameters the changes after the first go to, where the first
+    (the reduction's) took ``first_seconds`` against the base's 1.0."""
+    design = two_forms_space()
+    screen = Screening(design, seed, profile={"offset": 3.0, "clamp": 2.5})
+    base, first = screen.take(2)
+    assert changed(design, base) == {} and list(changed(design, first)) == ["reduce main.offset"]
+    screen.learn([base, first], [Outcome(True, {"seconds": 1.0}),
+                                 Outcome(feasible, {"seconds": first_seconds} if feasible else {})],
+                 "seconds")
+    return [next(iter(changed(design, v))) for v in screen.take(3)]
+
+
+def test_a_change_that_lost_counts_as_more_than_one():
+    for seed in range(4):
+        # won: the reduction (3 s against the tile's 2.5) gets every other change
+        assert order_after(0.5, seed=seed) == ["tile main.clamp", "reduce main.offset",
+                                               "tile main.clamp"]
+        # 8x slower: it counts as 1 + 3 changes, and both tiles come first
+        assert order_after(8.0, seed=seed) == ["tile main.clamp", "tile main.clamp",
+                                               "reduce main.offset"]
+    assert order_after(None, feasible=False)[:1] == ["tile main.clamp"]
+
+
+def test_the_warm_start_chooses_each_batch_after_the_last_ones_outcomes():
+    design = two_forms_space()
+    measured = []
+
+    def call(configurations):   # every change of the reduction 8x slower than the base
+        measured.extend(configurations)
+        return [Outcome(True, {"seconds": 8.0 if "reduce main.offset" in changed(design, v)
+                               else 1.0}) for v in configurations]
+
+    def order(batch):
+        measured.clear()
+        notes = []
+        warm_start(design, call, 5, batch, 0, {}, notes, {"offset": 3.0, "clamp": 2.5})
+        assert notes == ["warm start, before the engine: 4 single changes of the schedule forms"]
+        return [next(iter(changed(design, v)), "base") for v in measured]
+
+    assert order(1) == ["base", "reduce main.offset", "tile main.clamp", "tile main.clamp",
+                        "reduce main.offset"]
+    assert order(5) == ["base", "reduce main.offset", "tile main.clamp", "reduce main.offset",
+                        "tile main.clamp"]

@@ -21,7 +21,10 @@ four changes when they went to the parameters in turn, and the split
 form that won was never tried), and a change that made the program
 slower counts for more than one (sgemm's tree of 256 lanes ran 14x
 slower than the default pipeline; its reduction then waits while the
-tiles are tried).
+tiles are tried).  The last sample of the warm start puts the changes
+that won together, as one-factor-at-a-time screening ends: mriq's
+fastest forms were a reduction's (split 32) and a fusion's (phi_mag
+recomputed), each measured alone.
 """
 from __future__ import annotations
 
@@ -51,7 +54,8 @@ class Screening:
     times slower than the base counts as 1 + log2 k changes, an
     infeasible one as two.  Which values: a parameter's kinds of form
     (tree, split, chunks ...) each once, in a random order, before any
-    kind twice."""
+    kind twice.  ``together`` then offers the changes that won, all at
+    once."""
 
     def __init__(self, design: Space, seed: int, seen=(), profile=None):
         self.base = design.default_pipeline() or design.defaults()
@@ -68,6 +72,8 @@ class Screening:
         self.base_value: float | None = None
         self.changed: dict[str, str] = {}
         """Configuration key -> the parameter it changes."""
+        self.winners: dict[str, tuple[float, Any]] = {}
+        """Parameter -> (objective, value) of its best change that beat the base."""
 
     def take(self, count: int) -> list[dict[str, Any]]:
         """At most ``count`` more configurations; [] when none is left."""
@@ -106,6 +112,17 @@ class Screening:
                 self.counted[name] += 1
             elif self.base_value and value > self.base_value:
                 self.counted[name] += math.log2(value / self.base_value)
+            elif self.base_value and value < self.winners.get(name, (self.base_value,))[0]:
+                self.winners[name] = (value, values[name])
+
+    def together(self) -> dict[str, Any] | None:
+        """The base with every parameter's best winning change at once,
+        where two or more parameters have one and it was not measured."""
+        values = {**self.base, **{name: value for name, (_, value) in self.winners.items()}}
+        if len(self.winners) < 2 or key_of(values) in self.taken:
+            return None
+        self.taken.add(key_of(values))
+        return values
 
 
 def screening(design: Space, count: int, seed: int, seen=(), profile=None) -> list[dict[str, Any]]:
@@ -152,14 +169,19 @@ def warm_start(design: Space, call, count: int, batch: int, seed: int, seen, not
                profile=None, objective: str = "seconds") -> None:
     """Measure a Screening's configurations (at most ``count``) through
     ``call`` in batches of ``batch``, each batch chosen after the last
-    one's outcomes (``seen``: key -> the outcome recorded before); a note
-    in ``notes`` says what."""
+    one's outcomes (``seen``: key -> the outcome recorded before), the
+    last one the winning changes together where two parameters have one;
+    a note in ``notes`` says what."""
     screen = Screening(design, seed, seen, profile)
     if key_of(screen.base) in seen:
         screen.learn([screen.base], [seen[key_of(screen.base)]], objective)
-    measured = []
+    measured, together = [], None
     while len(measured) < count:
-        chosen = screen.take(min(batch, count - len(measured)))
+        room = count - len(measured)
+        chosen = screen.take(min(batch, room - 1)) if room > 1 else []
+        if not chosen:   # the last place: the winners together, else one more change
+            together = screen.together()
+            chosen = [together] if together is not None else screen.take(1)
         if not chosen:
             break
         screen.learn(chosen, call(chosen), objective)
@@ -168,6 +190,7 @@ def warm_start(design: Space, call, count: int, batch: int, seed: int, seen, not
     pipeline = design.default_pipeline() is not None and screen.base in measured
     parts = (["the default pipeline"] if pipeline else []) + \
         ([f"{changes} single change{'s' if changes > 1 else ''} of the schedule forms"]
-         if changes else [])
+         if changes else []) + \
+        ([f"the winning changes of {', '.join(screen.winners)} together"] if together else [])
     if parts:
         notes.append(f"warm start, before the engine: {' and '.join(parts)}")

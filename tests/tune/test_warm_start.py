@@ -170,3 +170,20 @@ def test_the_warm_start_chooses_each_batch_after_the_last_ones_outcomes():
                         "reduce main.offset"]
     assert order(5) == ["base", "reduce main.offset", "tile main.clamp", "reduce main.offset",
                         "tile main.clamp"]
+
+
+def test_the_last_place_puts_the_winning_changes_together():
+    design = two_forms_space()
+    measured, notes = [], []
+
+    def call(configurations):   # every change wins, the reduction's most
+        measured.extend(configurations)
+        return [Outcome(True, {"seconds": 1.0 - 0.5 * ("reduce main.offset" in changed(design, v))
+                               - 0.2 * ("tile main.clamp" in changed(design, v))})
+                for v in configurations]
+
+    warm_start(design, call, 5, 1, 0, {}, notes, {"offset": 3.0, "clamp": 2.5})
+    assert sorted(changed(design, measured[-1])) == ["reduce main.offset", "tile main.clamp"]
+    assert [len(changed(design, v)) for v in measured] == [0, 1, 1, 1, 2]
+    assert notes == ["warm start, before the engine: 3 single changes of the schedule forms and "
+                     "the winning changes of reduce main.offset, tile main.clamp together"]

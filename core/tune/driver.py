@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -41,7 +40,7 @@ from .config import TuningConfig
 from .evaluate import MODES, SampleJob
 from .executors import LocalExecutor
 from .record import Sample, TuningRecord
-from .significance import rounds_won
+from .result import TuneResult
 from .search import (
     BudgetSpent, Exhaustive, HyperMapperSearch, Outcome, RandomSearch, engine as make_engine,
     key_of,
@@ -55,74 +54,6 @@ the nodes' own times in the run report (host copies and the runtime left
 out; on a cpu running nodes side by side, overlapping nodes count twice),
 and the compile time; an estimate reports what the targets' cost models
 give (``seconds`` at least)."""
-
-
-@dataclass
-class TuneResult:
-    space: Space
-    record: TuningRecord
-    best: TuningConfig | None
-    notes: list[str]
-
-    @property
-    def baseline(self) -> Sample | None:
-        """The sample of the defaults, when it was evaluated."""
-        defaults = key_of(self.space.defaults())
-        return next((s for s in self.record.confirmations + self.record.samples
-                     if key_of(s.values) == defaults), None)
-
-    @property
-    def speedup(self) -> float | None:
-        """Baseline over best, in the first objective."""
-        name = self.record.objectives[0]
-        baseline, best = self.baseline, self.record.best()
-        if baseline is None or not baseline.feasible or best is None:
-            return None
-        return baseline.objectives[name] / best.objectives[name]
-
-    def __repr__(self) -> str:
-        return f"<TuneResult: {self.summary().splitlines()[0]}>"
-
-    def _confirmed_as(self, values: dict) -> str:
-        """What a configuration the confirmation step added stands for."""
-        if key_of(values) == key_of(self.space.default_pipeline() or {}):
-            return "the default pipeline"
-        return "the program as written"
-
-    def _described(self, sample: Sample) -> str:
-        if sample.index >= 0:
-            return f"sample {sample.index} of {len(self.record.samples)}"
-        return f"{self._confirmed_as(sample.values)}, measured in the confirmation step"
-
-    def summary(self) -> str:
-        """The winning configuration in words: the parameters it changes."""
-        best = self.record.best()
-        if best is None:
-            return "no feasible configuration was found"
-        name = self.record.objectives[0]
-        which = self._described(best)
-        lines = [f"best {name}: {_seconds(best.objectives[name])} ({which})"]
-        if self.speedup is not None:
-            lines.append(f"speedup over the defaults: {self.speedup:.2f}x")
-        changed = {k: v for k, v in self.space.checked(best.values).items()
-                   if key_of({k: v}) != key_of({k: self.space.parameter(k).default})}
-        if changed:
-            lines.append("changes:")
-            lines.extend(f"  {p.name} = {p.label(changed[p.name])}  ({p.about})"
-                         for p in self.space.parameters
-                         if p.name in changed)
-        else:
-            lines.append("the defaults are best")
-        unclear = self.record.unclear_winner()
-        if unclear is not None:
-            won, runs = rounds_won(unclear.rounds.get(name, []),
-                                   self.record.confirmed_baseline().rounds.get(name, []))
-            ratio = best.objectives[name] / unclear.objectives[name]
-            lines.append(f"not taken: {self._described(unclear)}, {ratio:.2f}x faster by its "
-                         f"median, beat the defaults in only {won} of {runs} interleaved runs "
-                         "(within the noise)")
-        lines.extend(f"note: {note}" for note in self.notes)
-        return "\n".join(lines)
 
 
 def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAMETERS,
@@ -394,7 +325,3 @@ class _Evaluation:
             self.history.save(self.path)
         missing = Outcome(False, error="not evaluated: the budget is spent")
         return [known.get(key, missing) for key in keys]
-
-
-def _seconds(value: float) -> str:
-    return f"{value * 1e3:.3g} ms" if value < 1 else f"{value:.3g} s"

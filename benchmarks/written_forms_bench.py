@@ -5,7 +5,7 @@ numpy or PyTorch user writes for the same result, or numba's loops (issue
 40: "several independently written variants of each kernel").
 
     python benchmarks/written_forms_bench.py
-        [--forms products,convolutions,stencils,reductions] [--size 1024]
+        [--forms products,convolutions,stencils,reductions,orders] [--size 1024]
         [--conv-shape 64,64,58,3] [--grid 4096] [--threads T] [--repeat 7]
 
 The forms are benchmarks/products.py's (m = k = n = ``--size``; batched:
@@ -17,7 +17,10 @@ and works on a copy of an in-out grid, which stays the caller's; a
 second row, "donated", gives the in-out grid up with ``hpvm.donate``) and
 benchmarks/reductions.py's (a ``--grid`` square matrix, against numpy's
 ``sum``, ``max`` and ``@``; numpy sums in its own order, so those outputs
-are compared within 1e-3 of their largest value).
+are compared within 1e-3 of their largest value) and
+benchmarks/loop_orders.py's (nests written column by column, ``--grid``
+square, as written and with ``pipeline=default``, which swaps them,
+against numpy's expression).
 Each output is checked against its peer's where the peer computes it.  Each implementation is timed
 in its own block of ``--repeat`` calls after a warm-up call, with a pause
 between blocks (OpenBLAS's and oneDNN's threads spin after a call and
@@ -145,9 +148,9 @@ def stencil_peers():
     return peers
 
 
-def rows(forms: dict, peers: dict, inputs_of, args, threads: dict):
+def rows(forms: dict, peers: dict, inputs_of, args, threads: dict, pipeline: str = ""):
     """(form, peer's name, hpvm ms, peer ms) of each form, its output
-    checked against the peer's."""
+    checked against the peer's; ``pipeline``: the compile option."""
     import numpy as np
     import hpvm
     rng = np.random.default_rng(0)
@@ -155,7 +158,8 @@ def rows(forms: dict, peers: dict, inputs_of, args, threads: dict):
         label, peer = peers[name]
         inputs = inputs_of(name, rng)
         expected = {k: np.asarray(v) for k, v in peer(inputs).items()}
-        exe = hpvm.compile(program, targets=["cpu"], options=threads)
+        exe = hpvm.compile(program, targets=["cpu"],
+                           options=dict(threads, pipeline=pipeline) if pipeline else threads)
         got = exe(**inputs)
         for port, want in expected.items():
             if port in got:
@@ -173,7 +177,7 @@ def rows(forms: dict, peers: dict, inputs_of, args, threads: dict):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--forms", default="products,convolutions,stencils,reductions")
+    parser.add_argument("--forms", default="products,convolutions,stencils,reductions,orders")
     parser.add_argument("--size", type=int, default=1024, help="products: m = k = n")
     parser.add_argument("--conv-shape", default="64,64,58,3",
                         help="channels in, out, image size (no padding), taps")
@@ -188,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
     import numpy as np
     import torch
-    from benchmarks import convolutions, products, reductions, stencils
+    from benchmarks import convolutions, loop_orders, products, reductions, stencils
     if args.threads:
         torch.set_num_threads(args.threads)
     threads = {"threads": args.threads} if args.threads else {}
@@ -217,9 +221,19 @@ def main(argv: list[str] | None = None) -> int:
                  for name in reductions.FORMS}
         tables.append((reductions.FORMS, peers,
                        lambda name, rng: reductions.inputs_for(name, rng, args.grid, args.grid)))
-    for forms, peers, inputs_of in tables:
+    tables = [(forms, peers, inputs_of, "") for forms, peers, inputs_of in tables]
+    if "orders" in args.forms:
+        peers = {name: ("numpy", lambda i, name=name: {"out": loop_orders.reference(name, i)})
+                 for name in loop_orders.FORMS}
+        for pipeline in ("", "default"):
+            tables.append((loop_orders.FORMS, peers, lambda name, rng: loop_orders.inputs_for(
+                name, rng, args.grid, args.grid), pipeline))
+    for forms, peers, inputs_of, pipeline in tables:
         with torch.no_grad():
-            for name, label, mine, theirs in rows(forms, peers, inputs_of, args, threads):
+            for name, label, mine, theirs in rows(forms, peers, inputs_of, args, threads,
+                                                  pipeline):
+                name += f" (pipeline {pipeline})" if pipeline else \
+                    " (as written)" if forms is loop_orders.FORMS else ""
                 print(f"| {name} | {label} | {mine * 1e3:.2f} | {theirs * 1e3:.2f} | "
                       f"{mine / theirs:.2f} |", flush=True)
     return 0

@@ -4,9 +4,10 @@
     module = run_pipeline(module, "inline,const-fold,dce", verify_each=True)
 
 Built-in passes (one per file): dce, const-fold, inline, sequentialize,
-loop-unroll, latency-unroll, loop-fusion, node-fusion, argument-privatisation,
-input-buffering, parallel-reduce, infer-reductions, tile, legalize-tensor-ops, and on tensor-op graphs
-fold-tensor-constants, expand-powers, fold-transposes,
+loop-unroll, latency-unroll, loop-fusion, loop-interchange, node-fusion,
+argument-privatisation, input-buffering, parallel-reduce, infer-reductions,
+tile, stencil-fusion, register-tile, legalize-tensor-ops, and on tensor-op
+graphs fold-tensor-constants, expand-powers, fold-transposes,
 fuse-ops, fuse-elementwise and fuse-rows (TENSOR_PIPELINE runs them, as the ONNX
 front end does by default).  Plugins add theirs with ``register_pass``.
 """
@@ -38,7 +39,7 @@ from . import (  # noqa: E402,F401
     approximate, argument_privatisation, calibrate, const_fold, dce, expand_powers,
     fold_tensor_constants, fold_transposes, fuse_attention, fuse_elementwise,
     fuse_ops, fuse_rows, infer_reductions, inline,
-    input_buffering, latency_unroll, legalize_tensor_ops, loop_fusion, loop_unroll, node_fusion,
-    parallel_reduce,
+    input_buffering, latency_unroll, legalize_tensor_ops, loop_fusion, loop_interchange,
+    loop_unroll, node_fusion, parallel_reduce,
     register_tile, sequentialize, stencil_fusion, tile,
 )

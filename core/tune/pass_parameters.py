@@ -12,6 +12,7 @@ from ..ir.graph import Module
 from ..passes import PassError, register_tile, run_pipeline, tile
 from ..passes.argument_privatisation import eligible_params
 from ..passes.loop_fusion import fusible_functions
+from ..passes.loop_interchange import interchangeable_loops
 from ..passes.loop_unroll import constant_trip_count, loops_by_id
 from ..passes.module_tools import called_functions, node_functions
 from ..passes.node_fusion import fusible_pairs
@@ -19,8 +20,8 @@ from ..passes.parallel_reduce import eligible_nodes
 from ..passes.stencil_fusion import fusible_stencils
 from .parameter import Parameter
 
-PASS_PARAMETERS = ("argument-privatisation", "loop-fusion", "stencil-fusion", "node-fusion",
-                   "parallel-reduce", "tile", "loop-unroll")
+PASS_PARAMETERS = ("loop-interchange", "argument-privatisation", "loop-fusion", "stencil-fusion",
+                   "node-fusion", "parallel-reduce", "tile", "loop-unroll")
 """The passes whose parameters a space includes by default, in the order
 they run."""
 UNROLL_FACTORS = (1, 2, 4, 8, 16, 32)
@@ -249,6 +250,12 @@ def _loop_fusion(module: Module) -> list[Parameter]:
                       "loop-fusion", name) for name in fusible_functions(module)]
 
 
+def _loop_interchange(module: Module) -> list[Parameter]:
+    return [Parameter(f"interchange {loop_id}", (False, True), False,
+                      f"swap loop '{loop_id}' with the loop nested in it (loop-interchange)",
+                      "loop-interchange", loop_id) for loop_id in interchangeable_loops(module)]
+
+
 def _privatisation(module: Module) -> list[Parameter]:
     return [Parameter(f"privatise {name}", (False, True), False,
                       f"give parameter '{name.split('.')[1]}' of '@{name.split('.')[0]}' a private "
@@ -304,4 +311,5 @@ def _copies(functions) -> list[tuple]:
 
 
 _GATHERERS = {"node-fusion": _node_fusion, "loop-fusion": _loop_fusion,
+              "loop-interchange": _loop_interchange,
               "argument-privatisation": _privatisation, "loop-unroll": _unroll}

@@ -1,8 +1,9 @@
 """The pass steps a configuration of a space stands for (space.py's
 ``Space.realise``), in three phases over the module as each leaves it:
 
-- graph steps: argument-privatisation, loop-fusion, stencil-fusion
-  recomputing, node-fusion; a fusion of nodes placed apart, or naming a
+- graph steps: loop-interchange, argument-privatisation, loop-fusion,
+  stencil-fusion recomputing, node-fusion (a nest in a function whose
+  loops are fused keeps its order); a fusion of nodes placed apart, or naming a
   node a recomputation folded away, is left with a note;
 - tile steps: stencil-fusion in local tiles, on the stencil's node as
   node-fusion left it;
@@ -51,10 +52,13 @@ class StepPlan:
         privatisation), which run first."""
         steps = []
         folded: set[str] = set()
-        for role, option in (("argument-privatisation", "params"), ("loop-fusion", "functions"),
-                             ("stencil-fusion", "pairs"), ("node-fusion", "pairs")):
+        for role, option in (("loop-interchange", "loops"), ("argument-privatisation", "params"),
+                             ("loop-fusion", "functions"), ("stencil-fusion", "pairs"),
+                             ("node-fusion", "pairs")):
             chosen = [p.subject for p in self.by_role.get(role, ()) if self.values[p.name] is True
                       or role != "stencil-fusion" and self.values[p.name]]
+            if role == "loop-interchange":
+                chosen = [loop for loop in chosen if not self._fused_loops(loop)]
             if role.endswith("-fusion") and role != "loop-fusion":
                 chosen = [pair for pair in chosen if self._same_place(pair)
                           and not self._folded(pair, folded)]
@@ -63,6 +67,17 @@ class StepPlan:
             if chosen:
                 steps.append((role, {option: tuple(chosen)}))
         return steps
+
+    def _fused_loops(self, loop_id: str) -> bool:
+        """Whether loop-fusion rewrites the function of ``loop_id`` (then
+        its nests keep their order, with a note)."""
+        function = loop_id.partition(".")[0]
+        if not any(p.subject == function and self.values[p.name]
+                   for p in self.by_role.get("loop-fusion", ())):
+            return False
+        self.notes.append(f"interchange {loop_id} is not applied: loop-fusion rewrites the loops "
+                          f"of '@{function}'")
+        return True
 
     def tile_steps(self, module: Module) -> tuple[Module, list]:
         """``module`` after the stencil pairs computed in local tiles, and

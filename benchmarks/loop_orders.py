@@ -1,0 +1,96 @@
+# ruff: noqa: F821  (shape symbols such as M and N are names the kernel language binds)
+"""Loop nests written in the order that walks memory column by column,
+for benchmarks/written_forms_bench.py ("orders") and the cpu's tests:
+the nest order a Fortran or MATLAB habit, or a formula's indices, gives.
+hpvm's default pipelines swap them (loop-interchange) where the swap
+computes the same; ``inputs_for`` makes inputs and ``reference`` each
+form's result in numpy."""
+from __future__ import annotations
+
+import numpy as np
+
+import hpvm.lang as hl
+from hpvm.lang import Buffer, Out, f32, parallel_loop, task
+
+
+@hl.program
+def scale_columns(a: Buffer[f32, "M", "N"], w: Buffer[f32, "N"], out: Out[Buffer[f32, "M", "N"]]):
+    """Each column scaled by its weight, column after column."""
+    with task(ins=(a, w), outs=(out,), name="scale_columns"):
+        for j in range(N):
+            for i in range(M):
+                out[i, j] = a[i, j] * w[j]
+
+
+@hl.program
+def column_sums(a: Buffer[f32, "M", "N"], out: Out[Buffer[f32, "N"]]):
+    """Each column's sum, accumulated in the output."""
+    with task(ins=(a,), outs=(out,), name="column_sums"):
+        for j in range(N):
+            out[j] = 0.0
+        for j in range(N):
+            for i in range(M):
+                out[j] += a[i, j]
+
+
+@hl.program
+def transpose_add(a: Buffer[f32, "M", "M"], b: Buffer[f32, "M", "M"],
+                  out: Out[Buffer[f32, "M", "M"]]):
+    """a + b^T, its indices in the order of the formula's b[j, i]."""
+    with task(ins=(a, b), outs=(out,), name="transpose_add"):
+        for j in range(M):
+            for i in range(M):
+                out[i, j] = a[i, j] + b[j, i]
+
+
+@hl.program
+def gain_images(images: Buffer[f32, "B", "M", "N"], gain: Buffer[f32, "B"],
+                out: Out[Buffer[f32, "B", "M", "N"]]):
+    """A batch of images, one instance each, every column in turn."""
+    for n in parallel_loop(B, ins=(images, gain), outs=(out,), name="gain_images"):
+        for j in range(N):
+            for i in range(M):
+                out[n, i, j] = images[n, i, j] * gain[n]
+
+
+@hl.program
+def offset_channels(x: Buffer[f32, "M", "N", "C"], bias: Buffer[f32, "C"],
+                    out: Out[Buffer[f32, "M", "N", "C"]]):
+    """A channels-last image, channel by channel (the loop order of a
+    channels-first habit)."""
+    with task(ins=(x, bias), outs=(out,), name="offset_channels"):
+        for c in range(C):
+            for i in range(M):
+                for j in range(N):
+                    out[i, j, c] = x[i, j, c] + bias[c]
+
+
+FORMS = {"scale_columns": scale_columns, "column_sums": column_sums,
+         "transpose_add": transpose_add, "gain_images": gain_images,
+         "offset_channels": offset_channels}
+BATCH, CHANNELS = 8, 16
+
+
+def inputs_for(name: str, rng, m: int, n: int) -> dict:
+    """Inputs of form ``name`` for m x n matrices (images of a batch of
+    BATCH and CHANNELS channels take m x n elements in all)."""
+    def normal(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+    if name == "transpose_add":
+        return dict(a=normal(m, m), b=normal(m, m))
+    if name == "gain_images":
+        return dict(images=normal(BATCH, m // BATCH, n), gain=normal(BATCH))
+    if name == "offset_channels":
+        return dict(x=normal(m // CHANNELS, n, CHANNELS), bias=normal(CHANNELS))
+    inputs = dict(a=normal(m, n))
+    return dict(inputs, w=normal(n)) if name == "scale_columns" else inputs
+
+
+def reference(name: str, inputs: dict) -> np.ndarray:
+    """What numpy computes for form ``name``."""
+    i = inputs
+    return {"scale_columns": lambda: i["a"] * i["w"],
+            "column_sums": lambda: i["a"].sum(0),
+            "transpose_add": lambda: i["a"] + i["b"].T,
+            "gain_images": lambda: i["images"] * i["gain"][:, None, None],
+            "offset_channels": lambda: i["x"] + i["bias"]}[name]()

@@ -1,0 +1,229 @@
+"""``loop-interchange``: swap a loop with the loop nested directly in it,
+so that the inner loop walks memory along its contiguous dimension.
+
+A nest written ``for j: for i: out[i, j] = a[i, j] * 2`` walks its
+row-major arrays a whole row apart at every inner step; swapped, the
+inner loop reads neighbours, which caches fetch together and vector
+units load at once (LLVM's own interchange is off by default).
+
+Which nests: those named in ``loops`` (the outer loop's id, as
+loop-unroll's: ``fn.var``, ``fn.var#2``), the tuner's knob, one per
+nest it may swap; without names, every nest where more of the body's
+accesses are contiguous along the outer loop's variable (their last
+index is that variable, plus or minus something that does not read it)
+than along the inner's, the swapped loop looked at again with the loop
+now in it (``for c: for y: for x: out[y, x, c]`` becomes
+``for y: for x: for c``).
+
+Legal, so that the swapped nest computes exactly what the nest as
+written did, when:
+
+- the nest is perfect: the outer loop's body is the inner loop alone;
+- the inner loop's bounds do not read the outer variable, and neither
+  loop's bounds read memory or a variable the body assigns (they are
+  evaluated again in their new places);
+- the body does not return, wait at a barrier, update atomically, or
+  call a helper that stores;
+- every variable the body assigns and does not declare is a fold in any
+  order: a reduction a loop of the nest carries (``reduce()``), or an
+  exact fold infer-reductions would mark (integer ops, float min and
+  max);
+- every buffer or local array the body writes is accessed, in every
+  load and store of the body, with both loop variables as indices at the
+  same positions (each iteration then touches its own elements), or
+  with the same indices, each a loop variable or the same in every
+  iteration (``out[j] += a[i, j]``: iterations share an element only
+  with those of the same ``j``, which both orders run in the same
+  order); the order of iterations then cannot show.
+
+A nest named in ``loops`` that is not legal is refused with the reason.
+Each loop keeps its own hints (unroll, ivdep, trip count, reductions).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import Diagnostic, Location
+from ..ir.analysis import assigned_variables, bound_dependences
+from ..ir.graph import Module
+from ..ir.instance_access import access_positions
+from ..ir.kernel import (
+    ArrayDecl, AtomicUpdate, Barrier, Binary, Call, Expr, For, KernelFunction, Let, Load, Return,
+    Stmt, Store, Var,
+)
+from ..ir.visit import map_blocks, walk
+from .errors import PassError
+from .infer_reductions import has_effects, loop_reductions
+from .loop_unroll import loop_ids
+from .registry import Option, register_pass
+
+
+@register_pass("loop-interchange", options=[
+    Option("loops", list, (), "the outer loops of the nests to swap (ids as loop-unroll's: fn.var, "
+                              "fn.var#2; default: every nest walking memory faster outside)")])
+def loop_interchange(module: Module, loops: tuple[str, ...]) -> Module:
+    """Swap the named nests, or every legal nest whose outer loop walks
+    memory contiguously where its inner loop does not."""
+    known = {loop_id for function in module.functions.values() for loop_id in loop_ids(function)}
+    for loop_id in loops:
+        if loop_id not in known:
+            raise PassError(Diagnostic(Location(), f"loop-interchange: no loop '{loop_id}'",
+                                       f"the loops are: {', '.join(sorted(known)) or 'none'}"))
+    functions = {name: _Interchanger(function, module, set(loops)).run()
+                 for name, function in module.functions.items()}
+    return dataclasses.replace(module, functions=functions)
+
+
+def interchangeable_loops(module: Module) -> list[str]:
+    """The ids of the outer loops of the nests loop-interchange may swap
+    (the tuner's knobs)."""
+    found = []
+    for function in module.functions.values():
+        ids = dict(zip((id(n) for n in walk(function.body) if isinstance(n, For)),
+                       loop_ids(function)))
+        found += [ids[id(node)] for node in walk(function.body)
+                  if isinstance(node, For) and interchange_problem(node, function, module) is None]
+    return found
+
+
+def interchange_problem(outer: For, function: KernelFunction, module: Module) -> str | None:
+    """Why swapping ``outer`` with the loop in it would not compute the
+    same (see the module text); None when it would."""
+    if len(outer.body) != 1 or not isinstance(outer.body[0], For):
+        return "is not a perfect nest (its body is more than one loop)"
+    inner = outer.body[0]
+    if outer.var in {n.name for n in walk((inner.start, inner.stop)) if isinstance(n, Var)}:
+        return f"has an inner loop '{inner.var}' whose bounds read '{outer.var}'"
+    for loop in (outer, inner):
+        reads_memory, assigned = bound_dependences(loop, [inner.body])
+        if reads_memory or assigned:
+            return (f"has bounds of loop '{loop.var}' that read memory or a variable the "
+                    "body assigns")
+    for node in walk(inner.body):
+        if isinstance(node, (Return, Barrier, AtomicUpdate)):
+            return f"has a body that runs {type(node).__name__.lower()} statements"
+        if isinstance(node, Call):
+            helper = module.functions.get(node.function)
+            if helper is None or has_effects(helper.body, module, frozenset({node.function})):
+                return f"calls '@{node.function}', which has effects"
+    return _fold_problem(outer, inner, function) or _write_problem(outer, inner)
+
+
+def _fold_problem(outer: For, inner: For, function: KernelFunction) -> str | None:
+    declared = {s.name for s in walk(inner.body) if isinstance(s, (Let, ArrayDecl))}
+    carried = set(assigned_variables(inner.body)) - declared
+    if not carried:
+        return None
+    types = {s.name: s.type for s in walk(function.body) if isinstance(s, Let)}
+    folds = {r.var for r in outer.reduce + inner.reduce} | \
+        {r.var for r in loop_reductions(outer, types)}
+    unordered = sorted(carried - folds)
+    if unordered:
+        return (f"assigns '{unordered[0]}', declared outside the nest, other than by a fold "
+                "whose order does not matter")
+    return None
+
+
+def _write_problem(outer: For, inner: For) -> str | None:
+    declared = {s.name for s in walk(inner.body) if isinstance(s, ArrayDecl)}
+    written = {s.buffer for s in walk(inner.body) if isinstance(s, Store)} - declared
+
+    def dimension_of(index: Expr) -> int | None:
+        if isinstance(index, Var):
+            return {outer.var: 0, inner.var: 1}.get(index.name)
+        return None
+    assigned = assigned_variables(inner.body)
+    for buffer in sorted(written):
+        if not access_positions(inner.body, buffer, 2, dimension_of) and \
+                not _one_element_per_value(inner.body, buffer, (outer.var, inner.var), assigned):
+            return (f"writes '{buffer}' at elements another iteration may access (every access "
+                    f"needs '{outer.var}' and '{inner.var}' as indices at the same positions, or "
+                    "the same indices, each a loop variable or the same in every iteration)")
+    return None
+
+
+def _one_element_per_value(stmts, buffer: str, loop_vars: tuple[str, str], assigned) -> bool:
+    """Whether every access of ``stmts`` to ``buffer`` has the same indices,
+    each one of ``loop_vars`` or an expression of neither that no
+    iteration changes, one loop variable at least: iterations then share
+    an element only with those of the same value of that variable, which
+    both orders of the nest run in the same order (``out[j] += a[i, j]``)."""
+    found = set()
+    for node in walk(stmts):
+        if isinstance(node, (Load, Store)) and node.buffer == buffer:
+            found.add(node.indices)
+        elif isinstance(node, AtomicUpdate) and node.buffer == buffer or \
+                isinstance(node, Call) and any(isinstance(a, Var) and a.name == buffer
+                                               for a in node.args):
+            return False
+    if len(found) != 1:
+        return False
+    indices = found.pop()
+    loops = [isinstance(i, Var) and i.name in loop_vars for i in indices]
+    fixed = [not loop and not any(isinstance(n, (Load, Call)) or isinstance(n, Var) and
+                                  n.name in set(loop_vars) | assigned for n in walk(index))
+             for index, loop in zip(indices, loops)]
+    return any(loops) and all(loop or still for loop, still in zip(loops, fixed))
+
+
+def contiguous_accesses(stmts, var: str) -> int:
+    """How many loads and stores of ``stmts`` have ``var`` (plus or minus
+    something that does not read it) as their last index."""
+    def along(index: Expr) -> bool:
+        if isinstance(index, Var):
+            return index.name == var
+        if isinstance(index, Binary) and index.op == "+":
+            return along(index.lhs) and not _reads(index.rhs, var) or \
+                along(index.rhs) and not _reads(index.lhs, var)
+        if isinstance(index, Binary) and index.op == "-":
+            return along(index.lhs) and not _reads(index.rhs, var)
+        return False
+    return sum(1 for node in walk(stmts)
+               if isinstance(node, (Load, Store)) and node.indices and along(node.indices[-1]))
+
+
+def _reads(expr: Expr, var: str) -> bool:
+    return any(isinstance(n, Var) and n.name == var for n in walk(expr))
+
+
+def _swapped(outer: For) -> For:
+    inner = outer.body[0]
+    return dataclasses.replace(inner, body=(dataclasses.replace(outer, body=inner.body),))
+
+
+class _Interchanger:
+    def __init__(self, function: KernelFunction, module: Module, requests: set[str]):
+        self.function, self.module, self.requests = function, module, requests
+        self.ids = dict(zip((id(n) for n in walk(function.body) if isinstance(n, For)),
+                            loop_ids(function)))
+
+    def run(self) -> KernelFunction:
+        body = self.block(self.function.body)
+        return self.function if body == self.function.body else \
+            dataclasses.replace(self.function, body=body)
+
+    def block(self, stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+        return tuple(self.statement(stmt) for stmt in stmts)
+
+    def statement(self, stmt: Stmt) -> Stmt:
+        """``stmt`` with its nests swapped; a loop moved inwards is looked at
+        again with the loop now in it, so that the loop walking memory
+        contiguously sinks to the innermost place of a deeper nest."""
+        if not isinstance(stmt, For) or not self._wanted(stmt, self.ids.get(id(stmt))):
+            return map_blocks(stmt, self.block)
+        swapped = _swapped(stmt)
+        return dataclasses.replace(swapped, body=(self.statement(swapped.body[0]),))
+
+    def _wanted(self, loop: For, loop_id: str | None) -> bool:
+        problem = interchange_problem(loop, self.function, self.module)
+        if loop_id in self.requests:
+            if problem:
+                raise PassError(Diagnostic(Location(function=self.function.name),
+                                           f"loop-interchange: loop '{loop_id}' {problem}",
+                                           "leave this loop out of loops="))
+            return True
+        if self.requests or problem:
+            return False
+        inner = loop.body[0]
+        return contiguous_accesses(inner.body, loop.var) > \
+            contiguous_accesses(inner.body, inner.var)

@@ -1,0 +1,204 @@
+"""loop-interchange: a perfect nest whose outer loop walks memory
+contiguously and whose inner loop does not is swapped, and computes
+exactly what it did (the interpreter runs both, every usable target runs
+the swapped one); nests whose order could show (a float sum across them,
+a write another iteration reads, bounds that move) stay as written, and
+a named one is refused with the reason."""
+import numpy as np
+import pytest
+
+import hpvm
+from hpvm.interp import run_module
+from hpvm.ir.text import parse_module, print_module
+from hpvm.passes import PassError, run_pipeline
+from hpvm.passes.loop_interchange import interchangeable_loops
+from hpvm.runtime.compiler import as_module
+from hpvm.testing import usable_targets
+
+from benchmarks.loop_orders import FORMS, inputs_for, reference
+
+PROGRAM = """hpvm 1.0
+module m
+
+func @k(in a: f32[M, N], in scale: f32, out b: f32[M, N], out count: i64[1]) {
+  PRELUDE
+  for OUTER step 1 {
+    for INNER step 1 {
+      BODY
+    }
+  }
+  AFTER
+}
+
+graph @main(in a: f32[M, N], in scale: f32, out b: f32[M, N], out count: i64[1]) {
+  node n = @k [1]
+  in a -> n.a
+  in scale -> n.scale
+  out n.b -> b
+  out n.count -> count
+}
+
+root @main
+"""
+COLUMN_WALK = "b[i, j] = a[i, j] * scale"
+ZEROED = ("for y in 0 .. M step 1 {\n    for z in 0 .. N step 1 {\n      b[y, z] = f32(0.0)\n"
+          "    }\n  }")
+INPUTS = {"a": np.arange(35, dtype=np.float32).reshape(5, 7) - 9, "scale": 1.5}
+
+
+def program(body=COLUMN_WALK, prelude="", after="count[0] = 0", outer="j in 0 .. N",
+            inner="i in 0 .. M"):
+    text = PROGRAM.replace("BODY", body).replace("PRELUDE", prelude).replace("AFTER", after)
+    return parse_module(text.replace("OUTER", outer).replace("INNER", inner))
+
+
+def loop_order(module):
+    return [line.split()[1] for line in print_module(module).splitlines()
+            if line.strip().startswith("for ")]
+
+
+def same_results(module, swapped):
+    want = run_module(module, INPUTS)
+    got = run_module(swapped, INPUTS)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name])
+    for target in usable_targets(("cpu", "gpu_opencl")):
+        results = hpvm.compile(swapped, [target])(**INPUTS)
+        for name in want:
+            np.testing.assert_array_equal(results[name], want[name], err_msg=target)
+
+
+def test_a_column_walk_becomes_a_row_walk():
+    module = program()
+    swapped = run_pipeline(module, "loop-interchange", verify_each=True)
+    assert loop_order(module) == ["j", "i"] and loop_order(swapped) == ["i", "j"]
+    same_results(module, swapped)
+    assert interchangeable_loops(module) == ["k.j"]
+
+
+def test_a_row_walk_is_left_alone_unless_named():
+    module = program(outer="i in 0 .. M", inner="j in 0 .. N")
+    assert loop_order(run_pipeline(module, "loop-interchange")) == ["i", "j"]
+    swapped = run_pipeline(module, "loop-interchange{loops=k.i}", verify_each=True)
+    assert loop_order(swapped) == ["j", "i"]
+    same_results(module, swapped)
+
+
+@pytest.mark.parametrize("body, prelude, after", [
+    # integer counts and float maxima fold exactly in any order
+    ("b[i, j] = a[i, j]\n      n = n + 1", "let n: i64 = 0", "count[0] = n"),
+    ("b[i, j] = a[i, j]\n      top = max(top, a[i, j])", "let top: f32 = f32(-1000.0)",
+     "count[0] = i64(top)"),
+    # the last write of each row's element is the same in both orders
+    ("b[i, 0] = a[i, j] + scale", ZEROED,
+     "count[0] = 0"),
+    # private values of each iteration, a branch, a read of another element
+    ("let v: f32 = a[i, j] * scale\n      if v > f32(0.0) {\n        b[i, j] = v\n      } else "
+     "{\n        b[i, j] = a[M - 1 - i, j]\n      }", "", "count[0] = 0"),
+])
+def test_folds_in_any_order_and_private_values_swap(body, prelude, after):
+    module = program(body, prelude, after)
+    swapped = run_pipeline(module, "loop-interchange{loops=k.j}", verify_each=True)
+    assert loop_order(swapped)[-2:] == ["i", "j"]
+    same_results(module, swapped)
+
+
+def test_an_element_shared_by_the_iterations_of_one_column_keeps_their_order():
+    module = program("b[0, j] = b[0, j] + a[i, j] * scale", ZEROED)
+    swapped = run_pipeline(module, "loop-interchange{loops=k.j}", verify_each=True)
+    assert loop_order(swapped) == ["y", "z", "i", "j"]
+    same_results(module, swapped)   # the float sums bit for bit: each column in row order
+    shared = program("b[0, 0] = b[0, 0] + a[i, j]", ZEROED)
+    with pytest.raises(PassError, match="writes 'b' at elements another iteration may access"):
+        run_pipeline(shared, "loop-interchange{loops=k.j}")
+
+
+@pytest.mark.parametrize("changes, reason", [
+    ({"body": "b[i, j] = a[i, j]\n      total = total + a[i, j]", "prelude":
+      "let total: f32 = f32(0.0)", "after": "count[0] = i64(total)"},
+     "assigns 'total', declared outside the nest, other than by a fold"),
+    ({"body": "b[i, 0] = b[j, 0] + a[i, j]"},
+     "writes 'b' at elements another iteration may access"),
+    ({"body": "b[i, j] = a[i, j]\n      b[i, 0] = a[i, j]"}, "writes 'b' at elements"),
+    ({"inner": "i in 0 .. j"}, "has an inner loop 'i' whose bounds read 'j'"),
+    ({"body": "b[i, j] = a[i, j]\n      count[0] = 1"}, "writes 'count'"),
+])
+def test_nests_whose_order_could_show_are_refused_with_the_reason(changes, reason):
+    module = program(**changes)
+    assert run_pipeline(module, "loop-interchange") == module
+    with pytest.raises(PassError, match=reason):
+        run_pipeline(module, "loop-interchange{loops=k.j}")
+    assert interchangeable_loops(module) == []
+
+
+def test_an_imperfect_nest_is_refused():
+    text = print_module(program()).replace("    for i in", "    let t: i64 = j\n    for i in")
+    module = parse_module(text)
+    with pytest.raises(PassError, match="is not a perfect nest"):
+        run_pipeline(module, "loop-interchange{loops=k.j}")
+
+
+def test_an_unknown_loop_names_the_loops():
+    with pytest.raises(PassError, match="no loop 'k.x'.*the loops are: k.i, k.j"):
+        run_pipeline(program(), "loop-interchange{loops=k.x}")
+
+
+def test_the_tuner_offers_each_nest_and_leaves_it_where_loops_are_fused():
+    from hpvm.tune import space
+    module = program()
+    design = space(module, ["cpu"])
+    assert design.parameter("interchange k.j").values == (False, True)
+    realised = design.realise({"interchange k.j": True})
+    assert realised.pipeline.startswith("loop-interchange{loops=k.j}")
+    assert loop_order(realised.module) == ["i", "j"]
+    twice = program(after="for j in 0 .. N step 1 {\n    for i in 0 .. M step 1 {\n      "
+                          "b[i, j] = b[i, j] + a[i, j]\n    }\n  }\n  count[0] = 0")
+    design = space(twice, ["cpu"])
+    realised = design.realise({"interchange k.j": True, "fuse loops @k": True})
+    assert "interchange k.j is not applied: loop-fusion rewrites the loops of '@k'" in \
+        realised.notes
+    same_results(twice, realised.module)
+
+
+def test_the_contiguous_loop_sinks_to_the_innermost_place():
+    text = """hpvm 1.0
+module deep
+
+func @k(in x: f32[H, W, C], out y: f32[H, W, C]) {
+  for c in 0 .. C step 1 {
+    for j in 0 .. W step 1 {
+      for i in 0 .. H step 1 {
+        y[i, j, c] = x[i, j, c] + f32(1.0)
+      }
+    }
+  }
+}
+
+graph @main(in x: f32[H, W, C], out y: f32[H, W, C]) {
+  node n = @k [1]
+  in x -> n.x
+  out n.y -> y
+}
+
+root @main
+"""
+    module = parse_module(text)
+    swapped = run_pipeline(module, "loop-interchange", verify_each=True)
+    assert loop_order(swapped) == ["j", "i", "c"]
+    x = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    np.testing.assert_array_equal(run_module(swapped, {"x": x})["y"], x + 1)
+
+
+@pytest.mark.parametrize("name", sorted(FORMS))
+def test_nests_written_column_by_column_are_swapped_by_the_default_pipelines(name):
+    """benchmarks/loop_orders.py: each written form is swapped (what it
+    computes decides, not its name) and gives numpy's result."""
+    program = FORMS[name]
+    module = as_module(program)
+    swapped = run_pipeline(module, "loop-interchange", verify_each=True)
+    assert swapped.functions != module.functions
+    inputs = inputs_for(name, np.random.default_rng(3), 32, 24)
+    for target in usable_targets(("cpu", "gpu_opencl")):
+        got = hpvm.compile(program, [target], {"pipeline": "default"})(**inputs)["out"]
+        np.testing.assert_allclose(got, reference(name, inputs), rtol=1e-5, atol=1e-5,
+                                   err_msg=target)

@@ -77,12 +77,18 @@ def loop_interchange(module: Module, loops: tuple[str, ...]) -> Module:
 def interchangeable_loops(module: Module) -> list[str]:
     """The ids of the outer loops of the nests loop-interchange may swap
     (the tuner's knobs)."""
+    return loops_without(module, interchange_problem)
+
+
+def loops_without(module: Module, problem) -> list[str]:
+    """The ids of the loops of ``module`` for which ``problem(loop,
+    function, module)`` finds none."""
     found = []
     for function in module.functions.values():
         ids = dict(zip((id(n) for n in walk(function.body) if isinstance(n, For)),
                        loop_ids(function)))
         found += [ids[id(node)] for node in walk(function.body)
-                  if isinstance(node, For) and interchange_problem(node, function, module) is None]
+                  if isinstance(node, For) and problem(node, function, module) is None]
     return found
 
 
@@ -172,10 +178,10 @@ def contiguous_accesses(stmts, var: str) -> int:
     def along(index: Expr) -> bool:
         if isinstance(index, Var):
             return index.name == var
-        if isinstance(index, Binary) and index.op == "+":
+        if isinstance(index, Binary) and index.op == "add":
             return along(index.lhs) and not _reads(index.rhs, var) or \
                 along(index.rhs) and not _reads(index.lhs, var)
-        if isinstance(index, Binary) and index.op == "-":
+        if isinstance(index, Binary) and index.op == "sub":
             return along(index.lhs) and not _reads(index.rhs, var)
         return False
     return sum(1 for node in walk(stmts)

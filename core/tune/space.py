@@ -12,12 +12,13 @@ on:
 - **placement** (when more than one target is listed): one per leaf node
   without a hint that more than one listed target claims: which of them
   runs it.  Hints stay hard constraints.  Realised as the node's hint.
-- **passes** (``passes=``, by default all eight): a boolean per fusible
+- **passes** (``passes=``, by default all nine): a boolean per fusible
   producer/consumer pair (node-fusion), per producer a stencil may
   recompute or compute per work group in local tiles (stencil-fusion: no,
   yes, or a tile form where a listed target takes the fused node), per
   function with fusible loops (loop-fusion), per loop nest that may be
-  swapped (loop-interchange) and per eligible ``private``
+  swapped (loop-interchange), a block size per nest that may run in
+  blocks (loop-tile) and per eligible ``private``
   parameter (argument-privatisation); a form per node with reduction loops
   (parallel-reduce: as written, a work-group tree or chunks, with a lane
   count; with ``reassociate``, also per node whose loops sum floats in a
@@ -29,8 +30,8 @@ on:
   unrolls fully; functions that are copies of one another share their
   loops' factors; and whether loop-unroll copies the bodies or the back
   end unrolls from the hints).  Found by pass_parameters.py; realised (steps.py) as
-  one pass pipeline, in the order loop-interchange (not in a function
-  whose loops are fused), argument-privatisation, loop-fusion,
+  one pass pipeline, in the order loop-tile, loop-interchange (neither in
+  a function whose loops are fused), argument-privatisation, loop-fusion,
   stencil-fusion (recomputing), node-fusion, stencil-fusion (in tiles, on
   the stencil's node as node-fusion left it), parallel-reduce, tile,
   loop-unroll, dce; unroll factors travel as the loops' ``unroll`` hints,

@@ -1,9 +1,10 @@
 """The pass steps a configuration of a space stands for (space.py's
 ``Space.realise``), in three phases over the module as each leaves it:
 
-- graph steps: loop-interchange, argument-privatisation, loop-fusion,
-  stencil-fusion recomputing, node-fusion (a nest in a function whose
-  loops are fused keeps its order); a fusion of nodes placed apart, or naming a
+- graph steps: loop-tile (one step per block size), loop-interchange,
+  argument-privatisation, loop-fusion, stencil-fusion recomputing,
+  node-fusion (a nest in a function whose loops are fused keeps its
+  order and its loops); a fusion of nodes placed apart, or naming a
   node a recomputation folded away, is left with a note;
 - tile steps: stencil-fusion in local tiles, on the stencil's node as
   node-fusion left it;
@@ -50,7 +51,12 @@ class StepPlan:
     def graph_steps(self) -> list:
         """The steps of the parameters that rewrite the graph (fusions,
         privatisation), which run first."""
-        steps = []
+        sizes: dict[int, list[str]] = {}
+        for p in self.by_role.get("loop-tile", ()):
+            if self.values[p.name] and not self._fused_loops(p.subject, "block"):
+                sizes.setdefault(self.values[p.name], []).append(p.subject)
+        steps: list = [("loop-tile", {"loops": tuple(loops), "size": size})
+                       for size, loops in sorted(sizes.items())]
         folded: set[str] = set()
         for role, option in (("loop-interchange", "loops"), ("argument-privatisation", "params"),
                              ("loop-fusion", "functions"), ("stencil-fusion", "pairs"),
@@ -58,7 +64,7 @@ class StepPlan:
             chosen = [p.subject for p in self.by_role.get(role, ()) if self.values[p.name] is True
                       or role != "stencil-fusion" and self.values[p.name]]
             if role == "loop-interchange":
-                chosen = [loop for loop in chosen if not self._fused_loops(loop)]
+                chosen = [loop for loop in chosen if not self._fused_loops(loop, "interchange")]
             if role.endswith("-fusion") and role != "loop-fusion":
                 chosen = [pair for pair in chosen if self._same_place(pair)
                           and not self._folded(pair, folded)]
@@ -68,14 +74,15 @@ class StepPlan:
                 steps.append((role, {option: tuple(chosen)}))
         return steps
 
-    def _fused_loops(self, loop_id: str) -> bool:
+    def _fused_loops(self, loop_id: str, what: str) -> bool:
         """Whether loop-fusion rewrites the function of ``loop_id`` (then
-        its nests keep their order, with a note)."""
+        its nests keep their order and their loops, with a note saying
+        ``what`` is not applied)."""
         function = loop_id.partition(".")[0]
         if not any(p.subject == function and self.values[p.name]
                    for p in self.by_role.get("loop-fusion", ())):
             return False
-        self.notes.append(f"interchange {loop_id} is not applied: loop-fusion rewrites the loops "
+        self.notes.append(f"{what} {loop_id} is not applied: loop-fusion rewrites the loops "
                           f"of '@{function}'")
         return True
 

@@ -78,11 +78,13 @@ product goes to BLAS."""
 class CpuTarget(Target):
     name = "cpu"
     description = "multicore CPUs through LLVM (llvmlite): x86-64, AArch64, RISC-V"
-    default_pipeline = "node-fusion,loop-interchange,dce"
+    default_pipeline = "node-fusion,loop-interchange,loop-tile,dce"
     """Fusing nodes keeps intermediates out of memory (camera: 1.6x on cpu);
     a loop nest that walks its arrays column by column where it may walk
     them row by row is swapped (a 2048 x 2048 scaling: 63 -> 1.9 ms on
-    two cores; LLVM's own interchange is off by default)."""
+    two cores; LLVM's own interchange is off by default), and one that
+    walks arrays along both of its loops runs in blocks (a + b^T at
+    2048^2: 45 -> 12 ms)."""
 
     def availability(self) -> Availability:
         try:

@@ -117,15 +117,17 @@ class GpuOpenCLTarget(Target):
         products) run as work groups of register micro-tiles
         (GPU_REGISTER_TILES).  On a GPU, a reduction in one instance is
         spread over the whole device (chunks), then every reduction loop left folds as a
-        tree in a work group's local memory; CPU OpenCL devices (PoCL) run
-        many work items and barriers slower than a loop, so they keep
-        reductions as written, and swap loop nests that walk memory column
-        by column where they may walk it row by row (loop-interchange: a
-        2048 x 2048 scaling in one work item, 96 -> 6.2 ms on PoCL).  Loops of launches too small to fill the
-        device are unrolled (latency-unroll, by the work items it keeps
-        resident)."""
+        tree in a work group's local memory.  Loops of launches too small
+        to fill the device are unrolled (latency-unroll, by the work items
+        it keeps resident).
+        CPU OpenCL devices (PoCL) run many work items and barriers slower
+        than a loop, so they keep reductions as written; they swap loop
+        nests that walk memory column by column where they may walk it row
+        by row (loop-interchange: a 2048 x 2048 scaling in one work item,
+        96 -> 6.2 ms on PoCL) and run in blocks those that walk it along
+        both loops (loop-tile), as the cpu target does."""
         if not on_gpu({}):
-            return "node-fusion,loop-interchange,dce"
+            return "node-fusion,loop-interchange,loop-tile,dce"
         return (f"node-fusion,{GPU_STENCIL_TILES},stencil-fusion,{GPU_REGISTER_TILES},"
                 f"parallel-reduce{{form=chunks lanes={GPU_CHUNKS} layout=strided grain=256}},"
                 f"parallel-reduce,latency-unroll{{in_flight={resident_work_items({})}}},dce")

@@ -1,0 +1,138 @@
+"""``loop-tile``: run a two-deep loop nest in square blocks of iterations,
+so that a nest reading one array along its rows and another along its
+columns keeps both blocks in cache.
+
+``c[i, j] = a[i, j] + b[j, i]`` walks ``b`` a row apart at every inner
+step in either loop order; in blocks of ``size`` x ``size`` iterations,
+the block's rows of ``b`` stay in cache while its columns are read::
+
+    for i_block in start .. stop step size:
+      for j_block in start .. stop step size:
+        for i in i_block .. min(i_block + size, stop):
+          for j in j_block .. min(j_block + size, stop):
+            body
+
+Which nests: those named in ``loops`` (the outer loop's id, as
+loop-unroll's), or by default every nest with an access contiguous
+along each of its two loops (no order walks them all contiguously),
+neither loop known to run at most ``size`` iterations (constant bounds,
+or a block's own loops: a nest is not blocked twice).  Legal where
+loop-interchange may swap the nest (every order of its iterations
+computes the same; see core/passes/loop_interchange.py) and both loops
+step by 1.  A nest named in ``loops`` that is not legal is refused with
+the reason.  The loops of a block keep their hints.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import Diagnostic, Location
+from ..ir.graph import Module
+from ..ir.kernel import Binary, Const, For, Intrinsic, KernelFunction, Stmt, Var
+from ..ir.types import I64
+from ..ir.visit import map_blocks, walk
+from .errors import PassError
+from .loop_interchange import contiguous_accesses, interchange_problem, loops_without
+from .loop_unroll import constant_trip_count, loop_ids
+from .names import NameGenerator, function_names
+from .registry import Option, register_pass
+
+
+@register_pass("loop-tile", options=[
+    Option("loops", list, (), "the outer loops of the nests to run in blocks (ids as "
+                              "loop-unroll's; default: every nest contiguous along both loops)"),
+    Option("size", int, 64, "iterations of each loop in a block")])
+def loop_tile(module: Module, loops: tuple[str, ...], size: int) -> Module:
+    """Run the named nests, or every legal nest walking memory along both
+    of its loops, in blocks of ``size`` x ``size`` iterations."""
+    if size < 2:
+        raise PassError(Diagnostic(Location(), f"loop-tile: size={size} makes no blocks",
+                                   "give size=2 or more (64: a 16 KiB block of f32 per array)"))
+    known = {loop_id for function in module.functions.values() for loop_id in loop_ids(function)}
+    for loop_id in loops:
+        if loop_id not in known:
+            raise PassError(Diagnostic(Location(), f"loop-tile: no loop '{loop_id}'",
+                                       f"the loops are: {', '.join(sorted(known)) or 'none'}"))
+    functions = {name: _Tiler(function, module, set(loops), size).run()
+                 for name, function in module.functions.items()}
+    return dataclasses.replace(module, functions=functions)
+
+
+def tileable_loops(module: Module) -> list[str]:
+    """The ids of the outer loops of the nests loop-tile may run in blocks
+    (the tuner's knobs)."""
+    return loops_without(module, tile_problem)
+
+
+def tile_problem(outer: For, function: KernelFunction, module: Module) -> str | None:
+    """Why ``outer`` and the loop in it cannot run in blocks; None when
+    they can."""
+    problem = interchange_problem(outer, function, module)
+    if problem is None and (outer.step != 1 or outer.body[0].step != 1):
+        return "has a loop that does not step by 1"
+    return problem
+
+
+def worth_tiling(outer: For, size: int) -> bool:
+    """Whether ``outer``'s nest reads or writes contiguously along both of
+    its loops, each longer than a block."""
+    inner = outer.body[0]
+    if not all(contiguous_accesses(inner.body, loop.var) for loop in (outer, inner)):
+        return False
+    return all((most_trips(loop) or size + 1) > size for loop in (outer, inner))
+
+
+def most_trips(loop: For) -> int | None:
+    """The most iterations ``loop`` runs, where its bounds say: constant
+    bounds, or a block's (``v .. min(v + c, n)``); None otherwise."""
+    stop = loop.stop
+    if isinstance(stop, Intrinsic) and stop.name == "min" and isinstance(stop.args[0], Binary) \
+            and stop.args[0].op == "add" and stop.args[0].lhs == loop.start \
+            and isinstance(stop.args[0].rhs, Const) and loop.step == 1:
+        return int(stop.args[0].rhs.value)
+    return constant_trip_count(loop)
+
+
+def _tiled(outer: For, size: int, names: NameGenerator) -> For:
+    inner = outer.body[0]
+    blocks = {loop.var: names.fresh(f"{loop.var}_block") for loop in (outer, inner)}
+
+    def within(loop: For, body: tuple[Stmt, ...]) -> For:
+        first = Var(blocks[loop.var], I64)
+        last = Intrinsic("min", (Binary("add", first, Const(size, I64)), loop.stop))
+        return dataclasses.replace(loop, start=first, stop=last, body=body, trip_count=None)
+
+    def over_blocks(loop: For, body: tuple[Stmt, ...]) -> For:
+        return For(blocks[loop.var], loop.start, loop.stop, size, body)
+    return over_blocks(outer, (over_blocks(inner, (within(outer, (within(inner, inner.body),)),)),))
+
+
+class _Tiler:
+    def __init__(self, function: KernelFunction, module: Module, requests: set[str], size: int):
+        self.function, self.module, self.requests, self.size = function, module, requests, size
+        self.ids = dict(zip((id(n) for n in walk(function.body) if isinstance(n, For)),
+                            loop_ids(function)))
+        self.names = NameGenerator(function_names(function))
+
+    def run(self) -> KernelFunction:
+        body = self.block(self.function.body)
+        return self.function if body == self.function.body else \
+            dataclasses.replace(self.function, body=body)
+
+    def block(self, stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+        return tuple(self.statement(stmt) for stmt in stmts)
+
+    def statement(self, stmt: Stmt) -> Stmt:
+        if not isinstance(stmt, For) or not self._wanted(stmt, self.ids.get(id(stmt))):
+            return map_blocks(stmt, self.block)
+        return _tiled(stmt, self.size, self.names)
+
+    def _wanted(self, loop: For, loop_id: str | None) -> bool:
+        problem = tile_problem(loop, self.function, self.module)
+        if loop_id in self.requests:
+            if problem:
+                raise PassError(Diagnostic(Location(function=self.function.name),
+                                           f"loop-tile: loop '{loop_id}' {problem}",
+                                           "leave this loop out of loops="))
+            return True
+        return not self.requests and problem is None and worth_tiling(loop, self.size)

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..errors import Diagnostic, Location
 from ..ir.analysis import assigned_variables, bound_dependences
 from ..ir.graph import Module
 from ..ir.instance_access import access_positions
@@ -51,10 +50,9 @@ from ..ir.kernel import (
     ArrayDecl, AtomicUpdate, Barrier, Binary, Call, Expr, For, KernelFunction, Let, Load, Return,
     Stmt, Store, Var,
 )
-from ..ir.visit import map_blocks, walk
-from .errors import PassError
+from ..ir.visit import walk
 from .infer_reductions import has_effects, loop_reductions
-from .loop_unroll import loop_ids
+from .loop_nests import NestRewriter, check_loop_ids, loops_without
 from .registry import Option, register_pass
 
 
@@ -64,11 +62,7 @@ from .registry import Option, register_pass
 def loop_interchange(module: Module, loops: tuple[str, ...]) -> Module:
     """Swap the named nests, or every legal nest whose outer loop walks
     memory contiguously where its inner loop does not."""
-    known = {loop_id for function in module.functions.values() for loop_id in loop_ids(function)}
-    for loop_id in loops:
-        if loop_id not in known:
-            raise PassError(Diagnostic(Location(), f"loop-interchange: no loop '{loop_id}'",
-                                       f"the loops are: {', '.join(sorted(known)) or 'none'}"))
+    check_loop_ids("loop-interchange", module, loops)
     functions = {name: _Interchanger(function, module, set(loops)).run()
                  for name, function in module.functions.items()}
     return dataclasses.replace(module, functions=functions)
@@ -78,18 +72,6 @@ def interchangeable_loops(module: Module) -> list[str]:
     """The ids of the outer loops of the nests loop-interchange may swap
     (the tuner's knobs)."""
     return loops_without(module, interchange_problem)
-
-
-def loops_without(module: Module, problem) -> list[str]:
-    """The ids of the loops of ``module`` for which ``problem(loop,
-    function, module)`` finds none."""
-    found = []
-    for function in module.functions.values():
-        ids = dict(zip((id(n) for n in walk(function.body) if isinstance(n, For)),
-                       loop_ids(function)))
-        found += [ids[id(node)] for node in walk(function.body)
-                  if isinstance(node, For) and problem(node, function, module) is None]
-    return found
 
 
 def interchange_problem(outer: For, function: KernelFunction, module: Module) -> str | None:
@@ -197,39 +179,20 @@ def _swapped(outer: For) -> For:
     return dataclasses.replace(inner, body=(dataclasses.replace(outer, body=inner.body),))
 
 
-class _Interchanger:
-    def __init__(self, function: KernelFunction, module: Module, requests: set[str]):
-        self.function, self.module, self.requests = function, module, requests
-        self.ids = dict(zip((id(n) for n in walk(function.body) if isinstance(n, For)),
-                            loop_ids(function)))
+class _Interchanger(NestRewriter):
+    pass_name = "loop-interchange"
 
-    def run(self) -> KernelFunction:
-        body = self.block(self.function.body)
-        return self.function if body == self.function.body else \
-            dataclasses.replace(self.function, body=body)
+    def problem(self, loop: For) -> str | None:
+        return interchange_problem(loop, self.function, self.module)
 
-    def block(self, stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
-        return tuple(self.statement(stmt) for stmt in stmts)
-
-    def statement(self, stmt: Stmt) -> Stmt:
-        """``stmt`` with its nests swapped; a loop moved inwards is looked at
-        again with the loop now in it, so that the loop walking memory
-        contiguously sinks to the innermost place of a deeper nest."""
-        if not isinstance(stmt, For) or not self._wanted(stmt, self.ids.get(id(stmt))):
-            return map_blocks(stmt, self.block)
-        swapped = _swapped(stmt)
-        return dataclasses.replace(swapped, body=(self.statement(swapped.body[0]),))
-
-    def _wanted(self, loop: For, loop_id: str | None) -> bool:
-        problem = interchange_problem(loop, self.function, self.module)
-        if loop_id in self.requests:
-            if problem:
-                raise PassError(Diagnostic(Location(function=self.function.name),
-                                           f"loop-interchange: loop '{loop_id}' {problem}",
-                                           "leave this loop out of loops="))
-            return True
-        if self.requests or problem:
-            return False
+    def worth(self, loop: For) -> bool:
         inner = loop.body[0]
         return contiguous_accesses(inner.body, loop.var) > \
             contiguous_accesses(inner.body, inner.var)
+
+    def rewrite(self, loop: For) -> Stmt:
+        """The nest swapped; the loop moved inwards is looked at again with
+        the loop now in it, so that the loop walking memory contiguously
+        sinks to the innermost place of a deeper nest."""
+        swapped = _swapped(loop)
+        return dataclasses.replace(swapped, body=(self.statement(swapped.body[0]),))

@@ -30,10 +30,10 @@ from ..errors import Diagnostic, Location
 from ..ir.graph import Module
 from ..ir.kernel import Binary, Const, For, Intrinsic, KernelFunction, Stmt, Var
 from ..ir.types import I64
-from ..ir.visit import map_blocks, walk
 from .errors import PassError
-from .loop_interchange import contiguous_accesses, interchange_problem, loops_without
-from .loop_unroll import constant_trip_count, loop_ids
+from .loop_interchange import contiguous_accesses, interchange_problem
+from .loop_nests import NestRewriter, check_loop_ids, loops_without
+from .loop_unroll import constant_trip_count
 from .names import NameGenerator, function_names
 from .registry import Option, register_pass
 
@@ -48,11 +48,7 @@ def loop_tile(module: Module, loops: tuple[str, ...], size: int) -> Module:
     if size < 2:
         raise PassError(Diagnostic(Location(), f"loop-tile: size={size} makes no blocks",
                                    "give size=2 or more (64: a 16 KiB block of f32 per array)"))
-    known = {loop_id for function in module.functions.values() for loop_id in loop_ids(function)}
-    for loop_id in loops:
-        if loop_id not in known:
-            raise PassError(Diagnostic(Location(), f"loop-tile: no loop '{loop_id}'",
-                                       f"the loops are: {', '.join(sorted(known)) or 'none'}"))
+    check_loop_ids("loop-tile", module, loops)
     functions = {name: _Tiler(function, module, set(loops), size).run()
                  for name, function in module.functions.items()}
     return dataclasses.replace(module, functions=functions)
@@ -107,32 +103,19 @@ def _tiled(outer: For, size: int, names: NameGenerator) -> For:
     return over_blocks(outer, (over_blocks(inner, (within(outer, (within(inner, inner.body),)),)),))
 
 
-class _Tiler:
+class _Tiler(NestRewriter):
+    pass_name = "loop-tile"
+
     def __init__(self, function: KernelFunction, module: Module, requests: set[str], size: int):
-        self.function, self.module, self.requests, self.size = function, module, requests, size
-        self.ids = dict(zip((id(n) for n in walk(function.body) if isinstance(n, For)),
-                            loop_ids(function)))
+        super().__init__(function, module, requests)
+        self.size = size
         self.names = NameGenerator(function_names(function))
 
-    def run(self) -> KernelFunction:
-        body = self.block(self.function.body)
-        return self.function if body == self.function.body else \
-            dataclasses.replace(self.function, body=body)
+    def problem(self, loop: For) -> str | None:
+        return tile_problem(loop, self.function, self.module)
 
-    def block(self, stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
-        return tuple(self.statement(stmt) for stmt in stmts)
+    def worth(self, loop: For) -> bool:
+        return worth_tiling(loop, self.size)
 
-    def statement(self, stmt: Stmt) -> Stmt:
-        if not isinstance(stmt, For) or not self._wanted(stmt, self.ids.get(id(stmt))):
-            return map_blocks(stmt, self.block)
-        return _tiled(stmt, self.size, self.names)
-
-    def _wanted(self, loop: For, loop_id: str | None) -> bool:
-        problem = tile_problem(loop, self.function, self.module)
-        if loop_id in self.requests:
-            if problem:
-                raise PassError(Diagnostic(Location(function=self.function.name),
-                                           f"loop-tile: loop '{loop_id}' {problem}",
-                                           "leave this loop out of loops="))
-            return True
-        return not self.requests and problem is None and worth_tiling(loop, self.size)
+    def rewrite(self, loop: For) -> Stmt:
+        return _tiled(loop, self.size, self.names)

@@ -1,0 +1,86 @@
+"""What the passes that rewrite a kernel's loop nests in place share
+(loop-interchange, loop-tile): loops named by id (loop-unroll's ids:
+``fn.var``, ``fn.var#2``), checked against the module; and a rewriter
+that walks a function, rewriting each loop a request names (refusing it
+with the reason where the rewrite would not compute the same) or, with
+no request, each loop where the rewrite is legal and worth it."""
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import Diagnostic, Location
+from ..ir.graph import Module
+from ..ir.kernel import For, KernelFunction, Stmt
+from ..ir.visit import map_blocks, walk
+from .errors import PassError
+from .loop_unroll import loop_ids
+
+
+def check_loop_ids(pass_name: str, module: Module, loops) -> None:
+    """PassError naming the first of ``loops`` that ``module`` lacks."""
+    known = {loop_id for function in module.functions.values() for loop_id in loop_ids(function)}
+    for loop_id in loops:
+        if loop_id not in known:
+            raise PassError(Diagnostic(Location(), f"{pass_name}: no loop '{loop_id}'",
+                                       f"the loops are: {', '.join(sorted(known)) or 'none'}"))
+
+
+def loops_without(module: Module, problem) -> list[str]:
+    """The ids of the loops of ``module`` for which ``problem(loop,
+    function, module)`` finds none."""
+    found = []
+    for function in module.functions.values():
+        ids = _ids(function)
+        found += [ids[id(node)] for node in walk(function.body)
+                  if isinstance(node, For) and problem(node, function, module) is None]
+    return found
+
+
+def _ids(function: KernelFunction) -> dict[int, str]:
+    return dict(zip((id(n) for n in walk(function.body) if isinstance(n, For)),
+                    loop_ids(function)))
+
+
+class NestRewriter:
+    """Rewrites the loops of one function: ``problem(loop)`` says why a
+    loop may not be rewritten (None: it may), ``worth(loop)`` whether to
+    rewrite it unasked, ``rewrite(loop)`` the loop's replacement."""
+
+    pass_name = ""
+
+    def __init__(self, function: KernelFunction, module: Module, requests: set[str]):
+        self.function, self.module, self.requests = function, module, requests
+        self.ids = _ids(function)
+
+    def problem(self, loop: For) -> str | None:
+        raise NotImplementedError
+
+    def worth(self, loop: For) -> bool:
+        raise NotImplementedError
+
+    def rewrite(self, loop: For) -> Stmt:
+        raise NotImplementedError
+
+    def run(self) -> KernelFunction:
+        body = self.block(self.function.body)
+        return self.function if body == self.function.body else \
+            dataclasses.replace(self.function, body=body)
+
+    def block(self, stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+        return tuple(self.statement(stmt) for stmt in stmts)
+
+    def statement(self, stmt: Stmt) -> Stmt:
+        if isinstance(stmt, For) and self._wanted(stmt, self.ids.get(id(stmt))):
+            return self.rewrite(stmt)
+        return map_blocks(stmt, self.block)
+
+    def _wanted(self, loop: For, loop_id: str | None) -> bool:
+        """Whether to rewrite ``loop`` (its id; None: a loop a rewrite made)."""
+        problem = self.problem(loop)
+        if loop_id in self.requests:
+            if problem:
+                raise PassError(Diagnostic(Location(function=self.function.name),
+                                           f"{self.pass_name}: loop '{loop_id}' {problem}",
+                                           "leave this loop out of loops="))
+            return True
+        return not self.requests and problem is None and self.worth(loop)

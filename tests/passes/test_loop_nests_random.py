@@ -1,0 +1,74 @@
+"""loop-interchange and loop-tile on random nests: wherever their legality
+check lets a nest be swapped or run in blocks, the interpreter computes
+exactly what it did as written (floats bit for bit), whatever the
+nest's stores, reads (transposed, along one loop, fixed) and folds."""
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hpvm.interp import run_module
+from hpvm.ir.text import parse_module
+from hpvm.passes import run_pipeline
+from hpvm.passes.loop_interchange import interchange_problem
+from hpvm.passes.loop_tile import tile_problem
+from hpvm.passes.loop_unroll import loops_by_id
+
+PROGRAM = """hpvm 1.0
+module random_nest
+
+func @k(in a: f32[M, M], inout b: f32[M, M], out folds: f32[3]) {
+  let n: i64 = 0
+  let top: f32 = f32(-1000.0)
+  let total: f32 = f32(0.0)
+  for i in 0 .. M step 1 {
+    for j in 0 .. M step 1 {
+BODY
+    }
+  }
+  folds[0] = f32(n)
+  folds[1] = top
+  folds[2] = total
+}
+
+graph @main(in a: f32[M, M], inout b: f32[M, M], out folds: f32[3]) {
+  node n = @k [1]
+  in a -> n.a
+  in b -> n.b
+  out n.b -> b
+  out n.folds -> folds
+}
+
+root @main
+"""
+INDICES = ("i, j", "j, i", "i, 0", "0, j", "0, 0", "j, 2", "i, i")
+reads = st.builds(lambda array, index, scale: f"{array}[{index}] * f32({scale})",
+                  st.sampled_from("ab"), st.sampled_from(INDICES), st.sampled_from((1.5, -2.0)))
+values = st.one_of(reads, st.builds(lambda x, y: f"{x} + {y}", reads, reads),
+                   st.just("f32(i) - f32(j)"))
+statements = st.one_of(
+    st.builds(lambda index, value: f"b[{index}] = {value}", st.sampled_from(INDICES), values),
+    st.just("n = n + 1"),
+    st.builds(lambda value: f"top = max(top, {value})", values),
+    st.builds(lambda value: f"total = total + {value}", values),
+)
+INPUTS = {"a": np.random.default_rng(2).standard_normal((5, 5)).astype(np.float32),
+          "b": np.random.default_rng(3).standard_normal((5, 5)).astype(np.float32)}
+
+
+def results(module):
+    return run_module(module, {k: v.copy() for k, v in INPUTS.items()})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(statements, min_size=1, max_size=4))
+def test_a_nest_the_checks_admit_computes_the_same(body):
+    module = parse_module(PROGRAM.replace("BODY", "\n".join("      " + s for s in body)))
+    function = module.functions["k"]
+    nest = loops_by_id(function)["k.i"]
+    want = results(module)
+    for problem, pipeline in ((interchange_problem, "loop-interchange{loops=k.i}"),
+                              (tile_problem, "loop-tile{loops=k.i size=2}")):
+        if problem(nest, function, module) is None:
+            got = results(run_pipeline(module, pipeline, verify_each=True))
+            for name in want:
+                np.testing.assert_array_equal(got[name], want[name], err_msg=f"{pipeline}: {body}")

@@ -34,6 +34,17 @@ def column_sums(a: Buffer[f32, "M", "N"], out: Out[Buffer[f32, "N"]]):
 
 
 @hl.program
+def column_means(a: Buffer[f32, "M", "N"], out: Out[Buffer[f32, "N"]]):
+    """Each column's mean, summed in a local variable."""
+    with task(ins=(a,), outs=(out,), name="column_means"):
+        for j in range(N):
+            total: f32 = 0.0
+            for i in range(M):
+                total += a[i, j]
+            out[j] = total / f32(M)
+
+
+@hl.program
 def transpose_add(a: Buffer[f32, "M", "M"], b: Buffer[f32, "M", "M"],
                   out: Out[Buffer[f32, "M", "M"]]):
     """a + b^T, its indices in the order of the formula's b[j, i]."""
@@ -66,7 +77,7 @@ def offset_channels(x: Buffer[f32, "M", "N", "C"], bias: Buffer[f32, "C"],
 
 
 FORMS = {"scale_columns": scale_columns, "column_sums": column_sums,
-         "transpose_add": transpose_add, "gain_images": gain_images,
+         "column_means": column_means, "transpose_add": transpose_add, "gain_images": gain_images,
          "offset_channels": offset_channels}
 BATCH, CHANNELS = 8, 16
 
@@ -91,6 +102,7 @@ def reference(name: str, inputs: dict) -> np.ndarray:
     i = inputs
     return {"scale_columns": lambda: i["a"] * i["w"],
             "column_sums": lambda: i["a"].sum(0),
+            "column_means": lambda: i["a"].mean(0),
             "transpose_add": lambda: i["a"] + i["b"].T,
             "gain_images": lambda: i["images"] * i["gain"][:, None, None],
             "offset_channels": lambda: i["x"] + i["bias"]}[name]()

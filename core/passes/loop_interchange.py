@@ -18,7 +18,10 @@ now in it (``for c: for y: for x: out[y, x, c]`` becomes
 Legal, so that the swapped nest computes exactly what the nest as
 written did, when:
 
-- the nest is perfect: the outer loop's body is the inner loop alone;
+- the nest is perfect: the outer loop's body is the inner loop alone, or
+  it becomes perfect by keeping a fold in the output it ends in
+  (``let s = 0; for i { s = s + a[i, j] }; out[j] = s``: see
+  core/passes/output_expansion.py);
 - the inner loop's bounds do not read the outer variable, and neither
   loop's bounds read memory or a variable the body assigns (they are
   evaluated again in their new places);
@@ -53,6 +56,7 @@ from ..ir.kernel import (
 from ..ir.visit import walk
 from .infer_reductions import has_effects, loop_reductions
 from .loop_nests import NestRewriter, check_loop_ids, loops_without
+from .output_expansion import expanded_into_output
 from .registry import Option, register_pass
 
 
@@ -181,6 +185,18 @@ def _swapped(outer: For) -> For:
 
 class _Interchanger(NestRewriter):
     pass_name = "loop-interchange"
+
+    def statement(self, stmt: Stmt) -> Stmt | tuple[Stmt, ...]:
+        """A nest made perfect by keeping its fold in the output
+        (output_expansion.py) is split and its middle nest swapped, where
+        that is legal and asked for or worth it; any other statement as
+        NestRewriter does."""
+        if isinstance(stmt, For) and (not self.requests or self.ids.get(id(stmt)) in self.requests):
+            loops = expanded_into_output(stmt, self.function)
+            if loops is not None and self.problem(loops[1]) is None and \
+                    (self.requests or self.worth(loops[1])):
+                return (loops[0], self.rewrite(loops[1]), *loops[2:])
+        return super().statement(stmt)
 
     def problem(self, loop: For) -> str | None:
         return interchange_problem(loop, self.function, self.module)

@@ -58,7 +58,7 @@ class NestRewriter:
     def worth(self, loop: For) -> bool:
         raise NotImplementedError
 
-    def rewrite(self, loop: For) -> Stmt:
+    def rewrite(self, loop: For) -> Stmt | tuple[Stmt, ...]:
         raise NotImplementedError
 
     def run(self) -> KernelFunction:
@@ -67,9 +67,13 @@ class NestRewriter:
             dataclasses.replace(self.function, body=body)
 
     def block(self, stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
-        return tuple(self.statement(stmt) for stmt in stmts)
+        out: list[Stmt] = []
+        for stmt in stmts:
+            new = self.statement(stmt)
+            out.extend(new if isinstance(new, tuple) else (new,))
+        return tuple(out)
 
-    def statement(self, stmt: Stmt) -> Stmt:
+    def statement(self, stmt: Stmt) -> Stmt | tuple[Stmt, ...]:
         if isinstance(stmt, For) and self._wanted(stmt, self.ids.get(id(stmt))):
             return self.rewrite(stmt)
         return map_blocks(stmt, self.block)

@@ -205,3 +205,61 @@ def test_nests_written_column_by_column_are_swapped_by_the_default_pipelines(nam
         got = hpvm.compile(program, [target], {"pipeline": "default"})(**inputs)["out"]
         np.testing.assert_allclose(got, reference(name, inputs), rtol=1e-5, atol=1e-5,
                                    err_msg=target)
+
+
+COLUMNS = """hpvm 1.0
+module columns
+
+func @k(in a: f32[M, N], out s: OUT[N]) {
+  for j in 0 .. N step 1 {
+    let total: f32 = INIT
+    for i in 0 .. M step 1 {
+      UPDATE
+    }
+    s[j] = FINISH
+  }
+}
+
+graph @main(in a: f32[M, N], out s: OUT[N]) {
+  node n = @k [1]
+  in a -> n.a
+  out n.s -> s
+}
+
+root @main
+"""
+
+
+def columns(update="total = total + a[i, j]", finish="total", init="f32(0.0)", out="f32"):
+    return parse_module(COLUMNS.replace("UPDATE", update).replace("FINISH", finish)
+                        .replace("INIT", init).replace("OUT", out))
+
+
+@pytest.mark.parametrize("update, finish, init", [
+    ("total = total + a[i, j]", "total", "f32(0.0)"),                 # column sums
+    ("total = total + a[i, j]", "total / f32(M)", "f32(0.0)"),        # column means
+    ("let v: f32 = a[i, j] * a[i, j]\n      if v > total {\n        total = v\n      }",
+     "total", "a[0, j]"),                                              # a branch, a local
+])
+def test_a_fold_kept_in_the_output_makes_the_nest_perfect(update, finish, init):
+    module = columns(update, finish, init)
+    swapped = run_pipeline(module, "loop-interchange", verify_each=True)
+    assert loop_order(swapped)[:3] == ["j", "i", "j"]
+    a = np.random.default_rng(4).standard_normal((7, 5)).astype(np.float32)
+    want = run_module(module, {"a": a})["s"]
+    np.testing.assert_array_equal(run_module(swapped, {"a": a})["s"], want)
+    for target in usable_targets(("cpu", "gpu_opencl")):
+        got = hpvm.compile(swapped, [target])(a=a)["s"]
+        np.testing.assert_array_equal(got, hpvm.compile(module, [target])(a=a)["s"], err_msg=target)
+
+
+@pytest.mark.parametrize("changes", [
+    {"out": "f64", "finish": "f64(total)"},                  # the output rounds otherwise
+    {"update": "total = total + a[i, j] + s[0]"},            # the nest reads the output
+    {"init": "s[j]"},
+])
+def test_a_fold_that_cannot_live_in_the_output_keeps_the_nest(changes):
+    module = columns(**changes)
+    assert run_pipeline(module, "loop-interchange") == module
+    with pytest.raises(PassError, match="is not a perfect nest"):
+        run_pipeline(module, "loop-interchange{loops=k.j}")

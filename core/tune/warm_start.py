@@ -16,12 +16,12 @@ design).
 
 Which forms get the changes is what a profile tells a person: each form
 parameter's share follows the time its nodes took in the defaults' run
-(backprop's ``layerforward``, 86% of its time on the H200, got two of
-four changes when they went to the parameters in turn, and the split
-form that won was never tried), and a change that made the program
-slower counts for more than one (sgemm's tree of 256 lanes ran 14x
-slower than the default pipeline; its reduction then waits while the
-tiles are tried).  The last sample of the warm start puts the changes
+(a loop nest's: the nodes that run its function).  Backprop's
+``layerforward``, 86% of its time on the H200, got two of four changes
+when they went to the parameters in turn, and the split form that won
+was never tried.  A change that made the program slower counts for
+more than one (sgemm's tree of 256 lanes ran 14x slower than the
+default pipeline; its reduction then waits while the tiles are tried).  The last sample of the warm start puts the changes
 that won together, as one-factor-at-a-time screening ends: mriq's
 fastest forms were a reduction's (split 32) and a fusion's (phi_mag
 recomputed), each measured alone.
@@ -32,11 +32,18 @@ import math
 import random
 from typing import Any
 
+from ..ir.graph import KernelBody
+from ..passes.module_tools import iter_nodes
 from .search import Outcome, key_of
 from .space import Space
 
-SCHEDULE_ROLES = ("stencil-fusion", "node-fusion", "parallel-reduce", "tile")
-"""The parameters whose values are schedule forms of a node or a pair."""
+SCHEDULE_ROLES = ("stencil-fusion", "node-fusion", "parallel-reduce", "tile", "loop-interchange",
+                  "loop-tile")
+"""The parameters whose values are schedule forms of a node, a pair or a
+loop nest."""
+LOOP_ROLES = ("loop-interchange", "loop-tile")
+"""Those whose subject is a loop (``fn.var``): its time is that of the
+nodes running ``fn``."""
 
 
 class Screening:
@@ -64,7 +71,8 @@ class Screening:
                    for p in design if p.role in SCHEDULE_ROLES]
         rng.shuffle(choices)
         self.values = {p.name: values for p, values in choices}
-        self.weight = _weights({p.name: _seconds(p, profile or {}) for p, _ in choices})
+        runs = _nodes_running(design.module)
+        self.weight = _weights({p.name: _seconds(p, profile or {}, runs) for p, _ in choices})
         self.used = dict.fromkeys(self.values, 0)
         self.counted = dict.fromkeys(self.values, 0.0)
         self.taken = set(seen)
@@ -131,14 +139,26 @@ def screening(design: Space, count: int, seed: int, seen=(), profile=None) -> li
     return Screening(design, seed, seen, profile).take(count)
 
 
-def _seconds(parameter, profile: dict[str, float]) -> float | None:
-    """The seconds the nodes of ``parameter`` (a node, or a pair
-    ``producer:consumer``) took in ``profile``; None where the profile
-    names none of them (no profile, or nodes the run did not report
-    apart)."""
-    nodes = [node.rsplit(".", 1)[-1] for node in str(parameter.subject).split(":")]
+def _seconds(parameter, profile: dict[str, float], runs: dict[str, list[str]]) -> float | None:
+    """The seconds the nodes of ``parameter`` (a node, a pair
+    ``producer:consumer``, or a loop ``fn.var`` of the nodes in ``runs``
+    of ``fn``) took in ``profile``; None where the profile names none of
+    them (no profile, or nodes the run did not report apart)."""
+    if parameter.role in LOOP_ROLES:
+        nodes = runs.get(str(parameter.subject).partition(".")[0], [])
+    else:
+        nodes = [node.rsplit(".", 1)[-1] for node in str(parameter.subject).split(":")]
     times = [profile[node] for node in nodes if node in profile]
     return sum(times) if times else None
+
+
+def _nodes_running(module) -> dict[str, list[str]]:
+    """Function name -> the names of the nodes that run it."""
+    runs: dict[str, list[str]] = {}
+    for _, node in iter_nodes(module):
+        if isinstance(node.body, KernelBody):
+            runs.setdefault(node.body.function, []).append(node.name)
+    return runs
 
 
 def _weights(seconds: dict[str, float | None]) -> dict[str, float]:

@@ -187,3 +187,14 @@ def test_the_last_place_puts_the_winning_changes_together():
     assert [len(changed(design, v)) for v in measured] == [0, 1, 1, 1, 2]
     assert notes == ["warm start, before the engine: 3 single changes of the schedule forms and "
                      "the winning changes of reduce main.offset, tile main.clamp together"]
+
+
+def test_a_loop_nest_weighs_what_the_nodes_running_its_function_took():
+    module = parse_module(CHAIN)
+    design = Space(module, ["cpu"], [
+        Parameter("block offset.k", (0, 16, 32), 0, "blocks", "loop-tile", "offset.k"),
+        Parameter("tile main.clamp", ("as written", "group 2x2"), "as written", "a tile", "tile",
+                  "clamp")])
+    for seed in range(4):
+        chosen = screening(design, 3, seed, profile={"offset": 8e-3, "clamp": 1e-3})
+        assert [next(iter(changed(design, v))) for v in chosen[1:]] == ["block offset.k"] * 2

@@ -82,7 +82,7 @@ def folded_value(stmt: Stmt, reduction: Reduction) -> Expr | None:
     if operands is None or len(operands) != 2:
         return None
     for mine, other in (operands, operands[::-1]):
-        if _is_var(mine, reduction.var) and not _reads(other, reduction.var):
+        if _is_var(mine, reduction.var) and not reads_variable(other, reduction.var):
             return other
     return None
 
@@ -91,7 +91,8 @@ def _is_var(expr: Expr, name: str) -> bool:
     return isinstance(expr, Var) and expr.name == name
 
 
-def _reads(root, name: str) -> bool:
+def reads_variable(root, name: str) -> bool:
+    """Whether ``root`` (an expression, statements) reads variable ``name``."""
     return any(isinstance(n, Var) and n.name == name for n in walk(root))
 
 
@@ -114,7 +115,8 @@ def promise_problem(loop: For, reduction: Reduction) -> str | None:
 
 def _reads_directly(stmt: Stmt, name: str) -> bool:
     """Whether ``stmt``'s own expressions (not nested statements) read ``name``."""
-    return any(not isinstance(child, Stmt) and _reads(child, name) for child in children(stmt))
+    return any(not isinstance(child, Stmt) and reads_variable(child, name)
+               for child in children(stmt))
 
 
 def op_problem(reduction: Reduction, type: ScalarType) -> str | None:

@@ -55,12 +55,20 @@ def reassociated(function: KernelFunction, module: Module) -> KernelFunction:
     return _inferred(function, module, floats=True)
 
 
-def _inferred(function: KernelFunction, module: Module, floats: bool = False) -> KernelFunction:
+def declared_types(function: KernelFunction) -> dict[str, ScalarType]:
+    """The type of each local variable ``function`` declares, for names
+    declared with one type only (an inner block may shadow a name with
+    another type; such names are left out, so no fold of them is taken
+    for exact)."""
     declared: dict[str, set] = {}
     for stmt in walk(function.body):
         if isinstance(stmt, Let):
             declared.setdefault(stmt.name, set()).add(stmt.type)
-    types = {name: kinds.pop() for name, kinds in declared.items() if len(kinds) == 1}
+    return {name: kinds.pop() for name, kinds in declared.items() if len(kinds) == 1}
+
+
+def _inferred(function: KernelFunction, module: Module, floats: bool = False) -> KernelFunction:
+    types = declared_types(function)
 
     def mark(node):
         if not isinstance(node, For) or has_effects(node.body, module):

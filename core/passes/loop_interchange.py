@@ -53,9 +53,10 @@ from ..ir.kernel import (
     ArrayDecl, AtomicUpdate, Barrier, Binary, Call, Expr, For, KernelFunction, Let, Load, Return,
     Stmt, Store, Var,
 )
+from ..ir.reduction import reads_variable
 from ..ir.visit import walk
-from .infer_reductions import has_effects, loop_reductions
-from .loop_nests import NestRewriter, check_loop_ids, loops_without
+from .infer_reductions import declared_types, has_effects, loop_reductions
+from .loop_nests import NestRewriter, check_loop_ids, loops_without, one_element_per_value
 from .output_expansion import expanded_into_output
 from .registry import Option, register_pass
 
@@ -84,7 +85,7 @@ def interchange_problem(outer: For, function: KernelFunction, module: Module) ->
     if len(outer.body) != 1 or not isinstance(outer.body[0], For):
         return "is not a perfect nest (its body is more than one loop)"
     inner = outer.body[0]
-    if outer.var in {n.name for n in walk((inner.start, inner.stop)) if isinstance(n, Var)}:
+    if reads_variable((inner.start, inner.stop), outer.var):
         return f"has an inner loop '{inner.var}' whose bounds read '{outer.var}'"
     for loop in (outer, inner):
         reads_memory, assigned = bound_dependences(loop, [inner.body])
@@ -106,7 +107,7 @@ def _fold_problem(outer: For, inner: For, function: KernelFunction) -> str | Non
     carried = set(assigned_variables(inner.body)) - declared
     if not carried:
         return None
-    types = {s.name: s.type for s in walk(function.body) if isinstance(s, Let)}
+    types = declared_types(function)
     folds = {r.var for r in outer.reduce + inner.reduce} | \
         {r.var for r in loop_reductions(outer, types)}
     unordered = sorted(carried - folds)
@@ -127,19 +128,19 @@ def _write_problem(outer: For, inner: For) -> str | None:
     assigned = assigned_variables(inner.body)
     for buffer in sorted(written):
         if not access_positions(inner.body, buffer, 2, dimension_of) and \
-                not _one_element_per_value(inner.body, buffer, (outer.var, inner.var), assigned):
+                not _shared_along_one_loop(inner.body, buffer, (outer.var, inner.var), assigned):
             return (f"writes '{buffer}' at elements another iteration may access (every access "
                     f"needs '{outer.var}' and '{inner.var}' as indices at the same positions, or "
                     "the same indices, each a loop variable or the same in every iteration)")
     return None
 
 
-def _one_element_per_value(stmts, buffer: str, loop_vars: tuple[str, str], assigned) -> bool:
+def _shared_along_one_loop(stmts, buffer: str, loop_vars: tuple[str, str], assigned) -> bool:
     """Whether every access of ``stmts`` to ``buffer`` has the same indices,
-    each one of ``loop_vars`` or an expression of neither that no
-    iteration changes, one loop variable at least: iterations then share
-    an element only with those of the same value of that variable, which
-    both orders of the nest run in the same order (``out[j] += a[i, j]``)."""
+    and those are one element per value of the loop variables they use
+    (loop_nests.one_element_per_value): iterations then share an element
+    only with those of the same value of that variable, which both orders
+    of the nest run in the same order (``out[j] += a[i, j]``)."""
     found = set()
     for node in walk(stmts):
         if isinstance(node, (Load, Store)) and node.buffer == buffer:
@@ -148,14 +149,7 @@ def _one_element_per_value(stmts, buffer: str, loop_vars: tuple[str, str], assig
                 isinstance(node, Call) and any(isinstance(a, Var) and a.name == buffer
                                                for a in node.args):
             return False
-    if len(found) != 1:
-        return False
-    indices = found.pop()
-    loops = [isinstance(i, Var) and i.name in loop_vars for i in indices]
-    fixed = [not loop and not any(isinstance(n, (Load, Call)) or isinstance(n, Var) and
-                                  n.name in set(loop_vars) | assigned for n in walk(index))
-             for index, loop in zip(indices, loops)]
-    return any(loops) and all(loop or still for loop, still in zip(loops, fixed))
+    return len(found) == 1 and one_element_per_value(found.pop(), loop_vars, assigned)
 
 
 def contiguous_accesses(stmts, var: str) -> int:
@@ -165,17 +159,13 @@ def contiguous_accesses(stmts, var: str) -> int:
         if isinstance(index, Var):
             return index.name == var
         if isinstance(index, Binary) and index.op == "add":
-            return along(index.lhs) and not _reads(index.rhs, var) or \
-                along(index.rhs) and not _reads(index.lhs, var)
+            return along(index.lhs) and not reads_variable(index.rhs, var) or \
+                along(index.rhs) and not reads_variable(index.lhs, var)
         if isinstance(index, Binary) and index.op == "sub":
-            return along(index.lhs) and not _reads(index.rhs, var)
+            return along(index.lhs) and not reads_variable(index.rhs, var)
         return False
     return sum(1 for node in walk(stmts)
                if isinstance(node, (Load, Store)) and node.indices and along(node.indices[-1]))
-
-
-def _reads(expr: Expr, var: str) -> bool:
-    return any(isinstance(n, Var) and n.name == var for n in walk(expr))
 
 
 def _swapped(outer: For) -> For:

@@ -10,7 +10,7 @@ import dataclasses
 
 from ..errors import Diagnostic, Location
 from ..ir.graph import Module
-from ..ir.kernel import For, KernelFunction, Stmt
+from ..ir.kernel import Call, Expr, For, KernelFunction, Load, Stmt, Var
 from ..ir.visit import map_blocks, walk
 from .errors import PassError
 from .loop_unroll import loop_ids
@@ -34,6 +34,19 @@ def loops_without(module: Module, problem) -> list[str]:
         found += [ids[id(node)] for node in walk(function.body)
                   if isinstance(node, For) and problem(node, function, module) is None]
     return found
+
+
+def one_element_per_value(indices: tuple[Expr, ...], loop_vars, changing) -> bool:
+    """Whether ``indices`` are loop variables (of ``loop_vars``), one at
+    least, and expressions the same in every iteration: reading no loop
+    variable, no name in ``changing`` (variables the iterations assign),
+    no memory.  Iterations then share the element only with those of the
+    same values of those loop variables."""
+    loops = [isinstance(i, Var) and i.name in loop_vars for i in indices]
+    moving = set(loop_vars) | set(changing)
+    fixed = [not any(isinstance(n, (Load, Call)) or isinstance(n, Var) and n.name in moving
+                     for n in walk(index)) for index in indices]
+    return any(loops) and all(loop or still for loop, still in zip(loops, fixed))
 
 
 def _ids(function: KernelFunction) -> dict[int, str]:
@@ -80,11 +93,11 @@ class NestRewriter:
 
     def _wanted(self, loop: For, loop_id: str | None) -> bool:
         """Whether to rewrite ``loop`` (its id; None: a loop a rewrite made)."""
-        problem = self.problem(loop)
         if loop_id in self.requests:
+            problem = self.problem(loop)
             if problem:
                 raise PassError(Diagnostic(Location(function=self.function.name),
                                            f"{self.pass_name}: loop '{loop_id}' {problem}",
                                            "leave this loop out of loops="))
             return True
-        return not self.requests and problem is None and self.worth(loop)
+        return not self.requests and self.problem(loop) is None and self.worth(loop)

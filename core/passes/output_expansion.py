@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..ir.analysis import assigned_variables
+from ..ir.analysis import assigned_variables, bound_dependences
 from ..ir.kernel import (
-    ArrayDecl, Assign, AtomicUpdate, Barrier, Call, Expr, For, KernelFunction, Let, Load, Return,
-    Stmt, Store, Var,
+    ArrayDecl, Assign, AtomicUpdate, Barrier, Call, For, KernelFunction, Let, Load, Return, Stmt,
+    Store, Var,
 )
+from ..ir.reduction import reads_variable
 from ..ir.types import BufferType
 from ..ir.visit import rewrite, walk
+from .loop_nests import one_element_per_value
 from .names import substitute
 
 
@@ -44,15 +46,14 @@ def expanded_into_output(outer: For, function: KernelFunction) -> tuple[For, ...
     """``outer``'s imperfect nest (a loop of ``function``) as the loops
     above, the middle one a perfect nest; None where it does not apply
     (see the module text)."""
-    if len(outer.body) != 3 or any(isinstance(n, (Load, Call)) for n in
-                                   walk((outer.start, outer.stop))):
+    if len(outer.body) != 3 or bound_dependences(outer, [outer.body])[0]:
         return None
     start, inner, finish = outer.body
     if not (isinstance(start, Let) and start.value is not None and isinstance(inner, For)
             and isinstance(finish, Store)):
         return None
     fold, out = start.name, finish.buffer
-    if not _one_element_per_iteration(finish.indices, outer.var, fold) or \
+    if not one_element_per_value(finish.indices, (outer.var,), (fold,)) or \
             not _updates_only(inner, fold, out, outer.var):
         return None
     if any(isinstance(n, Var) and n.name == fold or isinstance(n, (Load, Store)) and
@@ -81,21 +82,12 @@ def _element_type(function: KernelFunction, array: str):
                  if isinstance(s, ArrayDecl) and s.name == array), None)
 
 
-def _one_element_per_iteration(indices: tuple[Expr, ...], var: str, fold: str) -> bool:
-    """Whether ``indices`` are ``var`` and expressions that read no loop
-    variable, the fold or memory (the same in every iteration)."""
-    plain = [isinstance(i, Var) and i.name == var for i in indices]
-    fixed = [not any(isinstance(n, (Load, Call)) or isinstance(n, Var) and n.name in (var, fold)
-                     for n in walk(index)) for index in indices]
-    return any(plain) and all(p or f for p, f in zip(plain, fixed))
-
-
 def _updates_only(inner: For, fold: str, out: str, var: str) -> bool:
     """Whether ``inner`` only updates ``fold`` and its own locals, reads
     no ``out``, and has bounds free of ``var`` and ``fold``."""
-    bounds = {n.name for n in walk((inner.start, inner.stop)) if isinstance(n, Var)}
-    if bounds & {var, fold} or any(isinstance(n, (Load, Call))
-                                   for n in walk((inner.start, inner.stop))):
+    reads_memory, _ = bound_dependences(inner, [])
+    if reads_memory or reads_variable((inner.start, inner.stop), var) or \
+            reads_variable((inner.start, inner.stop), fold):
         return False
     declared = {s.name for s in walk(inner.body) if isinstance(s, (Let, ArrayDecl))}
     if assigned_variables(inner.body) - declared - {fold}:

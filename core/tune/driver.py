@@ -75,7 +75,8 @@ def tune(program, targets, inputs: dict, budget: int = 100, *, passes=PASS_PARAM
     round differently, within the tolerance every sample is checked
     against); the configuration says so."""
     if budget < 1:
-        raise TuneError(f"a budget of {budget} samples tunes nothing (fix: --budget 1 or more)")
+        raise TuneError(f"a budget of {budget} samples tunes nothing (fix: give --budget 1 or "
+                        "more)")
     if mode not in MODES:
         raise TuneError(f"no mode '{mode}' (fix: use one of {', '.join(MODES)})")
     objectives = list(objectives)

@@ -120,6 +120,11 @@ def test_an_element_shared_by_the_iterations_of_one_column_keeps_their_order():
     ({"body": "b[i, j] = a[i, j]\n      total = total + a[i, j]", "prelude":
       "let total: f32 = f32(0.0)", "after": "count[0] = i64(total)"},
      "assigns 'total', declared outside the nest, other than by a fold"),
+    # a float sum is not taken for an integer fold by another block's i64 'total'
+    ({"body": "b[i, j] = a[i, j]\n      total = total + a[i, j]", "prelude":
+      "let total: f32 = f32(0.0)", "after": "for z in 0 .. 1 step 1 {\n    let total: i64 = 0\n"
+      "    count[0] = total\n  }"},
+     "assigns 'total', declared outside the nest, other than by a fold"),
     ({"body": "b[i, 0] = b[j, 0] + a[i, j]"},
      "writes 'b' at elements another iteration may access"),
     ({"body": "b[i, j] = a[i, j]\n      b[i, 0] = a[i, j]"}, "writes 'b' at elements"),

@@ -3,7 +3,7 @@
     from hpvm.passes import run_pipeline
     module = run_pipeline(module, "inline,const-fold,dce", verify_each=True)
 
-Built-in passes (one per file): dce, const-fold, inline, sequentialize,
+Built-in passes (one per file): dce, dead-inputs, const-fold, inline, sequentialize,
 loop-unroll, latency-unroll, loop-fusion, loop-interchange, loop-tile, node-fusion,
 argument-privatisation, input-buffering, parallel-reduce, infer-reductions,
 tile, stencil-fusion, register-tile, legalize-tensor-ops, and on tensor-op
@@ -40,6 +40,6 @@ from . import (  # noqa: E402,F401
     fold_tensor_constants, fold_transposes, fuse_attention, fuse_elementwise,
     fuse_ops, fuse_rows, infer_reductions, inline,
     input_buffering, latency_unroll, legalize_tensor_ops, loop_fusion, loop_interchange,
-    loop_tile, loop_unroll, node_fusion, parallel_reduce,
+    loop_tile, loop_unroll, node_fusion, out_of_place, parallel_reduce,
     register_tile, sequentialize, stencil_fusion, tile,
 )

@@ -6,7 +6,10 @@ Legal when (each refusal names the reason):
 - both are kernel nodes of one graph with the same replication (compared
   after the consumer's shape symbols are matched to the producer's through
   the buffers the edges carry), no hint or the same one, no streaming
-  edge, no ``inout``/``private`` port, no barrier, no ``return``;
+  edge, no ``private`` port, no barrier, no ``return``, an ``inout`` port
+  only where its node may update it out of place (out_of_place.py: the
+  pair is fused out of place then; an edge that carried a dead old value
+  does not join them);
 - no other path leads from the producer to the consumer (the fused node
   would depend on itself);
 - every buffer an edge carries is accessed *instance-owned* in both
@@ -40,6 +43,7 @@ from ..ir.parameter import Parameter
 from ..ir.types import I64, BufferType
 from ..ir.visit import rewrite, walk
 from .errors import PassError
+from .out_of_place import in_place_problem, run_out_of_place, without_dead_feeds
 from .names import (
     NameGenerator, declared_names, function_names, renamed_shape, substitute, unique_name,
 )
@@ -104,17 +108,22 @@ def _find_pair(module: Module, text: str, fused_into: dict[str, str]) -> tuple[N
 
 # -- legality -------------------------------------------------------------
 def _problem(module: Module, graph: Graph, producer: Node, consumer: Node) -> str | None:
-    edges = _edges_between(graph, producer, consumer)
-    if not edges:
-        return "no edge joins them"
     for node in (producer, consumer):
         if not isinstance(node.body, KernelBody):
             return f"'{node.name}' is not a kernel node"
         function = module.function(node.body.function)
-        if any(p.direction in ("inout", "private") for p in function.params):
-            return f"'{node.name}' has an inout or private port"
+        if any(p.direction == "private" for p in function.params):
+            return f"'{node.name}' has a private port"
+        in_place = next((problem for p in function.params if p.direction == "inout"
+                         if (problem := in_place_problem(graph, node, function, p.name))), None)
+        if in_place:
+            return f"'{node.name}' updates a buffer in place: {in_place}"
         if any(isinstance(n, (Barrier, Return)) for n in walk(function.body)):
             return f"'{node.name}' uses a barrier or returns early"
+    graph = without_dead_feeds(module, graph, consumer)
+    edges = _edges_between(graph, producer, consumer)
+    if not edges:
+        return "no edge joins them"
     if producer.hint != consumer.hint:
         return f"their hints differ ({producer.hint} and {consumer.hint})"
     if any(e.streaming for e in edges):
@@ -185,6 +194,10 @@ def _param(function: KernelFunction, name: str) -> Parameter:
 # -- the rewrite ------------------------------------------------------------
 def _fuse(module: Module, graph: Graph, producer: Node, consumer: Node) -> tuple[Module, str]:
     """``module`` with the pair fused, and the fused node's name."""
+    for node in (producer, consumer):
+        module = run_out_of_place(module, graph.name, node.name)
+    graph = module.graph(graph.name)
+    producer, consumer = graph.node(producer.name), graph.node(consumer.name)
     first, second = (module.function(n.body.function) for n in (producer, consumer))
     edges = _edges_between(graph, producer, consumer)
     carried = {e.dst_port: e.src_port for e in edges}

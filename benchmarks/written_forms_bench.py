@@ -5,7 +5,7 @@ numpy or PyTorch user writes for the same result, or numba's loops (issue
 40: "several independently written variants of each kernel").
 
     python benchmarks/written_forms_bench.py
-        [--forms products,convolutions,stencils,reductions,orders] [--size 1024]
+        [--forms products,convolutions,stencils,reductions,orders,steps] [--size 1024]
         [--conv-shape 64,64,58,3] [--grid 4096] [--threads T] [--repeat 7]
 
 The forms are benchmarks/products.py's (m = k = n = ``--size``; batched:
@@ -20,7 +20,10 @@ benchmarks/reductions.py's (a ``--grid`` square matrix, against numpy's
 are compared within 1e-3 of their largest value) and
 benchmarks/loop_orders.py's (nests written column by column, ``--grid``
 square, as written and with ``pipeline=default``, which swaps them,
-against numpy's expression).
+against numpy's expression) and benchmarks/time_steps.py's (time steps
+of a ``--grid`` square grid updated in place, copied back or from an old
+copy, as written and with ``pipeline=default``, which fuses each update
+into its stencil, against the same steps in numpy).
 Each output is checked against its peer's where the peer computes it.  Each implementation is timed
 in its own block of ``--repeat`` calls after a warm-up call, with a pause
 between blocks (OpenBLAS's and oneDNN's threads spin after a call and
@@ -148,9 +151,12 @@ def stencil_peers():
     return peers
 
 
-def rows(forms: dict, peers: dict, inputs_of, args, threads: dict, pipeline: str = ""):
+def rows(forms: dict, peers: dict, inputs_of, args, threads: dict, pipeline: str = "",
+         donated_rows: bool = True):
     """(form, peer's name, hpvm ms, peer ms) of each form, its output
-    checked against the peer's; ``pipeline``: the compile option."""
+    checked against the peer's; ``pipeline``: the compile option;
+    ``donated_rows``: whether a form updating an array in place has a
+    second row with it given up."""
     import numpy as np
     import hpvm
     rng = np.random.default_rng(0)
@@ -169,7 +175,7 @@ def rows(forms: dict, peers: dict, inputs_of, args, threads: dict, pipeline: str
         theirs = best_time(lambda: peer(inputs), args.repeat, args.warm_up)
         yield name, label, best_time(lambda: exe(**inputs), args.repeat, args.warm_up), theirs
         updated = [p.name for p in exe.module.root_graph.params if p.direction == "inout"]
-        if updated:  # the same call with the updated arrays given up (hpvm.donate)
+        if updated and donated_rows:  # the same call with the updated arrays given up
             donated = {k: hpvm.donate(v) if k in updated else v for k, v in inputs.items()}
             mine = best_time(lambda: exe(**donated), args.repeat, args.warm_up)
             yield f"{name}, donated", label, mine, theirs
@@ -177,7 +183,8 @@ def rows(forms: dict, peers: dict, inputs_of, args, threads: dict, pipeline: str
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--forms", default="products,convolutions,stencils,reductions,orders")
+    parser.add_argument("--forms",
+                        default="products,convolutions,stencils,reductions,orders,steps")
     parser.add_argument("--size", type=int, default=1024, help="products: m = k = n")
     parser.add_argument("--conv-shape", default="64,64,58,3",
                         help="channels in, out, image size (no padding), taps")
@@ -192,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
     import numpy as np
     import torch
-    from benchmarks import convolutions, loop_orders, products, reductions, stencils
+    from benchmarks import convolutions, loop_orders, products, reductions, stencils, time_steps
     if args.threads:
         torch.set_num_threads(args.threads)
     threads = {"threads": args.threads} if args.threads else {}
@@ -222,18 +229,22 @@ def main(argv: list[str] | None = None) -> int:
         tables.append((reductions.FORMS, peers,
                        lambda name, rng: reductions.inputs_for(name, rng, args.grid, args.grid)))
     tables = [(forms, peers, inputs_of, "") for forms, peers, inputs_of in tables]
-    if "orders" in args.forms:
-        peers = {name: ("numpy", lambda i, name=name: {"out": loop_orders.reference(name, i)})
-                 for name in loop_orders.FORMS}
+    both_ways = {"orders": (loop_orders, "out"), "steps": (time_steps, "u")}
+    for family, (forms, output) in both_ways.items():
+        if family not in args.forms:
+            continue
+        peers = {name: ("numpy", lambda i, name=name, forms=forms, output=output: {
+            output: forms.reference(name, i)}) for name in forms.FORMS}
         for pipeline in ("", "default"):
-            tables.append((loop_orders.FORMS, peers, lambda name, rng: loop_orders.inputs_for(
+            tables.append((forms.FORMS, peers, lambda name, rng, forms=forms: forms.inputs_for(
                 name, rng, args.grid, args.grid), pipeline))
+    compared = [forms.FORMS for forms, _ in both_ways.values()]
     for forms, peers, inputs_of, pipeline in tables:
         with torch.no_grad():
             for name, label, mine, theirs in rows(forms, peers, inputs_of, args, threads,
-                                                  pipeline):
+                                                  pipeline, forms not in compared):
                 name += f" (pipeline {pipeline})" if pipeline else \
-                    " (as written)" if forms is loop_orders.FORMS else ""
+                    " (as written)" if forms in compared else ""
                 print(f"| {name} | {label} | {mine * 1e3:.2f} | {theirs * 1e3:.2f} | "
                       f"{mine / theirs:.2f} |", flush=True)
     return 0

@@ -1,9 +1,10 @@
 """written_forms_bench: every written form of a product and of a
-convolution, a stencil, a reduction and a loop order on the cpu target,
+convolution, a stencil, a reduction, a loop order and a time step on the
+cpu target,
 each output checked against the library call that computes it."""
 import pytest
 
-from benchmarks import convolutions, loop_orders, products, reductions, stencils
+from benchmarks import convolutions, loop_orders, products, reductions, stencils, time_steps
 from benchmarks.written_forms_bench import main
 
 
@@ -20,6 +21,6 @@ def test_every_form_runs_and_agrees_with_its_peer(capsys):
     assert forms == [row for name, program in programs.items() for row in (
         (name, f"{name}, donated") if any(p.direction == "inout"
                                           for p in program.build().root_graph.params)
-        else (name,))] + [f"{name} ({how})" for how in ("as written", "pipeline default")
-                          for name in loop_orders.FORMS]
+        else (name,))] + [f"{name} ({how})" for forms in (loop_orders, time_steps)
+                          for how in ("as written", "pipeline default") for name in forms.FORMS]
     assert "interior, donated" in forms

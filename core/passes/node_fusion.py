@@ -8,8 +8,10 @@ Legal when (each refusal names the reason):
   the buffers the edges carry), no hint or the same one, no streaming
   edge, no ``private`` port, no barrier, no ``return``, an ``inout`` port
   only where its node may update it out of place (out_of_place.py: the
-  pair is fused out of place then; an edge that carried a dead old value
-  does not join them);
+  pair is fused out of place then); first, every port whose old value is
+  dead becomes an output (dead-inputs), so that the edges that ordered
+  its writes after the old value's readers do not keep a fused node's
+  buffer in memory;
 - no other path leads from the producer to the consumer (the fused node
   would depend on itself);
 - every buffer an edge carries is accessed *instance-owned* in both
@@ -43,7 +45,7 @@ from ..ir.parameter import Parameter
 from ..ir.types import I64, BufferType
 from ..ir.visit import rewrite, walk
 from .errors import PassError
-from .out_of_place import in_place_problem, run_out_of_place, without_dead_feeds
+from .out_of_place import dead_inputs, in_place_problem, run_out_of_place, without_dead_feeds
 from .names import (
     NameGenerator, declared_names, function_names, renamed_shape, substitute, unique_name,
 )
@@ -54,6 +56,7 @@ from .registry import Option, register_pass
     Option("pairs", list, (), "PRODUCER:CONSUMER node pairs to fuse (default: every legal pair)")])
 def node_fusion(module: Module, pairs: tuple[str, ...]) -> Module:
     """Fuse producer-consumer kernel nodes that run instance by instance."""
+    module = dead_inputs(module)
     if pairs:
         fused_into: dict[str, str] = {}  # a fused node's old name -> the node it is now part of
         for text in pairs:
@@ -78,7 +81,7 @@ def node_fusion(module: Module, pairs: tuple[str, ...]) -> Module:
 def fusible_pairs(module: Module) -> list[str]:
     """``producer:consumer`` of every pair that is legal to fuse now."""
     return list(dict.fromkeys(f"{producer.name}:{consumer.name}"
-                              for _, producer, consumer in _legal_pairs(module)))
+                              for _, producer, consumer in _legal_pairs(dead_inputs(module))))
 
 
 def _legal_pairs(module: Module):

@@ -36,7 +36,8 @@ __all__ = [
 
 # The built-in passes register themselves on import.
 from . import (  # noqa: E402,F401
-    approximate, argument_privatisation, calibrate, const_fold, dce, expand_powers,
+    approximate, argument_privatisation, calibrate, const_fold, copy_propagation, dce,
+    expand_powers,
     fold_tensor_constants, fold_transposes, fuse_attention, fuse_elementwise,
     fuse_ops, fuse_rows, infer_reductions, inline,
     input_buffering, latency_unroll, legalize_tensor_ops, loop_fusion, loop_interchange,

@@ -321,7 +321,8 @@ def _rewire(graph: Graph, producer: Node, consumer: Node, fused: Node, renames: 
     edges = [destination(source(edge)) for edge in kept_edges]
     bind_ins = [destination(b) for b in graph.bind_ins]
     bind_outs = [source(b) for b in graph.bind_outs]
-    nodes = [fused if n.name == producer.name else n for n in graph.nodes if n.name != consumer.name]
+    nodes = [fused if n.name == producer.name else n
+             for n in graph.nodes if n.name != consumer.name]
     return dataclasses.replace(graph, nodes=tuple(nodes), edges=tuple(edges),
                                bind_ins=tuple(bind_ins), bind_outs=tuple(bind_outs))
 

@@ -23,7 +23,7 @@ square, as written and with ``pipeline=default``, which swaps them,
 against numpy's expression) and benchmarks/time_steps.py's (time steps
 of a ``--grid`` square grid updated in place, copied back or from an old
 copy, as written and with ``pipeline=default``, which fuses each update
-into its stencil, against the same steps in numpy).
+into its stencil, against the same steps in numba's parallel loops).
 Each output is checked against its peer's where the peer computes it.  Each implementation is timed
 in its own block of ``--repeat`` calls after a warm-up call, with a pause
 between blocks (OpenBLAS's and oneDNN's threads spin after a call and
@@ -229,16 +229,18 @@ def main(argv: list[str] | None = None) -> int:
         tables.append((reductions.FORMS, peers,
                        lambda name, rng: reductions.inputs_for(name, rng, args.grid, args.grid)))
     tables = [(forms, peers, inputs_of, "") for forms, peers, inputs_of in tables]
-    both_ways = {"orders": (loop_orders, "out"), "steps": (time_steps, "u")}
-    for family, (forms, output) in both_ways.items():
+    both_ways = {"orders": (loop_orders, "numpy", lambda name, i: {
+        "out": loop_orders.reference(name, i)}),
+        "steps": (time_steps, "numba", lambda name, i: {"u": time_steps.numba_steps(i)})}
+    for family, (forms, label, peer) in both_ways.items():
         if family not in args.forms:
             continue
-        peers = {name: ("numpy", lambda i, name=name, forms=forms, output=output: {
-            output: forms.reference(name, i)}) for name in forms.FORMS}
+        peers = {name: (label, lambda i, name=name, peer=peer: peer(name, i))
+                 for name in forms.FORMS}
         for pipeline in ("", "default"):
             tables.append((forms.FORMS, peers, lambda name, rng, forms=forms: forms.inputs_for(
                 name, rng, args.grid, args.grid), pipeline))
-    compared = [forms.FORMS for forms, _ in both_ways.values()]
+    compared = [forms.FORMS for forms, _, _ in both_ways.values()]
     for forms, peers, inputs_of, pipeline in tables:
         with torch.no_grad():
             for name, label, mine, theirs in rows(forms, peers, inputs_of, args, threads,

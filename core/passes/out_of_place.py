@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..ir.graph import Graph, KernelBody, Module, Node
 from ..ir.instance_access import instance_aliases, instance_dimension
@@ -69,9 +69,11 @@ ALL = None
 @dataclass(frozen=True)
 class OutOfPlace:
     """How a port runs out of place: ``old_reads`` top-level statements
-    read the old value (0: it is dead)."""
+    read the old value (0: it is dead); ``positions``: the index position
+    of instance dimension 0, 1 ... in every access."""
 
     old_reads: int
+    positions: tuple[int, ...] = field(default=(), compare=False)
 
     @property
     def dead(self) -> bool:
@@ -110,7 +112,7 @@ def out_of_place(function: KernelFunction, buffer: str,
             old_reads = position + 1
         if cover.complete():
             rest = function.body[position + 1:]
-            return cover.owned(rest) or OutOfPlace(old_reads)
+            return cover.owned(rest) or OutOfPlace(old_reads, cover.positions)
     return f"'@{function.name}' does not write every element of '{buffer}'"
 
 

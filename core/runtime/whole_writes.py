@@ -14,7 +14,10 @@ with ``ij`` the instance's id in dimension j (or a variable set to it
 once), and the replication has exactly the output's sizes; or,
 one-dimensional, stores to ``out[i]`` over as many instances as the
 output has elements (the lowered form of tensor ops); and never reads the
-output (``y[i] = y[i] + x[i]`` relies on the zeros).
+output (``y[i] = y[i] + x[i]`` relies on the zeros).  Or when its stores
+cover every element before any instance reads one, loops over the other
+dimensions included (``for v: flux[v, i] = ...``; the cover of
+passes/out_of_place.py, whose old value is then dead: here the zeros).
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from ..ir.kernel import (
     AtomicUpdate, Call, If, InstanceId, KernelFunction, Let, Load, Return, Stmt, Store, Var,
 )
 from ..ir.visit import walk
+from ..passes.out_of_place import OutOfPlace, out_of_place
 
 
 def whole_outputs(module: Module, node: Node, replication: tuple[int, ...],
@@ -39,9 +43,19 @@ def whole_outputs(module: Module, node: Node, replication: tuple[int, ...],
         return frozenset()
     function = module.function(body.function)
     read = _read_buffers(function)
-    return frozenset(port for port in _stored_by_every_instance(function, len(replication))
-                     if port in shapes and port not in read
-                     and _covers(shapes[port], replication))
+    stored = _stored_by_every_instance(function, len(replication))
+    return frozenset(port for port in shapes if
+                     port in stored and port not in read and _covers(shapes[port], replication)
+                     or _covered_first(function, node, port, replication, shapes[port]))
+
+
+def _covered_first(function: KernelFunction, node: Node, port: str,
+                   replication: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """Whether the kernel stores every element of ``port`` before it reads
+    one, its instances spanning the run's ``shape`` where they index it."""
+    plan = out_of_place(function, port, node.replication)
+    return isinstance(plan, OutOfPlace) and plan.dead and all(
+        shape[p] == replication[d] for d, p in enumerate(plan.positions))
 
 
 def _read_buffers(function: KernelFunction) -> set[str]:

@@ -67,9 +67,24 @@ func @moved(in x: f32[N], out y: f32[N]) {
   y[i] = x[i]
 }
 
+func @channels(in x: f32[N], out y: f32[3, N]) {
+  let i: i64 = instance_id(0)
+  for k in 0 .. 3 step 1 {
+    y[k, i] = x[i] * f32(2.0)
+  }
+  y[0, i] = y[0, i] + y[2, i]
+}
+
+func @channel_sums(in x: f32[N], out y: f32[3, N]) {
+  let i: i64 = instance_id(0)
+  for k in 0 .. 3 step 1 {
+    y[k, i] = y[k, i] + x[i]
+  }
+}
+
 graph @main(in x: f32[H, W], in v: f32[N], out a: f32[H, W], out b: f32[H, W],
             out c: f32[N], out d: f32[N], out e: f32[N], out f: f32[N], out g: f32[N],
-            out h: f32[N]) {
+            out h: f32[N], out p: f32[3, N], out q: f32[3, N]) {
   node grid = @grid [H, W]
   node flat = @flat [H * W]
   node reads_back = @reads_back [N]
@@ -78,6 +93,8 @@ graph @main(in x: f32[H, W], in v: f32[N], out a: f32[H, W], out b: f32[H, W],
   node moved = @moved [N]
   node both = @both [N]
   node one_branch = @one_branch [N]
+  node channels = @channels [N]
+  node channel_sums = @channel_sums [N]
   in x -> grid.x
   in x -> flat.x
   in v -> reads_back.x
@@ -86,6 +103,8 @@ graph @main(in x: f32[H, W], in v: f32[N], out a: f32[H, W], out b: f32[H, W],
   in v -> moved.x
   in v -> both.x
   in v -> one_branch.x
+  in v -> channels.x
+  in v -> channel_sums.x
   out grid.y -> a
   out flat.y -> b
   out reads_back.y -> c
@@ -94,6 +113,8 @@ graph @main(in x: f32[H, W], in v: f32[N], out a: f32[H, W], out b: f32[H, W],
   out moved.y -> f
   out both.y -> g
   out one_branch.y -> h
+  out channels.y -> p
+  out channel_sums.y -> q
 }
 
 root @main
@@ -110,6 +131,9 @@ root @main
     ("moved", (8,), (8,), False),         # the index variable changes
     ("both", (8,), (8,), True),           # stored in both branches of an if
     ("one_branch", (8,), (8,), False),    # one branch returns without storing
+    ("channels", (8,), (3, 8), True),     # a loop over the channels, read after
+    ("channels", (7,), (3, 8), False),    # fewer instances than elements
+    ("channel_sums", (8,), (3, 8), False),  # relies on the zeros
 ])
 def test_outputs_written_whole(node, replication, shape, whole):
     module = parse_module(KERNELS)

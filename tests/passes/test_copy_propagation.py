@@ -75,7 +75,8 @@ def test_a_copy_of_a_producers_output_is_read_from_the_producer():
 
 
 def test_a_copy_of_the_graphs_input_is_read_from_the_parameter():
-    text = COPY.replace("COPY", "c[i] = s[i]").replace("edge scale.s -> copy.s all-to-all\n", "").replace(
+    text = COPY.replace("COPY", "c[i] = s[i]").replace(
+        "edge scale.s -> copy.s all-to-all\n", "").replace(
         "  in a -> scale.a\n", "  in a -> scale.a\n  in a -> copy.s\n")
     result = propagated(text)
     assert "node copy" not in result and "in a -> add.c" in result
@@ -167,3 +168,4 @@ def test_cfds_copies_of_its_state_are_gone():
     for target in usable_targets():
         assert_outputs_close(hpvm.compile(module, [target])(**inputs), bench.reference(inputs),
                              bench.rtol, bench.atol, f"cfd on {target}")
+

@@ -45,6 +45,22 @@ def column_means(a: Buffer[f32, "M", "N"], out: Out[Buffer[f32, "N"]]):
 
 
 @hl.program
+def column_moments(a: Buffer[f32, "M", "N"], out: Out[Buffer[f32, "N"]],
+                   mean: Out[Buffer[f32, "N"]]):
+    """Each column's variance and mean, from a sum and a sum of squares
+    kept in two local variables."""
+    with task(ins=(a,), outs=(out, mean), name="column_moments"):
+        for j in range(N):
+            total: f32 = 0.0
+            squares: f32 = 0.0
+            for i in range(M):
+                total += a[i, j]
+                squares += a[i, j] * a[i, j]
+            mean[j] = total / f32(M)
+            out[j] = squares / f32(M) - (total / f32(M)) * (total / f32(M))
+
+
+@hl.program
 def transpose_add(a: Buffer[f32, "M", "M"], b: Buffer[f32, "M", "M"],
                   out: Out[Buffer[f32, "M", "M"]]):
     """a + b^T, its indices in the order of the formula's b[j, i]."""
@@ -77,7 +93,8 @@ def offset_channels(x: Buffer[f32, "M", "N", "C"], bias: Buffer[f32, "C"],
 
 
 FORMS = {"scale_columns": scale_columns, "column_sums": column_sums,
-         "column_means": column_means, "transpose_add": transpose_add, "gain_images": gain_images,
+         "column_means": column_means, "column_moments": column_moments,
+         "transpose_add": transpose_add, "gain_images": gain_images,
          "offset_channels": offset_channels}
 BATCH, CHANNELS = 8, 16
 
@@ -103,6 +120,7 @@ def reference(name: str, inputs: dict) -> np.ndarray:
     return {"scale_columns": lambda: i["a"] * i["w"],
             "column_sums": lambda: i["a"].sum(0),
             "column_means": lambda: i["a"].mean(0),
+            "column_moments": lambda: (i["a"] * i["a"]).mean(0) - i["a"].mean(0) ** 2,
             "transpose_add": lambda: i["a"] + i["b"].T,
             "gain_images": lambda: i["images"] * i["gain"][:, None, None],
             "offset_channels": lambda: i["x"] + i["bias"]}[name]()

@@ -1,5 +1,5 @@
-"""A loop nest made perfect by keeping a fold in the output it ends in,
-so that loop-interchange can swap it.
+"""A loop nest made perfect by keeping its folds in the outputs it ends
+in, so that loop-interchange can swap it.
 
 Column sums written with an accumulator walk the matrix a row apart at
 every step of the inner loop::
@@ -15,20 +15,27 @@ loop that finishes every column (left out where ``g(s)`` is ``s``)::
     for j { for i { out[j] = out[j] + a[i, j] } }
     for j { out[j] = g(out[j]) }
 
+Several folds work alike (a column's sum and sum of squares, then its
+mean and variance from both): each lives in the first output of its type
+that the nest stores and no other fold took, and the finishing loop reads
+every fold back before it runs the stores as written.
+
 Every column's updates run in the same order as before, on the same
 type, so the values are the same bit for bit.  It applies when the outer
-loop's body is exactly the declaration of ``s`` with a value, the inner
-loop and one store to ``out``: ``out`` has ``s``'s type, the store's
-indices are the outer loop's variable and expressions no iteration
-changes (one element per iteration of the outer loop), nothing else in
-the nest reads or writes ``out``, the inner loop's bounds do not read
-the outer variable or ``s``, and its body assigns only ``s`` and
-variables it declares, with no store, atomic update, barrier, return or
-call.
+loop's body is exactly the declarations of the folds with values, the
+inner loop and the stores, one to each output, as many as the folds or
+more: every fold has an output of its type, each store's indices are the
+outer loop's variable and expressions no iteration changes (one element
+per iteration of the outer loop), nothing else in the nest reads or
+writes the outputs, the starting values read no fold, the inner loop's
+bounds do not read the outer variable or a fold, and its body assigns
+only the folds and variables it declares, with no store, atomic update,
+barrier, return or call.
 """
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 from ..ir.analysis import assigned_variables, bound_dependences
 from ..ir.kernel import (
@@ -46,31 +53,60 @@ def expanded_into_output(outer: For, function: KernelFunction) -> tuple[For, ...
     """``outer``'s imperfect nest (a loop of ``function``) as the loops
     above, the middle one a perfect nest; None where it does not apply
     (see the module text)."""
-    if len(outer.body) != 3 or bound_dependences(outer, [outer.body])[0]:
+    if bound_dependences(outer, [outer.body])[0]:
         return None
-    start, inner, finish = outer.body
-    if not (isinstance(start, Let) and start.value is not None and isinstance(inner, For)
-            and isinstance(finish, Store)):
+    starts = list(itertools.takewhile(lambda s: isinstance(s, Let), outer.body))
+    if not starts or len(outer.body) < len(starts) + 2 or \
+            not isinstance(inner := outer.body[len(starts)], For):
         return None
-    fold, out = start.name, finish.buffer
-    if not one_element_per_value(finish.indices, (outer.var,), (fold,)) or \
-            not _updates_only(inner, fold, out, outer.var):
+    finish = outer.body[len(starts) + 1:]
+    folds = [start.name for start in starts]
+    if any(start.value is None for start in starts) or not all(
+            isinstance(f, Store) for f in finish) or len(finish) < len(folds):
         return None
-    if any(isinstance(n, Var) and n.name == fold or isinstance(n, (Load, Store)) and
-           n.buffer == out for n in walk((start.value, *finish.indices))):
+    outs = [f.buffer for f in finish]
+    if len(set(outs)) != len(outs) or len(set(folds)) != len(folds) or \
+            not all(one_element_per_value(f.indices, (outer.var,), folds) for f in finish) or \
+            not _updates_only(inner, folds, outs, outer.var):
         return None
-    if any(isinstance(n, Load) and n.buffer == out for n in walk(finish.value)):
+    if any(isinstance(n, Var) and n.name in folds or isinstance(n, (Load, Store)) and
+           n.buffer in outs for n in walk((*(s.value for s in starts),
+                                            *(i for f in finish for i in f.indices)))):
         return None
-    if _element_type(function, out) != start.type:
+    if any(isinstance(n, Load) and n.buffer in outs for f in finish for n in walk(f.value)):
         return None
-    element = Load(out, finish.indices, start.type)
-    updates = _stored(substitute(inner.body, values={fold: element}), fold, out, finish.indices)
-    loops = [dataclasses.replace(outer, body=(Store(out, finish.indices, start.value),)),
+    homes = _homes(function, starts, finish)
+    if homes is None:
+        return None
+    elements = {fold: Load(home.buffer, home.indices, start.type)
+                for fold, start, home in zip(folds, starts, homes)}
+    updates = inner.body
+    for fold, home in zip(folds, homes):
+        updates = _stored(updates, fold, home.buffer, home.indices)
+    updates = substitute(updates, values=elements)
+    loops = [dataclasses.replace(outer, body=tuple(
+                 Store(home.buffer, home.indices, start.value)
+                 for start, home in zip(starts, homes))),
              dataclasses.replace(outer, body=(dataclasses.replace(inner, body=updates),))]
-    if finish.value != Var(fold, start.type):
-        value = substitute(finish.value, values={fold: element})
-        loops.append(dataclasses.replace(outer, body=(Store(out, finish.indices, value),)))
+    if tuple(finish) != tuple(Store(home.buffer, home.indices, Var(fold, start.type))
+                              for fold, start, home in zip(folds, starts, homes)):
+        reads = tuple(Let(fold, start.type, elements[fold]) for fold, start in zip(folds, starts))
+        loops.append(dataclasses.replace(outer, body=reads + tuple(finish)))
     return tuple(loops)
+
+
+def _homes(function: KernelFunction, starts: list[Let], finish) -> list[Store] | None:
+    """The store whose element each fold lives in: the first of its type
+    not taken, in order; None where a fold has none."""
+    free = list(finish)
+    homes = []
+    for start in starts:
+        home = next((f for f in free if _element_type(function, f.buffer) == start.type), None)
+        if home is None:
+            return None
+        free.remove(home)
+        homes.append(home)
+    return homes
 
 
 def _element_type(function: KernelFunction, array: str):
@@ -82,18 +118,18 @@ def _element_type(function: KernelFunction, array: str):
                  if isinstance(s, ArrayDecl) and s.name == array), None)
 
 
-def _updates_only(inner: For, fold: str, out: str, var: str) -> bool:
-    """Whether ``inner`` only updates ``fold`` and its own locals, reads
-    no ``out``, and has bounds free of ``var`` and ``fold``."""
+def _updates_only(inner: For, folds: list[str], outs: list[str], var: str) -> bool:
+    """Whether ``inner`` only updates ``folds`` and its own locals, reads
+    no ``outs``, and has bounds free of ``var`` and the folds."""
     reads_memory, _ = bound_dependences(inner, [])
-    if reads_memory or reads_variable((inner.start, inner.stop), var) or \
-            reads_variable((inner.start, inner.stop), fold):
+    bounds = (inner.start, inner.stop)
+    if reads_memory or any(reads_variable(bounds, name) for name in (var, *folds)):
         return False
     declared = {s.name for s in walk(inner.body) if isinstance(s, (Let, ArrayDecl))}
-    if assigned_variables(inner.body) - declared - {fold}:
+    if assigned_variables(inner.body) - declared - set(folds):
         return False
     return not any(isinstance(n, (Store, AtomicUpdate, Barrier, Return, Call))
-                   or isinstance(n, Load) and n.buffer == out for n in walk(inner.body))
+                   or isinstance(n, Load) and n.buffer in outs for n in walk(inner.body))
 
 
 def _stored(stmts: tuple[Stmt, ...], fold: str, out: str, indices) -> tuple[Stmt, ...]:

@@ -117,3 +117,30 @@ def test_a_fold_kept_in_the_output_computes_the_same(updates, init, finish):
     assert swapped != module
     np.testing.assert_array_equal(run_module(swapped, inputs)["s"],
                                   run_module(module, inputs)["s"], err_msg=str(updates))
+
+
+TWO_FOLDS = FOLD.replace("out s: f32[M])", "out s: f32[M], out t: f32[M])").replace(
+    "    let total: f32 = INIT\n",
+    "    let total: f32 = INIT\n    let other: f32 = f32(1.0)\n").replace(
+    "    s[j] = FINISH\n", "    s[j] = FINISH\n    t[j] = SECOND\n").replace(
+    "  out n.s -> s\n", "  out n.s -> s\n  out n.t -> t\n")
+two_folds = st.one_of(folds, st.builds(lambda value: f"other = other * f32(0.5) + {value}", reads),
+                      st.just("other = other - total"), st.just("total = max(total, other)"))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(two_folds, min_size=1, max_size=4), st.sampled_from(("total", "total + other")),
+       st.sampled_from(("other", "other - total * f32(2.0)", "total")))
+def test_two_folds_kept_in_two_outputs_compute_the_same(updates, finish, second):
+    """Each fold lives in an output; the finishing stores read both."""
+    updates = [u.replace("b[", "a[") for u in updates]
+    text = TWO_FOLDS.replace("UPDATES", "\n".join("      " + u for u in updates))
+    module = parse_module(text.replace("INIT", "f32(0.0)").replace("FINISH", finish)
+                          .replace("SECOND", second))
+    inputs = {"a": INPUTS["a"]}
+    swapped = run_pipeline(module, "loop-interchange{loops=k.j}", verify_each=True)
+    assert swapped != module
+    want = run_module(module, inputs)
+    for name in ("s", "t"):
+        np.testing.assert_array_equal(run_module(swapped, inputs)[name], want[name],
+                                      err_msg=str(updates))

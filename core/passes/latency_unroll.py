@@ -35,7 +35,9 @@ Which loops: the innermost loops of node functions that read memory, carry
 no unroll hint (the tuner's per-loop factors, ``unroll=1``) and are legal
 for ``loop-unroll`` (bounds invariant in the body); not loops of constant
 trip counts up to 64, which back ends unroll themselves, nor loops with a
-barrier or an atomic update.
+barrier or an atomic update, nor loops that read a buffer they write: an
+iteration's loads may then wait for the stores of the one before (ms_nw's
+wavefronts), and the copies only lengthen the kernel (15x its text).
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ from ..errors import Diagnostic, Location
 from ..ir.graph import KernelBody, Module
 from ..ir.kernel import (
     AtomicUpdate, Barrier, Binary, Compare, Const, Expr, For, If, InstanceCount, KernelFunction,
-    Load, Return, Stmt, While,
+    Load, Return, Stmt, Store, While,
 )
 from ..ir.types import I64
 from ..ir.visit import map_blocks, walk
@@ -135,9 +137,11 @@ class _LatencyUnroller:
     def _eligible(self, loop: For) -> bool:
         inside = list(walk(loop.body))
         trips = constant_trip_count(loop)
+        stored = {n.buffer for n in inside if isinstance(n, Store)}
         return (loop.unroll is None and not loop.reduce
                 and (trips is None or trips > SMALL_TRIPS)
-                and any(isinstance(n, Load) for n in inside)
+                and any(isinstance(n, Load) and n.buffer not in stored for n in inside)
+                and not any(isinstance(n, Load) and n.buffer in stored for n in inside)
                 and not any(isinstance(n, (For, While, Barrier, AtomicUpdate, Return))
                             for n in inside))
 

@@ -216,7 +216,7 @@ def _fuse(module: Module, graph: Graph, producer: Node, consumer: Node) -> tuple
     for symbol in second.shape_symbols:
         if symbol not in symbols:
             symbols[symbol] = renames[symbol] if symbol in renames else names.fresh(symbol)
-    for name in set(declared_names(second.body)):
+    for name in dict.fromkeys(declared_names(second.body)):  # in order: names as stable
         renames[name] = names.fresh(name)
     second_body = _share_instance_ids(first.body, substitute(second.body, renames,
                                                              _size_values(second, symbols)))
@@ -230,7 +230,7 @@ def _fuse(module: Module, graph: Graph, producer: Node, consumer: Node) -> tuple
     still_read = {e.src_port for e in kept_edges if e.src_node == producer.name} | \
         {b.src_port for b in graph.bind_outs if b.src_node == producer.name}
     rank = len(producer.replication)
-    for port in set(carried.values()) - still_read:
+    for port in [p for p in dict.fromkeys(carried.values()) if p not in still_read]:
         demoted = _as_private_array(body, _param(first, port), rank, names)
         if demoted is not None:
             body = demoted

@@ -82,6 +82,20 @@ def test_hinted_loops_are_left():
     assert print_module(unrolled) == text
 
 
+def test_a_loop_reading_what_it_writes_is_left():
+    """Its loads may wait for the stores of the iteration before (a
+    wavefront, a prefix sum): copies would only lengthen the kernel."""
+    text = print_module(module()).replace("out y: f32[N]", "out y: f32[N], out z: f32[N, K]"
+                                          ).replace(
+        "    acc = acc + x[i, k] * w[k]\n",
+        "    z[i, k] = acc\n    acc = acc + x[i, k] * z[i, max(k - 1, 0)]\n").replace(
+        "  out a.y -> y\n", "  out a.y -> y\n  out a.z -> z\n").replace(
+        "in w: f32[K], out y: f32[N]) {\n  node", "in w: f32[K], out y: f32[N], out z: f32[N, K]) {"
+                                             "\n  node")
+    unrolled = run_pipeline(parse_module(text), "latency-unroll{in_flight=4096}")
+    assert print_module(unrolled) == print_module(parse_module(text))
+
+
 @pytest.mark.parametrize("options, words", [
     ("factors=1", "at least 2"), ("factors=a,8", "integers"), ("in_flight=0", "in_flight=0")])
 def test_bad_options_are_refused_with_the_fix(options, words):

@@ -164,3 +164,17 @@ def test_named_pairs_keep_meaning_the_nodes_they_were_fused_into():
         inputs = {"a": np.linspace(-2, 2, 8, dtype=np.float32), "bias": np.array([0.5], np.float32)}
         assert_outputs_close(Interpreter(parse_module(text)).run(**inputs),
                              Interpreter(module).run(**inputs), label=pairs)
+
+
+def test_fused_names_do_not_depend_on_the_hash_seed():
+    """The same program fuses to the same text in every process (compile
+    caches are keyed by it)."""
+    import os
+    import subprocess
+    script = ("import sys; sys.path.insert(0, '.'); from benchmarks.suite import get; "
+              "from hpvm.passes import run_pipeline; from hpvm.ir.text import print_module; "
+              "print(print_module(run_pipeline(get('edge').build(), 'node-fusion,dce')))")
+    texts = {subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                            text=True, check=True, env={**os.environ, "PYTHONHASHSEED": seed}
+                            ).stdout for seed in ("1", "3")}
+    assert len(texts) == 1

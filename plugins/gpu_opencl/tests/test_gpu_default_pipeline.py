@@ -17,9 +17,6 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 from benchmarks.suite import all_benchmarks  # noqa: E402
 
-SLOW_TO_BUILD = {"ms_nw": "its unrolled wavefronts take PoCL two minutes to build"}
-
-
 @pytest.fixture
 def as_on_a_gpu(monkeypatch):
     """The gpu_opencl target deciding as it does on a GPU."""
@@ -31,8 +28,6 @@ def as_on_a_gpu(monkeypatch):
 @pytest.mark.parametrize("bench", all_benchmarks(), ids=lambda b: b.name)
 def test_every_program_through_the_gpus_default_pipeline_matches_its_reference(bench,
                                                                               as_on_a_gpu):
-    if bench.name in SLOW_TO_BUILD:
-        pytest.skip(SLOW_TO_BUILD[bench.name])
     assert "register-tile{form=group" in as_on_a_gpu
     inputs = bench.make_inputs("small", np.random.default_rng(0))
     exe = hpvm.compile(bench.program, ["gpu_opencl"], {"pipeline": as_on_a_gpu})

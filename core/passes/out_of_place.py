@@ -14,14 +14,14 @@ reach memory).
 An instance of the kernel (statements in order, no ``return``; the buffer
 never updated atomically or passed to a helper) must:
 
-- write every element of the buffer: stores outside any ``if`` or
-  ``while``, inside loops from 0 by steps of 1 whose variables are never
-  assigned, with each instance dimension's id at one index position whose
-  size is that dimension's replication (the same positions in every
-  access), and at every other position a constant or the variable of an
-  enclosing loop that runs over the whole dimension; together the stores
-  of the statements before one completes reach every element (the
-  *cover*);
+- write every element of the buffer: stores outside any ``while``, in
+  both branches of an ``if`` where inside one, inside loops from 0 by
+  steps of 1 whose variables are never assigned, with each instance
+  dimension's id at one index position whose size is that dimension's
+  replication (the same positions in every access), and at every other
+  position a constant or the variable of an enclosing loop that runs over
+  the whole dimension; together the stores of the statements before one
+  completes reach every element (the *cover*);
 - until that statement, read an element only before any store that may
   reach it: loads in statements without stores that no earlier store
   may reach; and in a statement with stores, loads at the one element its
@@ -227,7 +227,7 @@ class _Cover:
         loops = {n.var for n in walk(stmt) if isinstance(n, For)}
         bare = {i.name for i in index if isinstance(i, Var)}
         read = {n.name for i in index for n in walk(i) if isinstance(n, Var)}
-        if any(isinstance(n, (If, While)) for n in walk(stmt)) or not loops <= bare or \
+        if any(isinstance(n, While) for n in walk(stmt)) or not loops <= bare or \
                 read & self.assigned:
             return False
         order = [n for n in walk(stmt) if isinstance(n, (Load, Store)) and n.buffer == self.buffer]
@@ -249,6 +249,16 @@ class _Cover:
             inner = {**loops, stmt.var: fold_expression(stmt.stop)} if covering else loops
             for child in stmt.body:
                 self._stores(child, inner, covering)
+            return
+        if isinstance(stmt, If) and certain:   # what both branches certainly store
+            before = self.patterns
+            branches = []
+            for block in (stmt.then_body, stmt.else_body):
+                self.patterns = []
+                for child in block:
+                    self._stores(child, loops, True)
+                branches.append(self.patterns)
+            self.patterns = before + [p for p in branches[0] if p in branches[1]]
             return
         for block in ("then_body", "else_body", "body"):
             for child in getattr(stmt, block, ()):

@@ -118,6 +118,8 @@ CHANNELS = EULER.replace("f32[N]", "f32[2, N]").replace("k[i] = u[max(i - 1, 0)]
     ("let a: f32 = u[1, i]\n  u[1, i] = k[1, i]\n  u[0, i] = a", OutOfPlace(2)),
     ("u[0, i] = k[0, i]\n  u[1, i] = k[1, i]\n  u[0, i] = u[1, i] * f32(2.0)", OutOfPlace(0)),
     ("u[0, i] = u[1, i]\n  u[1, i] = k[1, i]", OutOfPlace(2)),
+    ("if k[0, i] > f32(0.0) {\n    u[0, i] = u[0, i] * f32(2.0)\n  } else {\n"
+     "    u[0, i] = k[0, i]\n  }\n  u[1, i] = k[1, i]", OutOfPlace(2)),
 ])
 def test_channels_written_one_by_one_or_in_a_loop(update, plan):
     text = CHANNELS.replace("UPDATE", update)
@@ -152,6 +154,8 @@ def test_updates_that_must_stay_in_place_say_why(update, message):
     ("for c in 0 .. 2 step 1 {\n    u[1 - c, i] = u[1 - c, i] + k[c, i]\n  }",
      "reads elements of 'u' that it may have overwritten"),
     ("u[0, i] = k[0, i]", "does not write every element of 'u'"),
+    ("if k[0, i] > f32(0.0) {\n    u[0, i] = k[0, i]\n  } else {\n    u[1, i] = k[1, i]\n  }\n"
+     "  u[1, i] = k[1, i]", "does not write every element of 'u'"),
 ])
 def test_channel_updates_that_must_stay_in_place_say_why(update, message):
     assert message in plan_of(CHANNELS.replace("UPDATE", update))
@@ -198,6 +202,10 @@ statements = st.one_of(
     st.builds(lambda v: f"  t = {_sum(v)}", st.lists(reads, min_size=1, max_size=3)),
     st.builds(lambda c, v: f"  if x[0, i] > f32(0.0) {{\n    u[{c}, i] = {_sum(v)}\n  }}",
               channel, st.lists(reads, min_size=1, max_size=2)),
+    st.builds(lambda c, v, w: f"  if x[1, i] > f32(0.0) {{\n    u[{c}, i] = {_sum(v)}\n  }} "
+                              f"else {{\n    u[{c}, i] = {_sum(w)}\n  }}",
+              channel, st.lists(reads, min_size=1, max_size=2),
+              st.lists(reads, min_size=1, max_size=2)),
 )
 
 

@@ -237,7 +237,7 @@ class CStyleRenderer(CStyleStatements, CStyleExpressions):
 
     @staticmethod
     def dim_names(c_name: str, t: BufferType) -> list[str]:
-        return [f"hpvm_{c_name}_d{i}" for i in range(len(t.shape) if t.shape else 1)]
+        return [f"hpvm_{c_name}_d{i}" for i in range(1 if t.shape is None else len(t.shape))]
 
     def define_shape_symbols(self, kernel: k.KernelFunction) -> None:
         """``const long N = <dim>;`` for every shape symbol that no scalar

@@ -1,13 +1,15 @@
 """Transformers written the way their authors write them (plain torch.nn,
 nothing downloaded): a BERT-style encoder, a ViT-tiny and a GPT-style
 decoder block with a causal mask, each through torch.export and through
-the file torch.onnx.export writes, on interp, cpu, aten and movidius
-(where OpenVINO is installed), against PyTorch.  Ops a target does not
+the file torch.onnx.export writes, on interp, cpu, aten, movidius
+(where OpenVINO is installed) and gpu_opencl (where an OpenCL device is),
+against PyTorch.  Ops a target does not
 take run on the cpu beside it."""
 import numpy as np
 import pytest
 
 from hpvm.runtime import compile
+from hpvm.testing import usable_targets
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -16,6 +18,7 @@ try:
     TARGETS = ("interp", "cpu", "aten", "movidius")
 except ImportError:
     TARGETS = ("interp", "cpu", "aten")
+TARGETS += tuple(usable_targets(("gpu_opencl",)))
 
 
 class Bert(nn.Module):

@@ -79,3 +79,32 @@ def test_generated_source_keeps_loops_pragmas_and_coalesced_dimensions(module, e
     assert "const long hpvm_id0 = (long)get_global_id(1);" in stepping
     assert "__local float tile[4];" in source
     assert "vload_half((HPVM_INDEX)i, h)" in source
+
+
+SCALAR_BUFFER = """hpvm 1.3
+module scalar_buffer
+
+func @pick(in x: f32[2, 8], in at: i64[], out y: f32[2]) {
+  let i: i64 = instance_id(0)
+  y[i] = x[i, at[0]]
+}
+
+graph @main(in x: f32[2, 8], in at: i64[], out y: f32[2]) {
+  node pick = @pick [2]
+  in x -> pick.x
+  in at -> pick.at
+  out pick.y -> y
+}
+
+root @main
+"""
+
+
+def test_a_buffer_of_no_dimensions_takes_no_size_arguments():
+    """A 0-d buffer (a gather's index in BERT's and ViT's ``hidden[:, 0]``)
+    is passed without dimensions, as the host sets them."""
+    from hpvm.ir.text import parse_module
+    x = np.arange(16, dtype=np.float32).reshape(2, 8)
+    got = rt.compile(parse_module(SCALAR_BUFFER), targets=["gpu_opencl"])(
+        x=x, at=np.array(3, np.int64))
+    np.testing.assert_array_equal(got["y"], x[:, 3])

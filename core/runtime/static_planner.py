@@ -282,8 +282,10 @@ class SchedulePlanner:
 
     def _release_dead(self, index: int, task: TaskPlan) -> None:
         """Arena buffers whose value no later node reads go back to the
-        free lists (an output no one reads dies at once)."""
-        dead = [s for _, s, _ in task.arguments if self.last_reader.get(s) == index]
+        free lists (an output no one reads dies at once); the program's
+        outputs live to the end (a resident device copies them out then)."""
+        dead = [s for _, s, _ in task.arguments
+                if self.last_reader.get(s) == index and s not in self.outputs]
         dead += [o.source for o in task.outputs
                  if o.source not in self.last_reader and o.source not in self.outputs]
         for source in dict.fromkeys(dead):

@@ -200,3 +200,32 @@ def test_results_read_back_reuse_the_memory_of_dropped_ones():
     assert address in {value.ctypes.data for value in again.values()}
     for outputs, s in ((held, 3.0), (again, 4.0)):
         assert_outputs_close(outputs, run_module(module, {"a": a, "s": s}))
+
+
+EARLY_OUTPUT = CHAIN.split("graph @")[0] + """graph @main(in x: f32[N], out first: f32[N],
+                                                 out last: f32[N]) {
+  node one = @negate [N]
+  node two = @square [N]
+  node three = @negate [N]
+  edge one.y -> two.x all-to-all
+  edge two.y -> three.x all-to-all
+  in x -> one.x
+  out one.y -> first
+  out three.y -> last
+}
+
+root @main
+"""
+
+
+@pytest.mark.parametrize("run", range(2))
+def test_an_output_read_by_a_later_node_lives_to_the_end_of_the_run(run):
+    """A resident run copies its outputs out at the end: the buffer of
+    ``first`` must not go to ``three``, a later value of its layout, once
+    ``two`` has read it (LayerNormalization's mean came out as the sum of
+    squares so)."""
+    module = parse_module(EARLY_OUTPUT)
+    x = np.linspace(-1, 1, N, dtype=np.float32)
+    got = rt.compile(module, targets=["gpu_opencl"])(x=x)
+    np.testing.assert_array_equal(got["first"], -x)
+    np.testing.assert_array_equal(got["last"], -(x * x))

@@ -1,6 +1,7 @@
 """The operators ONNX defines beyond CNNs, in small graphs written here the
-way exporters write them, on interp and cpu against onnxruntime: the
-pointwise math, reductions, normalisations, indexing and Attention."""
+way exporters write them, on interp, cpu and gpu_opencl (where an OpenCL
+device is) against onnxruntime: the pointwise math, reductions,
+normalisations, indexing and Attention."""
 import numpy as np
 import onnx
 import pytest
@@ -8,10 +9,11 @@ from onnx import TensorProto, helper, numpy_helper
 
 from hpvm.frontend.onnx import load
 from hpvm.runtime import compile
+from hpvm.testing import usable_targets
 
 ort = pytest.importorskip("onnxruntime")
 RNG = np.random.default_rng(11)
-TARGETS = ("interp", "cpu")
+TARGETS = ("interp", "cpu") + tuple(usable_targets(("gpu_opencl",)))
 
 
 def model(nodes, inputs, outputs, initializers=(), opset=17):
@@ -32,7 +34,7 @@ def info(name, array_or_shape, element=TensorProto.FLOAT):
 
 
 def check(onnx_model, inputs: dict, rtol=1e-4, atol=1e-5, reference=False):
-    """hpvm on interp and cpu against onnxruntime (``reference``: onnx's
+    """hpvm on TARGETS against onnxruntime (``reference``: onnx's
     reference implementation, for operators newer than onnxruntime)."""
     if reference:
         from onnx.reference import ReferenceEvaluator

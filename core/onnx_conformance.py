@@ -4,8 +4,8 @@ the ONNX importer converts (hpvm.frontend.onnx.importer.KNOWN_OPS), less
 the cases OUT_OF_SCOPE lists, each for a feature hpvm does not have.  A
 failure of any other case is a bug.
 
-Used by tests/onnx_conformance (every case on interp, cpu, aten and
-movidius) and by the cpu target's CPU-model tests (every case compiled for
+Used by tests/onnx_conformance (every case on interp, cpu, gpu_opencl,
+aten and movidius) and by the cpu target's CPU-model tests (every case compiled for
 several models).
 """
 from __future__ import annotations
@@ -64,7 +64,7 @@ NARROW_CASES = (r".*(bfloat16|bf16|BFLOAT16|float8|FLOAT8|e4m3|e5m2|E4M3|E5M2|in
 NOT_ON = {
     NARROW_CASES: (("aten", "movidius"), "narrow storage types run on the cpu and interp; "
                                          "aten and movidius leave their nodes to another target"),
-    r"attention_.*fp16.*": (("cpu", "aten", "movidius"),
+    r"attention_.*fp16.*": (("cpu", "gpu_opencl", "aten", "movidius"),
                             "f16 attention: compiled code rounds f16 intermediate results "
                             "elsewhere than numpy does, 1-2 f16 ulps from the reference, more "
                             "than the suite's rtol of 1e-3"),

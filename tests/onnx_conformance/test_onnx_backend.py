@@ -1,6 +1,7 @@
 """onnx's own backend node tests (onnx.backend.test) for the operators the
-tensor-op set covers, on the targets interp, cpu, aten and movidius
-(OpenVINO's CPU device here).
+tensor-op set covers, on the targets interp, cpu, gpu_opencl (where an
+OpenCL device is: PoCL here), aten and movidius (OpenVINO's CPU device
+here).
 
 Reshape shapes and Clip bounds given as run-time inputs are specialised
 when the model runs (see hpvm.onnx_backend).
@@ -20,8 +21,9 @@ from hpvm.onnx_conformance import (  # noqa: E402
     in_scope_node_tests, in_scope_pattern, skipped_on_pattern,
 )
 from hpvm.frontend.onnx.importer import KNOWN_OPS  # noqa: E402
+from hpvm.testing import usable_targets  # noqa: E402
 
-TARGETS = ("interp", "cpu", "aten", "movidius")
+TARGETS = ("interp", "cpu", "gpu_opencl", "aten", "movidius")
 NEEDS = {"aten": "torch", "movidius": "openvino"}
 
 
@@ -41,6 +43,8 @@ for _target in TARGETS:
             __import__(NEEDS[_target])
         except ImportError:
             continue
+    if _target == "gpu_opencl" and not usable_targets((_target,)):
+        continue
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         _cases = backend_tests(_target).enable_report().test_cases

@@ -67,10 +67,9 @@ def copied_buffer(function: KernelFunction, buffer: str, replication) -> str | N
     stores = [n for n in walk(function.body) if isinstance(n, Store) and n.buffer == buffer]
     if not stores:
         return None
-    sources = {s.value.buffer for s in stores
-               if isinstance(s.value, Load) and s.value.indices == s.indices}
-    if len(sources) != 1 or any(not isinstance(s.value, Load) or s.value.indices != s.indices
-                                for s in stores):
+    sources = {s.value.buffer if isinstance(s.value, Load) and s.value.indices == s.indices
+               else None for s in stores}
+    if len(sources) != 1 or None in sources:
         return None
     (source,) = sources
     if source == buffer or function.param(source).type != function.param(buffer).type:

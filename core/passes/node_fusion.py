@@ -45,7 +45,7 @@ from ..ir.parameter import Parameter
 from ..ir.types import I64, BufferType
 from ..ir.visit import rewrite, walk
 from .errors import PassError
-from .out_of_place import dead_inputs, in_place_problem, run_out_of_place, without_dead_feeds
+from .out_of_place import dead_inputs, in_place_problem, run_out_of_place
 from .names import (
     NameGenerator, declared_names, function_names, renamed_shape, substitute, unique_name,
 )
@@ -123,7 +123,6 @@ def _problem(module: Module, graph: Graph, producer: Node, consumer: Node) -> st
             return f"'{node.name}' updates a buffer in place: {in_place}"
         if any(isinstance(n, (Barrier, Return)) for n in walk(function.body)):
             return f"'{node.name}' uses a barrier or returns early"
-    graph = without_dead_feeds(module, graph, consumer)
     edges = _edges_between(graph, producer, consumer)
     if not edges:
         return "no edge joins them"

@@ -164,22 +164,6 @@ def in_place_problem(graph: Graph, node: Node, function: KernelFunction, port: s
     return plan if isinstance(plan, str) else ""
 
 
-def without_dead_feeds(module: Module, graph: Graph, node: Node) -> Graph:
-    """``graph`` without the edges into ``node``'s inout ports whose old
-    value is dead (as if the node ran out of place)."""
-    if not isinstance(node.body, KernelBody):
-        return graph
-    function = module.function(node.body.function)
-    dead = {p.name for p in function.params if p.direction == "inout" and p.is_buffer
-            and not _streamed(graph, node.name, p.name)
-            and isinstance(plan := out_of_place(function, p.name, node.replication), OutOfPlace)
-            and plan.dead}
-    if not dead:
-        return graph
-    return dataclasses.replace(graph, edges=tuple(
-        e for e in graph.edges if e.dst_node != node.name or e.dst_port not in dead))
-
-
 class _Cover:
     """The elements of ``buffer`` the statements so far certainly store."""
 
@@ -199,16 +183,15 @@ class _Cover:
         """Check the loads of ``stmt``, then count its stores."""
         loads = [n for n in walk(stmt) if isinstance(n, Load) and n.buffer == self.buffer]
         stores = [n for n in walk(stmt) if isinstance(n, Store) and n.buffer == self.buffer]
-        for access in loads + stores:
-            if self._pattern(access.indices, {}, certain=False) is None:
-                return (f"'@{self.function.name}' accesses '{self.buffer}' at elements other "
-                        "instances write")
+        patterns = [self._pattern(a.indices, {}, certain=False) for a in loads + stores]
+        if None in patterns:
+            return (f"'@{self.function.name}' accesses '{self.buffer}' at elements other "
+                    "instances write")
         early = (f"'@{self.function.name}' reads elements of '{self.buffer}' that it may have "
                  "overwritten")
-        for load in loads:
-            pattern = self._pattern(load.indices, {}, certain=False)
-            if any(_may_meet(pattern, stored) for stored in self.stored):
-                return early
+        if any(_may_meet(pattern, stored) for pattern in patterns[:len(loads)]
+               for stored in self.stored):
+            return early
         if loads and stores and not isinstance(stmt, Store) and \
                 not self._same_element(stmt, loads, stores):
             return early

@@ -11,7 +11,8 @@ after the update), that output.  The copying output then loses its
 stores and its port; a node left without outputs goes with dce.
 
 An ``out`` port B copies buffer A when every store to B is
-``B[index] = A[index]`` with one A and the index of the store, B's
+``B[index] = A[index]`` with one A, a buffer parameter (not a private
+array), and the index of the store, B's
 stores write every element before the node reads any (out_of_place.py's
 cover: its reads then read A), A and B have one type, and A, if an
 output, is stored only by the instance's own elements and only before the
@@ -72,7 +73,8 @@ def copied_buffer(function: KernelFunction, buffer: str, replication) -> str | N
     if len(sources) != 1 or None in sources:
         return None
     (source,) = sources
-    if source == buffer or function.param(source).type != function.param(buffer).type:
+    params = {p.name: p for p in function.params}
+    if source == buffer or source not in params or params[source].type != params[buffer].type:
         return None
     if out_of_place(function, buffer, replication) != OutOfPlace(0):
         return None

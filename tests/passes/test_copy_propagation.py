@@ -94,6 +94,37 @@ def test_what_is_not_a_whole_copy_stays(copy):
     check_same_results(text)
 
 
+PRIVATE = """hpvm 1.3
+module private_copy
+
+func @k(in a: f32[4], out b: f32[4]) {
+  let i: i64 = instance_id(0)
+  private t: f32[4]
+  t[i] = a[i] * f32(2.0)
+  b[i] = t[i]
+}
+
+func @use(in b: f32[4], out c: f32[4]) {
+  let i: i64 = instance_id(0)
+  c[i] = b[i] + f32(1.0)
+}
+
+graph @main(in a: f32[4], out c: f32[4]) {
+  node k = @k [4]
+  node use = @use [4]
+  edge k.b -> use.b all-to-all
+  in a -> k.a
+  out use.c -> c
+}
+
+root @main
+"""
+
+
+def test_a_copy_of_a_private_array_stays():
+    assert propagated(PRIVATE) == print_module(run_pipeline(parse_module(PRIVATE), "dce"))
+
+
 def test_a_copy_the_graph_returns_stays():
     text = COPY.replace("COPY", "c[i] = s[i]").replace(
         "@main(in a: f32[N], out b: f32[N])", "@main(in a: f32[N], out b: f32[N], out c: f32[N])"

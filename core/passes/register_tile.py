@@ -14,7 +14,9 @@ those that follow only the rows, are packed into contiguous panels per
 block (``pack``), so that each step reads one run of whole vectors and
 one stream of row values; the columns of a tile are one unrolled loop,
 which the back end vectorises.  Targets with work groups take
-``form=group`` instead (register_tile_group.py).
+``form=group`` instead (register_tile_group.py); with ``fill``, launches
+too small to make that many work groups run smaller micro-tiles
+(register_tile_fill.py).
 
 Sizes left at 0 come from a model of the target: ``vector_bits`` and
 ``registers`` (vector registers) give a tile of two vectors per row and
@@ -37,6 +39,7 @@ from .names import unique_name
 from .register_tile_body import tiled_body
 from .register_tile_group_dim import Grouped, grouping_plan
 from .register_tile_schedule import Schedule, tiled_replication
+from .register_tile_fill import filled
 from .register_tile_group import GroupSchedule, group_body
 from .register_tile_plan import NestPlan, nest_plan, nest_plans
 from .registry import Option, register_pass
@@ -84,6 +87,9 @@ computing 48 of its rows (tensor_ops/packed_products.py)."""
            choices=FORMS),
     Option("group", int, 16, "form=group: work groups of group x group instances", minimum=1,
            maximum=32),
+    Option("fill", int, 0, "form=group: the fewest work groups a launch should make (a GPU's "
+           "compute units); smaller micro-tiles where it would make fewer (0: the given "
+           "sizes at every size)", minimum=0),
     Option("unroll", int, 0, "form=group: unroll hint of the loop over a block's steps (0: "
            "the compiler's choice)", minimum=0, maximum=64),
     Option("vector_bits", int, 256, "the target's vector width, for the model", minimum=32,
@@ -94,7 +100,7 @@ computing 48 of its rows (tensor_ops/packed_products.py)."""
     Option("nodes", list, (), "nodes to schedule, as node or graph.node (default: every one "
            "that qualifies)")])
 def register_tile(module: Module, rows: int, cols: int, chunk: int, panel: int, kblock: int,
-                  pack: bool, form: str, group: int, unroll: int, vector_bits: int,
+                  pack: bool, form: str, group: int, fill: int, unroll: int, vector_bits: int,
                   registers: int, cores: int, nodes: tuple[str, ...]) -> Module:
     """Run loop nests that reuse reads as register tiles over packed panels."""
     chosen = named_kernel_nodes(module, nodes, "register-tile") if nodes else [
@@ -118,7 +124,7 @@ def register_tile(module: Module, rows: int, cols: int, chunk: int, panel: int, 
         if form == "group":
             schedule = GroupSchedule(rows or GROUP_TILE, cols or GROUP_TILE, group,
                                      kblock or GROUP_KBLOCK, unroll or None)
-            module = _grouped(module, module.graph(graph.name), node, plan, schedule)
+            module = _grouped(module, module.graph(graph.name), node, plan, schedule, fill)
         else:
             schedule = model_schedule(plan, vector_bits, registers, cores, **sizes)
             grouped = grouping_plan(plans, len(node.replication))
@@ -163,7 +169,9 @@ def _group_problem(node: Node, plan: NestPlan) -> str:
 
 
 def _grouped(module: Module, graph: Graph, node: Node, plan: NestPlan,
-             schedule: GroupSchedule) -> Module:
+             schedule: GroupSchedule, fill: int) -> Module:
+    if fill:
+        return filled(module, graph, node, plan, schedule, fill, SCHEDULE_ATTRIBUTE)
     function = module.function(node.body.function)
     body = group_body(function, plan, schedule, node.replication)
     group = [1] * len(node.replication)  # one instance of every other dimension

@@ -80,7 +80,7 @@ OPTIONS = [
 ]
 
 
-GPU_REGISTER_TILES = "register-tile{form=group rows=8 cols=4 group=16 kblock=16 unroll=16}"
+GPU_REGISTER_TILES = "register-tile{form=group rows=8 cols=4 group=16 kblock=16 unroll=16 fill=%d}"
 """Work groups of 16 x 16 instances, each 8 x 4 results in registers,
 blocks of 16 steps through local tiles (every OpenCL GPU has 32 KiB),
 the next block's reads under way during this one's products.  On an
@@ -88,7 +88,9 @@ H200, sgemm at 512^3 / 2048^3 / 4096^3 took 0.067 / 0.654 / 5.00 ms so,
 against 0.097 / 0.676 / 5.12 with 8 x 8 results (128 x 128 a group: 16
 groups for 132 SMs at 512^3) and 0.049 / 0.805 / 6.19 with 4 x 4 (cuBLAS
 FP32 at 4096^3: 2.70 ms); smaller products gain from smaller tiles still,
-which tuning offers (hpvm.tune's tile parameter)."""
+which tuning offers (hpvm.tune's tile parameter).  ``fill`` (the device's
+compute units): a launch that would make fewer groups than that runs
+smaller tiles (register_tile_fill.py: 512^3 in 4 x 4 tiles, 8 x 8 groups)."""
 GPU_STENCIL_TILES = "stencil-fusion{form=tile size=16 rows=2}"
 """Groups of 16 x 16 work items (every OpenCL GPU takes 256), each two
 rows of the stencil.  On an H200, blur took 0.024 ms so, camera 0.064
@@ -111,13 +113,15 @@ class GpuOpenCLTarget(Target):
         """Fusing nodes keeps intermediates out of memory (edge: 1.4x on the
         H100); time steps updated in place fuse too, out of place, and
         outputs that copy another buffer are not made (copy-propagation;
-        cfd: 16 kernels -> 6, not yet timed on a GPU).  A stencil reading a neighbourhood of a producer's output
-        computes the producer's elements per work group into local memory
+        cfd: 16 kernels -> 6, not yet timed on a GPU).  A stencil reading
+        a neighbourhood of a producer's output computes the producer's
+        elements per work group into local memory
         (GPU_STENCIL_TILES); other cheap producers are recomputed where
         they are read (stencil-fusion's heuristic).
         Loop nests that reuse their reads across instances (matrix
         products) run as work groups of register micro-tiles
-        (GPU_REGISTER_TILES).  On a GPU, a reduction in one instance is
+        (GPU_REGISTER_TILES), smaller ones where a launch would leave
+        compute units without a group.  On a GPU, a reduction in one instance is
         spread over the whole device (chunks), then every reduction loop left folds as a
         tree in a work group's local memory.  Loops of launches too small
         to fill the device are unrolled (latency-unroll, by the work items
@@ -130,7 +134,8 @@ class GpuOpenCLTarget(Target):
         both loops (loop-tile), as the cpu target does."""
         if not on_gpu({}):
             return "node-fusion,copy-propagation,loop-interchange,loop-tile,dce"
-        return (f"node-fusion,copy-propagation,{GPU_STENCIL_TILES},stencil-fusion,{GPU_REGISTER_TILES},"
+        return (f"node-fusion,copy-propagation,{GPU_STENCIL_TILES},stencil-fusion,"
+                f"{GPU_REGISTER_TILES % compute_units({})},"
                 f"parallel-reduce{{form=chunks lanes={GPU_CHUNKS} layout=strided grain=256}},"
                 f"parallel-reduce,latency-unroll{{in_flight={resident_work_items({})}}},dce")
 
@@ -271,8 +276,13 @@ def on_gpu(options: dict) -> bool:
 def resident_work_items(options: dict) -> int:
     """The work items the device ``options`` select keeps in flight:
     RESIDENT_ITEMS for each compute unit."""
+    return RESIDENT_ITEMS * compute_units(options)
+
+
+def compute_units(options: dict) -> int:
+    """The compute units of the device ``options`` select."""
     from hpvm_opencl.devices import device_info, select_device
-    return RESIDENT_ITEMS * device_info(select_device(options)).compute_units
+    return device_info(select_device(options)).compute_units
 
 
 def default_per_item(options: dict) -> int:

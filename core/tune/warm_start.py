@@ -16,13 +16,15 @@ design).
 
 Which forms get the changes is what a profile tells a person: each form
 parameter's share follows the time its nodes took in the defaults' run
-(a loop nest's: the nodes that run its function).  Backprop's
+(a loop nest's: the nodes that run its function; a node the pipeline
+made, ``<node>_...``, counts for its node).  Backprop's
 ``layerforward``, 86% of its time on the H200, got two of four changes
 when they went to the parameters in turn, and the split form that won
 was never tried.  A change that made the program slower counts for
 more than one (sgemm's tree of 256 lanes ran 14x slower than the
-default pipeline; its reduction then waits while the tiles are tried).  The last sample of the warm start puts the changes
-that won together, as one-factor-at-a-time screening ends: mriq's
+default pipeline; its reduction then waits while the tiles are
+tried).  The last sample of the warm start puts the changes that won
+together, as one-factor-at-a-time screening ends: mriq's
 fastest forms were a reduction's (split 32) and a fusion's (phi_mag
 recomputed), each measured alone.
 """
@@ -148,8 +150,23 @@ def _seconds(parameter, profile: dict[str, float], runs: dict[str, list[str]]) -
         nodes = runs.get(str(parameter.subject).partition(".")[0], [])
     else:
         nodes = [node.rsplit(".", 1)[-1] for node in str(parameter.subject).split(":")]
-    times = [profile[node] for node in nodes if node in profile]
+    made = _made_from(profile, {name for names in runs.values() for name in names})
+    times = [seconds for name, seconds in profile.items()
+             if name in nodes or made.get(name) in nodes]
     return sum(times) if times else None
+
+
+def _made_from(profile: dict[str, float], nodes: set[str]) -> dict[str, str]:
+    """Each node of ``profile`` that is not one of ``nodes`` (one the
+    default pipeline made: ``layerforward_partial``, ``sgemm_4x4``) ->
+    the longest of ``nodes`` its name extends (``<node>_...``)."""
+    made = {}
+    for name in profile:
+        if name not in nodes:
+            origins = [node for node in nodes if name.startswith(f"{node}_")]
+            if origins:
+                made[name] = max(origins, key=len)
+    return made
 
 
 def _nodes_running(module) -> dict[str, list[str]]:

@@ -198,3 +198,16 @@ def test_a_loop_nest_weighs_what_the_nodes_running_its_function_took():
     for seed in range(4):
         chosen = screening(design, 3, seed, profile={"offset": 8e-3, "clamp": 1e-3})
         assert [next(iter(changed(design, v))) for v in chosen[1:]] == ["block offset.k"] * 2
+
+
+def test_the_nodes_a_pipeline_makes_count_for_the_node_they_came_from():
+    """The default pipeline runs ``offset`` as ``offset_partial`` and
+    ``offset`` (parallel-reduce's split form), or as ``clamp_4x4`` and an
+    empty ``clamp`` (register-tile's fill): their time is the node's."""
+    design = forms_space()
+    profile = {"offset": 0.0, "offset_partial": 8e-3, "scale": 0.0, "clamp": 0.0,
+               "clamp_4x4": 2e-3}
+    for seed in range(5):
+        moves = [changed(design, v) for v in screening(design, 6, seed, profile=profile)[1:]]
+        names = [next(iter(move)) for move in moves]
+        assert sorted(names[:4]) == ["fuse scale:offset"] + ["reduce main.offset"] * 3

@@ -23,6 +23,17 @@ def scale_columns(a: Buffer[f32, "M", "N"], w: Buffer[f32, "N"], out: Out[Buffer
 
 
 @hl.program
+def scale_hoisted(a: Buffer[f32, "M", "N"], w: Buffer[f32, "N"], out: Out[Buffer[f32, "M", "N"]]):
+    """The same, each column's factor computed once before its walk (a
+    programmer's hoisting)."""
+    with task(ins=(a, w), outs=(out,), name="scale_hoisted"):
+        for j in range(N):
+            factor: f32 = w[j] * 0.5
+            for i in range(M):
+                out[i, j] = a[i, j] * factor
+
+
+@hl.program
 def column_sums(a: Buffer[f32, "M", "N"], out: Out[Buffer[f32, "N"]]):
     """Each column's sum, accumulated in the output."""
     with task(ins=(a,), outs=(out,), name="column_sums"):
@@ -61,6 +72,19 @@ def column_moments(a: Buffer[f32, "M", "N"], out: Out[Buffer[f32, "N"]],
 
 
 @hl.program
+def scaled_with_sums(a: Buffer[f32, "M", "N"], w: Buffer[f32, "N"],
+                     out: Out[Buffer[f32, "M", "N"]], sums: Out[Buffer[f32, "N"]]):
+    """Each column scaled, its sum taken in the same walk."""
+    with task(ins=(a, w), outs=(out, sums), name="scaled_with_sums"):
+        for j in range(N):
+            total: f32 = 0.0
+            for i in range(M):
+                out[i, j] = a[i, j] * w[j]
+                total += a[i, j]
+            sums[j] = total
+
+
+@hl.program
 def transpose_add(a: Buffer[f32, "M", "M"], b: Buffer[f32, "M", "M"],
                   out: Out[Buffer[f32, "M", "M"]]):
     """a + b^T, its indices in the order of the formula's b[j, i]."""
@@ -92,8 +116,9 @@ def offset_channels(x: Buffer[f32, "M", "N", "C"], bias: Buffer[f32, "C"],
                     out[i, j, c] = x[i, j, c] + bias[c]
 
 
-FORMS = {"scale_columns": scale_columns, "column_sums": column_sums,
-         "column_means": column_means, "column_moments": column_moments,
+FORMS = {"scale_columns": scale_columns, "scale_hoisted": scale_hoisted,
+         "column_sums": column_sums, "column_means": column_means,
+         "column_moments": column_moments, "scaled_with_sums": scaled_with_sums,
          "transpose_add": transpose_add, "gain_images": gain_images,
          "offset_channels": offset_channels}
 BATCH, CHANNELS = 8, 16
@@ -111,13 +136,16 @@ def inputs_for(name: str, rng, m: int, n: int) -> dict:
     if name == "offset_channels":
         return dict(x=normal(m // CHANNELS, n, CHANNELS), bias=normal(CHANNELS))
     inputs = dict(a=normal(m, n))
-    return dict(inputs, w=normal(n)) if name == "scale_columns" else inputs
+    weighted = ("scale_columns", "scale_hoisted", "scaled_with_sums")
+    return dict(inputs, w=normal(n)) if name in weighted else inputs
 
 
 def reference(name: str, inputs: dict) -> np.ndarray:
     """What numpy computes for form ``name``."""
     i = inputs
     return {"scale_columns": lambda: i["a"] * i["w"],
+            "scale_hoisted": lambda: i["a"] * (i["w"] * np.float32(0.5)),
+            "scaled_with_sums": lambda: i["a"] * i["w"],
             "column_sums": lambda: i["a"].sum(0),
             "column_means": lambda: i["a"].mean(0),
             "column_moments": lambda: (i["a"] * i["a"]).mean(0) - i["a"].mean(0) ** 2,

@@ -56,7 +56,9 @@ from ..ir.kernel import (
 from ..ir.reduction import reads_variable
 from ..ir.visit import walk
 from .infer_reductions import declared_types, has_effects, loop_reductions
-from .loop_nests import NestRewriter, check_loop_ids, loops_without, one_element_per_value
+from .loop_nests import (
+    NestRewriter, check_loop_ids, loops_without, one_element_per_value, with_lets_sunk,
+)
 from .output_expansion import expanded_into_output
 from .registry import Option, register_pass
 
@@ -182,7 +184,7 @@ class _Interchanger(NestRewriter):
         that is legal and asked for or worth it; any other statement as
         NestRewriter does."""
         if isinstance(stmt, For) and (not self.requests or self.ids.get(id(stmt)) in self.requests):
-            loops = expanded_into_output(stmt, self.function)
+            loops = expanded_into_output(with_lets_sunk(stmt) or stmt, self.function)
             if loops is not None and self.problem(loops[1]) is None and \
                     (self.requests or self.worth(loops[1])):
                 return (loops[0], self.rewrite(loops[1]), *loops[2:])

@@ -3,14 +3,18 @@
 ``fn.var``, ``fn.var#2``), checked against the module; and a rewriter
 that walks a function, rewriting each loop a request names (refusing it
 with the reason where the rewrite would not compute the same) or, with
-no request, each loop where the rewrite is legal and worth it."""
+no request, each loop where the rewrite is legal and worth it.  Values
+the outer loop computes before the inner one (``for j { let s = w[j] * 2;
+for i { ... s ... } }``, a programmer's hoisting) are computed in the
+inner loop first (``with_lets_sunk``), which makes the nest perfect."""
 from __future__ import annotations
 
 import dataclasses
 
 from ..errors import Diagnostic, Location
+from ..ir.analysis import assigned_variables
 from ..ir.graph import Module
-from ..ir.kernel import Call, Expr, For, KernelFunction, Load, Stmt, Var
+from ..ir.kernel import AtomicUpdate, Call, Expr, For, KernelFunction, Let, Load, Stmt, Store, Var
 from ..ir.visit import map_blocks, walk
 from .errors import PassError
 from .loop_unroll import loop_ids
@@ -47,6 +51,40 @@ def one_element_per_value(indices: tuple[Expr, ...], loop_vars, changing) -> boo
     fixed = [not any(isinstance(n, (Load, Call)) or isinstance(n, Var) and n.name in moving
                      for n in walk(index)) for index in indices]
     return any(loops) and all(loop or still for loop, still in zip(loops, fixed))
+
+
+def with_lets_sunk(outer: For) -> For | None:
+    """``outer`` with the values it declares before its inner loop
+    computed at the start of the inner loop's body instead, where that
+    computes the same: the body is lets, then one loop, then anything; a
+    sunk let has a value that calls nothing and reads no variable the
+    body assigns and no buffer the inner loop writes; the body assigns
+    its variable nowhere, and reads it only in the inner loop's body and
+    in lets sunk with it.  None where nothing would be sunk."""
+    body = outer.body
+    at = next((i for i, stmt in enumerate(body) if not isinstance(stmt, Let)), len(body))
+    if at == 0 or at == len(body) or not isinstance(body[at], For):
+        return None
+    inner = body[at]
+    written = {n.buffer for n in walk(inner.body) if isinstance(n, (Store, AtomicUpdate))}
+    changing = assigned_variables(body)
+    sunk = {index for index, let in enumerate(body[:at])
+            if let.value is not None and let.name not in changing and not any(
+                isinstance(n, Call) or isinstance(n, Var) and n.name in changing
+                or isinstance(n, Load) and n.buffer in written for n in walk(let.value))}
+    while True:   # a let that a statement left outside the inner loop reads stays
+        outside = (inner.start, inner.stop, *(
+            stmt for index, stmt in enumerate(body) if index != at and index not in sunk))
+        read = {n.name for n in walk(outside) if isinstance(n, Var)}
+        staying = {index for index in sunk if body[index].name in read}
+        if not staying:
+            break
+        sunk -= staying
+    if not sunk:
+        return None
+    kept = tuple(stmt for index, stmt in enumerate(body[:at]) if index not in sunk)
+    moved = dataclasses.replace(inner, body=(*(body[i] for i in sorted(sunk)), *inner.body))
+    return dataclasses.replace(outer, body=(*kept, moved, *body[at + 1:]))
 
 
 def _ids(function: KernelFunction) -> dict[int, str]:
@@ -87,8 +125,10 @@ class NestRewriter:
         return tuple(out)
 
     def statement(self, stmt: Stmt) -> Stmt | tuple[Stmt, ...]:
-        if isinstance(stmt, For) and self._wanted(stmt, self.ids.get(id(stmt))):
-            return self.rewrite(stmt)
+        if isinstance(stmt, For):
+            nest = with_lets_sunk(stmt) or stmt
+            if self._wanted(nest, self.ids.get(id(stmt))):
+                return self.rewrite(nest)
         return map_blocks(stmt, self.block)
 
     def _wanted(self, loop: For, loop_id: str | None) -> bool:

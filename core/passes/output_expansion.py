@@ -29,8 +29,15 @@ outer loop's variable and expressions no iteration changes (one element
 per iteration of the outer loop), nothing else in the nest reads or
 writes the outputs, the starting values read no fold, the inner loop's
 bounds do not read the outer variable or a fold, and its body assigns
-only the folds and variables it declares, with no store, atomic update,
-barrier, return or call.
+only the folds and variables it declares, with no atomic update,
+barrier, return or call.  Leading lets the inner loop does not assign
+are values, not folds: each loop computes again those it reads, where
+they call nothing, read no fold and nothing the nest stores.  The inner
+loop may store to other buffers
+(``out[i, j] = a[i, j] * w[j]`` beside the sum) where neither the
+starting values nor the final stores read them: the starts then all run
+before those stores, and the finishes after (loop-interchange checks
+the stores of the nest it swaps).
 """
 from __future__ import annotations
 
@@ -55,25 +62,32 @@ def expanded_into_output(outer: For, function: KernelFunction) -> tuple[For, ...
     (see the module text)."""
     if bound_dependences(outer, [outer.body])[0]:
         return None
-    starts = list(itertools.takewhile(lambda s: isinstance(s, Let), outer.body))
-    if not starts or len(outer.body) < len(starts) + 2 or \
-            not isinstance(inner := outer.body[len(starts)], For):
+    lets = list(itertools.takewhile(lambda s: isinstance(s, Let), outer.body))
+    if not lets or len(outer.body) < len(lets) + 2 or \
+            not isinstance(inner := outer.body[len(lets)], For):
         return None
-    finish = outer.body[len(starts) + 1:]
+    finish = outer.body[len(lets) + 1:]
+    assigned = assigned_variables(inner.body)
+    starts = [let for let in lets if let.name in assigned]
+    values = [let for let in lets if let.name not in assigned]
     folds = [start.name for start in starts]
+    if not starts or any(isinstance(n, Call) or isinstance(n, Var) and n.name in folds
+                         for value in values for n in walk(value.value)):
+        return None
     if any(start.value is None for start in starts) or not all(
             isinstance(f, Store) for f in finish) or len(finish) < len(folds):
         return None
     outs = [f.buffer for f in finish]
-    if len(set(outs)) != len(outs) or len(set(folds)) != len(folds) or \
-            not all(one_element_per_value(f.indices, (outer.var,), folds) for f in finish) or \
-            not _updates_only(inner, folds, outs, outer.var):
+    stored = _updates(inner, folds, outs, outer.var)
+    if len(set(outs)) != len(outs) or len(set(folds)) != len(folds) or stored is None or \
+            not all(one_element_per_value(f.indices, (outer.var,), folds) for f in finish):
         return None
     if any(isinstance(n, Var) and n.name in folds or isinstance(n, (Load, Store)) and
-           n.buffer in outs for n in walk((*(s.value for s in starts),
-                                            *(i for f in finish for i in f.indices)))):
+           n.buffer in (*outs, *stored) for n in walk((*(s.value for s in starts),
+                                                        *(i for f in finish for i in f.indices)))):
         return None
-    if any(isinstance(n, Load) and n.buffer in outs for f in finish for n in walk(f.value)):
+    if any(isinstance(n, Load) and n.buffer in (*outs, *stored)
+           for f in (*finish, *values) for n in walk(f.value)):
         return None
     homes = _homes(function, starts, finish)
     if homes is None:
@@ -84,15 +98,26 @@ def expanded_into_output(outer: For, function: KernelFunction) -> tuple[For, ...
     for fold, home in zip(folds, homes):
         updates = _stored(updates, fold, home.buffer, home.indices)
     updates = substitute(updates, values=elements)
-    loops = [dataclasses.replace(outer, body=tuple(
-                 Store(home.buffer, home.indices, start.value)
-                 for start, home in zip(starts, homes))),
-             dataclasses.replace(outer, body=(dataclasses.replace(inner, body=updates),))]
+    begin = tuple(Store(home.buffer, home.indices, start.value)
+                  for start, home in zip(starts, homes))
+    loops = [dataclasses.replace(outer, body=_with_values(values, begin)),
+             dataclasses.replace(outer, body=(dataclasses.replace(
+                 inner, body=_with_values(values, updates)),))]
     if tuple(finish) != tuple(Store(home.buffer, home.indices, Var(fold, start.type))
                               for fold, start, home in zip(folds, starts, homes)):
         reads = tuple(Let(fold, start.type, elements[fold]) for fold, start in zip(folds, starts))
-        loops.append(dataclasses.replace(outer, body=reads + tuple(finish)))
+        loops.append(dataclasses.replace(outer, body=_with_values(values, reads + tuple(finish))))
     return tuple(loops)
+
+
+def _with_values(values: list[Let], stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    """``stmts`` after those of the lets ``values`` they read (directly or
+    through another of them), in order."""
+    needed: set[str] = {n.name for n in walk(stmts) if isinstance(n, Var)}
+    for value in reversed(values):
+        if value.name in needed:
+            needed |= {n.name for n in walk(value.value) if isinstance(n, Var)}
+    return (*(value for value in values if value.name in needed), *stmts)
 
 
 def _homes(function: KernelFunction, starts: list[Let], finish) -> list[Store] | None:
@@ -118,18 +143,21 @@ def _element_type(function: KernelFunction, array: str):
                  if isinstance(s, ArrayDecl) and s.name == array), None)
 
 
-def _updates_only(inner: For, folds: list[str], outs: list[str], var: str) -> bool:
-    """Whether ``inner`` only updates ``folds`` and its own locals, reads
-    no ``outs``, and has bounds free of ``var`` and the folds."""
+def _updates(inner: For, folds: list[str], outs: list[str], var: str) -> set[str] | None:
+    """The buffers ``inner`` stores to, where it only updates ``folds``,
+    its own locals and buffers other than ``outs``, reads no ``outs``, and
+    has bounds free of ``var`` and the folds; else None."""
     reads_memory, _ = bound_dependences(inner, [])
     bounds = (inner.start, inner.stop)
     if reads_memory or any(reads_variable(bounds, name) for name in (var, *folds)):
-        return False
+        return None
     declared = {s.name for s in walk(inner.body) if isinstance(s, (Let, ArrayDecl))}
     if assigned_variables(inner.body) - declared - set(folds):
-        return False
-    return not any(isinstance(n, (Store, AtomicUpdate, Barrier, Return, Call))
-                   or isinstance(n, Load) and n.buffer in outs for n in walk(inner.body))
+        return None
+    if any(isinstance(n, (AtomicUpdate, Barrier, Return, Call))
+           or isinstance(n, (Load, Store)) and n.buffer in outs for n in walk(inner.body)):
+        return None
+    return {n.buffer for n in walk(inner.body) if isinstance(n, Store)} - declared
 
 
 def _stored(stmts: tuple[Stmt, ...], fold: str, out: str, indices) -> tuple[Stmt, ...]:

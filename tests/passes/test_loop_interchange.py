@@ -140,8 +140,43 @@ def test_nests_whose_order_could_show_are_refused_with_the_reason(changes, reaso
 
 
 def test_an_imperfect_nest_is_refused():
-    text = print_module(program()).replace("    for i in", "    let t: i64 = j\n    for i in")
+    text = print_module(program()).replace(
+        "    for i in", "    let t: i64 = j\n    count[0] = t\n    for i in")
     module = parse_module(text)
+    with pytest.raises(PassError, match="is not a perfect nest"):
+        run_pipeline(module, "loop-interchange{loops=k.j}")
+
+
+def hoisted(lets, body="b[i, j] = a[i, j] * s", after=""):
+    """The column walk with ``lets`` computed before its inner loop and
+    ``after`` it."""
+    text = PROGRAM.replace("    for INNER", "".join(f"    {let}\n" for let in lets)
+                           + "    for INNER").replace("      BODY\n    }\n",
+                                                     f"      BODY\n    }}\n{after}")
+    text = text.replace("BODY", body).replace("PRELUDE", "").replace("AFTER", "count[0] = 0")
+    return parse_module(text.replace("OUTER", "j in 0 .. N").replace("INNER", "i in 0 .. M"))
+
+
+@pytest.mark.parametrize("lets, body", [
+    (["let s: f32 = scale * f32(j)"], "b[i, j] = a[i, j] * s"),          # a programmer's hoisting
+    (["let w: f32 = a[0, j]", "let s: f32 = w * scale"], "b[i, j] = a[i, j] * s"),   # a chain
+    (["let s: f32 = a[0, j]", "let unused: f32 = s"], "b[i, j] = a[i, j] + s"),
+])
+def test_values_computed_before_the_inner_loop_are_computed_in_it(lets, body):
+    module = hoisted(lets, body)
+    swapped = run_pipeline(module, "loop-interchange", verify_each=True)
+    assert loop_order(swapped) == ["i", "j"]
+    same_results(module, swapped)
+
+
+@pytest.mark.parametrize("lets, body, after", [
+    (["let s: f32 = b[0, j]"], "b[i, j] = a[i, j] * s", ""),       # reads what the nest writes
+    (["let s: i64 = j"], "b[i, j] = a[i, j] * scale", "    count[0] = s\n"),   # read after
+    (["let s: f32 = f32(j)"], "b[i, j] = a[i, j] * s\n      s = s + f32(1.0)", ""),  # assigned
+])
+def test_values_the_nest_changes_or_reads_elsewhere_stay_and_keep_it(lets, body, after):
+    module = hoisted(lets, body, after)
+    assert loop_order(run_pipeline(module, "loop-interchange")) == ["j", "i"]
     with pytest.raises(PassError, match="is not a perfect nest"):
         run_pipeline(module, "loop-interchange{loops=k.j}")
 
@@ -258,6 +293,25 @@ def test_a_fold_kept_in_the_output_makes_the_nest_perfect(update, finish, init):
         np.testing.assert_array_equal(got, hpvm.compile(module, [target])(a=a)["s"], err_msg=target)
 
 
+def test_a_fold_beside_other_stores_is_kept_in_its_output():
+    """A column's sum beside a column walk that scales it: the starts and
+    the finishes read nothing the walk stores, so both swap together."""
+    module = parse_module(COLUMNS.replace("out s: OUT[N])", "out s: OUT[N], out c: f32[M, N])")
+                          .replace("  out n.s -> s\n", "  out n.s -> s\n  out n.c -> c\n")
+                          .replace("UPDATE", "c[i, j] = a[i, j] * f32(2.0)\n      "
+                                             "total = total + a[i, j]")
+                          .replace("FINISH", "total").replace("INIT", "f32(0.0)")
+                          .replace("OUT", "f32"))
+    swapped = run_pipeline(module, "loop-interchange", verify_each=True)
+    assert loop_order(swapped) == ["j", "i", "j"]
+    a = np.random.default_rng(5).standard_normal((7, 5)).astype(np.float32)
+    want = run_module(module, {"a": a})
+    for name, value in run_module(swapped, {"a": a}).items():
+        np.testing.assert_array_equal(value, want[name], err_msg=name)
+    reading = parse_module(print_module(module).replace("s[j] = total", "s[j] = total + c[0, j]"))
+    assert run_pipeline(reading, "loop-interchange") == reading
+
+
 @pytest.mark.parametrize("changes", [
     {"out": "f64", "finish": "f64(total)"},                  # the output rounds otherwise
     {"update": "total = total + a[i, j] + s[0]"},            # the nest reads the output
@@ -268,3 +322,19 @@ def test_a_fold_that_cannot_live_in_the_output_keeps_the_nest(changes):
     assert run_pipeline(module, "loop-interchange") == module
     with pytest.raises(PassError, match="is not a perfect nest"):
         run_pipeline(module, "loop-interchange{loops=k.j}")
+
+
+def test_values_beside_a_fold_are_computed_where_they_are_read():
+    """``v``, read only in the inner loop, moves into it; ``w``, read by
+    the column's final store, is computed again in the finishing loop;
+    the fold is kept in the output and the nest swaps."""
+    text = COLUMNS.replace("    let total", "    let w: f32 = a[0, j]\n    let v: f32 = a[1, j]\n"
+                                            "    let total")
+    module = parse_module(text.replace("UPDATE", "total = total + a[i, j] * v")
+                          .replace("FINISH", "total * w").replace("INIT", "f32(0.0)")
+                          .replace("OUT", "f32"))
+    swapped = run_pipeline(module, "loop-interchange", verify_each=True)
+    assert loop_order(swapped) == ["j", "i", "j", "j"]
+    a = np.random.default_rng(6).standard_normal((7, 5)).astype(np.float32)
+    np.testing.assert_array_equal(run_module(swapped, {"a": a})["s"],
+                                  run_module(module, {"a": a})["s"])

@@ -4,6 +4,8 @@ exactly what it did as written (floats bit for bit), whatever the
 nest's stores, reads (transposed, along one loop, fixed) and folds; and
 a random fold into a local variable, kept in the output to swap its
 nest, gives the same column results."""
+import re
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -12,6 +14,7 @@ from hpvm.interp import run_module
 from hpvm.ir.text import parse_module
 from hpvm.passes import run_pipeline
 from hpvm.passes.loop_interchange import interchange_problem
+from hpvm.passes.loop_nests import with_lets_sunk
 from hpvm.passes.loop_tile import tile_problem
 from hpvm.passes.loop_unroll import loops_by_id
 
@@ -144,3 +147,64 @@ def test_two_folds_kept_in_two_outputs_compute_the_same(updates, finish, second)
     for name in ("s", "t"):
         np.testing.assert_array_equal(run_module(swapped, inputs)[name], want[name],
                                       err_msg=str(updates))
+
+
+LETS = PROGRAM.replace("    for j in 0 .. M step 1 {\n",
+                       "LETS    for j in 0 .. M step 1 {\n").replace("BODY\n    }\n",
+                                                               "BODY\n    }\nAFTER")
+lets = st.builds(lambda x, y: [let for let in (x, y) if let],
+                 st.sampled_from(("let x: f32 = a[i, 0] * f32(2.0)", "let x: f32 = b[i, 1]",
+                                  "let x: f32 = f32(i)", "")),
+                 st.sampled_from(("let y: f32 = f32(0.5)", "let y: f32 = x - a[0, i]", "")))
+using = st.one_of(statements, st.builds(lambda index, name: f"b[{index}] = a[{index}] * {name}",
+                                        st.sampled_from(INDICES), st.sampled_from("xy")),
+                  st.sampled_from(("x = x + f32(1.0)", "total = total + x")))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lets, st.lists(using, min_size=1, max_size=3),
+       st.sampled_from(("", "    total = total + x\n", "    b[i, 0] = f32(1.0)\n")))
+def test_values_computed_in_the_inner_loop_instead_compute_the_same(declared, body, after):
+    """Lets before the inner loop (``x``, ``y``) are computed in it where
+    the check allows, then the nest is swapped if legal."""
+    names = {let.split()[1].rstrip(":") for let in declared}
+    if not declared or any(re.search(rf"\b{name}\b", statement) and name not in names
+                           for statement in (*body, after, *declared) for name in "xy"):
+        return   # a statement reads a let not declared here
+    text = LETS.replace("LETS", "".join(f"    {let}\n" for let in declared))
+    module = parse_module(text.replace("BODY", "\n".join("      " + s for s in body))
+                          .replace("AFTER", after))
+    function = module.functions["k"]
+    nest = loops_by_id(function)["k.i"]
+    candidate = with_lets_sunk(nest) or nest
+    if interchange_problem(candidate, function, module) is None:
+        swapped = run_pipeline(module, "loop-interchange{loops=k.i}", verify_each=True)
+        want = results(module)
+        for name, value in results(swapped).items():
+            np.testing.assert_array_equal(value, want[name], err_msg=f"{declared} {body} {after}")
+
+
+VALUES = FOLD.replace("out s: f32[M])", "out s: f32[M], out c: f32[M, M])").replace(
+    "    let total: f32 = INIT\n",
+    "    let w: f32 = a[1, j] * f32(2.0)\n    let total: f32 = INIT\n").replace(
+    "  out n.s -> s\n", "  out n.s -> s\n  out n.c -> c\n")
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(folds, st.just("total = total + w"),
+                          st.sampled_from(("c[i, j] = a[i, j] * w", "c[j, i] = total"))),
+                min_size=1, max_size=4),
+       st.sampled_from(("f32(0.0)", "w")),
+       st.sampled_from(("total", "total - w", "c[0, j]", "total + c[1, j]")))
+def test_values_and_other_stores_beside_a_fold_compute_the_same(updates, init, finish):
+    """A value computed before the inner loop (``w``), read by the
+    updates, the start or the finish, and stores to another output
+    (``c``): wherever the nest is swapped, every output is the same."""
+    updates = [u.replace("b[", "a[") for u in updates]
+    text = VALUES.replace("UPDATES", "\n".join("      " + u for u in updates))
+    module = parse_module(text.replace("INIT", init).replace("FINISH", finish))
+    inputs = {"a": INPUTS["a"]}
+    swapped = run_pipeline(module, "loop-interchange", verify_each=True)
+    want = run_module(module, inputs)
+    for name, value in run_module(swapped, inputs).items():
+        np.testing.assert_array_equal(value, want[name], err_msg=f"{updates} {init} {finish}")

@@ -67,6 +67,10 @@ def test_the_given_schedule_keeps_the_name_and_runs_last():
     nodes = filled.graph(filled.root).nodes
     assert [n.name for n in nodes] == ["sgemm_2x2", "sgemm_4x4", "sgemm"]
     assert [n.attributes["group"] for n in nodes] == [(8, 8), (8, 8), (16, 16)]
+    larger = run_pipeline(PROGRAMS.TILED["sgemm"].build(),
+                          "register-tile{form=group rows=8 cols=8 fill=100}")
+    assert [n.attributes[SCHEDULE_ATTRIBUTE] for n in larger.graph(larger.root).nodes] == [
+        (2, 2), (4, 4), (8, 4), (8, 8)]
 
 
 @hl.program

@@ -80,17 +80,22 @@ OPTIONS = [
 ]
 
 
-GPU_REGISTER_TILES = "register-tile{form=group rows=8 cols=4 group=16 kblock=16 unroll=16 fill=%d}"
-"""Work groups of 16 x 16 instances, each 8 x 4 results in registers,
+GPU_REGISTER_TILES = "register-tile{form=group rows=8 cols=8 group=16 kblock=16 unroll=16 fill=%d}"
+"""Work groups of 16 x 16 instances, each 8 x 8 results in registers,
 blocks of 16 steps through local tiles (every OpenCL GPU has 32 KiB),
-the next block's reads under way during this one's products.  On an
-H200, sgemm at 512^3 / 2048^3 / 4096^3 took 0.067 / 0.654 / 5.00 ms so,
-against 0.097 / 0.676 / 5.12 with 8 x 8 results (128 x 128 a group: 16
-groups for 132 SMs at 512^3) and 0.049 / 0.805 / 6.19 with 4 x 4 (cuBLAS
-FP32 at 4096^3: 2.70 ms); smaller products gain from smaller tiles still,
-which tuning offers (hpvm.tune's tile parameter).  ``fill`` (the device's
-compute units): a launch that would make fewer groups than that runs
-smaller tiles (register_tile_fill.py: 512^3 in 4 x 4 tiles, 8 x 8 groups)."""
+the next block's reads under way during this one's products.  ``fill``
+(half the device's compute units): a launch that would make fewer
+groups runs smaller tiles (register_tile_fill.py: 8 x 4 results, then
+4 x 4 in 8 x 8 groups).  The suite's sgemm on an H200 (132 SMs; ms):
+
+    n      as written  8x8/16  8x4/16  4x4/16  4x4/8   chosen here
+    512    0.058       0.084   0.063   0.043   0.037   4x4/8
+    1024   0.342       0.154   0.114   0.108   0.124   8x4/16 (128 groups)
+    2048   3.04        0.589   0.678   0.730   0.878   8x8/16
+    4096   30.1        4.452   5.226   5.603   6.639   8x8/16
+
+(cuBLAS FP32 at 4096^3: 2.70 ms.)  Half the units, not all: at 1024^3
+the 128 groups of 8 x 4 tiles still beat 4 x 4 tiles' 1,024 groups."""
 GPU_STENCIL_TILES = "stencil-fusion{form=tile size=16 rows=2}"
 """Groups of 16 x 16 work items (every OpenCL GPU takes 256), each two
 rows of the stencil.  On an H200, blur took 0.024 ms so, camera 0.064
@@ -113,7 +118,7 @@ class GpuOpenCLTarget(Target):
         """Fusing nodes keeps intermediates out of memory (edge: 1.4x on the
         H100); time steps updated in place fuse too, out of place, and
         outputs that copy another buffer are not made (copy-propagation;
-        cfd: 16 kernels -> 6, not yet timed on a GPU).  A stencil reading
+        cfd: 16 kernels -> 6, 0.243 -> 0.187 ms on an H200).  A stencil reading
         a neighbourhood of a producer's output computes the producer's
         elements per work group into local memory
         (GPU_STENCIL_TILES); other cheap producers are recomputed where
@@ -135,7 +140,7 @@ class GpuOpenCLTarget(Target):
         if not on_gpu({}):
             return "node-fusion,copy-propagation,loop-interchange,loop-tile,dce"
         return (f"node-fusion,copy-propagation,{GPU_STENCIL_TILES},stencil-fusion,"
-                f"{GPU_REGISTER_TILES % compute_units({})},"
+                f"{GPU_REGISTER_TILES % max(1, compute_units({}) // 2)},"
                 f"parallel-reduce{{form=chunks lanes={GPU_CHUNKS} layout=strided grain=256}},"
                 f"parallel-reduce,latency-unroll{{in_flight={resident_work_items({})}}},dce")
 

@@ -9,9 +9,11 @@ on the device (node_times_bench.kernel_times):
 - ``steps``: benchmarks/time_steps.py's heat steps on an ``--grid``
   square grid, as written and with the default pipeline, against the
   float4 copy kernel's bandwidth (a step reads and writes the grid once
-  at least).
+  at least);
+- ``orders``: benchmarks/loop_orders.py's nests written column by column
+  (``--grid`` square), as written and with the default pipeline.
 
-    python benchmarks/gpu_shapes_bench.py [--families tiles,steps]
+    python benchmarks/gpu_shapes_bench.py [--families tiles,steps,orders]
         [--sizes 512,1024,2048,4096] [--tiles 8x8/16,8x4/16,4x4/16,4x4/8]
         [--grid 4096] [--repeat 10]
 """
@@ -75,23 +77,38 @@ def steps(grid: int, repeat: int) -> list[str]:
     return lines
 
 
+def orders(grid: int, repeat: int) -> list[str]:
+    from benchmarks import loop_orders
+    lines = ["| form | as written ms | default ms |", "| --- | ---: | ---: |"]
+    rng = np.random.default_rng(0)
+    for name, program in loop_orders.FORMS.items():
+        inputs = loop_orders.inputs_for(name, rng, grid, grid)
+        lines.append(f"| {name} | " + " | ".join(
+            f"{own_ms(program, inputs, options, repeat):.3f}"
+            for options in ({}, {"pipeline": "default"})) + " |")
+    return lines
+
+
+FAMILIES = {"tiles": lambda args: tiles([int(n) for n in args.sizes.split(",")],
+                                        args.tiles.split(","), args.repeat),
+            "steps": lambda args: steps(args.grid, args.repeat),
+            "orders": lambda args: orders(args.grid, args.repeat)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--families", default="tiles,steps")
+    parser.add_argument("--families", default="tiles,steps,orders")
     parser.add_argument("--sizes", default="512,1024,2048,4096")
     parser.add_argument("--tiles", default="8x8/16,8x4/16,4x4/16,4x4/8")
     parser.add_argument("--grid", type=int, default=4096)
     parser.add_argument("--repeat", type=int, default=10)
     args = parser.parse_args(argv)
     families = args.families.split(",")
-    unknown = set(families) - {"tiles", "steps"}
+    unknown = set(families) - set(FAMILIES)
     if unknown:
-        parser.error(f"unknown families {sorted(unknown)} (choose among tiles, steps)")
-    if "tiles" in families:
-        print("\n".join(tiles([int(n) for n in args.sizes.split(",")], args.tiles.split(","),
-                              args.repeat)), flush=True)
-    if "steps" in families:
-        print("\n".join(steps(args.grid, args.repeat)), flush=True)
+        parser.error(f"unknown families {sorted(unknown)} (choose among {', '.join(FAMILIES)})")
+    for family in families:
+        print("\n".join(FAMILIES[family](args)), flush=True)
     return 0
 
 

@@ -13,7 +13,8 @@ def test_a_group_form_names_its_tile_and_group():
 def test_an_unknown_family_is_refused(capsys):
     with pytest.raises(SystemExit):
         main(["--families", "tiles,stencils"])
-    assert "unknown families ['stencils']" in capsys.readouterr().err
+    assert "unknown families ['stencils'] (choose among tiles, steps, orders)" in \
+        capsys.readouterr().err
 
 
 def test_both_families_run_on_an_opencl_device(capsys):
@@ -21,7 +22,8 @@ def test_both_families_run_on_an_opencl_device(capsys):
     from benchmarks.peers import _opencl_unavailable
     if _opencl_unavailable():
         pytest.skip(_opencl_unavailable())
-    assert main(["--sizes", "40", "--tiles", "4x4/8", "--grid", "64", "--repeat", "1"]) == 0
+    assert main(["--families", "tiles,steps", "--sizes", "40", "--tiles", "4x4/8", "--grid", "64",
+                 "--repeat", "1"]) == 0
     rows = [line.split("|")[1:-1] for line in capsys.readouterr().out.splitlines()
             if line.startswith("| 40 ") or line.startswith("| in_place")]
     assert len(rows) == 2 and all(float(cell) > 0 for row in rows for cell in row[1:])

@@ -14,7 +14,9 @@ import dataclasses
 from ..errors import Diagnostic, Location
 from ..ir.analysis import assigned_variables
 from ..ir.graph import Module
-from ..ir.kernel import AtomicUpdate, Call, Expr, For, KernelFunction, Let, Load, Stmt, Store, Var
+from ..ir.kernel import (
+    ArrayDecl, AtomicUpdate, Call, Expr, For, KernelFunction, Let, Load, Stmt, Store, Var,
+)
 from ..ir.visit import map_blocks, walk
 from .errors import PassError
 from .loop_unroll import loop_ids
@@ -68,8 +70,9 @@ def with_lets_sunk(outer: For) -> For | None:
     inner = body[at]
     written = {n.buffer for n in walk(inner.body) if isinstance(n, (Store, AtomicUpdate))}
     changing = assigned_variables(body)
+    declared = {n.name for n in walk(inner.body) if isinstance(n, (Let, ArrayDecl))}
     sunk = {index for index, let in enumerate(body[:at])
-            if let.value is not None and let.name not in changing and not any(
+            if let.value is not None and let.name not in changing | declared and not any(
                 isinstance(n, Call) or isinstance(n, Var) and n.name in changing
                 or isinstance(n, Load) and n.buffer in written for n in walk(let.value))}
     while True:   # a let that a statement left outside the inner loop reads stays

@@ -71,8 +71,10 @@ def expanded_into_output(outer: For, function: KernelFunction) -> tuple[For, ...
     starts = [let for let in lets if let.name in assigned]
     values = [let for let in lets if let.name not in assigned]
     folds = [start.name for start in starts]
-    if not starts or any(isinstance(n, Call) or isinstance(n, Var) and n.name in folds
-                         for value in values for n in walk(value.value)):
+    declared = {n.name for n in walk(inner.body) if isinstance(n, (Let, ArrayDecl))}
+    if not starts or any(value.value is None or value.name in declared for value in values) or \
+            any(isinstance(n, Call) or isinstance(n, Var) and n.name in folds
+                for value in values for n in walk(value.value)):
         return None
     if any(start.value is None for start in starts) or not all(
             isinstance(f, Store) for f in finish) or len(finish) < len(folds):

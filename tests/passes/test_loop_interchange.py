@@ -338,3 +338,16 @@ def test_values_beside_a_fold_are_computed_where_they_are_read():
     a = np.random.default_rng(6).standard_normal((7, 5)).astype(np.float32)
     np.testing.assert_array_equal(run_module(swapped, {"a": a})["s"],
                                   run_module(module, {"a": a})["s"])
+
+
+def test_values_the_inner_loop_declares_again_or_leaves_undefined_keep_the_nest():
+    """A name the inner loop declares again (in a branch) is not moved in
+    beside it; a value left undefined is not one to compute again."""
+    shadowed = hoisted(["let s: f32 = scale"], "b[i, j] = a[i, j] * s\n      if s > f32(0.0) {\n"
+                       "        let s: f32 = a[i, j]\n        b[i, j] = s\n      }")
+    assert run_pipeline(shadowed, "loop-interchange", verify_each=True) == shadowed
+    text = COLUMNS.replace("    let total", "    let w: f32\n    let total")
+    undefined = parse_module(text.replace("UPDATE", "total = total + a[i, j]")
+                             .replace("FINISH", "total * w").replace("INIT", "f32(0.0)")
+                             .replace("OUT", "f32"))
+    assert run_pipeline(undefined, "loop-interchange", verify_each=True) == undefined

@@ -110,3 +110,18 @@ def test_every_schedule_agrees_with_the_golden_model_on_opencl(target, name):
         for port, value in expected.items():
             np.testing.assert_allclose(got[port], value, rtol=1e-4, atol=1e-4,
                                        err_msg=f"{port}, fill={fill}")
+
+
+@pytest.mark.parametrize("target", usable_targets(("gpu_opencl",)))
+def test_one_executable_runs_the_schedule_each_size_chooses(target):
+    import hpvm
+    module = PROGRAMS.TILED["sgemm"].build()
+    exe = hpvm.compile(module, [target], {"pipeline": FILLED % 7})
+    rng = np.random.default_rng(6)
+    for (m, k, n), tile in (((40, 9, 70), "sgemm_2x2"), ((200, 5, 200), "sgemm"),
+                            ((40, 9, 70), "sgemm_2x2"), ((70, 3, 90), "sgemm_4x4")):
+        inputs = PROGRAMS.inputs_for("sgemm", rng, m, k, n)
+        got = exe(**{name: v.copy() if isinstance(v, np.ndarray) else v
+                     for name, v in inputs.items()})
+        np.testing.assert_allclose(got["C"], _outputs(module, inputs)["C"], rtol=1e-4, atol=1e-4)
+        assert [r.node for r in exe.report().node_records if r.seconds > 0] == [tile]

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..errors import Diagnostic, Location
-from ..ir.graph import PADDED_GROUPS, Graph, KernelBody, Module, Node
+from ..ir.graph import Graph, KernelBody, Module, Node
 from .errors import PassError
 from .module_tools import iter_nodes, named_kernel_nodes
 from .names import unique_name
@@ -40,7 +40,7 @@ from .register_tile_body import tiled_body
 from .register_tile_group_dim import Grouped, grouping_plan
 from .register_tile_schedule import Schedule, tiled_replication
 from .register_tile_fill import filled
-from .register_tile_group import GroupSchedule, group_body
+from .register_tile_group import GroupSchedule
 from .register_tile_plan import NestPlan, nest_plan, nest_plans
 from .registry import Option, register_pass
 from .tensor_graph import replace_node
@@ -124,7 +124,8 @@ def register_tile(module: Module, rows: int, cols: int, chunk: int, panel: int, 
         if form == "group":
             schedule = GroupSchedule(rows or GROUP_TILE, cols or GROUP_TILE, group,
                                      kblock or GROUP_KBLOCK, unroll or None)
-            module = _grouped(module, module.graph(graph.name), node, plan, schedule, fill)
+            module = filled(module, module.graph(graph.name), node, plan, schedule, fill,
+                            SCHEDULE_ATTRIBUTE)
         else:
             schedule = model_schedule(plan, vector_bits, registers, cores, **sizes)
             grouped = grouping_plan(plans, len(node.replication))
@@ -166,20 +167,6 @@ def _group_problem(node: Node, plan: NestPlan) -> str:
         return ("has a work-group size already or fewer than two replication dimensions "
                 "(form=group needs two)")
     return ""
-
-
-def _grouped(module: Module, graph: Graph, node: Node, plan: NestPlan,
-             schedule: GroupSchedule, fill: int) -> Module:
-    if fill:
-        return filled(module, graph, node, plan, schedule, fill, SCHEDULE_ATTRIBUTE)
-    function = module.function(node.body.function)
-    body = group_body(function, plan, schedule, node.replication)
-    group = [1] * len(node.replication)  # one instance of every other dimension
-    group[plan.rows] = group[plan.cols] = schedule.group
-    return _replaced(module, graph, node, function, body,
-                     schedule.replication(plan, node.replication),
-                     {"group": tuple(group), PADDED_GROUPS: True,
-                      SCHEDULE_ATTRIBUTE: (schedule.rows, schedule.cols)})
 
 
 def _multiple(value: int, of: int) -> int:

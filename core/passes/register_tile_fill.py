@@ -43,11 +43,11 @@ groups 0.037 ms, 8 x 4 in 16 x 16 0.063, 8 x 8 0.084; at 1024^3 8 x 4
 0.114 ms, 8 x 8 0.154)."""
 
 
-def ladder(schedule: GroupSchedule) -> list[GroupSchedule]:
-    """``schedule``, then those of FILL_LADDER whose groups make fewer
-    results than the one before."""
+def ladder(schedule: GroupSchedule, fill: int) -> list[GroupSchedule]:
+    """``schedule``, then (with a ``fill``) those of FILL_LADDER whose
+    groups make fewer results than the one before."""
     chosen = [schedule]
-    for rows, cols, group in FILL_LADDER:
+    for rows, cols, group in FILL_LADDER if fill else ():
         last = chosen[-1]
         if rows * cols * group * group < last.rows * last.cols * last.group * last.group:
             chosen.append(dataclasses.replace(schedule, rows=rows, cols=cols, group=group))
@@ -64,10 +64,11 @@ def work_groups(plan: NestPlan, schedule: GroupSchedule, replication: tuple[Expr
 
 def filled(module: Module, graph: Graph, node: Node, plan: NestPlan, schedule: GroupSchedule,
            fill: int, attribute: str) -> Module:
-    """``node`` as one node per schedule of ``ladder(schedule)``, each run
-    only where it is the chosen one (module docstring); each node's
-    ``attribute`` says its (rows, cols)."""
-    schedules = ladder(schedule)
+    """``node`` as one node per schedule of ``ladder(schedule, fill)``,
+    each run only where it is the chosen one (module docstring; without a
+    ``fill``, the node run by ``schedule``); each node's ``attribute``
+    says its (rows, cols)."""
+    schedules = ladder(schedule, fill)
     runs: list[Expr] = []   # whether each schedule is the one chosen (1 or 0)
     earlier_short: Expr = i64(1)
     for index, each in enumerate(schedules):

@@ -55,6 +55,16 @@ def one_element_per_value(indices: tuple[Expr, ...], loop_vars, changing) -> boo
     return any(loops) and all(loop or still for loop, still in zip(loops, fixed))
 
 
+def recomputable(let: Let, changing: set[str], written, declared: set[str]) -> bool:
+    """Whether ``let``'s value may be computed again in another place of
+    a nest: it has one, calls nothing, reads no variable of ``changing``
+    and no buffer of ``written``; and its name is none of ``changing``
+    nor of ``declared`` (the names the new place declares)."""
+    return let.value is not None and let.name not in changing | declared and not any(
+        isinstance(n, Call) or isinstance(n, Var) and n.name in changing
+        or isinstance(n, Load) and n.buffer in written for n in walk(let.value))
+
+
 def with_lets_sunk(outer: For) -> For | None:
     """``outer`` with the values it declares before its inner loop
     computed at the start of the inner loop's body instead, where that
@@ -72,9 +82,7 @@ def with_lets_sunk(outer: For) -> For | None:
     changing = assigned_variables(body)
     declared = {n.name for n in walk(inner.body) if isinstance(n, (Let, ArrayDecl))}
     sunk = {index for index, let in enumerate(body[:at])
-            if let.value is not None and let.name not in changing | declared and not any(
-                isinstance(n, Call) or isinstance(n, Var) and n.name in changing
-                or isinstance(n, Load) and n.buffer in written for n in walk(let.value))}
+            if recomputable(let, changing, written, declared)}
     while True:   # a let that a statement left outside the inner loop reads stays
         outside = (inner.start, inner.stop, *(
             stmt for index, stmt in enumerate(body) if index != at and index not in sunk))

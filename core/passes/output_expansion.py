@@ -52,7 +52,7 @@ from ..ir.kernel import (
 from ..ir.reduction import reads_variable
 from ..ir.types import BufferType
 from ..ir.visit import rewrite, walk
-from .loop_nests import one_element_per_value
+from .loop_nests import one_element_per_value, recomputable
 from .names import substitute
 
 
@@ -71,25 +71,23 @@ def expanded_into_output(outer: For, function: KernelFunction) -> tuple[For, ...
     starts = [let for let in lets if let.name in assigned]
     values = [let for let in lets if let.name not in assigned]
     folds = [start.name for start in starts]
-    declared = {n.name for n in walk(inner.body) if isinstance(n, (Let, ArrayDecl))}
-    if not starts or any(value.value is None or value.name in declared for value in values) or \
-            any(isinstance(n, Call) or isinstance(n, Var) and n.name in folds
-                for value in values for n in walk(value.value)):
-        return None
-    if any(start.value is None for start in starts) or not all(
+    if not starts or any(start.value is None for start in starts) or not all(
             isinstance(f, Store) for f in finish) or len(finish) < len(folds):
         return None
     outs = [f.buffer for f in finish]
-    stored = _updates(inner, folds, outs, outer.var)
+    declared = {n.name for n in walk(inner.body) if isinstance(n, (Let, ArrayDecl))}
+    stored = _updates(inner, folds, outs, outer.var, declared)
     if len(set(outs)) != len(outs) or len(set(folds)) != len(folds) or stored is None or \
             not all(one_element_per_value(f.indices, (outer.var,), folds) for f in finish):
+        return None
+    if not all(recomputable(value, set(folds), {*outs, *stored}, declared) for value in values):
         return None
     if any(isinstance(n, Var) and n.name in folds or isinstance(n, (Load, Store)) and
            n.buffer in (*outs, *stored) for n in walk((*(s.value for s in starts),
                                                         *(i for f in finish for i in f.indices)))):
         return None
     if any(isinstance(n, Load) and n.buffer in (*outs, *stored)
-           for f in (*finish, *values) for n in walk(f.value)):
+           for f in finish for n in walk(f.value)):
         return None
     homes = _homes(function, starts, finish)
     if homes is None:
@@ -145,15 +143,15 @@ def _element_type(function: KernelFunction, array: str):
                  if isinstance(s, ArrayDecl) and s.name == array), None)
 
 
-def _updates(inner: For, folds: list[str], outs: list[str], var: str) -> set[str] | None:
+def _updates(inner: For, folds: list[str], outs: list[str], var: str,
+             declared: set[str]) -> set[str] | None:
     """The buffers ``inner`` stores to, where it only updates ``folds``,
-    its own locals and buffers other than ``outs``, reads no ``outs``, and
-    has bounds free of ``var`` and the folds; else None."""
+    its own locals (``declared``) and buffers other than ``outs``, reads
+    no ``outs``, and has bounds free of ``var`` and the folds; else None."""
     reads_memory, _ = bound_dependences(inner, [])
     bounds = (inner.start, inner.stop)
     if reads_memory or any(reads_variable(bounds, name) for name in (var, *folds)):
         return None
-    declared = {s.name for s in walk(inner.body) if isinstance(s, (Let, ArrayDecl))}
     if assigned_variables(inner.body) - declared - set(folds):
         return None
     if any(isinstance(n, (AtomicUpdate, Barrier, Return, Call))

@@ -140,7 +140,7 @@ class _LatencyUnroller:
         stored = {n.buffer for n in inside if isinstance(n, Store)}
         return (loop.unroll is None and not loop.reduce
                 and (trips is None or trips > SMALL_TRIPS)
-                and any(isinstance(n, Load) and n.buffer not in stored for n in inside)
+                and any(isinstance(n, Load) for n in inside)
                 and not any(isinstance(n, Load) and n.buffer in stored for n in inside)
                 and not any(isinstance(n, (For, While, Barrier, AtomicUpdate, Return))
                             for n in inside))

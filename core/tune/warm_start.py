@@ -74,7 +74,9 @@ class Screening:
         rng.shuffle(choices)
         self.values = {p.name: values for p, values in choices}
         runs = _nodes_running(design.module)
-        self.weight = _weights({p.name: _seconds(p, profile or {}, runs) for p, _ in choices})
+        profile = profile or {}
+        made = _made_from(profile, {name for names in runs.values() for name in names})
+        self.weight = _weights({p.name: _seconds(p, profile, runs, made) for p, _ in choices})
         self.used = dict.fromkeys(self.values, 0)
         self.counted = dict.fromkeys(self.values, 0.0)
         self.taken = set(seen)
@@ -141,16 +143,17 @@ def screening(design: Space, count: int, seed: int, seen=(), profile=None) -> li
     return Screening(design, seed, seen, profile).take(count)
 
 
-def _seconds(parameter, profile: dict[str, float], runs: dict[str, list[str]]) -> float | None:
+def _seconds(parameter, profile: dict[str, float], runs: dict[str, list[str]],
+             made: dict[str, str]) -> float | None:
     """The seconds the nodes of ``parameter`` (a node, a pair
     ``producer:consumer``, or a loop ``fn.var`` of the nodes in ``runs``
-    of ``fn``) took in ``profile``; None where the profile names none of
-    them (no profile, or nodes the run did not report apart)."""
+    of ``fn``) took in ``profile``, with those of the nodes ``made`` from
+    them (_made_from); None where the profile names none of them (no
+    profile, or nodes the run did not report apart)."""
     if parameter.role in LOOP_ROLES:
         nodes = runs.get(str(parameter.subject).partition(".")[0], [])
     else:
         nodes = [node.rsplit(".", 1)[-1] for node in str(parameter.subject).split(":")]
-    made = _made_from(profile, {name for names in runs.values() for name in names})
     times = [seconds for name, seconds in profile.items()
              if name in nodes or made.get(name) in nodes]
     return sum(times) if times else None

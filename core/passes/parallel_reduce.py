@@ -31,6 +31,11 @@ instances instead of one (reduce_forms.py builds the bodies):
   of the replication's shape with the lanes inserted; the node folds its
   own.  Its replication extents must be constants or sizes of its
   kernel's buffers, and it never applies unless named or asked for.
+- ``form=ordered`` (GPUs): the lanes of a replicated node compute the
+  terms of each instance's fold, and one lane per instance adds them up
+  in the order written (reduce_ordered.py): no result changes, float
+  sums written as chains included, which it takes without
+  ``reassociate``.  Work groups of ``instances`` x ``lanes``.
 
 Statements before the last reduction loop must not write memory (every
 lane runs them), and a reduction loop may not write memory or carry any
@@ -53,7 +58,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..errors import Diagnostic, Location
-from ..ir.graph import BindIn, Edge, Graph, KernelBody, Module, Node
+from ..ir.graph import PADDED_GROUPS, BindIn, Edge, Graph, KernelBody, Module, Node
 from ..ir.kernel import (
     Call, Const, Expr, InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Load, Stmt,
     Store, Var,
@@ -72,9 +77,10 @@ from .reduce_forms import (
     partial_lets, product, reducing_kernel, shared_tail, stores_read_in_lane,
     tree_combine,
 )
+from .reduce_ordered import ordered_body, ordered_problem
 from .registry import Option, register_pass
 
-FORMS = ("tree", "chunks", "split")
+FORMS = ("tree", "chunks", "split", "ordered")
 LAYOUTS = {"contiguous": "chunked", "strided": "strided"}
 """The chunks form's layouts, as reduce_forms.lane_loop names them."""
 MAX_TREE_LANES = 1024
@@ -93,6 +99,8 @@ them: gpu_opencl's default pipeline would give each a tree of 256)."""
            "replicated node, its lanes a dimension outside the innermost", choices=FORMS),
     Option("lanes", int, 256, "instances sharing each reduction (tree: the work-group size)",
            minimum=2),
+    Option("instances", int, 32, "ordered: the node's instances per work group (each folded "
+           "by one lane)", minimum=1),
     Option("nodes", list, (), "nodes to transform, as node or graph.node "
            "(default: every eligible one)"),
     Option("layout", str, "contiguous", "chunks: each instance folds one contiguous block "
@@ -106,11 +114,15 @@ them: gpu_opencl's default pipeline would give each a tree of 256)."""
            "lowered_from), whose schedule is the lowering's, not a programmer's")])
 def parallel_reduce(module: Module, form: str, lanes: int, nodes: tuple[str, ...],
                     layout: str, grain: int, reassociate: bool = False,
-                    lowered: bool = False) -> Module:
+                    lowered: bool = False, instances: int = 32) -> Module:
     """Fold the reduction loops of kernel nodes with many instances."""
     if form == "tree" and (lanes & (lanes - 1) or lanes > MAX_TREE_LANES):
         raise PassError(Diagnostic(Location(), f"parallel-reduce: {lanes} lanes for a tree",
                                    f"give a power of two up to {MAX_TREE_LANES}: lanes=256"))
+    if form == "ordered" and lanes * instances > MAX_TREE_LANES:
+        raise PassError(Diagnostic(
+            Location(), f"parallel-reduce: work groups of {instances} instances x {lanes} lanes",
+            f"give at most {MAX_TREE_LANES} in all: instances=32 lanes=8"))
     if nodes:
         selected = named_kernel_nodes(module, nodes, "parallel-reduce")
         for graph, node in selected:
@@ -130,6 +142,8 @@ def parallel_reduce(module: Module, form: str, lanes: int, nodes: tuple[str, ...
         graph = module.graph(graph_name)
         if form == "tree":
             module = _tree(module, graph, graph.node(node_name), lanes, reassociate)
+        elif form == "ordered":
+            module = _ordered(module, graph, graph.node(node_name), lanes, instances)
         else:
             module = _chunks(module, graph, graph.node(node_name), lanes, LAYOUTS[layout], grain,
                              reassociate)
@@ -145,7 +159,8 @@ def eligible_nodes(module: Module, form: str = "tree", reassociate: bool = False
 def node_problem(module: Module, graph: Graph, node: Node, form: str,
                  reassociate: bool = False) -> str | None:
     """Why ``node`` cannot take ``form``, or None."""
-    kernel = reducing_kernel(_function(module, node, reassociate), lane_stores=form == "tree")
+    kernel = reducing_kernel(_function(module, node, reassociate or form == "ordered"),
+                             lane_stores=form == "tree")
     if isinstance(kernel, str):
         return kernel
     if PARTIALS in node.attributes:
@@ -159,6 +174,16 @@ def node_problem(module: Module, graph: Graph, node: Node, form: str,
         if "group" in node.attributes:
             return "has a work-group size already (attribute 'group')"
         return stores_read_in_lane(kernel)
+    if form == "ordered":
+        if not node.replication:
+            return "has no replication (ordered folds the loops of many instances)"
+        if len(node.replication) >= 3:
+            return "already has 3 replication dimensions (the lanes need one more)"
+        if "group" in node.attributes:
+            return "has a work-group size already (attribute 'group')"
+        problem = ordered_problem(kernel, len(node.replication))
+        if problem is not None:
+            return problem
     if form == "chunks" and node.replication:
         return ("is replicated (its instances already run in parallel; chunks is for one "
                 "instance, split for each of many)")
@@ -205,6 +230,21 @@ def _tree(module: Module, graph: Graph, node: Node, lanes: int, reassociate: boo
     rewritten = dataclasses.replace(
         node, body=KernelBody(new.name), replication=(*node.replication, Const(lanes, I64)),
         attributes={**node.attributes, "group": (1,) * rank + (lanes,)})
+    return _with_nodes(module, graph, {node.name: rewritten}, (), (), new)
+
+
+def _ordered(module: Module, graph: Graph, node: Node, lanes: int, instances: int) -> Module:
+    kernel = reducing_kernel(_function(module, node, True))
+    function = kernel.function
+    names = NameGenerator(function_names(function))
+    rank = len(node.replication)
+    written = module.function(node.body.function)
+    body = ordered_body(kernel, written.body, rank, lanes, instances, names)
+    new = _added_function(module, dataclasses.replace(written, body=body), "ordered")
+    rewritten = dataclasses.replace(
+        node, body=KernelBody(new.name), replication=(*node.replication, Const(lanes, I64)),
+        attributes={**node.attributes, "group": (1,) * (rank - 1) + (instances, lanes),
+                    PADDED_GROUPS: True})
     return _with_nodes(module, graph, {node.name: rewritten}, (), (), new)
 
 

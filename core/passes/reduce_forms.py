@@ -102,7 +102,7 @@ def shared_tail(function: KernelFunction, tail: tuple[Stmt, ...], lane: Var,
     shareable, loop = _tail_loop(function, tail)
     if not shareable:
         return [If(lane.eq(0), tail)]
-    return [dataclasses.replace(s, start=_offset(_i64(s.start), lane, s.step), step=s.step * lanes,
+    return [dataclasses.replace(s, start=offset(as_i64(s.start), lane, s.step), step=s.step * lanes,
                                 trip_count=None) if s is loop else s for s in tail]
 
 
@@ -218,7 +218,7 @@ def iteration_count(loop: For) -> tuple[list[For], list[Expr]]:
     """(the nest lane_loop numbers: ``loop`` and the loops flattened into
     it, the trip count of each level)."""
     nest = _flattenable_nest(loop)
-    return nest, [_trip_count(level) for level in nest]
+    return nest, [trip_count(level) for level in nest]
 
 
 def lane_loop(loop: For, lane: Expr, lanes: Expr, layout: str, names: NameGenerator,
@@ -242,7 +242,7 @@ def lane_loop(loop: For, lane: Expr, lanes: Expr, layout: str, names: NameGenera
         index = position if stride is None else position / stride
         if level is not nest[0]:
             index = index % count
-        body.insert(0, Let(level.var, I64, _offset(_i64(level.start), index, level.step)))
+        body.insert(0, Let(level.var, I64, offset(as_i64(level.start), index, level.step)))
         stride = count if stride is None else stride * count
     body.extend(substitute(nest[-1].body, partials))
     reduce = tuple(Reduction(partials[r.var], r.op, r.identity) for r in loop.reduce)
@@ -277,21 +277,21 @@ def _flattenable_nest(loop: For) -> list[For]:
         nest.append(inner)
 
 
-def _trip_count(loop: For) -> Expr:
-    step, start, stop = loop.step, _i64(loop.start), _i64(loop.stop)
+def trip_count(loop: For) -> Expr:
+    step, start, stop = loop.step, as_i64(loop.start), as_i64(loop.stop)
     low, high = (start, stop) if step > 0 else (stop, start)
     span = high if isinstance(low, Const) and low.value == 0 else high - low
     count = span if abs(step) == 1 else (span + (abs(step) - 1)) / abs(step)
     return Intrinsic("max", (count, Const(0, I64)))
 
 
-def _offset(base: Expr, index: Expr, step: int) -> Expr:
+def offset(base: Expr, index: Expr, step: int) -> Expr:
     """``base + index * step``, without adding 0 or multiplying by 1."""
     scaled = index if step == 1 else index * step
     return scaled if isinstance(base, Const) and base.value == 0 else base + scaled
 
 
-def _i64(expr: Expr) -> Expr:
+def as_i64(expr: Expr) -> Expr:
     return expr if expr.type == I64 else Cast(expr, I64)
 
 

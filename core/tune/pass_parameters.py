@@ -41,7 +41,7 @@ layerforward (by 8) 0.076 as copies and 0.145 as the pragma."""
 MAX_FULL_UNROLL = 64
 """The largest constant trip count offered as a full unroll."""
 REDUCE_FORMS = (("tree", 32), ("tree", 64), ("tree", 256), ("chunks", 16), ("chunks", 64),
-                ("spread", 65536), ("split", 8), ("split", 32))
+                ("spread", 65536), ("split", 8), ("split", 32), ("ordered", 8), ("ordered", 32))
 """The (form, lanes) offered per node with reduction loops: a work-group
 tree, chunks of partial results (CPU threads), spread (strided chunks
 over a whole GPU, then a tree of the partials), or split (chunks of each
@@ -51,8 +51,12 @@ only for replicated ones (not yet timed on a GPU).  A tree of 32 lanes
 (one warp) was the fastest for mriq's and backprop's sums on an H200
 (lanes 8 / 16 / 32 / 64 / 256: compute_q 0.192 / 0.105 / 0.063 / 0.074 /
 0.125 ms)."""
-REDUCE_KINDS = {"tree": "tree", "chunks": "chunks", "spread": "chunks", "split": "split"}
+REDUCE_KINDS = {"tree": "tree", "chunks": "chunks", "spread": "chunks", "split": "split",
+                "ordered": "ordered"}
 """Each form's first parallel-reduce step (eligible_nodes' form)."""
+ORDERED_GROUP = 256
+"""The ordered form's work-group size: its instances per group are
+ORDERED_GROUP // lanes (8 lanes: 32 instances, one warp folding)."""
 REASSOCIATED = "reassociated"
 """The last word of a parallel-reduce value that folds float sums in
 another order (the space's ``reassociate``)."""
@@ -96,6 +100,9 @@ def reduce_steps(label: str, nodes: tuple[str, ...]) -> list:
     lanes``, then REASSOCIATED where it reorders float sums)."""
     form, lanes, reassociate = reduce_of_label(label)
     common = {"nodes": nodes, **({"reassociate": True} if reassociate else {})}
+    if form == "ordered":
+        return [("parallel-reduce", {"form": "ordered", "lanes": lanes,
+                                     "instances": ORDERED_GROUP // lanes, "nodes": nodes})]
     if form == "split":
         return [("parallel-reduce", {"form": "split", "lanes": lanes, "layout": "strided",
                                      **common})]
@@ -117,13 +124,15 @@ def _parallel_reduce(module: Module, targets, reassociate: bool) -> list[Paramet
     """A form per node with reduction loops; with ``reassociate``, also
     per node whose loops sum floats in a chain (values that say so).  The
     forms with a work-group tree (tree, spread) only where a listed target
-    still claims the node as a tree (the cpu declines barriers)."""
+    still claims the node as a tree (the cpu declines barriers); the
+    ordered form, which keeps the order, on chains too, and likewise only
+    where claimed."""
     parameters = []
     kinds = dict.fromkeys(REDUCE_KINDS.values())
     eligible = {kind: eligible_nodes(module, kind, reassociate) for kind in kinds}
     candidates = dict.fromkeys(ref for refs in eligible.values() for ref in refs)
-    promised = {ref for kind in kinds for ref in eligible_nodes(module, kind)} \
-        if reassociate else set(candidates)
+    promised = {ref for kind in kinds if kind != "ordered"
+                for ref in eligible_nodes(module, kind)} if reassociate else set(candidates)
     for ref in candidates:
         graph_name, node = ref.split(".", 1)
         suffix = "" if ref in promised else f" {REASSOCIATED}"
@@ -131,17 +140,23 @@ def _parallel_reduce(module: Module, targets, reassociate: bool) -> list[Paramet
                                     "reassociate": bool(suffix)})
         forms = {"tree": ref in eligible["tree"]
                  and _claimed_after(module, tree, graph_name, node, targets),
-                 "chunks": ref in eligible["chunks"], "split": ref in eligible["split"]}
+                 "chunks": ref in eligible["chunks"], "split": ref in eligible["split"],
+                 "ordered": ref in eligible["ordered"] and _claimed_after(
+                     module, reduce_steps("ordered 8", (ref,))[0], graph_name,
+                     node, targets)}
         forms["spread"] = forms["tree"] and forms["chunks"]
-        values = ("as written",) + tuple(f"{form} {lanes}{suffix}" for form, lanes in REDUCE_FORMS
-                                         if forms[form])
+        values = ("as written",) + tuple(
+            f"{form} {lanes}{'' if form == 'ordered' else suffix}"
+            for form, lanes in REDUCE_FORMS if forms[form])
         if len(values) == 1:
             continue
-        order = " (float sums in another order: their rounding changes)" if suffix else ""
+        order = (f" ({REASSOCIATED}: float sums in another order, their rounding changes)"
+                 if suffix else "")
         parameters.append(Parameter(f"reduce {ref}", values, "as written",
                                     f"fold the reduction loops of node '{node}' with many "
-                                    "instances: a work-group tree, chunks, or chunks spread "
-                                    f"over a GPU then a tree (parallel-reduce){order}",
+                                    "instances: a work-group tree, chunks, chunks spread over "
+                                    "a GPU then a tree, or terms in lanes added up in order "
+                                    f"(ordered) (parallel-reduce){order}",
                                     "parallel-reduce", node))
     return parameters
 
@@ -207,8 +222,8 @@ def group_of_label(size: str) -> dict:
 
 
 def _node_fusion(module: Module) -> list[Parameter]:
-    return [Parameter(f"fuse {pair}", (False, True), False,
-                      "fuse node '{}' into its consumer '{}' (node-fusion)".format(*pair.split(":")),
+    return [Parameter(f"fuse {pair}", (False, True), False, "fuse node '{}' into its consumer "
+                      "'{}' (node-fusion)".format(*pair.split(":")),
                       "node-fusion", pair) for pair in fusible_pairs(module)]
 
 

@@ -125,8 +125,9 @@ class StepPlan:
         """The steps of the per-node forms (parallel-reduce, tile), on the
         nodes the graph steps left: a node fused into its producer is
         gone, and one a fusion changed may no longer take its form (a
-        stencil's reads recomputed); such forms are not applied (a note
-        says so)."""
+        stencil's reads recomputed), nor a tile one a reduction's form
+        changed (its lanes a dimension more); such forms are not applied
+        (a note says so)."""
         now = origins(module)
 
         def surviving(role: str, nodes: tuple[str, ...], eligible: list[str]) -> tuple[str, ...]:
@@ -152,14 +153,15 @@ class StepPlan:
             nodes = surviving("parallel-reduce", nodes,
                               reduce_eligible(module, REDUCE_KINDS[form], reassociate))
             steps += reduce_steps(label, nodes) if nodes else []
+        reduced = run_pipeline(module, steps) if steps else module
         for form_size, nodes in _nodes_by_value(self.values, self.by_role.get("tile", ())):
             form, size = form_size.split()
             if form == "group":
-                nodes = surviving("tile", nodes, register_tile.eligible_nodes(module))
+                nodes = surviving("tile", nodes, register_tile.eligible_nodes(reduced))
                 if nodes:
                     steps.append(("register-tile", {**group_of_label(size), "nodes": nodes}))
             else:
-                nodes = surviving("tile", nodes, tile.eligible_nodes(module, form, int(size)))
+                nodes = surviving("tile", nodes, tile.eligible_nodes(reduced, form, int(size)))
                 if nodes:
                     steps.append(("tile", {"form": form, "size": int(size), "nodes": nodes}))
         return steps

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 import hpvm.lang as hl
-from hpvm.lang import Buffer, Out, f32, parallel_loop, task
+from hpvm.lang import Buffer, Out, exp, f32, parallel_loop, task
 
 
 @hl.program
@@ -116,11 +116,41 @@ def offset_channels(x: Buffer[f32, "M", "N", "C"], bias: Buffer[f32, "C"],
                     out[i, j, c] = x[i, j, c] + bias[c]
 
 
+@hl.program
+def normalise_columns(a: Buffer[f32, "M", "N"], out: Out[Buffer[f32, "M", "N"]]):
+    """Each column divided by its sum: a walk down the column to sum it,
+    then a second one to divide."""
+    with task(ins=(a,), outs=(out,), name="normalise_columns"):
+        for j in range(N):
+            total: f32 = 0.0
+            for i in range(M):
+                total += a[i, j]
+            for i in range(M):
+                out[i, j] = a[i, j] / total
+
+
+@hl.program
+def column_softmax(a: Buffer[f32, "M", "N"], out: Out[Buffer[f32, "M", "N"]]):
+    """A softmax over each column, in three walks: its maximum, the sum
+    of the exponentials, the quotients."""
+    with task(ins=(a,), outs=(out,), name="column_softmax"):
+        for j in range(N):
+            high: f32 = a[0, j]
+            for i in range(1, M):
+                high = max(high, a[i, j])
+            total: f32 = 0.0
+            for i in range(M):
+                total += exp(a[i, j] - high)
+            for i in range(M):
+                out[i, j] = exp(a[i, j] - high) / total
+
+
 FORMS = {"scale_columns": scale_columns, "scale_hoisted": scale_hoisted,
          "column_sums": column_sums, "column_means": column_means,
          "column_moments": column_moments, "scaled_with_sums": scaled_with_sums,
          "transpose_add": transpose_add, "gain_images": gain_images,
-         "offset_channels": offset_channels}
+         "offset_channels": offset_channels, "normalise_columns": normalise_columns,
+         "column_softmax": column_softmax}
 BATCH, CHANNELS = 8, 16
 
 
@@ -151,4 +181,11 @@ def reference(name: str, inputs: dict) -> np.ndarray:
             "column_moments": lambda: (i["a"] * i["a"]).mean(0) - i["a"].mean(0) ** 2,
             "transpose_add": lambda: i["a"] + i["b"].T,
             "gain_images": lambda: i["images"] * i["gain"][:, None, None],
-            "offset_channels": lambda: i["x"] + i["bias"]}[name]()
+            "offset_channels": lambda: i["x"] + i["bias"],
+            "normalise_columns": lambda: i["a"] / i["a"].sum(0),
+            "column_softmax": lambda: _softmax_columns(i["a"])}[name]()
+
+
+def _softmax_columns(a: np.ndarray) -> np.ndarray:
+    exponentials = np.exp(a - a.max(0))
+    return exponentials / exponentials.sum(0)

@@ -55,6 +55,7 @@ from ..ir.kernel import (
 )
 from ..ir.reduction import reads_variable
 from ..ir.visit import walk
+from .column_strips import column_strips
 from .infer_reductions import declared_types, has_effects, loop_reductions
 from .loop_nests import (
     NestRewriter, check_loop_ids, loops_without, one_element_per_value, with_lets_sunk,
@@ -154,9 +155,10 @@ def _shared_along_one_loop(stmts, buffer: str, loop_vars: tuple[str, str], assig
     return len(found) == 1 and one_element_per_value(found.pop(), loop_vars, assigned)
 
 
-def contiguous_accesses(stmts, var: str) -> int:
-    """How many loads and stores of ``stmts`` have ``var`` (plus or minus
-    something that does not read it) as their last index."""
+def contiguous_accesses(stmts, var: str, ignoring=frozenset()) -> int:
+    """How many loads and stores of ``stmts`` (but those of the arrays
+    ``ignoring`` names) have ``var`` (plus or minus something that does
+    not read it) as their last index."""
     def along(index: Expr) -> bool:
         if isinstance(index, Var):
             return index.name == var
@@ -166,8 +168,8 @@ def contiguous_accesses(stmts, var: str) -> int:
         if isinstance(index, Binary) and index.op == "sub":
             return along(index.lhs) and not reads_variable(index.rhs, var)
         return False
-    return sum(1 for node in walk(stmts)
-               if isinstance(node, (Load, Store)) and node.indices and along(node.indices[-1]))
+    return sum(1 for node in walk(stmts) if isinstance(node, (Load, Store)) and node.indices
+               and node.buffer not in ignoring and along(node.indices[-1]))
 
 
 def _swapped(outer: For) -> For:
@@ -181,22 +183,49 @@ class _Interchanger(NestRewriter):
     def statement(self, stmt: Stmt) -> Stmt | tuple[Stmt, ...]:
         """A nest made perfect by keeping its fold in the output
         (output_expansion.py) is split and its middle nest swapped, where
-        that is legal and asked for or worth it; any other statement as
+        that is legal and asked for or worth it; a loop that cannot swap
+        as it stands is cut in strips of its statements (column_strips.py)
+        where one of their nests then swaps; any other statement as
         NestRewriter does."""
         if isinstance(stmt, For) and (not self.requests or self.ids.get(id(stmt)) in self.requests):
             loops = expanded_into_output(with_lets_sunk(stmt) or stmt, self.function)
             if loops is not None and self.problem(loops[1]) is None and \
                     (self.requests or self.worth(loops[1])):
                 return (loops[0], self.rewrite(loops[1]), *loops[2:])
+            if self.problem(with_lets_sunk(stmt) or stmt) is not None:
+                strips = self._strips(stmt)
+                if strips is not None:
+                    return strips
         return super().statement(stmt)
+
+    def _strips(self, loop: For) -> For | None:
+        """``loop`` in strips of its statements (column_strips.py), each
+        nest swapped where legal and asked for or worth it (the strip's
+        own arrays, small, not counted); None unless one is."""
+        strips = column_strips(loop, self.function, self.module)
+        if strips is None:
+            return None
+        arrays = frozenset(s.name for s in strips.body if isinstance(s, ArrayDecl))
+        body, swapped = [], False
+        for item in strips.body:
+            nest = (with_lets_sunk(item) or item) if isinstance(item, For) else item
+            if isinstance(item, For) and self.problem(nest) is None and \
+                    (self.requests or self.worth(nest, arrays)):
+                body.append(self.rewrite(nest))
+                swapped = True
+            else:
+                body.append(item)
+        return dataclasses.replace(strips, body=tuple(body)) if swapped else None
 
     def problem(self, loop: For) -> str | None:
         return interchange_problem(loop, self.function, self.module)
 
-    def worth(self, loop: For) -> bool:
+    def worth(self, loop: For, ignoring=frozenset()) -> bool:
+        """Whether more of the nest's accesses (but those of the arrays
+        ``ignoring`` names) walk memory along the outer loop."""
         inner = loop.body[0]
-        return contiguous_accesses(inner.body, loop.var) > \
-            contiguous_accesses(inner.body, inner.var)
+        return contiguous_accesses(inner.body, loop.var, ignoring) > \
+            contiguous_accesses(inner.body, inner.var, ignoring)
 
     def rewrite(self, loop: For) -> Stmt:
         """The nest swapped; the loop moved inwards is looked at again with

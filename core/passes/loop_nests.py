@@ -15,7 +15,7 @@ from ..errors import Diagnostic, Location
 from ..ir.analysis import assigned_variables
 from ..ir.graph import Module
 from ..ir.kernel import (
-    ArrayDecl, AtomicUpdate, Call, Expr, For, KernelFunction, Let, Load, Stmt, Store, Var,
+    ArrayDecl, AtomicUpdate, Binary, Call, Expr, For, KernelFunction, Let, Load, Stmt, Store, Var,
 )
 from ..ir.visit import map_blocks, walk
 from .errors import PassError
@@ -44,15 +44,25 @@ def loops_without(module: Module, problem) -> list[str]:
 
 def one_element_per_value(indices: tuple[Expr, ...], loop_vars, changing) -> bool:
     """Whether ``indices`` are loop variables (of ``loop_vars``), one at
-    least, and expressions the same in every iteration: reading no loop
-    variable, no name in ``changing`` (variables the iterations assign),
-    no memory.  Iterations then share the element only with those of the
-    same values of those loop variables."""
-    loops = [isinstance(i, Var) and i.name in loop_vars for i in indices]
+    least, each maybe plus or minus a fixed value, and fixed expressions:
+    the same in every iteration, reading no loop variable, no name in
+    ``changing`` (variables the iterations assign), no memory.
+    Iterations then share the element only with those of the same values
+    of those loop variables."""
     moving = set(loop_vars) | set(changing)
-    fixed = [not any(isinstance(n, (Load, Call)) or isinstance(n, Var) and n.name in moving
-                     for n in walk(index)) for index in indices]
-    return any(loops) and all(loop or still for loop, still in zip(loops, fixed))
+
+    def fixed(index: Expr) -> bool:
+        return not any(isinstance(n, (Load, Call)) or isinstance(n, Var) and n.name in moving
+                       for n in walk(index))
+
+    def along(index: Expr) -> bool:
+        if isinstance(index, Var):
+            return index.name in loop_vars
+        return isinstance(index, Binary) and index.op in ("add", "sub") and (
+            along(index.lhs) and fixed(index.rhs)
+            or index.op == "add" and along(index.rhs) and fixed(index.lhs))
+    loops = [along(i) for i in indices]
+    return any(loops) and all(loop or fixed(i) for loop, i in zip(loops, indices))
 
 
 def recomputable(let: Let, changing: set[str], written, declared: set[str]) -> bool:

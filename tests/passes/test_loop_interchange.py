@@ -169,16 +169,25 @@ def test_values_computed_before_the_inner_loop_are_computed_in_it(lets, body):
     same_results(module, swapped)
 
 
-@pytest.mark.parametrize("lets, body, after", [
-    (["let s: f32 = b[0, j]"], "b[i, j] = a[i, j] * s", ""),       # reads what the nest writes
-    (["let s: i64 = j"], "b[i, j] = a[i, j] * scale", "    count[0] = s\n"),   # read after
-    (["let s: f32 = f32(j)"], "b[i, j] = a[i, j] * s\n      s = s + f32(1.0)", ""),  # assigned
-])
-def test_values_the_nest_changes_or_reads_elsewhere_stay_and_keep_it(lets, body, after):
-    module = hoisted(lets, body, after)
+def test_a_value_read_after_the_walk_where_columns_share_a_store_keeps_the_nest():
+    module = hoisted(["let s: i64 = j"], "b[i, j] = a[i, j] * scale", "    count[0] = s\n")
     assert loop_order(run_pipeline(module, "loop-interchange")) == ["j", "i"]
     with pytest.raises(PassError, match="is not a perfect nest"):
         run_pipeline(module, "loop-interchange{loops=k.j}")
+
+
+@pytest.mark.parametrize("lets, body", [
+    (["let s: f32 = b[0, j]"], "b[i, j] = a[i, j] * s"),         # reads what the nest writes
+    (["let s: f32 = f32(j)"], "b[i, j] = a[i, j] * s\n      s = s + f32(1.0)"),   # assigned
+])
+def test_values_the_walk_changes_or_reads_are_kept_for_a_strip_of_columns(lets, body):
+    """Values that cannot be computed again in the inner loop live in an
+    array of a strip of columns (column_strips.py); the walk swaps."""
+    module = hoisted(lets, body)
+    swapped = run_pipeline(module, "loop-interchange", verify_each=True)
+    assert loop_order(swapped) == ["j_strip", "j", "i", "j"]
+    assert loop_order(run_pipeline(module, "loop-interchange{loops=k.j}")) == loop_order(swapped)
+    same_results(module, swapped)
 
 
 def test_an_unknown_loop_names_the_loops():
@@ -309,19 +318,30 @@ def test_a_fold_beside_other_stores_is_kept_in_its_output():
     for name, value in run_module(swapped, {"a": a}).items():
         np.testing.assert_array_equal(value, want[name], err_msg=name)
     reading = parse_module(print_module(module).replace("s[j] = total", "s[j] = total + c[0, j]"))
-    assert run_pipeline(reading, "loop-interchange") == reading
+    strips = run_pipeline(reading, "loop-interchange", verify_each=True)   # the finish reads c
+    assert loop_order(strips) == ["j_strip", "j", "i", "j", "j"]
+    for name, value in run_module(strips, {"a": a}).items():
+        np.testing.assert_array_equal(value, run_module(reading, {"a": a})[name], err_msg=name)
+
+
+def test_a_fold_whose_columns_share_an_element_keeps_the_nest():
+    module = columns(update="total = total + a[i, j] + s[0]")   # the nest reads the output
+    assert run_pipeline(module, "loop-interchange") == module
+    with pytest.raises(PassError, match="is not a perfect nest"):
+        run_pipeline(module, "loop-interchange{loops=k.j}")
 
 
 @pytest.mark.parametrize("changes", [
     {"out": "f64", "finish": "f64(total)"},                  # the output rounds otherwise
-    {"update": "total = total + a[i, j] + s[0]"},            # the nest reads the output
-    {"init": "s[j]"},
+    {"init": "s[j]"},                                        # the start reads the output
 ])
-def test_a_fold_that_cannot_live_in_the_output_keeps_the_nest(changes):
+def test_a_fold_that_cannot_live_in_the_output_is_kept_for_a_strip(changes):
     module = columns(**changes)
-    assert run_pipeline(module, "loop-interchange") == module
-    with pytest.raises(PassError, match="is not a perfect nest"):
-        run_pipeline(module, "loop-interchange{loops=k.j}")
+    swapped = run_pipeline(module, "loop-interchange", verify_each=True)
+    assert loop_order(swapped) == ["j_strip", "j", "i", "j", "j"]
+    a = np.random.default_rng(9).standard_normal((7, 5)).astype(np.float32)
+    np.testing.assert_array_equal(run_module(swapped, {"a": a})["s"],
+                                  run_module(module, {"a": a})["s"])
 
 
 def test_values_beside_a_fold_are_computed_where_they_are_read():
@@ -340,9 +360,11 @@ def test_values_beside_a_fold_are_computed_where_they_are_read():
                                   run_module(module, {"a": a})["s"])
 
 
-def test_values_the_inner_loop_declares_again_or_leaves_undefined_keep_the_nest():
+def test_values_the_inner_loop_declares_again_or_leaves_undefined_are_not_computed_again():
     """A name the inner loop declares again (in a branch) is not moved in
-    beside it; a value left undefined is not one to compute again."""
+    beside it, nor kept for a strip; a value left undefined is not one to
+    compute again: it is kept for a strip, in an array that starts
+    zeroed."""
     shadowed = hoisted(["let s: f32 = scale"], "b[i, j] = a[i, j] * s\n      if s > f32(0.0) {\n"
                        "        let s: f32 = a[i, j]\n        b[i, j] = s\n      }")
     assert run_pipeline(shadowed, "loop-interchange", verify_each=True) == shadowed
@@ -350,4 +372,6 @@ def test_values_the_inner_loop_declares_again_or_leaves_undefined_keep_the_nest(
     undefined = parse_module(text.replace("UPDATE", "total = total + a[i, j]")
                              .replace("FINISH", "total * w").replace("INIT", "f32(0.0)")
                              .replace("OUT", "f32"))
-    assert run_pipeline(undefined, "loop-interchange", verify_each=True) == undefined
+    strips = run_pipeline(undefined, "loop-interchange", verify_each=True)
+    assert "private w_strip: f32[1024]\n" in print_module(strips)
+    assert loop_order(strips) == ["j_strip", "j", "i", "j", "j"]

@@ -145,12 +145,29 @@ def column_softmax(a: Buffer[f32, "M", "N"], out: Out[Buffer[f32, "M", "N"]]):
                 out[i, j] = exp(a[i, j] - high) / total
 
 
+@hl.program
+def center_channels(x: Buffer[f32, "M", "N", "C"], out: Out[Buffer[f32, "M", "N", "C"]]):
+    """A channels-last image with each channel's mean taken away, channel
+    by channel: a walk over the image to sum the channel, a second to
+    subtract its mean."""
+    with task(ins=(x,), outs=(out,), name="center_channels"):
+        for c in range(C):
+            total: f32 = 0.0
+            for i in range(M):
+                for j in range(N):
+                    total += x[i, j, c]
+            mean = total / f32(M * N)
+            for i in range(M):
+                for j in range(N):
+                    out[i, j, c] = x[i, j, c] - mean
+
+
 FORMS = {"scale_columns": scale_columns, "scale_hoisted": scale_hoisted,
          "column_sums": column_sums, "column_means": column_means,
          "column_moments": column_moments, "scaled_with_sums": scaled_with_sums,
          "transpose_add": transpose_add, "gain_images": gain_images,
          "offset_channels": offset_channels, "normalise_columns": normalise_columns,
-         "column_softmax": column_softmax}
+         "column_softmax": column_softmax, "center_channels": center_channels}
 BATCH, CHANNELS = 8, 16
 
 
@@ -163,8 +180,9 @@ def inputs_for(name: str, rng, m: int, n: int) -> dict:
         return dict(a=normal(m, m), b=normal(m, m))
     if name == "gain_images":
         return dict(images=normal(BATCH, m // BATCH, n), gain=normal(BATCH))
-    if name == "offset_channels":
-        return dict(x=normal(m // CHANNELS, n, CHANNELS), bias=normal(CHANNELS))
+    if name in ("offset_channels", "center_channels"):
+        image = dict(x=normal(m // CHANNELS, n, CHANNELS))
+        return dict(image, bias=normal(CHANNELS)) if name == "offset_channels" else image
     inputs = dict(a=normal(m, n))
     weighted = ("scale_columns", "scale_hoisted", "scaled_with_sums")
     return dict(inputs, w=normal(n)) if name in weighted else inputs
@@ -183,7 +201,8 @@ def reference(name: str, inputs: dict) -> np.ndarray:
             "gain_images": lambda: i["images"] * i["gain"][:, None, None],
             "offset_channels": lambda: i["x"] + i["bias"],
             "normalise_columns": lambda: i["a"] / i["a"].sum(0),
-            "column_softmax": lambda: _softmax_columns(i["a"])}[name]()
+            "column_softmax": lambda: _softmax_columns(i["a"]),
+            "center_channels": lambda: i["x"] - i["x"].mean((0, 1))}[name]()
 
 
 def _softmax_columns(a: np.ndarray) -> np.ndarray:

@@ -21,17 +21,20 @@ def loop_order(module):
             if line.strip().startswith("for ")]
 
 
-@pytest.mark.parametrize("name, order", [
-    ("normalise_columns", ["j_strip", "j", "i", "j", "i_1", "j"]),
-    ("column_softmax", ["j_strip", "j", "i", "j", "j", "i_1", "j", "i_2", "j"]),
+@pytest.mark.parametrize("name, order, strip", [
+    ("normalise_columns", ["j_strip", "j", "i", "j", "i_1", "j"], 64),
+    ("column_softmax", ["j_strip", "j", "i", "j", "j", "i_1", "j", "i_2", "j"], 64),
+    ("center_channels", ["c_strip", "c", "i", "j", "c", "c", "i_1", "j_1", "c"], 8),
 ])
-def test_each_walk_of_a_strip_runs_along_its_rows(name, order, monkeypatch):
-    monkeypatch.setattr(column_strips, "MAX_STRIP", 64)
+def test_each_walk_of_a_strip_runs_along_its_rows(name, order, strip, monkeypatch):
+    """Strips of 64 columns of 150 (64, 64 and 22), or of 8 channels of
+    16 (the channel loop sinks below both of the image's loops)."""
+    monkeypatch.setattr(column_strips, "MAX_STRIP", strip)
     module = FORMS[name].build()
     strips = run_pipeline(module, "loop-interchange", verify_each=True)
     assert loop_order(strips) == order
-    assert "step 64 {" in print_module(strips)
-    inputs = inputs_for(name, np.random.default_rng(1), 29, 150)   # strips of 64, 64 and 22
+    assert f"step {strip} {{" in print_module(strips)
+    inputs = inputs_for(name, np.random.default_rng(1), 48, 150)
     np.testing.assert_array_equal(Interpreter(strips).run(**inputs)["out"],
                                   Interpreter(module).run(**inputs)["out"])
 

@@ -3,8 +3,10 @@ check lets a nest be swapped or run in blocks, the interpreter computes
 exactly what it did as written (floats bit for bit), whatever the
 nest's stores, reads (transposed, along one loop, fixed) and folds; and
 a random fold into a local variable, kept in the output to swap its
-nest, gives the same column results."""
+nest, gives the same column results; a loop of several walks down
+the columns, cut in strips, gives the same results."""
 import re
+from unittest import mock
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -12,7 +14,7 @@ from hypothesis import strategies as st
 
 from hpvm.interp import run_module
 from hpvm.ir.text import parse_module
-from hpvm.passes import run_pipeline
+from hpvm.passes import column_strips, run_pipeline
 from hpvm.passes.loop_interchange import interchange_problem
 from hpvm.passes.loop_nests import with_lets_sunk
 from hpvm.passes.loop_tile import tile_problem
@@ -208,3 +210,56 @@ def test_values_and_other_stores_beside_a_fold_compute_the_same(updates, init, f
     want = run_module(module, inputs)
     for name, value in run_module(swapped, inputs).items():
         np.testing.assert_array_equal(value, want[name], err_msg=f"{updates} {init} {finish}")
+
+
+PASSES = """hpvm 1.0
+module random_passes
+
+func @k(in a: f32[M, M], inout b: f32[M, M], out s: f32[M]) {
+  for j in 0 .. M step 1 {
+    let total: f32 = f32(0.0)
+    let high: f32 = a[0, j]
+PASSES
+  }
+}
+
+graph @main(in a: f32[M, M], inout b: f32[M, M], out s: f32[M]) {
+  node n = @k [1]
+  in a -> n.a
+  in b -> n.b
+  out n.b -> b
+  out n.s -> s
+}
+
+root @main
+"""
+column_reads = st.builds(lambda array, index: f"{array}[{index}]", st.sampled_from("ab"),
+                         st.sampled_from(("i, j", "j, i", "i, 0", "0, j", "j, 2")))
+walks = st.one_of(
+    st.builds(lambda value: f"total = total + {value}", column_reads),
+    st.builds(lambda value: f"high = max(high, {value})", column_reads),
+    st.builds(lambda value: f"b[i, j] = {value} / (total + f32(10.0))", column_reads),
+    st.builds(lambda index, value: f"b[{index}] = {value} - high",
+              st.sampled_from(("i, j", "i, j", "j, i", "0, j", "i, 0")), column_reads))
+passes = st.one_of(
+    st.builds(lambda walk: f"for i in 0 .. M step 1 {{\n      {walk}\n    }}", walks),
+    st.sampled_from(("total = total * f32(0.5) + high", "s[j] = total - high", "s[0] = total",
+                     "let scale: f32 = total + high")))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(passes, min_size=2, max_size=5))
+def test_a_column_loop_cut_in_strips_computes_the_same(body):
+    """Walks down the columns and statements between them, reading and
+    writing the column, another column or a fixed one: wherever
+    loop-interchange cuts the loop in strips (of 2 of the 5 columns
+    here) and swaps the walks, every output is the same bit for bit."""
+    if sum("let scale" in statement for statement in body) > 1:
+        return
+    module = parse_module(PASSES.replace("PASSES", "\n".join("    " + s for s in body)))
+    inputs = {k: v.copy() for k, v in INPUTS.items()}
+    with mock.patch.object(column_strips, "MAX_STRIP", 2):
+        changed = run_pipeline(module, "loop-interchange", verify_each=True)
+    want = run_module(module, inputs)
+    for name, value in run_module(changed, {k: v.copy() for k, v in INPUTS.items()}).items():
+        np.testing.assert_array_equal(value, want[name], err_msg=str(body))

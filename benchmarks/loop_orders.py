@@ -162,12 +162,24 @@ def center_channels(x: Buffer[f32, "M", "N", "C"], out: Out[Buffer[f32, "M", "N"
                     out[i, j, c] = x[i, j, c] - mean
 
 
+@hl.program
+def column_cumsum(a: Buffer[f32, "M", "N"], out: Out[Buffer[f32, "M", "N"]]):
+    """Running sums down each column, column by column: each row adds the
+    row before it."""
+    with task(ins=(a,), outs=(out,), name="column_cumsum"):
+        for j in range(N):
+            out[0, j] = a[0, j]
+            for i in range(1, M):
+                out[i, j] = out[i - 1, j] + a[i, j]
+
+
 FORMS = {"scale_columns": scale_columns, "scale_hoisted": scale_hoisted,
          "column_sums": column_sums, "column_means": column_means,
          "column_moments": column_moments, "scaled_with_sums": scaled_with_sums,
          "transpose_add": transpose_add, "gain_images": gain_images,
          "offset_channels": offset_channels, "normalise_columns": normalise_columns,
-         "column_softmax": column_softmax, "center_channels": center_channels}
+         "column_softmax": column_softmax, "center_channels": center_channels,
+         "column_cumsum": column_cumsum}
 BATCH, CHANNELS = 8, 16
 
 
@@ -202,7 +214,8 @@ def reference(name: str, inputs: dict) -> np.ndarray:
             "offset_channels": lambda: i["x"] + i["bias"],
             "normalise_columns": lambda: i["a"] / i["a"].sum(0),
             "column_softmax": lambda: _softmax_columns(i["a"]),
-            "center_channels": lambda: i["x"] - i["x"].mean((0, 1))}[name]()
+            "center_channels": lambda: i["x"] - i["x"].mean((0, 1)),
+            "column_cumsum": lambda: np.cumsum(i["a"], axis=0)}[name]()
 
 
 def _softmax_columns(a: np.ndarray) -> np.ndarray:

@@ -173,13 +173,24 @@ def column_cumsum(a: Buffer[f32, "M", "N"], out: Out[Buffer[f32, "M", "N"]]):
                 out[i, j] = out[i - 1, j] + a[i, j]
 
 
+@hl.program
+def lower_triangle(a: Buffer[f32, "M", "M"], w: Buffer[f32, "M"],
+                   out: Out[Buffer[f32, "M", "M"]]):
+    """The lower triangle scaled by its columns' weights, column by column
+    from the diagonal down (the rest of the output stays zero)."""
+    with task(ins=(a, w), outs=(out,), name="lower_triangle"):
+        for j in range(M):
+            for i in range(j, M):
+                out[i, j] = a[i, j] * w[j]
+
+
 FORMS = {"scale_columns": scale_columns, "scale_hoisted": scale_hoisted,
          "column_sums": column_sums, "column_means": column_means,
          "column_moments": column_moments, "scaled_with_sums": scaled_with_sums,
          "transpose_add": transpose_add, "gain_images": gain_images,
          "offset_channels": offset_channels, "normalise_columns": normalise_columns,
          "column_softmax": column_softmax, "center_channels": center_channels,
-         "column_cumsum": column_cumsum}
+         "column_cumsum": column_cumsum, "lower_triangle": lower_triangle}
 BATCH, CHANNELS = 8, 16
 
 
@@ -190,6 +201,8 @@ def inputs_for(name: str, rng, m: int, n: int) -> dict:
         return rng.standard_normal(shape).astype(np.float32)
     if name == "transpose_add":
         return dict(a=normal(m, m), b=normal(m, m))
+    if name == "lower_triangle":
+        return dict(a=normal(m, m), w=normal(m))
     if name == "gain_images":
         return dict(images=normal(BATCH, m // BATCH, n), gain=normal(BATCH))
     if name in ("offset_channels", "center_channels"):
@@ -215,7 +228,8 @@ def reference(name: str, inputs: dict) -> np.ndarray:
             "normalise_columns": lambda: i["a"] / i["a"].sum(0),
             "column_softmax": lambda: _softmax_columns(i["a"]),
             "center_channels": lambda: i["x"] - i["x"].mean((0, 1)),
-            "column_cumsum": lambda: np.cumsum(i["a"], axis=0)}[name]()
+            "column_cumsum": lambda: np.cumsum(i["a"], axis=0),
+            "lower_triangle": lambda: np.tril(i["a"] * i["w"])}[name]()
 
 
 def _softmax_columns(a: np.ndarray) -> np.ndarray:

@@ -22,7 +22,10 @@ written did, when:
   it becomes perfect by keeping a fold in the output it ends in
   (``let s = 0; for i { s = s + a[i, j] }; out[j] = s``: see
   core/passes/output_expansion.py);
-- the inner loop's bounds do not read the outer variable, and neither
+- the inner loop's bounds do not read the outer variable, or read it
+  only as the variable plus or minus a value, both loops stepping by 1
+  (a triangle or a band: the swapped loops then take the bounds that run
+  the same iterations, core/passes/triangle_bounds.py); and neither
   loop's bounds read memory or a variable the body assigns (they are
   evaluated again in their new places);
 - the body does not return, wait at a barrier, update atomically, or
@@ -65,6 +68,7 @@ from .loop_nests import (
 )
 from .output_expansion import expanded_into_output
 from .registry import Option, register_pass
+from .triangle_bounds import swapped_bounds, triangle_problem
 from .uniform_dependences import swap_keeps_dependences
 
 
@@ -93,7 +97,9 @@ def interchange_problem(outer: For, function: KernelFunction, module: Module) ->
         return "is not a perfect nest (its body is more than one loop)"
     inner = outer.body[0]
     if reads_variable((inner.start, inner.stop), outer.var):
-        return f"has an inner loop '{inner.var}' whose bounds read '{outer.var}'"
+        problem = triangle_problem(outer, inner)
+        if problem is not None:
+            return problem
     for loop in (outer, inner):
         reads_memory, assigned = bound_dependences(loop, [inner.body])
         if reads_memory or assigned:
@@ -181,7 +187,9 @@ def contiguous_accesses(stmts, var: str, ignoring=frozenset()) -> int:
 
 def _swapped(outer: For) -> For:
     inner = outer.body[0]
-    return dataclasses.replace(inner, body=(dataclasses.replace(outer, body=inner.body),))
+    new_outer, new_inner = swapped_bounds(outer, inner) if reads_variable(
+        (inner.start, inner.stop), outer.var) else (inner, outer)
+    return dataclasses.replace(new_outer, body=(dataclasses.replace(new_inner, body=inner.body),))
 
 
 class _Interchanger(NestRewriter):

@@ -184,13 +184,26 @@ def lower_triangle(a: Buffer[f32, "M", "M"], w: Buffer[f32, "M"],
                 out[i, j] = a[i, j] * w[j]
 
 
+@hl.program
+def column_matvec(a: Buffer[f32, "M", "N"], x: Buffer[f32, "N"], out: Out[Buffer[f32, "M"]]):
+    """A matrix-vector product column by column (column-major habit): each
+    column scaled by its element of x and added into the result."""
+    with task(ins=(a, x), outs=(out,), name="column_matvec"):
+        for i in range(M):
+            out[i] = 0.0
+        for j in range(N):
+            for i in range(M):
+                out[i] += a[i, j] * x[j]
+
+
 FORMS = {"scale_columns": scale_columns, "scale_hoisted": scale_hoisted,
          "column_sums": column_sums, "column_means": column_means,
          "column_moments": column_moments, "scaled_with_sums": scaled_with_sums,
          "transpose_add": transpose_add, "gain_images": gain_images,
          "offset_channels": offset_channels, "normalise_columns": normalise_columns,
          "column_softmax": column_softmax, "center_channels": center_channels,
-         "column_cumsum": column_cumsum, "lower_triangle": lower_triangle}
+         "column_cumsum": column_cumsum, "lower_triangle": lower_triangle,
+         "column_matvec": column_matvec}
 BATCH, CHANNELS = 8, 16
 
 
@@ -203,6 +216,8 @@ def inputs_for(name: str, rng, m: int, n: int) -> dict:
         return dict(a=normal(m, m), b=normal(m, m))
     if name == "lower_triangle":
         return dict(a=normal(m, m), w=normal(m))
+    if name == "column_matvec":
+        return dict(a=normal(m, n), x=normal(n))
     if name == "gain_images":
         return dict(images=normal(BATCH, m // BATCH, n), gain=normal(BATCH))
     if name in ("offset_channels", "center_channels"):
@@ -229,7 +244,8 @@ def reference(name: str, inputs: dict) -> np.ndarray:
             "column_softmax": lambda: _softmax_columns(i["a"]),
             "center_channels": lambda: i["x"] - i["x"].mean((0, 1)),
             "column_cumsum": lambda: np.cumsum(i["a"], axis=0),
-            "lower_triangle": lambda: np.tril(i["a"] * i["w"])}[name]()
+            "lower_triangle": lambda: np.tril(i["a"] * i["w"]),
+            "column_matvec": lambda: i["a"] @ i["x"]}[name]()
 
 
 def _softmax_columns(a: np.ndarray) -> np.ndarray:

@@ -14,8 +14,8 @@ live in the output as a single pass's fold can (output_expansion.py): the
 second pass reads it while it writes the output.  So the loop over
 columns runs in strips of S columns, the strip's values of each
 variable the body declares live in a private array of S elements,
-and each statement of the body runs for the whole strip before the next
-(loop distribution)::
+and each loop of the body, and the statements between loops, runs for
+the whole strip before the next (loop distribution)::
 
     for jj in 0 .. N step S {
       private total_strip[S]
@@ -79,18 +79,21 @@ def column_strips(outer: For, function: KernelFunction, module: Module) -> For |
     strip = Var(names.fresh(f"{outer.var}_strip"), I64)
     column = Var(outer.var, I64)
     place = (column - strip,)
-    later = [{n.name for n in walk(body[index + 1:]) if isinstance(n, Var)}
-             for index in range(len(body))]
-    kept = {s.name: names.fresh(f"{s.name}_strip") for index, s in enumerate(body)
-            if isinstance(s, Let) and s.name in later[index]}
+    segments = _segments(body)
+    later = [{n.name for n in walk(tuple(s for rest in segments[index + 1:] for s in rest))
+              if isinstance(n, Var)} for index in range(len(segments))]
+    lets = [(s, index) for index, segment in enumerate(segments) for s in segment
+            if isinstance(s, Let)]
+    kept = {s.name: names.fresh(f"{s.name}_strip") for s, index in lets if s.name in later[index]}
     if any(declared.count(name) > 1 for name in kept):
         return None   # declared again in an inner block: its reads there are another value
-    size = _strip_size([s.type for s in body if isinstance(s, Let) and s.name in kept])
-    arrays = [ArrayDecl(kept[s.name], s.type, (size,), zeroed=s.value is None) for s in body
-              if isinstance(s, Let) and s.name in kept]
+    size = _strip_size([s.type for s, _ in lets if s.name in kept])
+    arrays = [ArrayDecl(kept[s.name], s.type, (size,), zeroed=s.value is None) for s, _ in lets
+              if s.name in kept]
     stop = Intrinsic("min", (strip + size, _i64(outer.stop)))
     passes = tuple(dataclasses.replace(outer, start=strip, stop=stop, trip_count=None, body=stmts)
-                   for stmts in (_in_array(stmt, kept, place) for stmt in body) if stmts)
+                   for stmts in (_in_array(segment, kept, place) for segment in segments)
+                   if stmts)
     return dataclasses.replace(outer, var=strip.name, step=size, body=(*arrays, *passes),
                                unroll=None, ivdep=False, trip_count=None, reduce=())
 
@@ -127,8 +130,21 @@ def _problem(outer: For, module: Module) -> bool:
     return any(not access_positions(body, buffer, 1, dimension_of) for buffer in written)
 
 
-def _in_array(stmt: Stmt, kept: dict[str, str], place: tuple) -> tuple[Stmt, ...]:
-    """``stmt`` with the variables of ``kept`` held in their arrays at
+def _segments(body: tuple[Stmt, ...]) -> list[tuple[Stmt, ...]]:
+    """``body`` as the statements each pass runs: each loop alone, and
+    the statements between loops together (their values stay scalars
+    where no later pass reads them)."""
+    segments: list[tuple[Stmt, ...]] = []
+    for stmt in body:
+        if isinstance(stmt, For) or not segments or isinstance(segments[-1][-1], For):
+            segments.append((stmt,))
+        else:
+            segments[-1] += (stmt,)
+    return segments
+
+
+def _in_array(stmts: tuple[Stmt, ...], kept: dict[str, str], place: tuple) -> tuple[Stmt, ...]:
+    """``stmts`` with the variables of ``kept`` held in their arrays at
     ``place``: a declaration stores its value (one without a value is
     gone: its array starts zeroed, a value the program left undefined),
     an assignment stores, a read loads."""
@@ -140,7 +156,7 @@ def _in_array(stmt: Stmt, kept: dict[str, str], place: tuple) -> tuple[Stmt, ...
         if isinstance(node, Assign) and node.name in kept:
             return Store(kept[node.name], place, node.value)
         return None
-    return rewrite((stmt,), visit)
+    return rewrite(stmts, visit)
 
 
 def _i64(expr):

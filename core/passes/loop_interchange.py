@@ -8,11 +8,14 @@ units load at once (LLVM's own interchange is off by default).
 
 Which nests: those named in ``loops`` (the outer loop's id, as
 loop-unroll's: ``fn.var``, ``fn.var#2``), the tuner's knob, one per
-nest it may swap; without names, every nest where more of the body's
-accesses are contiguous along the outer loop's variable (their last
-index is that variable, plus or minus something that does not read it)
-than along the inner's, the swapped loop looked at again with the loop
-now in it (``for c: for y: for x: out[y, x, c]`` becomes
+nest it may swap; without names, every nest where fewer of the body's
+accesses would stride through memory with the outer loop innermost than
+they do now (an access strides along a loop that its indices read other
+than as the last index's variable plus or minus something that does not
+read it; one that does not read it at all stays put: a column-major
+``y[i] += a[i, j] * x[j]`` swaps, its ``y[i]`` then held across the
+walk of a row), the swapped loop looked at again with the loop now in
+it (``for c: for y: for x: out[y, x, c]`` becomes
 ``for y: for x: for c``).
 
 Legal, so that the swapped nest computes exactly what the nest as
@@ -172,17 +175,52 @@ def contiguous_accesses(stmts, var: str, ignoring=frozenset()) -> int:
     """How many loads and stores of ``stmts`` (but those of the arrays
     ``ignoring`` names) have ``var`` (plus or minus something that does
     not read it) as their last index."""
-    def along(index: Expr) -> bool:
-        if isinstance(index, Var):
-            return index.name == var
-        if isinstance(index, Binary) and index.op == "add":
-            return along(index.lhs) and not reads_variable(index.rhs, var) or \
-                along(index.rhs) and not reads_variable(index.lhs, var)
-        if isinstance(index, Binary) and index.op == "sub":
-            return along(index.lhs) and not reads_variable(index.rhs, var)
-        return False
     return sum(1 for node in walk(stmts) if isinstance(node, (Load, Store)) and node.indices
-               and node.buffer not in ignoring and along(node.indices[-1]))
+               and node.buffer not in ignoring and _along(node.indices[-1], var))
+
+
+def _along(index: Expr, var: str) -> bool:
+    """Whether ``index`` is ``var`` plus or minus something that does not
+    read it."""
+    if isinstance(index, Var):
+        return index.name == var
+    if isinstance(index, Binary) and index.op == "add":
+        return _along(index.lhs, var) and not reads_variable(index.rhs, var) or \
+            _along(index.rhs, var) and not reads_variable(index.lhs, var)
+    if isinstance(index, Binary) and index.op == "sub":
+        return _along(index.lhs, var) and not reads_variable(index.rhs, var)
+    return False
+
+
+def strided_accesses(stmts, var: str, ignoring=frozenset()) -> int:
+    """How many loads and stores of ``stmts`` (but those of the arrays
+    ``ignoring`` names) would stride through memory in a loop over
+    ``var``: their indices read it, or a value that follows it (a block's
+    loop), other than as the last index being ``var`` plus or minus
+    something else (a contiguous walk); those that read neither stay at
+    the same element at every step."""
+    following = _following(stmts, var)
+
+    def strided(node) -> bool:
+        moving = [any(isinstance(n, Var) and n.name in following for n in walk(index))
+                  for index in node.indices]
+        return any(moving) and (any(moving[:-1]) or not _along(node.indices[-1], var))
+    return sum(1 for node in walk(stmts) if isinstance(node, (Load, Store)) and node.indices
+               and node.buffer not in ignoring and strided(node))
+
+
+def _following(stmts, var: str) -> set[str]:
+    """``var`` and the names of ``stmts`` whose values follow it: loops
+    whose bounds read it (a block's loop), lets computed from it."""
+    names = {var}
+    for node in walk(stmts):
+        if isinstance(node, For) and any(isinstance(n, Var) and n.name in names
+                                         for n in walk((node.start, node.stop))):
+            names.add(node.var)
+        elif isinstance(node, Let) and node.value is not None and any(
+                isinstance(n, Var) and n.name in names for n in walk(node.value)):
+            names.add(node.name)
+    return names
 
 
 def _swapped(outer: For) -> For:
@@ -236,11 +274,12 @@ class _Interchanger(NestRewriter):
         return interchange_problem(loop, self.function, self.module)
 
     def worth(self, loop: For, ignoring=frozenset()) -> bool:
-        """Whether more of the nest's accesses (but those of the arrays
-        ``ignoring`` names) walk memory along the outer loop."""
+        """Whether fewer of the nest's accesses (but those of the arrays
+        ``ignoring`` names) would stride through memory with the outer
+        loop innermost."""
         inner = loop.body[0]
-        return contiguous_accesses(inner.body, loop.var, ignoring) > \
-            contiguous_accesses(inner.body, inner.var, ignoring)
+        return strided_accesses(inner.body, loop.var, ignoring) < \
+            strided_accesses(inner.body, inner.var, ignoring)
 
     def rewrite(self, loop: For) -> Stmt:
         """The nest swapped; the loop moved inwards is looked at again with

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 import hpvm.lang as hl
-from hpvm.lang import Buffer, Out, exp, f32, parallel_loop, task
+from hpvm.lang import Buffer, Out, exp, f32, i64, parallel_loop, task
 
 
 @hl.program
@@ -196,6 +196,21 @@ def column_matvec(a: Buffer[f32, "M", "N"], x: Buffer[f32, "N"], out: Out[Buffer
                 out[i] += a[i, j] * x[j]
 
 
+@hl.program
+def column_argmax(a: Buffer[f32, "M", "N"], out: Out[Buffer[i64, "N"]]):
+    """Where each column has its greatest value (the first such row), kept
+    with the value in two locals down the column."""
+    with task(ins=(a,), outs=(out,), name="column_argmax"):
+        for j in range(N):
+            best: f32 = a[0, j]
+            where: i64 = 0
+            for i in range(1, M):
+                if a[i, j] > best:
+                    best = a[i, j]
+                    where = i
+            out[j] = where
+
+
 FORMS = {"scale_columns": scale_columns, "scale_hoisted": scale_hoisted,
          "column_sums": column_sums, "column_means": column_means,
          "column_moments": column_moments, "scaled_with_sums": scaled_with_sums,
@@ -203,7 +218,7 @@ FORMS = {"scale_columns": scale_columns, "scale_hoisted": scale_hoisted,
          "offset_channels": offset_channels, "normalise_columns": normalise_columns,
          "column_softmax": column_softmax, "center_channels": center_channels,
          "column_cumsum": column_cumsum, "lower_triangle": lower_triangle,
-         "column_matvec": column_matvec}
+         "column_matvec": column_matvec, "column_argmax": column_argmax}
 BATCH, CHANNELS = 8, 16
 
 
@@ -245,7 +260,8 @@ def reference(name: str, inputs: dict) -> np.ndarray:
             "center_channels": lambda: i["x"] - i["x"].mean((0, 1)),
             "column_cumsum": lambda: np.cumsum(i["a"], axis=0),
             "lower_triangle": lambda: np.tril(i["a"] * i["w"]),
-            "column_matvec": lambda: i["a"] @ i["x"]}[name]()
+            "column_matvec": lambda: i["a"] @ i["x"],
+            "column_argmax": lambda: i["a"].argmax(0)}[name]()
 
 
 def _softmax_columns(a: np.ndarray) -> np.ndarray:

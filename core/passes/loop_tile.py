@@ -17,10 +17,12 @@ loop-unroll's), or by default every nest with an access contiguous
 along each of its two loops (no order walks them all contiguously),
 neither loop known to run at most ``size`` iterations (constant bounds,
 or a block's own loops: a nest is not blocked twice).  Legal where
-loop-interchange may swap the nest (every order of its iterations
-computes the same; see core/passes/loop_interchange.py) and both loops
-step by 1.  A nest named in ``loops`` that is not legal is refused with
-the reason.  The loops of a block keep their hints.
+loop-interchange may swap the nest (see core/passes/loop_interchange.py:
+iterations that touch one element are then apart by no distance that
+falls along either loop, which blocks keep in order too), its bounds
+make a rectangle, and both loops step by 1.  A nest named in ``loops``
+that is not legal is refused with the reason.  The loops of a block keep
+their hints.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ import dataclasses
 from ..errors import Diagnostic, Location
 from ..ir.graph import Module
 from ..ir.kernel import Binary, Const, For, Intrinsic, KernelFunction, Stmt, Var
+from ..ir.reduction import reads_variable
 from ..ir.types import I64
 from .errors import PassError
 from .loop_interchange import contiguous_accesses, interchange_problem
@@ -66,6 +69,10 @@ def tile_problem(outer: For, function: KernelFunction, module: Module) -> str | 
     problem = interchange_problem(outer, function, module)
     if problem is None and (outer.step != 1 or outer.body[0].step != 1):
         return "has a loop that does not step by 1"
+    inner = outer.body[0] if problem is None else None
+    if inner is not None and reads_variable((inner.start, inner.stop), outer.var):
+        return (f"has an inner loop '{inner.var}' whose bounds read '{outer.var}' (blocks need "
+                "a rectangle)")
     return problem
 
 

@@ -69,6 +69,13 @@ def test_a_triangle_walked_by_columns_is_walked_by_rows(outer, inner, rows):
         np.testing.assert_array_equal(value, want[name], err_msg=name)
 
 
+def test_blocks_need_a_rectangle():
+    module = nest("j in 0 .. M", "i in j .. M")
+    assert run_pipeline(module, "loop-tile{size=2}") == module
+    with pytest.raises(PassError, match="blocks need a rectangle"):
+        run_pipeline(module, "loop-tile{loops=k.j size=2}")
+
+
 def test_bounds_that_read_the_outer_variable_otherwise_keep_the_nest():
     module = nest("j in 0 .. M", "i in 0 .. j * 2")
     assert run_pipeline(module, "loop-interchange") == module

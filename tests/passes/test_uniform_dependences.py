@@ -12,6 +12,7 @@ from hpvm.interp import run_module
 from hpvm.ir.text import parse_module, print_module
 from hpvm.passes import PassError, run_pipeline
 from hpvm.passes.loop_interchange import interchange_problem
+from hpvm.passes.loop_tile import tile_problem
 from hpvm.passes.loop_unroll import loops_by_id
 
 from benchmarks.loop_orders import FORMS, inputs_for, reference
@@ -103,8 +104,12 @@ statements = st.builds(lambda store, read, scale: f"b[{store}] = b[{read}] * f32
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(statements, min_size=1, max_size=3))
 def test_a_nest_of_shifted_accesses_the_check_admits_computes_the_same(body):
+    """Swapped, or run in blocks of 2 x 2, wherever the checks admit it."""
     module = nest(*body)
     function = module.functions["k"]
-    if interchange_problem(loops_by_id(function)["k.j"], function, module) is None:
-        swapped = run_pipeline(module, "loop-interchange{loops=k.j}", verify_each=True)
-        np.testing.assert_array_equal(results(swapped), results(module), err_msg=str(body))
+    for problem, pipeline in ((interchange_problem, "loop-interchange{loops=k.j}"),
+                              (tile_problem, "loop-tile{loops=k.j size=2}")):
+        if problem(loops_by_id(function)["k.j"], function, module) is None:
+            changed = run_pipeline(module, pipeline, verify_each=True)
+            np.testing.assert_array_equal(results(changed), results(module),
+                                          err_msg=f"{pipeline}: {body}")

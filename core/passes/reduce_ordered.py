@@ -55,8 +55,13 @@ def ordered_problem(kernel: ReducingKernel, rank: int) -> str | None:
     ``rank`` replication dimensions), or None."""
     body = kernel.function.body
     uniform = _uniform_names(kernel, rank - 1)
+    held = _needed_by_terms(kernel)[1] - set(kernel.types)
     for index in kernel.loops:
         loop = body[index]
+        read = sorted(names_read(loop.body) & held)
+        if read:
+            return (f"has reduction loop '{loop.var}' whose terms read '{read[0]}', computed "
+                    "from a folded variable (only the lane folding an instance holds it)")
         for node in walk((loop.start, loop.stop)):
             if isinstance(node, (Load, Call)) or (isinstance(node, InstanceId)
                                                   and node.dim == rank - 1) or (
@@ -112,7 +117,7 @@ def ordered_body(kernel: ReducingKernel, written: tuple[Stmt, ...], rank: int, l
         Let(row.name, I64, Intrinsic("min", (InstanceId(inner), last))),
         Let(mine.name, I64, Intrinsic("min", (first + folder, last)))]
     before = written[:kernel.tail_start]
-    copied = _needed_by_terms(kernel)
+    copied, _ = _needed_by_terms(kernel)
     renames = {name: names.fresh(name) for index in copied
                for name in declared_names((before[index],))}
     lanes_of = _Lanes(lane, slot, folder, lanes, instances, -(-BLOCK // lanes) * lanes)
@@ -130,11 +135,11 @@ def ordered_body(kernel: ReducingKernel, written: tuple[Stmt, ...], rank: int, l
     return (*body, If(valid, tail)) if tail else tuple(body)
 
 
-def _needed_by_terms(kernel: ReducingKernel) -> list[int]:
-    """The indices of the statements before the last loop that the terms
-    run too (a private array filled, a value loaded): all but the loops
-    and what reads or writes a folded variable, or a name declared by one
-    of those (only the folding lanes hold their values)."""
+def _needed_by_terms(kernel: ReducingKernel) -> tuple[list[int], set[str]]:
+    """(the indices of the statements before the last loop that the terms
+    run too: all but the loops and what reads or writes a folded
+    variable, or a name declared by one of those; those names, which only
+    the folding lanes hold)."""
     body = kernel.function.body
     held = set(kernel.types)
     copied = []
@@ -146,7 +151,7 @@ def _needed_by_terms(kernel: ReducingKernel) -> list[int]:
             held |= declared
         else:
             copied.append(index)
-    return copied
+    return copied, held
 
 
 @dataclasses.dataclass(frozen=True)

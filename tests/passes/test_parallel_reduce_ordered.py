@@ -152,7 +152,7 @@ def test_gpu_opencl_runs_the_ordered_form():
 @hl.program
 def uneven(ptr: Buffer[i32, "P"], values: Buffer[f32, "V"], flags: Buffer[i32, "R"],
            x: Buffer[f32, "R"], rows: Out[Buffer[f32, "R"]], picked: Out[Buffer[f32, "R"]],
-           total: Out[Buffer[f32, 1]]):
+           total: Out[Buffer[f32, 1]], seeded: Out[Buffer[f32, "R"]]):
     for r in parallel_loop(R, ins=(ptr, values), outs=(rows,), name="csr"):
         acc: f32 = 0.0
         for k in range(ptr[r], ptr[r + 1]):
@@ -169,12 +169,19 @@ def uneven(ptr: Buffer[i32, "P"], values: Buffer[f32, "V"], flags: Buffer[i32, "
         for k in range(R):
             acc += x[k]
         total[0] = acc
+    for r in parallel_loop(R, ins=(x,), outs=(seeded,), name="seeded"):
+        acc: f32 = x[r]
+        seed = acc * 2.0
+        for k in range(R):
+            acc += x[k] * seed
+        seeded[r] = acc
 
 
 @pytest.mark.parametrize("node, reason", [
     ("csr", "bounds differ between the instances of a work group"),
     ("guarded", "updates 'acc' in loop 'k' other than once, at the top of its body"),
     ("whole", "has no replication"),
+    ("seeded", "whose terms read 'seed', computed from a folded variable"),
 ])
 def test_ineligible_nodes_are_refused_with_the_reason(node, reason):
     with pytest.raises(PassError, match=reason):

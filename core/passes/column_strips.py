@@ -72,7 +72,7 @@ def column_strips(outer: For, function: KernelFunction, module: Module) -> For |
     body = outer.body
     if len(body) < 2 or not any(isinstance(s, For) for s in body) or outer.step != 1:
         return None
-    if _problem(outer, module):
+    if iterations_share(outer, module):
         return None
     declared = declared_names(body)
     names = NameGenerator(function_names(function))
@@ -106,9 +106,11 @@ def _strip_size(types) -> int:
     return size
 
 
-def _problem(outer: For, module: Module) -> bool:
-    """Whether distributing ``outer`` over its body could change what it
-    computes (module docstring)."""
+def iterations_share(outer: For, module: Module) -> bool:
+    """Whether two iterations of ``outer`` could share what its body
+    writes or assigns, or its bounds could change as it runs: then
+    distributing the loop over its body (or interleaving its iterations,
+    loop-jam) could change what it computes (module docstring)."""
     body = outer.body
     reads_memory, assigned = bound_dependences(outer, [body])
     if reads_memory or assigned or any(isinstance(s, ArrayDecl) for s in body):

@@ -78,7 +78,7 @@ product goes to BLAS."""
 class CpuTarget(Target):
     name = "cpu"
     description = "multicore CPUs through LLVM (llvmlite): x86-64, AArch64, RISC-V"
-    default_pipeline = "node-fusion,copy-propagation,loop-interchange,loop-tile,dce"
+    default_pipeline = "node-fusion,copy-propagation,loop-interchange,loop-tile,loop-jam,dce"
     """Fusing nodes keeps intermediates out of memory (camera: 1.6x on cpu),
     time steps updated in place included, which run out of place then;
     outputs that copy another buffer are not made (copy-propagation: heat
@@ -88,7 +88,10 @@ class CpuTarget(Target):
     them row by row is swapped (a 2048 x 2048 scaling: 63 -> 1.9 ms on
     two cores; LLVM's own interchange is off by default), and one that
     walks arrays along both of its loops runs in blocks (a + b^T at
-    2048^2: 39 -> 10 ms)."""
+    2048^2: 39 -> 10 ms); a loop whose inner loop waits on a chain of
+    float sums runs 8 of its iterations' chains side by side (loop-jam:
+    rows of a matrix-vector product written as loops, 2048^2, 8.7 ->
+    1.2 ms on two cores, bit for bit)."""
 
     def availability(self) -> Availability:
         try:

@@ -40,7 +40,8 @@ from . import (  # noqa: E402,F401
     expand_powers,
     fold_tensor_constants, fold_transposes, fuse_attention, fuse_elementwise,
     fuse_ops, fuse_rows, infer_reductions, inline,
-    input_buffering, latency_unroll, legalize_tensor_ops, loop_fusion, loop_interchange, loop_jam,
+    input_buffering, latency_unroll, legalize_tensor_ops, loop_fusion, loop_instances,
+    loop_interchange, loop_jam,
     loop_tile, loop_unroll, node_fusion, out_of_place, parallel_reduce,
     register_tile, sequentialize, stencil_fusion, tile,
 )

@@ -78,7 +78,8 @@ product goes to BLAS."""
 class CpuTarget(Target):
     name = "cpu"
     description = "multicore CPUs through LLVM (llvmlite): x86-64, AArch64, RISC-V"
-    default_pipeline = "node-fusion,copy-propagation,loop-interchange,loop-tile,loop-jam,dce"
+    default_pipeline = ("node-fusion,copy-propagation,loop-interchange,loop-tile,loop-instances,"
+                        "loop-jam,dce")
     """Fusing nodes keeps intermediates out of memory (camera: 1.6x on cpu),
     time steps updated in place included, which run out of place then;
     outputs that copy another buffer are not made (copy-propagation: heat
@@ -91,7 +92,10 @@ class CpuTarget(Target):
     2048^2: 39 -> 10 ms); a loop whose inner loop waits on a chain of
     float sums runs 8 of its iterations' chains side by side (loop-jam:
     rows of a matrix-vector product written as loops, 2048^2, 8.7 ->
-    1.2 ms on two cores, bit for bit)."""
+    1.2 ms on two cores, bit for bit); and a task that is one loop over
+    independent iterations runs them as the node's instances, over the
+    cores and vector lanes (loop-instances: the same product in one task,
+    1.00 -> 0.64 ms)."""
 
     def availability(self) -> Availability:
         try:

@@ -1,0 +1,99 @@
+"""loop-instances: a task that is one loop over independent iterations
+becomes a node of as many instances (bit for bit in the golden model,
+close on every usable target); tasks whose iterations share what they
+write, whose loops the graph cannot size, or with more than values and
+one loop are left, and refused with the reason when named."""
+import numpy as np
+import pytest
+
+import hpvm
+import hpvm.lang as hl
+from hpvm.interp import Interpreter
+from hpvm.ir.text import print_module
+from hpvm.lang import Buffer, Out, f32, parallel_loop, task
+from hpvm.passes import PassError, run_pipeline
+from hpvm.testing import assert_outputs_close, usable_targets
+
+from benchmarks.reductions import FORMS, inputs_for, reference
+
+
+@hl.program
+def scaled(a: Buffer[f32, "M", "K"], s: Buffer[f32, 2], out: Out[Buffer[f32, "M", "K"]],
+           shifted: Out[Buffer[f32, "M"]]):
+    with task(ins=(a, s), outs=(out,), name="rows"):
+        scale = s[0] * 2.0
+        for i in range(1, M):
+            for k in range(K):
+                out[i, k] = a[i, k] * scale + a[i - 1, k]
+    with task(ins=(a,), outs=(shifted,), name="prefix"):
+        shifted[0] = a[0, 0]
+        for i in range(1, M):
+            shifted[i] = shifted[i - 1] + a[i, 0]
+
+
+@hl.program
+def sized(a: Buffer[f32, "M", "K"], out: Out[Buffer[f32, "M"]], late: Out[Buffer[f32, "M"]],
+          stepped: Out[Buffer[f32, "M"]], each: Out[Buffer[f32, "M"]]):
+    with task(ins=(a,), outs=(out,), name="bounded"):
+        rows = M - 1
+        for i in range(rows):
+            out[i] = a[i, 0]
+    with task(ins=(a,), outs=(late,), name="after"):
+        for i in range(M):
+            late[i] = a[i, 0]
+        late[0] = 1.0
+    with task(ins=(a,), outs=(stepped,), name="stepped"):
+        for i in range(0, M, 2):
+            stepped[i] = a[i, 0]
+    for i in parallel_loop(M, ins=(a,), outs=(each,), name="each"):
+        each[i] = a[i, 1]
+
+
+def test_a_product_written_as_one_task_runs_its_rows_as_instances():
+    program = FORMS["matvec_loops"]
+    module = run_pipeline(program.build(), "loop-instances", verify_each=True)
+    assert "node matvec_loops = @matvec_loops_instances [max(M, 0)]" in print_module(module)
+    data = inputs_for("matvec_loops", np.random.default_rng(1), 37, 45)
+    np.testing.assert_array_equal(Interpreter(module).run(**data)["out"],
+                                  Interpreter(program.build()).run(**data)["out"])
+    for target in usable_targets(("cpu", "gpu_opencl")):
+        exe = hpvm.compile(module, [target])
+        assert set(exe.placement.targets.values()) == {target}
+        assert_outputs_close(exe(**data), {"out": reference("matvec_loops", data)}, 1e-4, 1e-4,
+                             target)
+
+
+def test_values_before_the_loop_are_computed_by_every_instance():
+    """``rows`` reads the row before it (read only: no iteration writes a);
+    ``prefix`` reads what the iteration before wrote, and stays a task."""
+    module = scaled.build()
+    changed = run_pipeline(module, "loop-instances", verify_each=True)
+    text = print_module(changed)
+    assert "node rows = @rows_instances [max(M - 1, 0)]" in text
+    assert "node prefix = @prefix\n" in text
+    data = {"a": np.random.default_rng(2).standard_normal((9, 5)).astype(np.float32),
+            "s": np.array([1.5, 0.0], np.float32)}
+    want = Interpreter(module).run(**data)
+    for name, value in Interpreter(changed).run(**data).items():
+        np.testing.assert_array_equal(value, want[name], err_msg=name)
+
+
+@pytest.mark.parametrize("program, node, reason", [
+    (scaled, "prefix", "has a body other than values and then one loop"),
+    (sized, "bounded", "bounds read more than constants, sizes and integer scalar inputs"),
+    (sized, "after", "has a body other than values and then one loop"),
+    (sized, "stepped", "steps by other than 1"),
+    (sized, "each", "is replicated already"),
+])
+def test_tasks_that_cannot_run_as_instances_are_refused_with_the_reason(program, node, reason):
+    with pytest.raises(PassError, match=reason):
+        run_pipeline(program.build(), f"loop-instances{{nodes={node}}}")
+
+
+def test_a_loop_whose_iterations_share_an_element_stays_a_task():
+    source = print_module(FORMS["matvec_loops"].build())
+    from hpvm.ir.text import parse_module
+    shared = parse_module(source.replace("out[i] = acc", "out[0] = acc"))
+    assert run_pipeline(shared, "loop-instances") == shared
+    with pytest.raises(PassError, match="iterations that may share"):
+        run_pipeline(shared, "loop-instances{nodes=matvec_loops}")

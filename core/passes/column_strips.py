@@ -43,16 +43,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..ir.analysis import assigned_variables, bound_dependences
 from ..ir.graph import Module
-from ..ir.instance_access import access_positions
 from ..ir.kernel import (
-    ArrayDecl, Assign, AtomicUpdate, Barrier, Call, For, Intrinsic, KernelFunction, Let,
-    Load, Return, Stmt, Store, Var,
+    ArrayDecl, Assign, For, Intrinsic, KernelFunction, Let,
+    Load, Stmt, Store, Var,
 )
 from ..ir.types import I64
 from ..ir.visit import rewrite, walk
-from .infer_reductions import has_effects
+from .loop_nests import iterations_share
 from .names import NameGenerator, declared_names, function_names
 
 STRIP_BYTES = 16384
@@ -104,32 +102,6 @@ def _strip_size(types) -> int:
     while size > 1 and size * sum(max(t.bits, 8) // 8 for t in types) > STRIP_BYTES:
         size //= 2
     return size
-
-
-def iterations_share(outer: For, module: Module) -> bool:
-    """Whether two iterations of ``outer`` could share what its body
-    writes or assigns, or its bounds could change as it runs: then
-    distributing the loop over its body (or interleaving its iterations,
-    loop-jam) could change what it computes (module docstring)."""
-    body = outer.body
-    reads_memory, assigned = bound_dependences(outer, [body])
-    if reads_memory or assigned or any(isinstance(s, ArrayDecl) for s in body):
-        return True
-    declared = set(declared_names(body))
-    if outer.var in declared or assigned_variables(body) - declared:
-        return True
-    for node in walk(body):
-        if isinstance(node, (Return, Barrier, AtomicUpdate)):
-            return True
-        if isinstance(node, Call):
-            helper = module.functions.get(node.function)
-            if helper is None or has_effects(helper.body, module, frozenset({node.function})):
-                return True
-    written = {n.buffer for n in walk(body) if isinstance(n, Store)} - declared
-
-    def dimension_of(index):
-        return 0 if isinstance(index, Var) and index.name == outer.var else None
-    return any(not access_positions(body, buffer, 1, dimension_of) for buffer in written)
 
 
 def _segments(body: tuple[Stmt, ...]) -> list[tuple[Stmt, ...]]:

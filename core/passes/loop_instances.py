@@ -20,7 +20,7 @@ every kernel node that runs once, in a graph that does not stream, whose
 function's body is values (lets) and then one loop stepping by 1, whose
 bounds read only constants, sizes and integer scalar inputs (the
 replication is sized from them), and whose iterations share nothing the
-body writes or assigns (column_strips.iterations_share: each buffer
+body writes or assigns (loop_nests.iterations_share: each buffer
 written is accessed with the loop's variable at one index position in
 every access).  The values before the loop are computed by every
 instance.  A named node that does not qualify is refused with the reason.
@@ -35,7 +35,7 @@ from ..ir.graph import Graph, KernelBody, Module, Node
 from ..ir.kernel import Call, For, InstanceCount, InstanceId, Let, Load, Var
 from ..ir.types import I64
 from ..ir.visit import walk
-from .column_strips import iterations_share
+from .loop_nests import iterations_share
 from .errors import PassError
 from .module_tools import iter_nodes, named_kernel_nodes
 from .names import unique_name

@@ -24,7 +24,7 @@ its variable; not one whose folds may be reordered (``reduce``), which
 back ends run in vector lanes instead, nor one marked never to unroll
 (``unroll=1``: the loop of the rows left over).  Legal where no two
 iterations of the loop share anything the body writes or assigns
-(column_strips.iterations_share: each buffer written is accessed with
+(loop_nests.iterations_share: each buffer written is accessed with
 the loop's variable at one index position in every access) and the
 inner loop's bounds are the same in every iteration.
 """
@@ -38,7 +38,7 @@ from ..ir.kernel import For, KernelFunction, Let, Load, Stmt, Store, Var
 from ..ir.reduction import reads_variable
 from ..ir.types import I64
 from ..ir.visit import map_blocks, walk
-from .column_strips import iterations_share
+from .loop_nests import iterations_share
 from .loop_nests import NestRewriter, check_loop_ids
 from .names import NameGenerator, declared_names, function_names, substitute
 from .reduce_forms import trip_count

@@ -12,14 +12,18 @@ from __future__ import annotations
 import dataclasses
 
 from ..errors import Diagnostic, Location
-from ..ir.analysis import assigned_variables
+from ..ir.analysis import assigned_variables, bound_dependences
 from ..ir.graph import Module
+from ..ir.instance_access import access_positions
 from ..ir.kernel import (
-    ArrayDecl, AtomicUpdate, Binary, Call, Expr, For, KernelFunction, Let, Load, Stmt, Store, Var,
+    ArrayDecl, AtomicUpdate, Barrier, Binary, Call, Expr, For, KernelFunction, Let, Load, Return,
+    Stmt, Store, Var,
 )
 from ..ir.visit import map_blocks, walk
 from .errors import PassError
+from .infer_reductions import has_effects
 from .loop_unroll import loop_ids
+from .names import declared_names
 
 
 def check_loop_ids(pass_name: str, module: Module, loops) -> None:
@@ -63,6 +67,38 @@ def one_element_per_value(indices: tuple[Expr, ...], loop_vars, changing) -> boo
             or index.op == "add" and along(index.rhs) and fixed(index.lhs))
     loops = [along(i) for i in indices]
     return any(loops) and all(loop or fixed(i) for loop, i in zip(loops, indices))
+
+
+def iterations_share(outer: For, module: Module) -> bool:
+    """Whether two iterations of ``outer`` could share what its body
+    writes or assigns, or its bounds could change as it runs: the bounds
+    read memory or what the body assigns; the body declares an array at
+    its top, declares the loop variable again, assigns a variable it does
+    not declare, returns, waits at a barrier, updates atomically or calls
+    a helper with effects; or a buffer it writes is accessed, in some
+    load or store, without the loop variable itself at one same index
+    position.  Where it is False, any order of the iterations computes
+    the same (column_strips distributes the loop, loop-jam interleaves
+    its iterations, loop-instances runs them as instances)."""
+    body = outer.body
+    reads_memory, assigned = bound_dependences(outer, [body])
+    if reads_memory or assigned or any(isinstance(s, ArrayDecl) for s in body):
+        return True
+    declared = set(declared_names(body))
+    if outer.var in declared or assigned_variables(body) - declared:
+        return True
+    for node in walk(body):
+        if isinstance(node, (Return, Barrier, AtomicUpdate)):
+            return True
+        if isinstance(node, Call):
+            helper = module.functions.get(node.function)
+            if helper is None or has_effects(helper.body, module, frozenset({node.function})):
+                return True
+    written = {n.buffer for n in walk(body) if isinstance(n, Store)} - declared
+
+    def dimension_of(index):
+        return 0 if isinstance(index, Var) and index.name == outer.var else None
+    return any(not access_positions(body, buffer, 1, dimension_of) for buffer in written)
 
 
 def recomputable(let: Let, changing: set[str], written, declared: set[str]) -> bool:

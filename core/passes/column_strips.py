@@ -52,6 +52,7 @@ from ..ir.types import I64
 from ..ir.visit import rewrite, walk
 from .loop_nests import iterations_share
 from .names import NameGenerator, declared_names, function_names
+from .reduce_forms import as_i64
 
 STRIP_BYTES = 16384
 """What a strip's arrays hold together, at most: S is the largest power
@@ -88,7 +89,7 @@ def column_strips(outer: For, function: KernelFunction, module: Module) -> For |
     size = _strip_size([s.type for s, _ in lets if s.name in kept])
     arrays = [ArrayDecl(kept[s.name], s.type, (size,), zeroed=s.value is None) for s, _ in lets
               if s.name in kept]
-    stop = Intrinsic("min", (strip + size, _i64(outer.stop)))
+    stop = Intrinsic("min", (strip + size, as_i64(outer.stop)))
     passes = tuple(dataclasses.replace(outer, start=strip, stop=stop, trip_count=None, body=stmts)
                    for stmts in (_in_array(segment, kept, place) for segment in segments)
                    if stmts)
@@ -132,6 +133,3 @@ def _in_array(stmts: tuple[Stmt, ...], kept: dict[str, str], place: tuple) -> tu
         return None
     return rewrite(stmts, visit)
 
-
-def _i64(expr):
-    return expr if expr.type == I64 else expr.cast(I64)

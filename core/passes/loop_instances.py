@@ -35,7 +35,7 @@ from ..ir.graph import Graph, KernelBody, Module, Node
 from ..ir.kernel import Call, For, InstanceCount, InstanceId, Let, Load, Var
 from ..ir.types import I64
 from ..ir.visit import walk
-from .loop_nests import iterations_share
+from .loop_nests import sharing_problem
 from .errors import PassError
 from .module_tools import iter_nodes, named_kernel_nodes
 from .names import unique_name
@@ -92,10 +92,7 @@ def instances_problem(module: Module, graph: Graph, node: Node) -> str | None:
     if any(isinstance(n, (InstanceId, InstanceCount)) for n in walk(body)) or \
             uses_barrier(module, function.name):
         return "reads its instance or waits at a barrier"
-    if iterations_share(loop, module):
-        return (f"has iterations that may share what its body writes or assigns (each buffer "
-                f"written needs '{loop.var}' at one index position in every access)")
-    return None
+    return sharing_problem(loop, module)
 
 
 def _as_instances(module: Module, graph: Graph, node: Node) -> Module:

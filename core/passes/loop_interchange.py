@@ -171,12 +171,11 @@ def _shared_along_one_loop(stmts, buffer: str, loop_vars: tuple[str, str], assig
     return len(found) == 1 and one_element_per_value(found.pop(), loop_vars, assigned)
 
 
-def contiguous_accesses(stmts, var: str, ignoring=frozenset()) -> int:
-    """How many loads and stores of ``stmts`` (but those of the arrays
-    ``ignoring`` names) have ``var`` (plus or minus something that does
-    not read it) as their last index."""
+def contiguous_accesses(stmts, var: str) -> int:
+    """How many loads and stores of ``stmts`` have ``var`` (plus or minus
+    something that does not read it) as their last index."""
     return sum(1 for node in walk(stmts) if isinstance(node, (Load, Store)) and node.indices
-               and node.buffer not in ignoring and _along(node.indices[-1], var))
+               and _along(node.indices[-1], var))
 
 
 def _along(index: Expr, var: str) -> bool:
@@ -241,11 +240,12 @@ class _Interchanger(NestRewriter):
         where one of their nests then swaps; any other statement as
         NestRewriter does."""
         if isinstance(stmt, For) and (not self.requests or self.ids.get(id(stmt)) in self.requests):
-            loops = expanded_into_output(with_lets_sunk(stmt) or stmt, self.function)
+            nest = with_lets_sunk(stmt) or stmt
+            loops = expanded_into_output(nest, self.function)
             if loops is not None and self.problem(loops[1]) is None and \
                     (self.requests or self.worth(loops[1])):
                 return (loops[0], self.rewrite(loops[1]), *loops[2:])
-            if self.problem(with_lets_sunk(stmt) or stmt) is not None:
+            if self.problem(nest) is not None:
                 strips = self._strips(stmt)
                 if strips is not None:
                     return strips

@@ -38,10 +38,9 @@ from ..ir.kernel import For, KernelFunction, Let, Load, Stmt, Store, Var
 from ..ir.reduction import reads_variable
 from ..ir.types import I64
 from ..ir.visit import map_blocks, walk
-from .loop_nests import iterations_share
-from .loop_nests import NestRewriter, check_loop_ids
+from .loop_nests import NestRewriter, check_loop_ids, sharing_problem
 from .names import NameGenerator, declared_names, function_names, substitute
-from .reduce_forms import trip_count
+from .reduce_forms import as_i64, trip_count
 from .registry import Option, register_pass
 
 
@@ -72,10 +71,7 @@ def jam_problem(outer: For, function: KernelFunction, module: Module) -> str | N
     if reads_variable((inner.start, inner.stop), outer.var) or any(
             reads_variable((inner.start, inner.stop), name) for name in declared):
         return f"has an inner loop '{inner.var}' whose bounds change from one iteration to the next"
-    if iterations_share(outer, module):
-        return ("has iterations that may share what its body writes or assigns (each buffer "
-                f"written needs '{outer.var}' at one index position in every access)")
-    return None
+    return sharing_problem(outer, module)
 
 
 def carries_chain(inner: For) -> bool:
@@ -123,7 +119,7 @@ class _Jammer(NestRewriter):
         inner = loop.body[at]
         first = Var(self.names.fresh(f"{loop.var}_group"), I64)
         count = Var(self.names.fresh(f"{loop.var}_count"), I64)
-        start = loop.start if loop.start.type == I64 else loop.start.cast(I64)
+        start = as_i64(loop.start)
         whole = start + (count / self.factor) * self.factor
         before, inside, after, lets, folds = [], [], [], [], []
         for copy in range(self.factor):

@@ -1,5 +1,8 @@
 """What the passes that rewrite a kernel's loop nests in place share
-(loop-interchange, loop-tile): loops named by id (loop-unroll's ids:
+(loop-interchange, loop-tile, loop-jam, column strips, loop-instances):
+an index or bound read as a variable plus an offset (``shifted``),
+whether a loop's iterations may share what they write
+(``iterations_share``); loops named by id (loop-unroll's ids:
 ``fn.var``, ``fn.var#2``), checked against the module; and a rewriter
 that walks a function, rewriting each loop a request names (refusing it
 with the reason where the rewrite would not compute the same) or, with
@@ -16,9 +19,11 @@ from ..ir.analysis import assigned_variables, bound_dependences
 from ..ir.graph import Module
 from ..ir.instance_access import access_positions
 from ..ir.kernel import (
-    ArrayDecl, AtomicUpdate, Barrier, Binary, Call, Expr, For, KernelFunction, Let, Load, Return,
-    Stmt, Store, Var,
+    ArrayDecl, AtomicUpdate, Barrier, Binary, Call, Const, Expr, For, KernelFunction, Let, Load,
+    Return, Stmt, Store, Var,
 )
+from ..ir.reduction import reads_variable
+from ..ir.types import I64
 from ..ir.visit import map_blocks, walk
 from .errors import PassError
 from .infer_reductions import has_effects
@@ -69,6 +74,56 @@ def one_element_per_value(indices: tuple[Expr, ...], loop_vars, changing) -> boo
     return any(loops) and all(loop or fixed(i) for loop, i in zip(loops, indices))
 
 
+@dataclasses.dataclass(frozen=True)
+class Shifted:
+    """``var + offset`` (``minus``: ``var - offset``)."""
+
+    offset: Expr
+    minus: bool = False
+
+    def added_to(self, base: Expr) -> Expr:
+        """``base + offset`` (or minus)."""
+        return self._with(base, "sub" if self.minus else "add")
+
+    def taken_from(self, base: Expr) -> Expr:
+        """``base - offset`` (or plus)."""
+        return self._with(base, "add" if self.minus else "sub")
+
+    def _with(self, base: Expr, op: str) -> Expr:
+        return base if self.offset == Const(0, I64) else Binary(op, base, self.offset)
+
+
+def shifted(bound: Expr, var: str) -> Shifted | None:
+    """``bound`` as ``var`` plus an expression that does not read it (a sum
+    or difference of terms, one of them ``var`` once, added), or None."""
+    split = _linear(bound, var)
+    if split is None or split[0] != 1:
+        return None
+    rest = split[1]
+    if rest is None:
+        return Shifted(Const(0, I64))
+    if isinstance(rest, Binary) and rest.op == "sub" and rest.lhs == Const(0, I64):
+        return Shifted(rest.rhs, minus=True)
+    return Shifted(rest)
+
+
+def _linear(expr: Expr, var: str) -> tuple[int, Expr | None] | None:
+    """(k, rest) with ``expr`` = k x ``var`` + rest (rest None: 0), through
+    sums and differences; None where ``var`` is read otherwise."""
+    if isinstance(expr, Var) and expr.name == var:
+        return 1, None
+    if isinstance(expr, Binary) and expr.op in ("add", "sub"):
+        left, right = _linear(expr.lhs, var), _linear(expr.rhs, var)
+        if left is None or right is None:
+            return None
+        sign = 1 if expr.op == "add" else -1
+        rest = left[1] if right[1] is None else (
+            Binary(expr.op, left[1], right[1]) if left[1] is not None
+            else right[1] if sign == 1 else Binary("sub", Const(0, I64), right[1]))
+        return left[0] + sign * right[0], rest
+    return None if reads_variable(expr, var) else (0, expr)
+
+
 def iterations_share(outer: For, module: Module) -> bool:
     """Whether two iterations of ``outer`` could share what its body
     writes or assigns, or its bounds could change as it runs: the bounds
@@ -99,6 +154,14 @@ def iterations_share(outer: For, module: Module) -> bool:
     def dimension_of(index):
         return 0 if isinstance(index, Var) and index.name == outer.var else None
     return any(not access_positions(body, buffer, 1, dimension_of) for buffer in written)
+
+
+def sharing_problem(loop: For, module: Module) -> str | None:
+    """``iterations_share`` as a pass's reason for refusing ``loop``."""
+    if not iterations_share(loop, module):
+        return None
+    return ("has iterations that may share what its body writes or assigns (each buffer "
+            f"written needs '{loop.var}' at one index position in every access)")
 
 
 def recomputable(let: Let, changing: set[str], written, declared: set[str]) -> bool:

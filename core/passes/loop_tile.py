@@ -67,13 +67,15 @@ def tile_problem(outer: For, function: KernelFunction, module: Module) -> str | 
     """Why ``outer`` and the loop in it cannot run in blocks; None when
     they can."""
     problem = interchange_problem(outer, function, module)
-    if problem is None and (outer.step != 1 or outer.body[0].step != 1):
+    if problem is not None:
+        return problem
+    inner = outer.body[0]
+    if outer.step != 1 or inner.step != 1:
         return "has a loop that does not step by 1"
-    inner = outer.body[0] if problem is None else None
-    if inner is not None and reads_variable((inner.start, inner.stop), outer.var):
+    if reads_variable((inner.start, inner.stop), outer.var):
         return (f"has an inner loop '{inner.var}' whose bounds read '{outer.var}' (blocks need "
                 "a rectangle)")
-    return problem
+    return None
 
 
 def worth_tiling(outer: For, size: int) -> bool:

@@ -168,19 +168,15 @@ def node_problem(module: Module, graph: Graph, node: Node, form: str,
     if SPLIT in node.attributes:
         return (f"already folds the partial results of {node.attributes[SPLIT]} lanes "
                 "(form=split made it)")
-    if form == "tree":
-        if len(node.replication) >= 3:
-            return "already has 3 replication dimensions (the lanes need one more)"
-        if "group" in node.attributes:
-            return "has a work-group size already (attribute 'group')"
-        return stores_read_in_lane(kernel)
-    if form == "ordered":
-        if not node.replication:
+    if form in ("tree", "ordered"):   # one more replication dimension, work groups of it
+        if form == "ordered" and not node.replication:
             return "has no replication (ordered folds the loops of many instances)"
         if len(node.replication) >= 3:
             return "already has 3 replication dimensions (the lanes need one more)"
         if "group" in node.attributes:
             return "has a work-group size already (attribute 'group')"
+        if form == "tree":
+            return stores_read_in_lane(kernel)
         problem = ordered_problem(kernel, len(node.replication))
         if problem is not None:
             return problem

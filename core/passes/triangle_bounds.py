@@ -21,59 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..ir.kernel import Binary, Const, Expr, For, Intrinsic, Var
+from ..ir.kernel import For, Intrinsic, Var
 from ..ir.reduction import reads_variable
 from ..ir.types import I64
-
-
-@dataclasses.dataclass(frozen=True)
-class Shifted:
-    """``var + offset`` (``minus``: ``var - offset``)."""
-
-    offset: Expr
-    minus: bool = False
-
-    def added_to(self, base: Expr) -> Expr:
-        """``base + offset`` (or minus)."""
-        return self._with(base, "sub" if self.minus else "add")
-
-    def taken_from(self, base: Expr) -> Expr:
-        """``base - offset`` (or plus)."""
-        return self._with(base, "add" if self.minus else "sub")
-
-    def _with(self, base: Expr, op: str) -> Expr:
-        return base if self.offset == Const(0, I64) else Binary(op, base, self.offset)
-
-
-def shifted(bound: Expr, var: str) -> Shifted | None:
-    """``bound`` as ``var`` plus an expression that does not read it (a sum
-    or difference of terms, one of them ``var`` once, added), or None."""
-    split = _linear(bound, var)
-    if split is None or split[0] != 1:
-        return None
-    rest = split[1]
-    if rest is None:
-        return Shifted(Const(0, I64))
-    if isinstance(rest, Binary) and rest.op == "sub" and rest.lhs == Const(0, I64):
-        return Shifted(rest.rhs, minus=True)
-    return Shifted(rest)
-
-
-def _linear(expr: Expr, var: str) -> tuple[int, Expr | None] | None:
-    """(k, rest) with ``expr`` = k x ``var`` + rest (rest None: 0), through
-    sums and differences; None where ``var`` is read otherwise."""
-    if isinstance(expr, Var) and expr.name == var:
-        return 1, None
-    if isinstance(expr, Binary) and expr.op in ("add", "sub"):
-        left, right = _linear(expr.lhs, var), _linear(expr.rhs, var)
-        if left is None or right is None:
-            return None
-        sign = 1 if expr.op == "add" else -1
-        rest = left[1] if right[1] is None else (
-            Binary(expr.op, left[1], right[1]) if left[1] is not None
-            else right[1] if sign == 1 else Binary("sub", Const(0, I64), right[1]))
-        return left[0] + sign * right[0], rest
-    return None if reads_variable(expr, var) else (0, expr)
+from .loop_nests import shifted
 
 
 def triangle_problem(outer: For, inner: For) -> str | None:

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from ..ir.kernel import AtomicUpdate, Binary, Call, Const, Expr, Load, Store, Var
+from ..ir.kernel import AtomicUpdate, Call, Const, Expr, Load, Store, Var
 from ..ir.visit import walk
+from .loop_nests import shifted
 
 
 def swap_keeps_dependences(stmts, buffer: str, outer: str, inner: str, changing) -> bool:
@@ -81,15 +82,9 @@ def _shifted(indices: tuple[Expr, ...], outer: str, inner: str, changing: set[st
 
 
 def _shift(index: Expr, var: str) -> int | None:
-    """c where ``index`` is ``var + c``, ``c + var`` or ``var - c`` (c a
-    constant integer; 0 for ``var``), else None."""
-    if isinstance(index, Var):
-        return 0 if index.name == var else None
-    if not isinstance(index, Binary) or index.op not in ("add", "sub"):
+    """c where ``index`` is ``var`` plus or minus a constant integer c (0
+    for ``var`` itself), else None."""
+    found = shifted(index, var)
+    if found is None or not isinstance(found.offset, Const):
         return None
-    lhs, rhs = index.lhs, index.rhs
-    if isinstance(lhs, Var) and lhs.name == var and isinstance(rhs, Const):
-        return int(rhs.value) if index.op == "add" else -int(rhs.value)
-    if index.op == "add" and isinstance(rhs, Var) and rhs.name == var and isinstance(lhs, Const):
-        return int(lhs.value)
-    return None
+    return -int(found.offset.value) if found.minus else int(found.offset.value)

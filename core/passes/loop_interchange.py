@@ -171,11 +171,15 @@ def _shared_along_one_loop(stmts, buffer: str, loop_vars: tuple[str, str], assig
     return len(found) == 1 and one_element_per_value(found.pop(), loop_vars, assigned)
 
 
-def contiguous_accesses(stmts, var: str) -> int:
-    """How many loads and stores of ``stmts`` have ``var`` (plus or minus
-    something that does not read it) as their last index."""
+def crossing_accesses(stmts, outer: str, inner: str) -> int:
+    """How many loads and stores of ``stmts`` walk contiguously along
+    ``outer`` (their last index ``outer`` plus or minus something else)
+    while an earlier index reads ``inner``: in a nest of ``inner`` in
+    ``outer``, each inner step lands on another cache line, which the
+    next outer steps read again (``b[j, i]`` under ``for i: for j:``)."""
     return sum(1 for node in walk(stmts) if isinstance(node, (Load, Store)) and node.indices
-               and _along(node.indices[-1], var))
+               and _along(node.indices[-1], outer)
+               and reads_variable(node.indices[:-1], inner))
 
 
 def _along(index: Expr, var: str) -> bool:

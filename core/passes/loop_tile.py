@@ -14,8 +14,9 @@ the block's rows of ``b`` stay in cache while its columns are read::
 
 Which nests: those named in ``loops`` (the outer loop's id, as
 loop-unroll's), or by default every nest with an access contiguous
-along each of its two loops (no order walks them all contiguously),
-neither loop known to run at most ``size`` iterations (constant bounds,
+along the outer loop whose earlier index reads the inner one (its cache
+lines each read once per inner step: no order walks every access
+contiguously), neither loop known to run at most ``size`` iterations (constant bounds,
 or a block's own loops: a nest is not blocked twice).  Legal where
 loop-interchange may swap the nest (see core/passes/loop_interchange.py:
 iterations that touch one element are then apart by no distance that
@@ -34,7 +35,7 @@ from ..ir.kernel import Binary, Const, For, Intrinsic, KernelFunction, Stmt, Var
 from ..ir.reduction import reads_variable
 from ..ir.types import I64
 from .errors import PassError
-from .loop_interchange import contiguous_accesses, interchange_problem
+from .loop_interchange import crossing_accesses, interchange_problem
 from .loop_nests import NestRewriter, check_loop_ids, loops_without
 from .loop_unroll import constant_trip_count
 from .names import NameGenerator, function_names
@@ -79,10 +80,12 @@ def tile_problem(outer: For, function: KernelFunction, module: Module) -> str | 
 
 
 def worth_tiling(outer: For, size: int) -> bool:
-    """Whether ``outer``'s nest reads or writes contiguously along both of
-    its loops, each longer than a block."""
+    """Whether ``outer``'s nest reads or writes an array contiguously
+    along ``outer`` while the loop in it strides through that array (each
+    inner step another cache line, read again by the next outer steps,
+    which a block keeps in cache), both loops longer than a block."""
     inner = outer.body[0]
-    if not all(contiguous_accesses(inner.body, loop.var) for loop in (outer, inner)):
+    if not crossing_accesses(inner.body, outer.var, inner.var):
         return False
     return all((most_trips(loop) or size + 1) > size for loop in (outer, inner))
 

@@ -80,6 +80,8 @@ def test_sums_shared_along_one_loop_keep_their_order_in_blocks():
 
 @pytest.mark.parametrize("body, stop", [
     ("c[i, j] = a[i, j] + b[i, j]", "M"),      # contiguous along j only
+    ("c[0, j] = c[0, j] + a[0, i] * b[i, j]", "M"),   # contiguous along both, no line
+                                                       # read again a step of j later
     (TRANSPOSED, "8"),                           # a loop shorter than a block
 ])
 def test_nests_blocks_would_not_help_are_left_alone(body, stop):

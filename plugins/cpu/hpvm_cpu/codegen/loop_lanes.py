@@ -19,29 +19,43 @@ the prefetchers do not follow (4096^2 f32 on one core of the 2-core EPYC:
 from __future__ import annotations
 
 from hpvm.ir.analysis import assigned_variables
-from hpvm.ir.kernel import Expr, For, KernelFunction, Let, Load, Stmt, Store, While
+from hpvm.ir.kernel import ExprStmt, For, If, KernelFunction, Let, Load, Stmt, Store, While
 from hpvm.ir.strides import IndexStrides, instance_of, loop_variable
 from hpvm.ir.uniformity import Uniformity
 from hpvm.ir.visit import walk
 
 
 def lanes_along_loops(kernel: KernelFunction, uniformity: Uniformity, dim: int) -> bool:
-    """Whether every loop of ``kernel`` that does varying work is one LLVM
-    vectorises along itself (innermost, changing no outer variable but the
-    reductions it promises) and reads each varying element adjacent to the
-    previous iteration's (and writes so), while no access in it is to
-    adjacent elements for adjacent instances of replication dimension
-    ``dim``."""
+    """Whether every loop of ``kernel`` with varying work of its own (not
+    only in loops inside it) is one LLVM vectorises along itself
+    (innermost, changing no outer variable but the reductions it
+    promises) and writes each element adjacent to the previous
+    iteration's, reading so or one element throughout, while no access in
+    it is to adjacent elements for adjacent instances of replication
+    dimension ``dim``.  A nest of such loops (``for k: for j: c[i, j] +=
+    a[i, k] * b[k, j]`` in instance i) runs its innermost loops in lanes."""
     strides = IndexStrides(kernel.body)
     loops = [loop for loop in walk(kernel.body) if isinstance(loop, (For, While))
              and _varying_accesses(loop, uniformity)]
     return bool(loops) and all(_along(loop, strides, uniformity, dim) for loop in loops)
 
 
-def _varying_accesses(loop, uniformity: Uniformity) -> list[tuple[Expr, ...]]:
-    """The indices of the loop's varying loads and of its stores."""
-    return [e.indices for e in walk(loop.body)
+def _varying_accesses(loop, uniformity: Uniformity) -> list[Load | Store]:
+    """The loop's varying loads and its stores, but those in loops inside
+    it."""
+    return [e for stmt in _own_statements(loop.body) for e in walk(stmt)
             if isinstance(e, Load) and uniformity.is_varying(e) or isinstance(e, Store)]
+
+
+def _own_statements(body: tuple[Stmt, ...]):
+    """The statements of ``body`` outside loops in it (an If's condition
+    and its branches' statements, not the If)."""
+    for stmt in body:
+        if isinstance(stmt, If):
+            yield ExprStmt(stmt.cond)
+            yield from _own_statements(stmt.then_body + stmt.else_body)
+        elif not isinstance(stmt, (For, While)):
+            yield stmt
 
 
 def _along(loop, strides: IndexStrides, uniformity: Uniformity, dim: int) -> bool:
@@ -53,8 +67,9 @@ def _along(loop, strides: IndexStrides, uniformity: Uniformity, dim: int) -> boo
         return False
     along, across = loop_variable(loop.var), instance_of(dim)
     accesses = _varying_accesses(loop, uniformity)
-    return all(strides.element_stride(at, along) == 1 for at in accesses) and \
-        not any(strides.element_stride(at, across) == 1 for at in accesses)
+    return all(strides.element_stride(at.indices, along) in ((1,) if isinstance(at, Store)
+                                                             else (0, 1)) for at in accesses) \
+        and not any(strides.element_stride(at.indices, across) == 1 for at in accesses)
 
 
 def _has_loop(body: tuple[Stmt, ...]) -> bool:
@@ -74,7 +89,7 @@ def strip_width(kernel: KernelFunction, uniformity: Uniformity, dim: int, lanes:
         return lanes
     strides = IndexStrides(kernel.body)
     across = instance_of(dim)
-    walks = [(loop_variable(loop.var), at) for loop in walk(kernel.body)
+    walks = [(loop_variable(loop.var), at.indices) for loop in walk(kernel.body)
              if isinstance(loop, For) for at in _varying_accesses(loop, uniformity)]
     down_columns = bool(walks) and all(
         strides.element_stride(at, across) == 1

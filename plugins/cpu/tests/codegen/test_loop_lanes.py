@@ -40,6 +40,21 @@ func @k(in restrict x: f32[M, N], out restrict y: f32[N]) {
 """
 
 
+ROW_PRODUCTS = """
+func @k(in restrict a: f32[M, K], in restrict b: f32[K, N], inout restrict c: f32[M, N]) {
+  let i: i64 = instance_id(0)
+  for j in 0 .. N step 1 {
+    c[i, j] = c[i, j] * f32(0.5)
+  }
+  for k in 0 .. K step 1 {
+    for j in 0 .. N step 1 {
+      c[i, j] = c[i, j] + a[i, k] * b[k, j]
+    }
+  }
+}
+"""
+
+
 def along(text, dim=0):
     function = kernel(text)
     return lanes_along_loops(function, Uniformity(function, (dim,)), dim)
@@ -54,6 +69,22 @@ def test_a_row_reduction_runs_its_lanes_along_the_row():
 def test_instances_reading_adjacent_elements_or_unpromised_folds_keep_strips(text):
     assert not along(text)
     assert strip_body(kernel(text), {0: 8}) is not None
+
+
+def test_a_nest_whose_innermost_loops_walk_rows_runs_them_in_lanes():
+    """Each instance a row of a product (``for k: for j: c[i, j] += a[i, k]
+    * b[k, j]``): the k loop's work is all in the j loop, which walks c
+    and b along their rows (a[i, k] one element throughout); across
+    instances they are a row apart."""
+    assert along(ROW_PRODUCTS)
+    assert strip_body(kernel(ROW_PRODUCTS), {0: 8}) is None
+
+
+@pytest.mark.parametrize("m", [1, 5, 19])
+def test_rows_of_a_product_in_lanes_match_the_interpreter(m):
+    rng = np.random.default_rng(m)
+    a, b, c = (rng.standard_normal(shape, dtype=np.float32) for shape in ((m, 7), (7, 37), (m, 37)))
+    run_both(ROW_PRODUCTS, {"a": a, "b": b, "c": c}, (m,), lanes=8)
 
 
 def test_a_matmul_keeps_lanes_across_its_columns():

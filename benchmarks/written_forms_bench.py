@@ -5,7 +5,8 @@ numpy or PyTorch user writes for the same result, or numba's loops (issue
 40: "several independently written variants of each kernel").
 
     python benchmarks/written_forms_bench.py
-        [--forms products,convolutions,stencils,reductions,orders,steps] [--size 1024]
+        [--forms products,convolutions,stencils,reductions,orders,steps,polybench]
+        [--size 1024]
         [--conv-shape 64,64,58,3] [--grid 4096] [--threads T] [--repeat 7]
 
 The forms are benchmarks/products.py's (m = k = n = ``--size``; batched:
@@ -23,7 +24,10 @@ square, as written and with ``pipeline=default``, which swaps them,
 against numpy's expression) and benchmarks/time_steps.py's (time steps
 of a ``--grid`` square grid updated in place, copied back or from an old
 copy, as written and with ``pipeline=default``, which fuses each update
-into its stencil, against the same steps in numba's parallel loops).
+into its stencil, against the same steps in numba's parallel loops) and
+benchmarks/polybench.py's (PolyBench's kernels, ``--size`` on a side for
+the cubic ones, ``--grid`` for the others, as written and with
+``pipeline=default``, against numpy's expressions in f32).
 Each output is checked against its peer's where the peer computes it.  Each implementation is timed
 in its own block of ``--repeat`` calls after a warm-up call, with a pause
 between blocks (OpenBLAS's and oneDNN's threads spin after a call and
@@ -184,7 +188,7 @@ def rows(forms: dict, peers: dict, inputs_of, args, threads: dict, pipeline: str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--forms",
-                        default="products,convolutions,stencils,reductions,orders,steps")
+                        default="products,convolutions,stencils,reductions,orders,steps,polybench")
     parser.add_argument("--size", type=int, default=1024, help="products: m = k = n")
     parser.add_argument("--conv-shape", default="64,64,58,3",
                         help="channels in, out, image size (no padding), taps")
@@ -199,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
     import numpy as np
     import torch
-    from benchmarks import convolutions, loop_orders, products, reductions, stencils, time_steps
+    from benchmarks import (convolutions, loop_orders, polybench, products, reductions,
+                            stencils, time_steps)
     if args.threads:
         torch.set_num_threads(args.threads)
     threads = {"threads": args.threads} if args.threads else {}
@@ -231,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     tables = [(forms, peers, inputs_of, "") for forms, peers, inputs_of in tables]
     both_ways = {"orders": (loop_orders, "numpy", lambda name, i: {
         "out": loop_orders.reference(name, i)}),
+        "polybench": (polybench, "numpy", polybench.reference),
         "steps": (time_steps, "numba", lambda name, i: {"u": time_steps.numba_steps(i)})}
     for family, (forms, label, peer) in both_ways.items():
         if family not in args.forms:
@@ -238,8 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         peers = {name: (label, lambda i, name=name, peer=peer: peer(name, i))
                  for name in forms.FORMS}
         for pipeline in ("", "default"):
-            tables.append((forms.FORMS, peers, lambda name, rng, forms=forms: forms.inputs_for(
-                name, rng, args.grid, args.grid), pipeline))
+            sizes = (args.size, args.grid) if forms is polybench else (args.grid, args.grid)
+            tables.append((forms.FORMS, peers, lambda name, rng, forms=forms, sizes=sizes:
+                           forms.inputs_for(name, rng, *sizes), pipeline))
     compared = [forms.FORMS for forms, _, _ in both_ways.values()]
     for forms, peers, inputs_of, pipeline in tables:
         with torch.no_grad():

@@ -19,7 +19,7 @@ the prefetchers do not follow (4096^2 f32 on one core of the 2-core EPYC:
 from __future__ import annotations
 
 from hpvm.ir.analysis import assigned_variables
-from hpvm.ir.kernel import ExprStmt, For, If, KernelFunction, Let, Load, Stmt, Store, While
+from hpvm.ir.kernel import For, If, KernelFunction, Let, Load, Stmt, Store, While
 from hpvm.ir.strides import IndexStrides, instance_of, loop_variable
 from hpvm.ir.uniformity import Uniformity
 from hpvm.ir.visit import walk
@@ -43,17 +43,17 @@ def lanes_along_loops(kernel: KernelFunction, uniformity: Uniformity, dim: int) 
 def _varying_accesses(loop, uniformity: Uniformity) -> list[Load | Store]:
     """The loop's varying loads and its stores, but those in loops inside
     it."""
-    return [e for stmt in _own_statements(loop.body) for e in walk(stmt)
+    return [e for part in _own_parts(loop.body) for e in walk(part)
             if isinstance(e, Load) and uniformity.is_varying(e) or isinstance(e, Store)]
 
 
-def _own_statements(body: tuple[Stmt, ...]):
-    """The statements of ``body`` outside loops in it (an If's condition
-    and its branches' statements, not the If)."""
+def _own_parts(body: tuple[Stmt, ...]):
+    """The statements of ``body`` outside loops in it: an If's condition
+    and its branches' statements, not the If."""
     for stmt in body:
         if isinstance(stmt, If):
-            yield ExprStmt(stmt.cond)
-            yield from _own_statements(stmt.then_body + stmt.else_body)
+            yield stmt.cond
+            yield from _own_parts(stmt.then_body + stmt.else_body)
         elif not isinstance(stmt, (For, While)):
             yield stmt
 

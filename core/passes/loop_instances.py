@@ -24,6 +24,18 @@ body writes or assigns (loop_nests.iterations_share: each buffer
 written is accessed with the loop's variable at one index position in
 every access).  The values before the loop are computed by every
 instance.  A named node that does not qualify is refused with the reason.
+
+With ``reused``, only tasks whose loop holds, after values, a second loop
+of the same kind (independent iterations, bounds from constants and
+sizes), which together read values reused across both: a matrix product
+written as loops (``for i: for j: c[i, j] *= s; for k: c[i, j] += a[i, k]
+* b[k, j]``, PolyBench's order of old). Instance (i, j) runs iteration j
+of iteration i, the elements its innermost loops update kept in variables
+(element_promotion.py), so that the node is what ``parallel_loop(M, N)``
+writes and register-tile schedules (its plan, register_tile_plan.py, is
+the test of reuse: reads the same along a row of instances and reads the
+same down a column). Default pipelines run this first, before
+loop-interchange would put such a nest's columns innermost.
 """
 from __future__ import annotations
 
@@ -32,13 +44,15 @@ import dataclasses
 from ..errors import Diagnostic, Location
 from ..ir.analysis import uses_barrier
 from ..ir.graph import Graph, KernelBody, Module, Node
-from ..ir.kernel import Call, For, InstanceCount, InstanceId, Let, Load, Var
+from ..ir.kernel import Call, For, InstanceCount, InstanceId, KernelFunction, Let, Load, Stmt, Var
 from ..ir.types import I64
 from ..ir.visit import walk
 from .loop_nests import sharing_problem
 from .errors import PassError
 from .module_tools import iter_nodes, named_kernel_nodes
-from .names import unique_name
+from .element_promotion import promoted
+from .names import NameGenerator, function_names, unique_name
+from .register_tile_plan import nest_plans
 from .reduce_forms import as_i64, offset, trip_count
 from .registry import Option, register_pass
 from .tensor_graph import replace_node
@@ -46,13 +60,17 @@ from .tensor_graph import replace_node
 
 @register_pass("loop-instances", options=[
     Option("nodes", list, (), "task nodes to run as instances of their loop, as node or "
-                              "graph.node (default: every one that qualifies)")])
-def loop_instances(module: Module, nodes: tuple[str, ...]) -> Module:
-    """Run each qualifying task's loop as the node's instances."""
+                              "graph.node (default: every one that qualifies)"),
+    Option("reused", bool, False, "only tasks whose two loops read values reused across "
+           "both (a matrix product's rows and columns), each as instances of both loops")])
+def loop_instances(module: Module, nodes: tuple[str, ...], reused: bool) -> Module:
+    """Run each qualifying task's loop as the node's instances; with
+    ``reused``, only two loops whose reads are reused across both, as a
+    node of two dimensions."""
     if nodes:
         selected = named_kernel_nodes(module, nodes, "loop-instances")
         for graph, node in selected:
-            problem = instances_problem(module, graph, node)
+            problem = instances_problem(module, graph, node, reused)
             if problem is not None:
                 raise PassError(Diagnostic(
                     Location(graph=graph.name, node=node.name),
@@ -60,15 +78,19 @@ def loop_instances(module: Module, nodes: tuple[str, ...]) -> Module:
                     "leave it out of nodes=; its loop runs in one instance"))
     else:
         selected = [(g, n) for g, n in iter_nodes(module)
-                    if instances_problem(module, g, n) is None]
+                    if instances_problem(module, g, n, reused) is None]
     for graph_name, node_name in [(g.name, n.name) for g, n in selected]:
         graph = module.graph(graph_name)
-        module = _as_instances(module, graph, graph.node(node_name))
+        node = graph.node(node_name)
+        module = _as_nest_instances(module, graph, node) if reused else \
+            _as_instances(module, graph, node)
     return module
 
 
-def instances_problem(module: Module, graph: Graph, node: Node) -> str | None:
-    """Why ``node`` cannot run its loop as instances (module docstring)."""
+def instances_problem(module: Module, graph: Graph, node: Node, reused: bool = False
+                      ) -> str | None:
+    """Why ``node`` cannot run its loop as instances (module docstring);
+    with ``reused``, its two loops as instances of two dimensions."""
     if not isinstance(node.body, KernelBody):
         return "is not a kernel node"
     if node.replication:
@@ -77,6 +99,31 @@ def instances_problem(module: Module, graph: Graph, node: Node) -> str | None:
         return "is in a streaming graph"
     function = module.function(node.body.function)
     body = function.body
+    problem = _loop_problem(body, function)
+    if problem is not None:
+        return problem
+    if any(isinstance(n, (InstanceId, InstanceCount)) for n in walk(body)) or \
+            uses_barrier(module, function.name):
+        return "reads its instance or waits at a barrier"
+    problem = sharing_problem(body[-1], module)
+    if problem is not None or not reused:
+        return problem
+    outer = body[-1]
+    problem = _loop_problem(outer.body, function)
+    if problem is not None:
+        return f"has in its loop '{outer.var}' {problem.removeprefix('has ')}"
+    inner = outer.body[-1]
+    problem = sharing_problem(inner, module)
+    if problem is not None:
+        return problem
+    plans = nest_plans(*_nested(module, graph, node))
+    return f"as instances of '{outer.var}' and '{inner.var}' {plans}" \
+        if isinstance(plans, str) else None
+
+
+def _loop_problem(body: tuple[Stmt, ...], function: KernelFunction) -> str | None:
+    """Why ``body`` is not values and then one loop that a replication can
+    count; None when it is."""
     if not body or not isinstance(body[-1], For) or \
             not all(isinstance(s, Let) for s in body[:-1]):
         return "has a body other than values and then one loop"
@@ -89,20 +136,46 @@ def instances_problem(module: Module, graph: Graph, node: Node) -> str | None:
            or isinstance(n, Var) and n.name not in sizes for n in walk((loop.start, loop.stop))):
         return (f"has a loop '{loop.var}' whose bounds read more than constants, sizes and "
                 "integer scalar inputs (the node's replication is sized from them)")
-    if any(isinstance(n, (InstanceId, InstanceCount)) for n in walk(body)) or \
-            uses_barrier(module, function.name):
-        return "reads its instance or waits at a barrier"
-    return sharing_problem(loop, module)
+    return None
 
 
 def _as_instances(module: Module, graph: Graph, node: Node) -> Module:
     function = module.function(node.body.function)
     loop = function.body[-1]
-    position = Let(loop.var, I64, offset(as_i64(loop.start), InstanceId(0), 1))
+    return _with_function(module, graph, node, (*function.body[:-1], _position(loop, 0),
+                                                *loop.body), (trip_count(loop),))
+
+
+def _nested(module: Module, graph: Graph, node: Node) -> tuple[Module, Node]:
+    """The module with ``node``'s two loops as instances of two
+    dimensions, the elements its inner loop updates kept in variables
+    (element_promotion.py); and the new node."""
+    function = module.function(node.body.function)
+    outer = function.body[-1]
+    inner = outer.body[-1]
+    types = {p.name: p.type.element for p in function.params if p.is_buffer}
+    steps = promoted(inner.body, types, NameGenerator(function_names(function)))
+    body = (*function.body[:-1], _position(outer, 0), *outer.body[:-1], _position(inner, 1),
+            *steps)
+    module = _with_function(module, graph, node, body, (trip_count(outer), trip_count(inner)))
+    return module, next(n for n in module.graph(graph.name).nodes if n.name == node.name)
+
+
+def _as_nest_instances(module: Module, graph: Graph, node: Node) -> Module:
+    return _nested(module, graph, node)[0]
+
+
+def _position(loop: For, dim: int) -> Let:
+    """The loop's variable as the instance's position along ``dim``."""
+    return Let(loop.var, I64, offset(as_i64(loop.start), InstanceId(dim), 1))
+
+
+def _with_function(module: Module, graph: Graph, node: Node, body: tuple[Stmt, ...],
+                   replication: tuple) -> Module:
+    function = module.function(node.body.function)
     name = unique_name(f"{function.name}_instances", module.functions)
-    new = dataclasses.replace(function, name=name,
-                              body=(*function.body[:-1], position, *loop.body))
-    rewritten = dataclasses.replace(node, body=KernelBody(name), replication=(trip_count(loop),))
+    new = dataclasses.replace(function, name=name, body=body)
+    rewritten = dataclasses.replace(node, body=KernelBody(name), replication=replication)
     return dataclasses.replace(module, functions={**module.functions, name: new},
                                graphs={**module.graphs,
                                        graph.name: replace_node(graph, rewritten)})

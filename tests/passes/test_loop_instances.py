@@ -10,7 +10,7 @@ import hpvm
 import hpvm.lang as hl
 from hpvm.interp import Interpreter
 from hpvm.ir.text import print_module
-from hpvm.lang import Buffer, Out, f32, parallel_loop, task
+from hpvm.lang import Buffer, InOut, Out, f32, parallel_loop, task
 from hpvm.passes import PassError, run_pipeline
 from hpvm.testing import assert_outputs_close, usable_targets
 
@@ -97,3 +97,85 @@ def test_a_loop_whose_iterations_share_an_element_stays_a_task():
     assert run_pipeline(shared, "loop-instances") == shared
     with pytest.raises(PassError, match="iterations that may share"):
         run_pipeline(shared, "loop-instances{nodes=matvec_loops}")
+
+
+@hl.program
+def nests(a: Buffer[f32, "M", "K"], b: Buffer[f32, "K", "N"], c: InOut[Buffer[f32, "M", "N"]],
+          s: f32, lower: Out[Buffer[f32, "M", "M"]], twice: Out[Buffer[f32, "M", "K"]],
+          totals: InOut[Buffer[f32, "M"]]):
+    with task(ins=(a, b, c), outs=(c,), name="product"):     # PolyBench 3.2's gemm
+        for i in range(M):
+            for j in range(N):
+                c[i, j] *= s
+                for k in range(K):
+                    c[i, j] += a[i, k] * b[k, j]
+    with task(ins=(a,), outs=(lower,), name="triangle"):
+        for i in range(M):
+            for j in range(i):
+                acc: f32 = 0.0
+                for k in range(K):
+                    acc += a[i, k] * a[j, k]
+                lower[i, j] = acc
+    with task(ins=(a,), outs=(twice,), name="doubled"):
+        for i in range(M):
+            for j in range(K):
+                twice[i, j] = a[i, j] * 2.0
+    with task(ins=(a, b, totals), outs=(totals,), name="totals"):
+        for i in range(M):
+            for j in range(N):
+                for k in range(K):
+                    totals[i] += a[i, k] * b[k, j]
+
+
+def nests_inputs(m=9, k=7, n=11, seed=3):
+    rng = np.random.default_rng(seed)
+    return {"a": rng.standard_normal((m, k)).astype(np.float32),
+            "b": rng.standard_normal((k, n)).astype(np.float32),
+            "c": rng.standard_normal((m, n)).astype(np.float32), "s": np.float32(1.5),
+            "totals": rng.standard_normal(m).astype(np.float32)}
+
+
+def test_two_loops_reading_values_reused_across_both_run_as_two_dimensions():
+    """The product's rows and columns become instances, its sum kept in a
+    variable; the triangle (the columns' bounds follow the row) and the
+    doubling (nothing reused) stay tasks."""
+    module = nests.build()
+    changed = run_pipeline(module, "loop-instances{reused=true}", verify_each=True)
+    text = print_module(changed)
+    assert "node product = @product_instances [max(M, 0), max(N, 0)]" in text
+    assert """  let i: i64 = instance_id(0)
+  let j: i64 = instance_id(1)
+  let c_element: f32 = c[i, j] * s
+  for k in 0 .. K step 1 {
+    c_element = c_element + a[i, k] * b[k, j]
+  }
+  c[i, j] = c_element""" in text
+    assert "node triangle = @triangle\n" in text and "node doubled = @doubled\n" in text
+    for m, k, n in ((9, 7, 11), (1, 3, 1), (40, 33, 70)):
+        data = nests_inputs(m, k, n)
+        want = Interpreter(module).run(**data)
+        for name, value in Interpreter(changed).run(**data).items():
+            np.testing.assert_array_equal(value, want[name], err_msg=name)
+        for target in usable_targets(("cpu", "gpu_opencl")):
+            exe = hpvm.compile(changed, [target])
+            assert_outputs_close(exe(**data), want, 1e-4, 1e-4, target)
+
+
+def test_the_cpu_default_pipeline_runs_such_a_product_in_register_tiles():
+    from hpvm.passes.register_tile import SCHEDULE_ATTRIBUTE
+    exe = hpvm.compile(nests, ["cpu"], options={"pipeline": "default"})
+    text = exe.artifacts["cpu"].files["module.hpvm"].decode()
+    assert "node product = @product_instances_register_tiled" in text
+    assert f"{{{SCHEDULE_ATTRIBUTE} = [" in text
+    data = nests_inputs(40, 33, 70)
+    assert_outputs_close(exe(**data), Interpreter(nests.build()).run(**data), 1e-4, 1e-4)
+
+
+@pytest.mark.parametrize("node, reason", [
+    ("triangle", "in its loop 'i' a loop 'j' whose bounds read more than constants"),
+    ("doubled", "as instances of 'i' and 'j' has no single counted loop"),
+    ("totals", "iterations that may share what its body writes.*needs 'j'"),
+])
+def test_nests_without_reuse_in_two_dimensions_are_refused_with_the_reason(node, reason):
+    with pytest.raises(PassError, match=reason):
+        run_pipeline(nests.build(), f"loop-instances{{reused=true nodes={node}}}")

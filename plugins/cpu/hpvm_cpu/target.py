@@ -78,9 +78,13 @@ product goes to BLAS."""
 class CpuTarget(Target):
     name = "cpu"
     description = "multicore CPUs through LLVM (llvmlite): x86-64, AArch64, RISC-V"
-    default_pipeline = ("node-fusion,copy-propagation,loop-interchange,loop-tile,loop-instances,"
-                        "loop-jam,dce")
-    """Fusing nodes keeps intermediates out of memory (camera: 1.6x on cpu),
+    default_pipeline = ("node-fusion,copy-propagation,loop-instances{reused=true},"
+                        "loop-interchange,loop-tile,loop-instances,loop-jam,dce")
+    """A task whose two loops read values reused across both (a matrix
+    product written as loops) runs them as instances of a node of two
+    dimensions, which register-tile schedules (PolyBench 3.2's gemm at
+    1024^3 on two cores: 78 -> 18.7 ms, numpy's BLAS 10); fusing nodes
+    keeps intermediates out of memory (camera: 1.6x on cpu),
     time steps updated in place included, which run out of place then;
     outputs that copy another buffer are not made (copy-propagation: heat
     steps in place, copied back and from an old copy at 4096^2 on two

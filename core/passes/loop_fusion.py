@@ -60,6 +60,12 @@ def loop_fusion(module: Module, functions: tuple[str, ...]) -> Module:
     return dataclasses.replace(module, functions=new_functions)
 
 
+def fused(stmts: tuple[Stmt, ...], function: KernelFunction) -> tuple[Stmt, ...]:
+    """``stmts`` (of ``function``) with adjacent loops fused where legal,
+    greedily, outermost first, as the pass does."""
+    return _Fuser(function).block(stmts)
+
+
 class _Fuser:
     def __init__(self, function: KernelFunction):
         self.names = NameGenerator(function_names(function))

@@ -12,7 +12,9 @@ A program written sequentially puts its loop in one task::
 One instance runs every row on one core.  The rows share nothing, so the
 node can be what ``parallel_loop(M)`` writes: M instances, instance i
 running iteration i (the cpu spreads them over its cores and vector
-lanes, a GPU over its work items).  Each iteration computes what it did,
+lanes, a GPU over its work items); an element a loop of the iteration
+alone updates is kept in a variable while that loop runs
+(element_promotion.py).  Each iteration computes what it did,
 in the same order, so the results are the same bit for bit.
 
 Which nodes: those named in ``nodes`` (``node`` or ``graph.node``), or
@@ -34,7 +36,11 @@ of iteration i, the elements its innermost loops update kept in variables
 (element_promotion.py), so that the node is what ``parallel_loop(M, N)``
 writes and register-tile schedules (its plan, register_tile_plan.py, is
 the test of reuse: reads the same along a row of instances and reads the
-same down a column). Default pipelines run this first, before
+same down a column). A row written as loops over the columns in turn
+(PolyBench 4.2's ``for j: c[i, j] *= s`` then ``for k: for j: c[i, j] +=
+...``) is first made one loop over the columns: each nest swapped where
+legal (loop_interchange.py), then the loops fused where legal
+(loop_fusion.py). Default pipelines run this first, before
 loop-interchange would put such a nest's columns innermost.
 """
 from __future__ import annotations
@@ -47,6 +53,8 @@ from ..ir.graph import Graph, KernelBody, Module, Node
 from ..ir.kernel import Call, For, InstanceCount, InstanceId, KernelFunction, Let, Load, Stmt, Var
 from ..ir.types import I64
 from ..ir.visit import walk
+from .loop_fusion import fused
+from .loop_interchange import interchange_problem, swapped
 from .loop_nests import sharing_problem
 from .errors import PassError
 from .module_tools import iter_nodes, named_kernel_nodes
@@ -108,7 +116,7 @@ def instances_problem(module: Module, graph: Graph, node: Node, reused: bool = F
     problem = sharing_problem(body[-1], module)
     if problem is not None or not reused:
         return problem
-    outer = body[-1]
+    outer = _columns_outward(body[-1], function, module)
     problem = _loop_problem(outer.body, function)
     if problem is not None:
         return f"has in its loop '{outer.var}' {problem.removeprefix('has ')}"
@@ -119,6 +127,14 @@ def instances_problem(module: Module, graph: Graph, node: Node, reused: bool = F
     plans = nest_plans(*_nested(module, graph, node))
     return f"as instances of '{outer.var}' and '{inner.var}' {plans}" \
         if isinstance(plans, str) else None
+
+
+def loop_problem(body: tuple[Stmt, ...], function: KernelFunction, module: Module
+                 ) -> str | None:
+    """Why statements ``body`` of ``function`` could not run as instances
+    of their loop (values, then one loop over iterations that share
+    nothing, counted from sizes); None when they could."""
+    return _loop_problem(body, function) or sharing_problem(body[-1], module)
 
 
 def _loop_problem(body: tuple[Stmt, ...], function: KernelFunction) -> str | None:
@@ -143,7 +159,14 @@ def _as_instances(module: Module, graph: Graph, node: Node) -> Module:
     function = module.function(node.body.function)
     loop = function.body[-1]
     return _with_function(module, graph, node, (*function.body[:-1], _position(loop, 0),
-                                                *loop.body), (trip_count(loop),))
+                                                *_promoted(loop.body, function)),
+                          (trip_count(loop),))
+
+
+def _promoted(body: tuple[Stmt, ...], function: KernelFunction) -> tuple[Stmt, ...]:
+    """``body`` with the elements its loops update kept in variables."""
+    types = {p.name: p.type.element for p in function.params if p.is_buffer}
+    return promoted(body, types, NameGenerator(function_names(function)))
 
 
 def _nested(module: Module, graph: Graph, node: Node) -> tuple[Module, Node]:
@@ -151,14 +174,28 @@ def _nested(module: Module, graph: Graph, node: Node) -> tuple[Module, Node]:
     dimensions, the elements its inner loop updates kept in variables
     (element_promotion.py); and the new node."""
     function = module.function(node.body.function)
-    outer = function.body[-1]
+    outer = _columns_outward(function.body[-1], function, module)
     inner = outer.body[-1]
-    types = {p.name: p.type.element for p in function.params if p.is_buffer}
-    steps = promoted(inner.body, types, NameGenerator(function_names(function)))
     body = (*function.body[:-1], _position(outer, 0), *outer.body[:-1], _position(inner, 1),
-            *steps)
+            *_promoted(inner.body, function))
     module = _with_function(module, graph, node, body, (trip_count(outer), trip_count(inner)))
     return module, next(n for n in module.graph(graph.name).nodes if n.name == node.name)
+
+
+def _columns_outward(outer: For, function: KernelFunction, module: Module) -> For:
+    """``outer`` with its body as values and one loop where it can be: each
+    perfect nest of two loops in it swapped where legal (``for k: for j:``
+    becomes ``for j: for k:``), then adjacent loops fused where legal
+    (loop_fusion.py), as PolyBench 4.2 writes a product's row (``for j:
+    c[i, j] *= s`` and ``for k: for j: c[i, j] += a[i, k] * b[k, j]``);
+    ``outer`` itself where that does not give one loop."""
+    if _loop_problem(outer.body, function) is None:
+        return outer
+    body = tuple(swapped(s) if isinstance(s, For) and len(s.body) == 1 and
+                 isinstance(s.body[0], For) and interchange_problem(s, function, module) is None
+                 else s for s in outer.body)
+    candidate = dataclasses.replace(outer, body=fused(body, function))
+    return candidate if _loop_problem(candidate.body, function) is None else outer
 
 
 def _as_nest_instances(module: Module, graph: Graph, node: Node) -> Module:

@@ -226,7 +226,10 @@ def _following(stmts, var: str) -> set[str]:
     return names
 
 
-def _swapped(outer: For) -> For:
+def swapped(outer: For) -> For:
+    """The perfect nest ``outer`` with its two loops swapped (bounds that
+    run the same iterations where the inner's read the outer's
+    variable); legal where interchange_problem finds nothing."""
     inner = outer.body[0]
     new_outer, new_inner = swapped_bounds(outer, inner) if reads_variable(
         (inner.start, inner.stop), outer.var) else (inner, outer)
@@ -289,5 +292,5 @@ class _Interchanger(NestRewriter):
         """The nest swapped; the loop moved inwards is looked at again with
         the loop now in it, so that the loop walking memory contiguously
         sinks to the innermost place of a deeper nest."""
-        swapped = _swapped(loop)
-        return dataclasses.replace(swapped, body=(self.statement(swapped.body[0]),))
+        nest = swapped(loop)
+        return dataclasses.replace(nest, body=(self.statement(nest.body[0]),))

@@ -161,6 +161,21 @@ def test_two_loops_reading_values_reused_across_both_run_as_two_dimensions():
             assert_outputs_close(exe(**data), want, 1e-4, 1e-4, target)
 
 
+def test_a_row_written_as_loops_over_the_columns_in_turn_becomes_one_loop_first():
+    """PolyBench 4.2's gemm: ``for j: C[i, j] *= beta`` then ``for k: for j:
+    C[i, j] += ...`` in each row; the nest swapped and fused with the
+    scaling, the same sums in the same order."""
+    from benchmarks import polybench
+    module = polybench.gemm.build()
+    changed = run_pipeline(module, "loop-instances{reused=true}", verify_each=True)
+    text = print_module(changed)
+    assert "node gemm = @gemm_instances [max(N, 0), max(N, 0)]" in text
+    assert "let C_element: f32 = C[i, j] * beta\n  for k in 0 .. N step 1 {" in text
+    data = polybench.inputs_for("gemm", np.random.default_rng(4), 23, 0)
+    want = Interpreter(module).run(**data)
+    np.testing.assert_array_equal(Interpreter(changed).run(**data)["C"], want["C"])
+
+
 def test_the_cpu_default_pipeline_runs_such_a_product_in_register_tiles():
     from hpvm.passes.register_tile import SCHEDULE_ATTRIBUTE
     exe = hpvm.compile(nests, ["cpu"], options={"pipeline": "default"})

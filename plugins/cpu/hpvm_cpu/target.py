@@ -78,9 +78,11 @@ product goes to BLAS."""
 class CpuTarget(Target):
     name = "cpu"
     description = "multicore CPUs through LLVM (llvmlite): x86-64, AArch64, RISC-V"
-    default_pipeline = ("node-fusion,copy-propagation,loop-instances{reused=true},"
+    default_pipeline = ("node-fusion,copy-propagation,task-split,loop-instances{reused=true},"
                         "loop-interchange,loop-tile,loop-instances,loop-jam,dce")
-    """A task whose two loops read values reused across both (a matrix
+    """A task running several loops in turn runs each as a node of its
+    own where one of them can then run as instances (task-split); a task
+    whose two loops read values reused across both (a matrix
     product written as loops) runs them as instances of a node of two
     dimensions, which register-tile schedules (PolyBench 3.2's gemm at
     1024^3 on two cores: 78 -> 18.7 ms, numpy's BLAS 10); fusing nodes

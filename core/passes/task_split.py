@@ -1,0 +1,214 @@
+"""``task-split``: a task that runs several loops in turn becomes a chain
+of tasks, one per loop, so that each loop whose iterations are
+independent can run as instances (loop-instances).
+
+A program ported from sequential code puts a whole kernel in one task::
+
+    with task(...):
+        for i in range(N): tmp[i] = 0.0 ...      # one loop nest
+        for i in range(N): D[i, j] ...           # another, reading tmp
+
+Each loop becomes a node of its own, with the statements before it (the
+statements after the last loop join the last one), as if the tasks had
+been written one per loop: a buffer a node reads comes from the node
+before it that last wrote it, or from what fed the task; a buffer it
+writes is ``inout`` where it had a value before (an input of the task, or
+a node before it wrote it) and ``out`` otherwise; what read the task's
+outputs reads the last node writing each. So every node computes what
+its statements computed in the task, in the same order, bit for bit.
+
+A value (a ``let``) that a later loop reads is computed again there when
+it reads no buffer the task writes and is never assigned; otherwise the
+loop stays with the one before it, as does a loop reading a variable an
+earlier one assigns. A task is split only where one of its parts is then
+a loop whose iterations share nothing (what loop-instances takes), its
+body declares no array at its top and has no return, barrier or atomic
+update, and each of its outputs is written by a part.
+
+Which nodes: those named in ``nodes`` (``node`` or ``graph.node``), or
+every kernel node that qualifies (run once, in a graph that does not
+stream). A named node that does not qualify is refused with the reason.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import Diagnostic, Location
+from ..ir.analysis import assigned_variables
+from ..ir.graph import Edge, Graph, KernelBody, Module, Node
+from ..ir.kernel import (
+    ArrayDecl, AtomicUpdate, Barrier, Call, For, InstanceCount, InstanceId, KernelFunction, Let,
+    Load, Return, Stmt, Store, Var,
+)
+from ..ir.parameter import Parameter
+from ..ir.visit import walk
+from .errors import PassError
+from .loop_instances import loop_problem
+from .module_tools import iter_nodes, named_kernel_nodes
+from .names import NameGenerator, names_in
+from .registry import Option, register_pass
+from .tensor_graph import bind_outs_of, feeds_of, remove_nodes
+
+
+@register_pass("task-split", options=[
+    Option("nodes", list, (), "tasks to split into one node per loop, as node or graph.node "
+                              "(default: every one where a loop can then run as instances)")])
+def task_split(module: Module, nodes: tuple[str, ...]) -> Module:
+    """Split each qualifying task into a chain of nodes, one per loop."""
+    if nodes:
+        selected = named_kernel_nodes(module, nodes, "task-split")
+        for graph, node in selected:
+            problem = split_problem(module, graph, node)
+            if problem is not None:
+                raise PassError(Diagnostic(
+                    Location(graph=graph.name, node=node.name), f"task-split: node "
+                    f"'{node.name}' {problem}", "leave it out of nodes=; it stays one task"))
+    else:
+        selected = [(g, n) for g, n in iter_nodes(module) if split_problem(module, g, n) is None]
+    for graph_name, node_name in [(g.name, n.name) for g, n in selected]:
+        graph = module.graph(graph_name)
+        module = _split(module, graph, graph.node(node_name))
+    return module
+
+
+def split_problem(module: Module, graph: Graph, node: Node) -> str | None:
+    """Why ``node`` is not split (module docstring); None when it is."""
+    if not isinstance(node.body, KernelBody):
+        return "is not a kernel node"
+    if node.replication:
+        return "is replicated"
+    if graph.is_streaming:
+        return "is in a streaming graph"
+    function = module.function(node.body.function)
+    if function.return_type is not None or any(
+            isinstance(n, (Return, Barrier, AtomicUpdate, InstanceId, InstanceCount))
+            for n in walk(function.body)) or \
+            any(isinstance(s, ArrayDecl) for s in function.body):
+        return ("returns, waits at a barrier, updates atomically, reads its instance or "
+                "declares an array at its top")
+    parts = _parts(function)
+    if len(parts) < 2:
+        return "has no two loops that can run apart"
+    written = {b for part in parts for b in _stored(part)}
+    unwritten = [p.name for p in function.params if p.writes and p.name not in written]
+    if unwritten:
+        return f"has an output '{unwritten[0]}' that no statement writes"
+    if all(loop_problem(part, function, module) is not None for part in parts):
+        return "has no loop that could then run as instances"
+    return None
+
+
+def _parts(function: KernelFunction) -> list[tuple[Stmt, ...]]:
+    """The body as parts, each the statements before a loop and the loop
+    (the last also what follows), values a part reads from an earlier one
+    computed again at its start, parts that cannot run apart merged."""
+    body = function.body
+    cuts = [i + 1 for i, s in enumerate(body) if isinstance(s, For)][:-1]
+    spans = list(zip([0, *cuts], [*cuts, len(body)]))
+    parts: list[tuple[Stmt, ...]] = []
+    for start, stop in spans:
+        part = _with_values(body[:start], body[start:stop], body)
+        if part is None:
+            parts[-1] = parts[-1] + body[start:stop]   # runs with the part before it
+        else:
+            parts.append(part)
+    return parts
+
+
+def _with_values(before: tuple[Stmt, ...], part: tuple[Stmt, ...],
+                 body: tuple[Stmt, ...]) -> tuple[Stmt, ...] | None:
+    """``part`` with the values it reads from ``before`` computed again at
+    its start; None where one cannot be (module docstring)."""
+    if not before:
+        return part
+    lets = {s.name: s for s in before if isinstance(s, Let)}
+    assigned = assigned_variables(body)
+    written = {n.buffer for n in walk(body) if isinstance(n, Store)}
+    needed, queue = set(), [n for n in names_in(part) if n in lets]
+    while queue:
+        name = queue.pop()
+        if name in needed:
+            continue
+        let = lets[name]
+        if name in assigned or let.value is None or any(
+                isinstance(n, Call) or isinstance(n, Load) and n.buffer in written
+                for n in walk(let.value)):
+            return None
+        needed.add(name)
+        queue += [n.name for n in walk(let.value) if isinstance(n, Var) and n.name in lets]
+    return tuple(s for s in before if isinstance(s, Let) and s.name in needed) + part
+
+
+def _stored(part: tuple[Stmt, ...]) -> set[str]:
+    return {n.buffer for n in walk(part) if isinstance(n, Store)}
+
+
+def _ports(part: tuple[Stmt, ...], function: KernelFunction,
+           written_before: set[str]) -> list[Parameter]:
+    """The parameters ``part`` reads or writes, each with its direction
+    there (module docstring), and an input for each shape symbol that no
+    input of the part has (the sizes of what it reads and makes)."""
+    stored = _stored(part)
+    read = names_in(part) | {n.buffer for n in walk(part) if isinstance(n, (Load, Store))}
+
+    def direction(param: Parameter) -> str:
+        if not param.is_buffer or param.name not in stored:
+            return "in"
+        fresh = param.direction == "out" and param.name not in written_before
+        return "out" if fresh else "inout"
+    ports = {p.name: dataclasses.replace(p, direction=direction(p))
+             for p in function.params if p.name in read}
+    needed = {s for s in function.shape_symbols if s in read} | {
+        s for p in ports.values() if p.is_buffer for s in p.type.symbols}
+    for symbol in sorted(needed):
+        if not any(_gives(p, symbol) for p in ports.values()):
+            carrier = min((p for p in function.params if _gives(p, symbol)),
+                          key=lambda p: len(p.type.shape or ()) if p.is_buffer else 0)
+            ports[carrier.name] = dataclasses.replace(carrier, direction="in")
+    return [ports[p.name] for p in function.params if p.name in ports]
+
+
+def _gives(param: Parameter, symbol: str) -> bool:
+    """Whether an input ``param`` gives the value of shape ``symbol``."""
+    if param.direction == "out":
+        return False
+    return symbol in param.type.symbols if param.is_buffer else param.name == symbol
+
+
+def _split(module: Module, graph: Graph, node: Node) -> Module:
+    function = module.function(node.body.function)
+    functions = NameGenerator(module.functions)
+    node_names = NameGenerator(n.name for n in graph.nodes)
+    last_writer: dict[str, str] = {}
+    new_nodes, edges, bind_ins, functions_made = [], [], [], {}
+    for index, part in enumerate(_parts(function)):
+        name = node_names.fresh(f"{node.name}_{index}")
+        params = _ports(part, function, set(last_writer))
+        for param in params:
+            if param.direction == "out":
+                continue
+            if param.name in last_writer:
+                edges.append(Edge(last_writer[param.name], param.name, name, param.name))
+            else:
+                fed_edges, fed_bind_ins = feeds_of(graph, {param.name: (node.name, param.name)},
+                                                   name)
+                edges += fed_edges
+                bind_ins += fed_bind_ins
+        last_writer.update((buffer, name) for buffer in _stored(part))
+        function_name = functions.fresh(f"{function.name}_{index}")
+        functions_made[function_name] = dataclasses.replace(
+            function, name=function_name, params=tuple(params), body=part)
+        new_nodes.append(dataclasses.replace(node, name=name, body=KernelBody(function_name)))
+    outgoing = [dataclasses.replace(e, src_node=last_writer[e.src_port])
+                for e in graph.edges if e.src_node == node.name]
+    bind_outs = [dataclasses.replace(b, src_node=last_writer[b.src_port])
+                 for b in bind_outs_of(graph, node.name)]
+    at = [n.name for n in graph.nodes].index(node.name)
+    rest = remove_nodes(graph, {node.name})
+    nodes = (*rest.nodes[:at], *new_nodes, *rest.nodes[at:])
+    new_graph = dataclasses.replace(
+        rest, nodes=nodes, edges=(*rest.edges, *edges, *outgoing),
+        bind_ins=(*rest.bind_ins, *bind_ins), bind_outs=(*rest.bind_outs, *bind_outs))
+    return dataclasses.replace(module, functions={**module.functions, **functions_made},
+                               graphs={**module.graphs, graph.name: new_graph})
+

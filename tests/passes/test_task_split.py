@@ -1,0 +1,136 @@
+# ruff: noqa: F821  (shape symbols such as N are names the kernel language binds)
+"""task-split: a task running several loops in turn becomes a chain of
+nodes, one per loop, computing what the task did bit for bit (the golden
+model runs both; every usable target runs the split program close to
+it); values a later loop reads are computed again where they can be, the
+loops stay together where they cannot; tasks with nothing to gain, or
+that cannot be split, are left, and refused with the reason when named."""
+import numpy as np
+import pytest
+
+import hpvm
+import hpvm.lang as hl
+from hpvm.interp import Interpreter
+from hpvm.ir.text import print_module
+from hpvm.lang import Buffer, InOut, Out, f32, task
+from hpvm.passes import PassError, run_pipeline
+from hpvm.testing import assert_outputs_close, usable_targets
+
+from benchmarks import polybench
+
+
+@hl.program
+def stages(x: Buffer[f32, "N"], y: Out[Buffer[f32, "N"]], z: Out[Buffer[f32, "N"]],
+           w: InOut[Buffer[f32, "N"]]):
+    with task(ins=(x, w), outs=(y, z, w), name="stages"):
+        scale = x[0] * 2.0 + 1.0
+        for i in range(N):
+            y[i] = x[i] * scale
+        for i in range(N):
+            z[i] = y[i] + scale
+            y[i] = y[i] * 0.5
+        first = y[0]
+        for i in range(N):
+            w[i] = w[i] + z[i] * first
+
+
+@hl.program
+def chained(x: Buffer[f32, "N"], y: Out[Buffer[f32, "N"]], total: Out[Buffer[f32, 1]]):
+    with task(ins=(x,), outs=(y, total), name="normalise"):
+        acc = 0.0
+        for i in range(N):
+            acc += x[i]
+        for i in range(N):
+            y[i] = x[i] / acc
+        total[0] = acc
+
+
+def check(program, inputs, pipeline="task-split"):
+    module = program.build()
+    split = run_pipeline(module, pipeline, verify_each=True)
+    want = Interpreter(module).run(**{k: np.copy(v) for k, v in inputs.items()})
+    got = Interpreter(split).run(**{k: np.copy(v) for k, v in inputs.items()})
+    for name, value in want.items():
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+    for target in usable_targets(("cpu", "gpu_opencl")):
+        exe = hpvm.compile(split, [target])
+        assert_outputs_close(exe(**{k: np.copy(v) for k, v in inputs.items()}), want,
+                             1e-5, 1e-5, target)
+    return print_module(split)
+
+
+def test_each_loop_becomes_a_node_fed_by_the_last_writer_of_what_it_reads():
+    rng = np.random.default_rng(0)
+    for n in (1, 7, 40):
+        x, w = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+        text = check(stages, {"x": x, "w": w})
+    assert "node stages_0 = @stages_0\n  node stages_1 = @stages_1\n  node stages_2 = @stages_2" \
+        in text
+    # the value before the first loop is computed again in the second, which
+    # updates y after the first made it; the third reads y through `first`
+    assert "func @stages_1(in x: f32[N], inout y: f32[N], out z: f32[N])" in text
+    assert "func @stages_2(inout w: f32[N], in y: f32[N], in z: f32[N])" in text
+    for edge in ("stages_0.y -> stages_1.y", "stages_1.y -> stages_2.y",
+                 "stages_1.z -> stages_2.z", "out stages_1.y -> y", "out stages_2.w -> w"):
+        assert edge in text
+
+
+def test_a_product_ported_from_c_runs_as_two_nodes_of_instances():
+    """PolyBench's 2mm: tmp = alpha A B, then D = tmp C + beta D, one task;
+    split, each product is a node of two dimensions (loop-instances)."""
+    rng = np.random.default_rng(1)
+    inputs = polybench.inputs_for("two_mm", rng, 13, 13)
+    text = check(polybench.two_mm, inputs, "task-split,loop-instances{reused=true}")
+    assert "node two_mm_0 = @two_mm_0_instances [max(N, 0), max(N, 0)]" in text
+    assert "edge two_mm_0.tmp -> two_mm_1.tmp" in text
+
+
+def test_a_zeroing_loop_gets_an_input_giving_its_size():
+    inputs = polybench.inputs_for("atax", np.random.default_rng(2), 9, 9)
+    text = check(polybench.atax, inputs)
+    assert "func @atax_0(in x: f32[N], out y: f32[N])" in text
+
+
+def test_loops_sharing_a_variable_stay_together():
+    """The sum `acc` the first loop folds is read by the second: one task."""
+    module = chained.build()
+    assert run_pipeline(module, "task-split") == module
+    with pytest.raises(PassError, match="has no two loops that can run apart"):
+        run_pipeline(module, "task-split{nodes=normalise}")
+
+
+TASK = """hpvm 1.0
+module m
+
+func @k(in x: f32[N], out y: f32[N], out z: f32[N]) {
+  for i in 1 .. N step 1 {
+    FIRST
+  }
+  for i in 1 .. N step 1 {
+    SECOND
+  }
+}
+
+graph @main(in x: f32[N], out y: f32[N], out z: f32[N]) {
+  node t = @k
+  in x -> t.x
+  out t.y -> y
+  out t.z -> z
+}
+
+root @main
+"""
+
+
+@pytest.mark.parametrize("first, second, reason", [
+    ("z[i] = x[i]", "z[i] = z[i] + x[i]", "has an output 'y' that no statement writes"),
+    ("y[i] = y[i - 1] + x[i]", "z[i] = z[i - 1] + y[i]",    # running sums
+     "has no loop that could then run as instances"),
+])
+def test_tasks_that_cannot_be_split_or_gain_nothing_are_refused_with_the_reason(
+        first, second, reason):
+    from hpvm.ir.text import parse_module
+    module = parse_module(TASK.replace("FIRST", first).replace("SECOND", second))
+    assert run_pipeline(module, "task-split") == module
+    with pytest.raises(PassError, match=reason):
+        run_pipeline(module, "task-split{nodes=t}")

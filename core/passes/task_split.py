@@ -45,7 +45,8 @@ from ..ir.visit import walk
 from .errors import PassError
 from .loop_instances import loop_problem
 from .module_tools import iter_nodes, named_kernel_nodes
-from .names import NameGenerator, names_in
+from .loop_distribution import distributed
+from .names import NameGenerator, function_names, names_in
 from .registry import Option, register_pass
 from .tensor_graph import bind_outs_of, feeds_of, remove_nodes
 
@@ -86,7 +87,7 @@ def split_problem(module: Module, graph: Graph, node: Node) -> str | None:
             any(isinstance(s, ArrayDecl) for s in function.body):
         return ("returns, waits at a barrier, updates atomically, reads its instance or "
                 "declares an array at its top")
-    parts = _parts(function)
+    parts = _parts(function, module)
     if len(parts) < 2:
         return "has no two loops that can run apart"
     written = {b for part in parts for b in _stored(part)}
@@ -98,11 +99,11 @@ def split_problem(module: Module, graph: Graph, node: Node) -> str | None:
     return None
 
 
-def _parts(function: KernelFunction) -> list[tuple[Stmt, ...]]:
+def _parts(function: KernelFunction, module: Module) -> list[tuple[Stmt, ...]]:
     """The body as parts, each the statements before a loop and the loop
     (the last also what follows), values a part reads from an earlier one
     computed again at its start, parts that cannot run apart merged."""
-    body = function.body
+    body = _distributed(function, module)
     cuts = [i + 1 for i, s in enumerate(body) if isinstance(s, For)][:-1]
     spans = list(zip([0, *cuts], [*cuts, len(body)]))
     parts: list[tuple[Stmt, ...]] = []
@@ -113,6 +114,22 @@ def _parts(function: KernelFunction) -> list[tuple[Stmt, ...]]:
         else:
             parts.append(part)
     return parts
+
+
+def _distributed(function: KernelFunction, module: Module) -> tuple[Stmt, ...]:
+    """The body with each loop that cannot run as instances distributed
+    (loop_distribution.py) where one of its loops then can."""
+    names = NameGenerator(function_names(function))
+    body: list[Stmt] = []
+    for stmt in function.body:
+        pieces = distributed(stmt, names) if isinstance(stmt, For) and \
+            loop_problem((stmt,), function, module) is not None else ()
+        if len(pieces) > 1 and any(loop_problem((p,), function, module) is None
+                                   for p in pieces):
+            body += pieces
+        else:
+            body.append(stmt)
+    return tuple(body)
 
 
 def _with_values(before: tuple[Stmt, ...], part: tuple[Stmt, ...],
@@ -181,7 +198,7 @@ def _split(module: Module, graph: Graph, node: Node) -> Module:
     node_names = NameGenerator(n.name for n in graph.nodes)
     last_writer: dict[str, str] = {}
     new_nodes, edges, bind_ins, functions_made = [], [], [], {}
-    for index, part in enumerate(_parts(function)):
+    for index, part in enumerate(_parts(function, module)):
         name = node_names.fresh(f"{node.name}_{index}")
         params = _ports(part, function, set(last_writer))
         for param in params:

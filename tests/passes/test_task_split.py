@@ -134,3 +134,56 @@ def test_tasks_that_cannot_be_split_or_gain_nothing_are_refused_with_the_reason(
     assert run_pipeline(module, "task-split") == module
     with pytest.raises(PassError, match=reason):
         run_pipeline(module, "task-split{nodes=t}")
+
+
+DISTRIBUTED = """hpvm 1.0
+module m
+
+func @k(in x: f32[N], inout y: f32[N], out z: f32[N]) {
+  for i in 0 .. N step 1 {
+    z[i] = f32(0.0)
+    for j in 0 .. N step 1 {
+      z[i] = z[i] + x[j] * x[i]
+    }
+    for j in 0 .. N step 1 {
+      y[j] = y[j] + x[j] * READ
+    }
+  }
+}
+
+graph @main(in x: f32[N], inout y: f32[N], out z: f32[N]) {
+  node t = @k
+  in x -> t.x
+  in y -> t.y
+  out t.y -> y
+  out t.z -> z
+}
+
+root @main
+"""
+
+
+def test_a_loop_doing_two_things_in_turn_runs_each_for_every_iteration_first():
+    """atax's form: each row's sum, then the row added into y with it. The
+    sums run apart as instances, then the additions in their order."""
+    from hpvm.ir.text import parse_module
+    module = parse_module(DISTRIBUTED.replace("READ", "z[i]"))
+    split = run_pipeline(module, "task-split,loop-instances", verify_each=True)
+    text = print_module(split)
+    assert "node t_0 = @k_0_instances [max(N, 0)]\n  node t_1 = @k_1\n" in text
+    rng = np.random.default_rng(5)
+    for n in (1, 6, 33):
+        data = {"x": rng.standard_normal(n).astype(np.float32),
+                "y": rng.standard_normal(n).astype(np.float32)}
+        want = Interpreter(module).run(**{k: np.copy(v) for k, v in data.items()})
+        got = Interpreter(split).run(**{k: np.copy(v) for k, v in data.items()})
+        for name, value in want.items():
+            np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
+def test_a_loop_whose_second_part_reads_what_a_later_iteration_writes_stays_whole():
+    """y adds z[N - 1], which the last iteration's sum writes: every
+    addition before it reads the element as it was."""
+    from hpvm.ir.text import parse_module
+    module = parse_module(DISTRIBUTED.replace("READ", "z[N - 1]"))
+    assert run_pipeline(module, "task-split") == module

@@ -1,0 +1,55 @@
+"""Loop distribution: one loop whose body does several things in turn as
+several loops, each doing one of them for every iteration.
+
+PolyBench's atax computes a row's product and then adds the row into
+the result in one loop::
+
+    for i: tmp[i] = 0; for j: tmp[i] += A[i, j] * x[j]
+           for j: y[j] += A[i, j] * tmp[i]
+
+As two loops, the first runs its rows apart (each writes its own
+``tmp[i]``), and the second is a nest whose loops can be swapped. The
+statements of the body are cut where every iteration of the part before
+the cut may run before any of the part after it: exactly where the two
+loops, fused again, would be legal for loop-fusion (fusion_problem:
+every buffer one part writes and the other accesses is accessed at the
+iteration's own element in both; no variable assigned in one is used in
+the other), and no value the part before declares is read after it.
+Cuts fall after the body's loops: statements before a loop stay with it
+(``tmp[i] = 0`` with the sum it starts).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..ir.analysis import assigned_variables
+from ..ir.kernel import For, Let, Stmt
+from .loop_fusion import fusion_problem
+from .names import NameGenerator, fresh_copy, names_in
+
+
+def distributed(loop: For, names: NameGenerator) -> tuple[For, ...]:
+    """``loop`` as loops over its bounds, one per part of its body cut
+    where that computes the same (module docstring); ``(loop,)`` where
+    no cut is legal. The loops after the first declare fresh names
+    (``names``) for the variables they declare, the loop's own included."""
+    parts: list[tuple[Stmt, ...]] = []
+    body = loop.body
+    start = 0
+    for at in [i + 1 for i, stmt in enumerate(body[:-1]) if isinstance(stmt, For)]:
+        first, rest = body[start:at], body[at:]
+        if {s.name for s in first if isinstance(s, Let)} & names_in(rest):
+            continue
+        if fusion_problem(_over(loop, first), _over(loop, rest)) is None:
+            parts.append(first)
+            start = at
+    parts.append(body[start:])
+    return (_over(loop, parts[0]), *(fresh_copy((_over(loop, part),), names)[0]
+                                     for part in parts[1:]))
+
+
+def _over(loop: For, body: tuple[Stmt, ...]) -> For:
+    """``loop`` running ``body``, with the promises of the folds it makes."""
+    assigned = assigned_variables(body)
+    return dataclasses.replace(loop, body=body,
+                               reduce=tuple(r for r in loop.reduce if r.var in assigned))

@@ -50,7 +50,10 @@ import dataclasses
 from ..errors import Diagnostic, Location
 from ..ir.analysis import uses_barrier
 from ..ir.graph import Graph, KernelBody, Module, Node
-from ..ir.kernel import Call, For, InstanceCount, InstanceId, KernelFunction, Let, Load, Stmt, Var
+from ..ir.kernel import (
+    Binary, Cast, Const, For, InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Stmt,
+    Unary, Var,
+)
 from ..ir.types import I64
 from ..ir.visit import walk
 from .loop_fusion import fused
@@ -64,6 +67,10 @@ from .register_tile_plan import nest_plans
 from .reduce_forms import as_i64, offset, trip_count
 from .registry import Option, register_pass
 from .tensor_graph import replace_node
+
+
+SIZE_EXPRESSIONS = (Const, Var, Binary, Unary, Cast, Intrinsic)
+"""What a replication's size may be made of (core/ir/shapes.evaluate_size)."""
 
 
 @register_pass("loop-instances", options=[
@@ -148,10 +155,12 @@ def _loop_problem(body: tuple[Stmt, ...], function: KernelFunction) -> str | Non
         return f"has a loop '{loop.var}' that steps by other than 1"
     sizes = {p.name for p in function.params if not p.is_buffer and p.type.kind == "int"}
     sizes |= set(function.shape_symbols)
-    if any(isinstance(n, (Load, Call, InstanceId, InstanceCount))
-           or isinstance(n, Var) and n.name not in sizes for n in walk((loop.start, loop.stop))):
-        return (f"has a loop '{loop.var}' whose bounds read more than constants, sizes and "
-                "integer scalar inputs (the node's replication is sized from them)")
+    if any(not isinstance(n, SIZE_EXPRESSIONS) or isinstance(n, Intrinsic) and
+           n.name not in ("min", "max") or isinstance(n, Var) and n.name not in sizes
+           for n in walk((loop.start, loop.stop))):
+        return (f"has a loop '{loop.var}' whose bounds are more than arithmetic, min and max "
+                "of constants, sizes and integer scalar inputs (the node's replication is sized "
+                "from them)")
     return None
 
 

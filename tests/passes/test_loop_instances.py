@@ -80,7 +80,7 @@ def test_values_before_the_loop_are_computed_by_every_instance():
 
 @pytest.mark.parametrize("program, node, reason", [
     (scaled, "prefix", "has a body other than values and then one loop"),
-    (sized, "bounded", "bounds read more than constants, sizes and integer scalar inputs"),
+    (sized, "bounded", "bounds are more than arithmetic, min and max of constants, sizes"),
     (sized, "after", "has a body other than values and then one loop"),
     (sized, "stepped", "steps by other than 1"),
     (sized, "each", "is replicated already"),
@@ -187,10 +187,22 @@ def test_the_cpu_default_pipeline_runs_such_a_product_in_register_tiles():
 
 
 @pytest.mark.parametrize("node, reason", [
-    ("triangle", "in its loop 'i' a loop 'j' whose bounds read more than constants"),
+    ("triangle", "in its loop 'i' a loop 'j' whose bounds are more than arithmetic"),
     ("doubled", "as instances of 'i' and 'j' has no single counted loop"),
     ("totals", "iterations that may share what its body writes.*needs 'j'"),
 ])
 def test_nests_without_reuse_in_two_dimensions_are_refused_with_the_reason(node, reason):
     with pytest.raises(PassError, match=reason):
         run_pipeline(nests.build(), f"loop-instances{{reused=true nodes={node}}}")
+
+
+def test_a_loop_whose_bounds_choose_a_value_stays_a_task():
+    """A replication's size is arithmetic, min and max (shapes.evaluate_size);
+    an unrolled loop's main part stops at a select."""
+    source = print_module(FORMS["matvec_loops"].build())
+    from hpvm.ir.text import parse_module
+    chosen = parse_module(source.replace("for i in 0 .. M step 1",
+                                         "for i in 0 .. select(M >= 2, M, 2) step 1"))
+    assert run_pipeline(chosen, "loop-instances") == chosen
+    with pytest.raises(PassError, match="bounds are more than arithmetic, min and max"):
+        run_pipeline(chosen, "loop-instances{nodes=matvec_loops}")

@@ -6,7 +6,7 @@ numpy or PyTorch user writes for the same result, or numba's loops (issue
 
     python benchmarks/written_forms_bench.py
         [--forms products,convolutions,stencils,reductions,orders,steps,polybench]
-        [--size 1024]
+        [--size 1024] [--skip-as-written]
         [--conv-shape 64,64,58,3] [--grid 4096] [--threads T] [--repeat 7]
 
 The forms are benchmarks/products.py's (m = k = n = ``--size``; batched:
@@ -195,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid", type=int, default=4096,
                         help="stencils and reductions: n = m")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--skip-as-written", action="store_true",
+                        help="orders, steps, polybench: only the default pipeline's rows")
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--warm-up", type=float, default=WARM_UP,
                         help="seconds of calls before each timing (loop_nest_bench.WARM_UP)")
@@ -236,14 +238,14 @@ def main(argv: list[str] | None = None) -> int:
     tables = [(forms, peers, inputs_of, "") for forms, peers, inputs_of in tables]
     both_ways = {"orders": (loop_orders, "numpy", lambda name, i: {
         "out": loop_orders.reference(name, i)}),
-        "polybench": (polybench, "numpy", polybench.reference),
-        "steps": (time_steps, "numba", lambda name, i: {"u": time_steps.numba_steps(i)})}
+        "steps": (time_steps, "numba", lambda name, i: {"u": time_steps.numba_steps(i)}),
+        "polybench": (polybench, "numpy", polybench.reference)}
     for family, (forms, label, peer) in both_ways.items():
         if family not in args.forms:
             continue
         peers = {name: (label, lambda i, name=name, peer=peer: peer(name, i))
                  for name in forms.FORMS}
-        for pipeline in ("", "default"):
+        for pipeline in ("default",) if args.skip_as_written else ("", "default"):
             sizes = (args.size, args.grid) if forms is polybench else (args.grid, args.grid)
             tables.append((forms.FORMS, peers, lambda name, rng, forms=forms, sizes=sizes:
                            forms.inputs_for(name, rng, *sizes), pipeline))

@@ -1,10 +1,12 @@
 """written_forms_bench: every written form of a product and of a
-convolution, a stencil, a reduction, a loop order and a time step on the
-cpu target,
+convolution, a stencil, a reduction, a loop order, a time step and a
+PolyBench kernel on the cpu target,
 each output checked against the library call that computes it."""
 import pytest
 
-from benchmarks import convolutions, loop_orders, products, reductions, stencils, time_steps
+from benchmarks import (
+    convolutions, loop_orders, polybench, products, reductions, stencils, time_steps,
+)
 from benchmarks.written_forms_bench import main
 
 
@@ -22,5 +24,7 @@ def test_every_form_runs_and_agrees_with_its_peer(capsys):
         (name, f"{name}, donated") if any(p.direction == "inout"
                                           for p in program.build().root_graph.params)
         else (name,))] + [f"{name} ({how})" for forms in (loop_orders, time_steps)
-                          for how in ("as written", "pipeline default") for name in forms.FORMS]
+                          for how in ("as written", "pipeline default") for name in forms.FORMS]\
+        + [f"{name} ({how})" for how in ("as written", "pipeline default")
+           for name in polybench.FORMS]
     assert "interior, donated" in forms

@@ -104,6 +104,18 @@ def two_sums(a: Buffer[f32, "M", "K"], b: Buffer[f32, "K", "N"], dots: Out[Buffe
 
 
 @hl.program
+def scaled_terms(a: Buffer[f32, "M", "K"], b: Buffer[f32, "K", "N"], c: Out[Buffer[f32, "M", "N"]],
+                 alpha: f32):
+    """The scale inside the sum, each term alpha * a * b (PolyBench's
+    habit)."""
+    for i, j in parallel_loop(M, N, ins=(a, b), outs=(c,), name="scaled"):
+        acc: f32 = 0.0
+        for k in range(K):
+            acc += alpha * a[i, k] * b[k, j]
+        c[i, j] = acc
+
+
+@hl.program
 def row_sums(a: Buffer[f32, "M", "K"], out: InOut[Buffer[f32, "M", "N"]]):
     """Reads nothing that follows the columns: no reuse to tile."""
     for i, j in parallel_loop(M, N, ins=(a, out), outs=(out,), name="rows"):
@@ -148,12 +160,14 @@ def inputs_for(name: str, rng, m: int, k: int, n: int) -> dict:
         x, w, bias = _matrices(np.float32, (m, k), (k, n), (n,))(rng)
         return dict(x=x, w=w, bias=bias)
     a, b = _matrices(np.float32, (m, k), (k, n))(rng)
+    if name == "scaled_terms":
+        return dict(a=a, b=b, alpha=np.float32(1.5))
     return dict(d=a, e=b) if name == "min_plus" else dict(a=a, b=b)
 
 
 TILED = {"sgemm": sgemm, "matmul_bt": matmul_bt, "matmul_at": matmul_at,
          "flat_matmul": flat_matmul, "batched": batched, "ms_gemm": ms_gemm,
          "int_matmul": int_matmul, "min_plus": min_plus, "biased_relu": biased_relu,
-         "two_sums": two_sums}
+         "two_sums": two_sums, "scaled_terms": scaled_terms}
 """Programs whose one node the pass schedules."""
 UNTILED = {"row_sums": row_sums}

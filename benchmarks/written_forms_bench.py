@@ -74,6 +74,7 @@ def product_peers(np):
         "biased_relu": ("max(x @ w + bias, 0)",
                         lambda i: {"y": np.maximum(i["x"] @ i["w"] + i["bias"], 0)}),
         "two_sums": ("a @ b and squared distances by BLAS", distances),
+        "scaled_terms": ("alpha * a @ b", lambda i: {"c": i["alpha"] * i["a"] @ i["b"]}),
     }
 
 

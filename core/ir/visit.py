@@ -79,3 +79,22 @@ def rewrite(root, fn: Callable[[IRNode], IRNode | tuple | None]):
     node = dataclasses.replace(root, **changes) if changes else root
     result = fn(node)
     return node if result is None else result
+
+
+def replace_expressions(root, table: dict):
+    """``root`` (a node or a tuple) with each expression that is a key of
+    ``table`` replaced by its value, top-down: the largest match wins, and
+    nothing inside a replaced expression is looked at."""
+    if isinstance(root, tuple):
+        return tuple(replace_expressions(item, table) if _is_ir(item) else item
+                     for item in root)
+    if isinstance(root, Expr) and root in table:
+        return table[root]
+    changes = {}
+    for f in dataclasses.fields(root):
+        value = getattr(root, f.name)
+        if _is_ir(value) or isinstance(value, tuple) and any(_is_ir(v) for v in value):
+            new = replace_expressions(value, table)
+            if new is not value:
+                changes[f.name] = new
+    return dataclasses.replace(root, **changes) if changes else root

@@ -33,7 +33,7 @@ from ..ir.kernel import (
 )
 from ..ir.tensor_ops.lowering import KernelBuilder, add, minimum, mul
 from ..ir.types import I64
-from ..ir.visit import children, rewrite, walk
+from ..ir.visit import children, replace_expressions, rewrite, walk
 from .names import declared_names, function_names, substitute
 from .register_tile_group_dim import Grouped
 from .register_tile_plan import adjacent_along, at_instance
@@ -107,9 +107,9 @@ class _Writer:
                 self.panels[load] = b.fresh("panel")
                 b.emit(ArrayDecl(self.panels[load], load.type,
                                  (s.panel // s.cols * s.kblock * s.cols,), zeroed=False))
-            for load in plan.row_packed:
-                self.row_panels[load] = b.fresh("row_panel")
-                b.emit(ArrayDecl(self.row_panels[load], load.type, (s.chunk * s.kblock,),
+            for value in plan.row_values:
+                self.row_panels[value] = b.fresh("row_panel")
+                b.emit(ArrayDecl(self.row_panels[value], value.type, (s.chunk * s.kblock,),
                                  zeroed=False))
         self._steps()
         self._epilogue()
@@ -182,9 +182,9 @@ class _Writer:
             tiles = self._load_tiles(block, tile)
             with b.loop("kk", steps) as step:
                 k = add(first, step)
-                packed_rows = [{load: b.let("packed", Load(
-                    panel, (self._row_panel_at(block, step, i64(r)),), load.type))
-                    for load, panel in self.row_panels.items()} for r in range(s.rows)]
+                packed_rows = [{value: b.let("packed", Load(
+                    panel, (self._row_panel_at(block, step, i64(r)),), value.type))
+                    for value, panel in self.row_panels.items()} for r in range(s.rows)]
                 with b.loop("c", i64(s.cols), unroll=s.cols) as column:
                     self._step(k, step, tile, column, rows, tiles, packed_rows)
             self._store_tiles(block, tile, tiles)
@@ -196,8 +196,8 @@ class _Writer:
             with b.loop("rb", self.row_blocks) as block:
                 rows = self._block_rows(block)
                 with b.loop("kk", steps) as step:
-                    for load, panel in self.row_panels.items():
-                        value = substitute(load, values={self.plan.loop.var: add(first, step)})
+                    for read, panel in self.row_panels.items():
+                        value = substitute(read, values={self.plan.loop.var: add(first, step)})
                         for r, row in enumerate(rows):
                             b.store(panel, (self._row_panel_at(block, step, i64(r)),),
                                     self._at(value, row, self.col0))
@@ -360,8 +360,6 @@ def cell_body(b: KernelBuilder, loop_body: tuple[Stmt, ...], reads: dict[Load, E
     ``reads`` replaced by their values (packed copies), accumulators read
     and set in their ``tiles`` at ``cell``, its own variables renamed."""
     def visit(node):
-        if isinstance(node, Load) and node in reads:
-            return reads[node]
         if isinstance(node, Var) and node.name in tiles:
             return Load(tiles[node.name], cell, node.type)
         return None
@@ -370,7 +368,7 @@ def cell_body(b: KernelBuilder, loop_body: tuple[Stmt, ...], reads: dict[Load, E
         if isinstance(node, Assign) and node.name in tiles:
             return Store(tiles[node.name], cell, node.value)
         return None
-    # loads are matched before their indices change, reads before writes
-    stmts = rewrite(rewrite(loop_body, visit), assign)
+    # reads are matched before anything in them changes, reads before writes
+    stmts = rewrite(rewrite(replace_expressions(loop_body, reads), visit), assign)
     return substitute(stmts, renames={name: b.fresh(name) for name in declared_names(stmts)},
                       values={loop_var: k})

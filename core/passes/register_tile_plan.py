@@ -22,13 +22,13 @@ from dataclasses import dataclass
 
 from ..ir.graph import KernelBody, Module, Node
 from ..ir.kernel import (
-    ArrayDecl, Assign, Barrier, Binary, Call, Const, Expr, ExprStmt, For, InstanceCount,
-    InstanceId, KernelFunction, Let, Load, Return, Stmt, Var, While,
+    ArrayDecl, Assign, Barrier, Binary, Call, Cast, Const, Expr, ExprStmt, For, InstanceCount,
+    InstanceId, KernelFunction, Let, Load, Return, Stmt, Unary, Var, While,
 )
 from ..ir.strides import IndexStrides, instance_of, loop_variable
 from ..ir.types import I64
 from ..ir.uniformity import Uniformity, written_buffers
-from ..ir.visit import rewrite, walk
+from ..ir.visit import children, rewrite, walk
 from .names import function_names, substitute, unique_name
 
 
@@ -56,6 +56,11 @@ class NestPlan:
     loop's own variables: copied into contiguous panels."""
     row_packed: tuple[Load, ...]
     """The same for loads that follow ``rows`` only."""
+    row_values: tuple[Expr, ...] = ()
+    """The largest expressions of ``steps`` made of ``row_packed`` loads,
+    constants and values the same all through the loop (``alpha * a[i,
+    k]``), one load at least: packed as their values, computed once per
+    row and step instead of once per result."""
 
 
 def nest_plan(module: Module, node: Node) -> NestPlan | str:
@@ -145,9 +150,36 @@ def _plan(function: KernelFunction, rows: int, cols: int) -> NestPlan | str:
     def packable(reads):
         return tuple(dict.fromkeys(n for n in reads if n.buffer not in written
                                    and not _names(n) & local))
+    row_packed = packable(row_reads)
     return NestPlan(rows, cols, tuple(uniform), tuple(accumulators), loop, body,
                     substitute(tuple(sunk) + tuple(epilogue), values=index_values),
-                    packable(col_reads), packable(row_reads))
+                    packable(col_reads), row_packed,
+                    _row_values(body, set(row_packed), local, follows_cols))
+
+
+def _row_values(body: tuple[Stmt, ...], loads: set[Load], local: set[str],
+                follows_cols) -> tuple[Expr, ...]:
+    """The largest expressions of ``body`` (see NestPlan.row_values)."""
+    found: dict[Expr, None] = {}
+
+    def of_row_reads(expr: Expr) -> bool:
+        if isinstance(expr, (Binary, Unary, Cast)):
+            return all(of_row_reads(c) for c in children(expr) if isinstance(c, Expr))
+        return expr in loads or isinstance(expr, Const) or \
+            isinstance(expr, Var) and expr.name not in local
+
+    def visit(expr: Expr) -> None:
+        if of_row_reads(expr) and any(n in loads for n in walk(expr)) and \
+                not follows_cols(expr):
+            found[expr] = None
+            return
+        for child in children(expr):
+            if isinstance(child, Expr):
+                visit(child)
+    for stmt in body:
+        if stmt.value is not None:
+            visit(stmt.value)
+    return tuple(found)
 
 
 def _collapsed(loop: For, tile: Uniformity, taken: set[str]) -> For:

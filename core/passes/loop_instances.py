@@ -60,7 +60,7 @@ from .loop_fusion import fused
 from .loop_interchange import interchange_problem, swapped
 from .loop_nests import sharing_problem
 from .errors import PassError
-from .module_tools import iter_nodes, named_kernel_nodes
+from .module_tools import iter_nodes, named_kernel_nodes, task_problem
 from .element_promotion import promoted
 from .names import NameGenerator, function_names, unique_name
 from .register_tile_plan import nest_plans
@@ -106,12 +106,9 @@ def instances_problem(module: Module, graph: Graph, node: Node, reused: bool = F
                       ) -> str | None:
     """Why ``node`` cannot run its loop as instances (module docstring);
     with ``reused``, its two loops as instances of two dimensions."""
-    if not isinstance(node.body, KernelBody):
-        return "is not a kernel node"
-    if node.replication:
-        return "is replicated already"
-    if graph.is_streaming:
-        return "is in a streaming graph"
+    problem = task_problem(graph, node)
+    if problem is not None:
+        return problem
     function = module.function(node.body.function)
     body = function.body
     problem = _loop_problem(body, function)

@@ -103,3 +103,15 @@ def named_kernel_nodes(module: Module, names, pass_name: str) -> list[tuple[Grap
             if (graph, node) not in chosen:
                 chosen.append((graph, node))
     return chosen
+
+
+def task_problem(graph: Graph, node: Node) -> str | None:
+    """Why ``node`` is not a task (a kernel node run once, in a graph that
+    does not stream), to follow "node 'x' "; None when it is."""
+    if not isinstance(node.body, KernelBody):
+        return "is not a kernel node"
+    if node.replication:
+        return "is replicated already"
+    if graph.is_streaming:
+        return "is in a streaming graph"
+    return None

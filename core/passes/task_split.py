@@ -44,7 +44,7 @@ from ..ir.parameter import Parameter
 from ..ir.visit import walk
 from .errors import PassError
 from .loop_instances import loop_problem
-from .module_tools import iter_nodes, named_kernel_nodes
+from .module_tools import iter_nodes, named_kernel_nodes, task_problem
 from .loop_distribution import distributed
 from .names import NameGenerator, function_names, names_in
 from .registry import Option, register_pass
@@ -74,12 +74,9 @@ def task_split(module: Module, nodes: tuple[str, ...]) -> Module:
 
 def split_problem(module: Module, graph: Graph, node: Node) -> str | None:
     """Why ``node`` is not split (module docstring); None when it is."""
-    if not isinstance(node.body, KernelBody):
-        return "is not a kernel node"
-    if node.replication:
-        return "is replicated"
-    if graph.is_streaming:
-        return "is in a streaming graph"
+    problem = task_problem(graph, node)
+    if problem is not None:
+        return problem
     function = module.function(node.body.function)
     if function.return_type is not None or any(
             isinstance(n, (Return, Barrier, AtomicUpdate, InstanceId, InstanceCount))

@@ -20,10 +20,12 @@ its statements computed in the task, in the same order, bit for bit.
 A value (a ``let``) that a later loop reads is computed again there when
 it reads no buffer the task writes and is never assigned; otherwise the
 loop stays with the one before it, as does a loop reading a variable an
-earlier one assigns. A task is split only where one of its parts is then
+earlier one assigns (the loops kept together compute again the values
+each of them reads). A task is split only where one of its parts is then
 a loop whose iterations share nothing (what loop-instances takes), its
 body declares no array at its top and has no return, barrier or atomic
-update, and each of its outputs is written by a part.
+update, each of its outputs is written by a part, and no part reads an
+output before a part writes it (it would have nothing to read from).
 
 Which nodes: those named in ``nodes`` (``node`` or ``graph.node``), or
 every kernel node that qualifies (run once, in a graph that does not
@@ -91,6 +93,14 @@ def split_problem(module: Module, graph: Graph, node: Node) -> str | None:
     unwritten = [p.name for p in function.params if p.writes and p.name not in written]
     if unwritten:
         return f"has an output '{unwritten[0]}' that no statement writes"
+    made: set[str] = set()
+    for part in parts:
+        early = [p.name for p in _ports(part, function, made)
+                 if p.direction == "in" and function.param(p.name).direction == "out"
+                 and p.name not in made]
+        if early:
+            return f"reads its output '{early[0]}' before a loop writes it"
+        made |= _stored(part)
     if all(loop_problem(part, function, module) is not None for part in parts):
         return "has no loop that could then run as instances"
     return None
@@ -102,15 +112,14 @@ def _parts(function: KernelFunction, module: Module) -> list[tuple[Stmt, ...]]:
     computed again at its start, parts that cannot run apart merged."""
     body = _distributed(function, module)
     cuts = [i + 1 for i, s in enumerate(body) if isinstance(s, For)][:-1]
-    spans = list(zip([0, *cuts], [*cuts, len(body)]))
-    parts: list[tuple[Stmt, ...]] = []
-    for start, stop in spans:
-        part = _with_values(body[:start], body[start:stop], body)
-        if part is None:
-            parts[-1] = parts[-1] + body[start:stop]   # runs with the part before it
-        else:
-            parts.append(part)
-    return parts
+    spans: list[tuple[int, int]] = []
+    for span in zip([0, *cuts], [*cuts, len(body)]):
+        spans.append(span)
+        while len(spans) > 1 and _with_values(body[:spans[-1][0]],
+                                              body[slice(*spans[-1])], body) is None:
+            stop = spans.pop()[1]          # runs with the part before it
+            spans[-1] = (spans[-1][0], stop)
+    return [_with_values(body[:start], body[start:stop], body) for start, stop in spans]
 
 
 def _distributed(function: KernelFunction, module: Module) -> tuple[Stmt, ...]:

@@ -45,6 +45,19 @@ def chained(x: Buffer[f32, "N"], y: Out[Buffer[f32, "N"]], total: Out[Buffer[f32
         total[0] = acc
 
 
+@hl.program
+def merged(x: Buffer[f32, "N"], y: Out[Buffer[f32, "N"]], z: Out[Buffer[f32, "N"]]):
+    with task(ins=(x,), outs=(y, z), name="merged"):
+        scale = x[0] * 2.0
+        for i in range(N):
+            y[i] = x[i] * scale
+        acc = 0.0
+        for i in range(N):
+            acc += y[i]
+        for i in range(N):
+            z[i] = y[i] * acc + scale
+
+
 def check(program, inputs, pipeline="task-split"):
     module = program.build()
     split = run_pipeline(module, pipeline, verify_each=True)
@@ -126,6 +139,7 @@ root @main
     ("z[i] = x[i]", "z[i] = z[i] + x[i]", "has an output 'y' that no statement writes"),
     ("y[i] = y[i - 1] + x[i]", "z[i] = z[i - 1] + y[i]",    # running sums
      "has no loop that could then run as instances"),
+    ("z[i] = y[i] + x[i]", "y[i] = x[i]", "reads its output 'y' before a loop writes it"),
 ])
 def test_tasks_that_cannot_be_split_or_gain_nothing_are_refused_with_the_reason(
         first, second, reason):
@@ -187,3 +201,14 @@ def test_a_loop_whose_second_part_reads_what_a_later_iteration_writes_stays_whol
     from hpvm.ir.text import parse_module
     module = parse_module(DISTRIBUTED.replace("READ", "z[N - 1]"))
     assert run_pipeline(module, "task-split") == module
+
+
+def test_loops_kept_together_compute_again_the_values_each_reads():
+    """The sum's loop and the loop reading the sum stay one node, which
+    computes `scale` again for the second of them."""
+    rng = np.random.default_rng(6)
+    for n in (1, 9):
+        text = check(merged, {"x": rng.standard_normal(n).astype(np.float32)})
+    assert "node merged_0 = @merged_0\n  node merged_1 = @merged_1\n" in text
+    second = text[text.index("func @merged_1"):text.index("graph @")]
+    assert "let scale: f32 = x[0] * f32(2.0)" in second

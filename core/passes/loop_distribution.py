@@ -16,7 +16,9 @@ every buffer one part writes and the other accesses is accessed at the
 iteration's own element in both; no variable assigned in one is used in
 the other), and no value the part before declares is read after it.
 Cuts fall after the body's loops: statements before a loop stay with it
-(``tmp[i] = 0`` with the sum it starts).
+(``tmp[i] = 0`` with the sum it starts). Where that finds none, the
+body's loops are first cut between their statements (bicg's inner loop
+adds into ``s[j]`` and ``q[i]`` at each step).
 """
 from __future__ import annotations
 
@@ -31,12 +33,28 @@ from .names import NameGenerator, fresh_copy, names_in
 def distributed(loop: For, names: NameGenerator) -> tuple[For, ...]:
     """``loop`` as loops over its bounds, one per part of its body cut
     where that computes the same (module docstring); ``(loop,)`` where
-    no cut is legal. The loops after the first declare fresh names
-    (``names``) for the variables they declare, the loop's own included."""
+    no cut is legal. Where none is, the loops of the body are first each
+    cut between their statements, which may make cuts after them (bicg's
+    one inner loop updating ``s[j]`` and ``q[i]``). The loops after the
+    first declare fresh names (``names``) for the variables they declare,
+    the loop's own included."""
+    pieces = _cut(loop, loop.body, names, after_loops=True)
+    if len(pieces) > 1:
+        return pieces
+    body = tuple(piece for stmt in loop.body for piece in (
+        _cut(stmt, stmt.body, names, after_loops=False) if isinstance(stmt, For) else (stmt,)))
+    pieces = _cut(loop, body, names, after_loops=True) if body != loop.body else ()
+    return pieces if len(pieces) > 1 else (loop,)
+
+
+def _cut(loop: For, body: tuple[Stmt, ...], names: NameGenerator,
+         after_loops: bool) -> tuple[For, ...]:
+    """``loop`` over ``body`` as one loop per part of it, cut after its
+    loops (``after_loops``) or between any two statements, where legal."""
     parts: list[tuple[Stmt, ...]] = []
-    body = loop.body
     start = 0
-    for at in [i + 1 for i, stmt in enumerate(body[:-1]) if isinstance(stmt, For)]:
+    for at in [i + 1 for i, stmt in enumerate(body[:-1])
+               if isinstance(stmt, For) or not after_loops]:
         first, rest = body[start:at], body[at:]
         if {s.name for s in first if isinstance(s, Let)} & names_in(rest):
             continue

@@ -212,3 +212,22 @@ def test_loops_kept_together_compute_again_the_values_each_reads():
     assert "node merged_0 = @merged_0\n  node merged_1 = @merged_1\n" in text
     second = text[text.index("func @merged_1"):text.index("graph @")]
     assert "let scale: f32 = x[0] * f32(2.0)" in second
+
+
+def test_a_loop_adding_into_a_row_and_a_column_at_each_step_is_cut_between_them():
+    """PolyBench's bicg: each step adds into s[j] (down the columns) and
+    q[i] (along the row); cut between the two, the q sums run as
+    instances of the rows, the s sums in their order."""
+    inputs = polybench.inputs_for("bicg", np.random.default_rng(7), 0, 11)
+    text = check(polybench.bicg, inputs, "task-split,loop-instances")
+    assert "node bicg_1 = @bicg_1\n  node bicg_2 = @bicg_2_instances [max(N, 0)]" in text
+
+
+def test_statements_reading_what_another_step_wrote_stay_in_one_loop():
+    from hpvm.ir.text import parse_module
+    source = print_module(polybench.bicg.build())
+    written = "q[i_1] = q[i_1] + A[i_1, j] * p[j]"
+    assert written in source
+    module = parse_module(source.replace(written, "q[i_1] = q[i_1] + A[i_1, j] * s[0]"))
+    text = print_module(run_pipeline(module, "task-split"))
+    assert "bicg_2" not in text and "      s[j] = s[j] + r[i_1] * A[i_1, j]\n      q[i_1]" in text

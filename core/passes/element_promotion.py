@@ -25,18 +25,18 @@ import dataclasses
 
 from ..ir.analysis import assigned_variables
 from ..ir.kernel import (
-    Assign, AtomicUpdate, Call, For, Let, Load, Stmt, Store, Var,
+    Assign, AtomicUpdate, Call, For, KernelFunction, Let, Load, Stmt, Store, Var,
 )
-from ..ir.types import ScalarType
 from ..ir.visit import rewrite, walk
-from .names import NameGenerator, declared_names
+from .names import NameGenerator, declared_names, function_names
 
 
-def promoted(stmts: tuple[Stmt, ...], types: dict[str, ScalarType],
-             names: NameGenerator) -> tuple[Stmt, ...]:
-    """``stmts`` with each loop at their top level keeping the elements it
-    alone updates in variables (module docstring); ``types``: each
-    buffer's element type."""
+def promoted(stmts: tuple[Stmt, ...], function: KernelFunction) -> tuple[Stmt, ...]:
+    """``stmts`` (of ``function``) with each loop at their top level
+    keeping the elements it alone updates in variables (module
+    docstring), named apart from ``function``'s names."""
+    types = {p.name: p.type.element for p in function.params if p.is_buffer}
+    names = NameGenerator(function_names(function))
     out: list[Stmt] = []
     for stmt in stmts:
         if isinstance(stmt, For):

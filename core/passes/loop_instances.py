@@ -62,7 +62,7 @@ from .loop_nests import sharing_problem
 from .errors import PassError
 from .module_tools import iter_nodes, named_kernel_nodes, task_problem
 from .element_promotion import promoted
-from .names import NameGenerator, function_names, unique_name
+from .names import unique_name
 from .register_tile_plan import nest_plans
 from .reduce_forms import as_i64, offset, trip_count
 from .registry import Option, register_pass
@@ -128,7 +128,7 @@ def instances_problem(module: Module, graph: Graph, node: Node, reused: bool = F
     problem = sharing_problem(inner, module)
     if problem is not None:
         return problem
-    plans = nest_plans(*_nested(module, graph, node))
+    plans = nest_plans(*_nested(module, graph, node, outer))
     return f"as instances of '{outer.var}' and '{inner.var}' {plans}" \
         if isinstance(plans, str) else None
 
@@ -165,25 +165,19 @@ def _as_instances(module: Module, graph: Graph, node: Node) -> Module:
     function = module.function(node.body.function)
     loop = function.body[-1]
     return _with_function(module, graph, node, (*function.body[:-1], _position(loop, 0),
-                                                *_promoted(loop.body, function)),
+                                                *promoted(loop.body, function)),
                           (trip_count(loop),))
 
 
-def _promoted(body: tuple[Stmt, ...], function: KernelFunction) -> tuple[Stmt, ...]:
-    """``body`` with the elements its loops update kept in variables."""
-    types = {p.name: p.type.element for p in function.params if p.is_buffer}
-    return promoted(body, types, NameGenerator(function_names(function)))
-
-
-def _nested(module: Module, graph: Graph, node: Node) -> tuple[Module, Node]:
-    """The module with ``node``'s two loops as instances of two
-    dimensions, the elements its inner loop updates kept in variables
+def _nested(module: Module, graph: Graph, node: Node, outer: For) -> tuple[Module, Node]:
+    """The module with ``node``'s two loops (``outer`` and the one at its
+    end, as _columns_outward gives them) as instances of two dimensions,
+    the elements its inner loop updates kept in variables
     (element_promotion.py); and the new node."""
     function = module.function(node.body.function)
-    outer = _columns_outward(function.body[-1], function, module)
     inner = outer.body[-1]
     body = (*function.body[:-1], _position(outer, 0), *outer.body[:-1], _position(inner, 1),
-            *_promoted(inner.body, function))
+            *promoted(inner.body, function))
     module = _with_function(module, graph, node, body, (trip_count(outer), trip_count(inner)))
     return module, next(n for n in module.graph(graph.name).nodes if n.name == node.name)
 
@@ -205,7 +199,8 @@ def _columns_outward(outer: For, function: KernelFunction, module: Module) -> Fo
 
 
 def _as_nest_instances(module: Module, graph: Graph, node: Node) -> Module:
-    return _nested(module, graph, node)[0]
+    function = module.function(node.body.function)
+    return _nested(module, graph, node, _columns_outward(function.body[-1], function, module))[0]
 
 
 def _position(loop: For, dim: int) -> Let:

@@ -43,6 +43,7 @@ from ..ir.kernel import (
     Load, Return, Stmt, Store, Var,
 )
 from ..ir.parameter import Parameter
+from ..ir.uniformity import written_buffers
 from ..ir.visit import walk
 from .errors import PassError
 from .loop_instances import loop_problem
@@ -89,7 +90,7 @@ def split_problem(module: Module, graph: Graph, node: Node) -> str | None:
     parts = _parts(function, module)
     if len(parts) < 2:
         return "has no two loops that can run apart"
-    written = {b for part in parts for b in _stored(part)}
+    written = {b for part in parts for b in written_buffers(part)}
     unwritten = [p.name for p in function.params if p.writes and p.name not in written]
     if unwritten:
         return f"has an output '{unwritten[0]}' that no statement writes"
@@ -100,7 +101,7 @@ def split_problem(module: Module, graph: Graph, node: Node) -> str | None:
                  and p.name not in made]
         if early:
             return f"reads its output '{early[0]}' before a loop writes it"
-        made |= _stored(part)
+        made |= written_buffers(part)
     if all(loop_problem(part, function, module) is not None for part in parts):
         return "has no loop that could then run as instances"
     return None
@@ -112,14 +113,14 @@ def _parts(function: KernelFunction, module: Module) -> list[tuple[Stmt, ...]]:
     computed again at its start, parts that cannot run apart merged."""
     body = _distributed(function, module)
     cuts = [i + 1 for i, s in enumerate(body) if isinstance(s, For)][:-1]
-    spans: list[tuple[int, int]] = []
-    for span in zip([0, *cuts], [*cuts, len(body)]):
-        spans.append(span)
-        while len(spans) > 1 and _with_values(body[:spans[-1][0]],
-                                              body[slice(*spans[-1])], body) is None:
-            stop = spans.pop()[1]          # runs with the part before it
-            spans[-1] = (spans[-1][0], stop)
-    return [_with_values(body[:start], body[start:stop], body) for start, stop in spans]
+    parts: list[tuple[int, tuple[Stmt, ...]]] = []     # (where it starts, the part)
+    for start, stop in zip([0, *cuts], [*cuts, len(body)]):
+        part = _with_values(body[:start], body[start:stop], body)
+        while part is None:                # runs with the part before it
+            start = parts.pop()[0]
+            part = _with_values(body[:start], body[start:stop], body)
+        parts.append((start, part))
+    return [part for _, part in parts]
 
 
 def _distributed(function: KernelFunction, module: Module) -> tuple[Stmt, ...]:
@@ -146,7 +147,7 @@ def _with_values(before: tuple[Stmt, ...], part: tuple[Stmt, ...],
         return part
     lets = {s.name: s for s in before if isinstance(s, Let)}
     assigned = assigned_variables(body)
-    written = {n.buffer for n in walk(body) if isinstance(n, Store)}
+    written = written_buffers(body)
     needed, queue = set(), [n for n in names_in(part) if n in lets]
     while queue:
         name = queue.pop()
@@ -162,16 +163,12 @@ def _with_values(before: tuple[Stmt, ...], part: tuple[Stmt, ...],
     return tuple(s for s in before if isinstance(s, Let) and s.name in needed) + part
 
 
-def _stored(part: tuple[Stmt, ...]) -> set[str]:
-    return {n.buffer for n in walk(part) if isinstance(n, Store)}
-
-
 def _ports(part: tuple[Stmt, ...], function: KernelFunction,
            written_before: set[str]) -> list[Parameter]:
     """The parameters ``part`` reads or writes, each with its direction
     there (module docstring), and an input for each shape symbol that no
     input of the part has (the sizes of what it reads and makes)."""
-    stored = _stored(part)
+    stored = written_buffers(part)
     read = names_in(part) | {n.buffer for n in walk(part) if isinstance(n, (Load, Store))}
 
     def direction(param: Parameter) -> str:
@@ -217,7 +214,7 @@ def _split(module: Module, graph: Graph, node: Node) -> Module:
                                                    name)
                 edges += fed_edges
                 bind_ins += fed_bind_ins
-        last_writer.update((buffer, name) for buffer in _stored(part))
+        last_writer.update((buffer, name) for buffer in written_buffers(part))
         function_name = functions.fresh(f"{function.name}_{index}")
         functions_made[function_name] = dataclasses.replace(
             function, name=function_name, params=tuple(params), body=part)

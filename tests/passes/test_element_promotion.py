@@ -8,7 +8,6 @@ import pytest
 from hpvm.ir.text import parse_module
 from hpvm.ir.text.printer import print_stmts
 from hpvm.passes.element_promotion import promoted
-from hpvm.passes.names import NameGenerator, function_names
 
 PROGRAM = """hpvm 1.0
 module m
@@ -37,9 +36,7 @@ def promote(body: str) -> str:
     """The statements of ``@k`` with ``body`` after its two lets, each
     loop's elements promoted, as text."""
     function = parse_module(PROGRAM.replace("BODY", body)).function("k")
-    types = {p.name: p.type.element for p in function.params}
-    return print_stmts(promoted(function.body, types, NameGenerator(function_names(function))),
-                       1)
+    return print_stmts(promoted(function.body, function), 1)
 
 
 SUM = """  c[i, j] = f32(0.0)

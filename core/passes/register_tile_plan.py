@@ -58,9 +58,9 @@ class NestPlan:
     """The same for loads that follow ``rows`` only."""
     row_values: tuple[Expr, ...] = ()
     """The largest expressions of ``steps`` made of ``row_packed`` loads,
-    constants and values the same all through the loop (``alpha * a[i,
-    k]``), one load at least: packed as their values, computed once per
-    row and step instead of once per result."""
+    constants and variables the loop does not declare (``alpha * a[i,
+    k]``), one load at least, following no column: packed as their
+    values, computed once per row and step instead of once per result."""
 
 
 def nest_plan(module: Module, node: Node) -> NestPlan | str:

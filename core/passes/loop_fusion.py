@@ -11,8 +11,10 @@ bounds read no memory and no variable either body assigns; no variable
 assigned in one loop is used in the other (the second would see partial
 values); and every buffer or array written in one loop and used in the
 other is accessed at the iteration's own element in both (one index is
-the loop variable itself, at the same position): iteration i of the
-second loop then reads only what iteration i of the first wrote.  The
+the loop variable itself, at the same position), or no element the
+second touches at an iteration is touched by the first at a later one
+(affine_dependences.py): iteration i of the second loop then reads only
+what iterations up to i of the first wrote.  The
 fused loop keeps ``ivdep`` only when both loops had it.
 
 Options: ``functions``, the functions to work on (the DSE's knob, one per
@@ -32,6 +34,7 @@ from ..ir.kernel import (
 )
 from ..ir.reduction import promise_problem
 from ..ir.visit import map_blocks, walk
+from .affine_dependences import never_after
 from .errors import PassError
 from .names import NameGenerator, declared_names, function_names, names_in, substitute
 from .registry import Option, register_pass
@@ -169,7 +172,8 @@ def fusion_problem(first: For, second: For) -> str | None:
     written = [_written(body) for body in bodies]
     touched = [_touched(body) for body in bodies]
     for buffer in sorted((written[0] & touched[1]) | (written[1] & touched[0])):
-        if not _owned(bodies, buffer, first.var):
+        if not _owned(bodies, buffer, first.var) and \
+                not never_after(first, first.body, renamed, buffer):
             return f"access '{buffer}' at elements of other iterations"
     return None
 

@@ -22,10 +22,12 @@ every kernel node that runs once, in a graph that does not stream, whose
 function's body is values (lets) and then one loop stepping by 1, whose
 bounds read only constants, sizes and integer scalar inputs (the
 replication is sized from them), and whose iterations share nothing the
-body writes or assigns (loop_nests.iterations_share: each buffer
-written is accessed with the loop's variable at one index position in
-every access).  The values before the loop are computed by every
-instance.  A named node that does not qualify is refused with the reason.
+body writes or assigns (loop_nests.iterations_share: each buffer written
+is accessed with the loop's variable at one index position in every
+access, or no two of its accesses meet in different iterations, as a
+symmetric result's row and mirrored column do not). The values before
+the loop are computed by every instance. A named node that does not
+qualify is refused with the reason.
 
 With ``reused``, only tasks whose loop holds, after values, a second loop
 of the same kind (independent iterations, bounds from constants and

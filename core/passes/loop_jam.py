@@ -25,7 +25,8 @@ back ends run in vector lanes instead, nor one marked never to unroll
 (``unroll=1``: the loop of the rows left over).  Legal where no two
 iterations of the loop share anything the body writes or assigns
 (loop_nests.iterations_share: each buffer written is accessed with
-the loop's variable at one index position in every access) and the
+the loop's variable at one index position in every access, or no two
+of its accesses meet in different iterations) and the
 inner loop's bounds are the same in every iteration.
 """
 from __future__ import annotations

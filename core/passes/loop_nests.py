@@ -26,6 +26,7 @@ from ..ir.reduction import reads_variable
 from ..ir.types import I64
 from ..ir.visit import map_blocks, walk
 from .errors import PassError
+from .affine_dependences import apart_in_iterations
 from .infer_reductions import has_effects
 from .loop_unroll import loop_ids
 from .names import declared_names
@@ -125,16 +126,18 @@ def _linear(expr: Expr, var: str) -> tuple[int, Expr | None] | None:
 
 
 def iterations_share(outer: For, module: Module) -> bool:
-    """Whether two iterations of ``outer`` could share what its body
-    writes or assigns, or its bounds could change as it runs: the bounds
-    read memory or what the body assigns; the body declares an array at
-    its top, declares the loop variable again, assigns a variable it does
-    not declare, returns, waits at a barrier, updates atomically or calls
-    a helper with effects; or a buffer it writes is accessed, in some
-    load or store, without the loop variable itself at one same index
-    position.  Where it is False, any order of the iterations computes
-    the same (column_strips distributes the loop, loop-jam interleaves
-    its iterations, loop-instances runs them as instances)."""
+    """Whether two iterations of ``outer`` could share what its body writes
+    or assigns, or its bounds could change as it runs: the bounds read
+    memory or what the body assigns; the body declares an array at its
+    top, declares the loop variable again, assigns a variable it does
+    not declare, returns, waits at a barrier, updates atomically or
+    calls a helper with effects; or a buffer it writes is accessed, in
+    some load or store, without the loop variable itself at one same
+    index position, and two of its accesses may meet in different
+    iterations (affine_dependences.py: a symmetric result's mirror
+    store). Where it is False, any order of the iterations computes the
+    same (column_strips distributes the loop, loop-jam interleaves its
+    iterations, loop-instances runs them as instances)."""
     body = outer.body
     reads_memory, assigned = bound_dependences(outer, [body])
     if reads_memory or assigned or any(isinstance(s, ArrayDecl) for s in body):
@@ -153,7 +156,8 @@ def iterations_share(outer: For, module: Module) -> bool:
 
     def dimension_of(index):
         return 0 if isinstance(index, Var) and index.name == outer.var else None
-    return any(not access_positions(body, buffer, 1, dimension_of) for buffer in written)
+    return any(not access_positions(body, buffer, 1, dimension_of) and
+               not apart_in_iterations(outer, buffer) for buffer in written)
 
 
 def sharing_problem(loop: For, module: Module) -> str | None:
@@ -161,7 +165,8 @@ def sharing_problem(loop: For, module: Module) -> str | None:
     if not iterations_share(loop, module):
         return None
     return ("has iterations that may share what its body writes or assigns (each buffer "
-            f"written needs '{loop.var}' at one index position in every access)")
+            f"written needs '{loop.var}' at one index position in every access, or accesses "
+            "that meet only in one same iteration)")
 
 
 def recomputable(let: Let, changing: set[str], written, declared: set[str]) -> bool:

@@ -42,8 +42,12 @@ same down a column). A row written as loops over the columns in turn
 (PolyBench 4.2's ``for j: c[i, j] *= s`` then ``for k: for j: c[i, j] +=
 ...``) is first made one loop over the columns: each nest swapped where
 legal (loop_interchange.py), then the loops fused where legal
-(loop_fusion.py). Default pipelines run this first, before
-loop-interchange would put such a nest's columns innermost.
+(loop_fusion.py). A triangle (the inner loop's start or stop the outer
+variable plus a value: syrk's ``for j in range(i + 1)``) runs over the
+box around it, each place computing its value and only those of the
+triangle storing it (triangle_boxes.py). Default pipelines run this
+first, before loop-interchange would put such a nest's columns
+innermost.
 """
 from __future__ import annotations
 
@@ -56,6 +60,7 @@ from ..ir.kernel import (
     Binary, Cast, Const, For, InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Stmt,
     Unary, Var,
 )
+from ..ir.reduction import reads_variable
 from ..ir.types import I64
 from ..ir.visit import walk
 from .loop_fusion import fused
@@ -69,6 +74,7 @@ from .register_tile_plan import nest_plans
 from .reduce_forms import as_i64, offset, trip_count
 from .registry import Option, register_pass
 from .tensor_graph import replace_node
+from .triangle_boxes import Box, box, guarded
 
 
 SIZE_EXPRESSIONS = (Const, Var, Binary, Unary, Cast, Intrinsic)
@@ -123,13 +129,16 @@ def instances_problem(module: Module, graph: Graph, node: Node, reused: bool = F
     if problem is not None or not reused:
         return problem
     outer = _columns_outward(body[-1], function, module)
-    problem = _loop_problem(outer.body, function)
+    problem = _loop_problem(_boxed(outer)[0].body, function)
     if problem is not None:
         return f"has in its loop '{outer.var}' {problem.removeprefix('has ')}"
     inner = outer.body[-1]
     problem = sharing_problem(inner, module)
     if problem is not None:
         return problem
+    nest = _nest_body(outer, function)
+    if isinstance(nest, str):
+        return f"has in its loop '{outer.var}' a triangle that {nest}"
     plans = nest_plans(*_nested(module, graph, node, outer))
     return f"as instances of '{outer.var}' and '{inner.var}' {plans}" \
         if isinstance(plans, str) else None
@@ -177,11 +186,34 @@ def _nested(module: Module, graph: Graph, node: Node, outer: For) -> tuple[Modul
     the elements its inner loop updates kept in variables
     (element_promotion.py); and the new node."""
     function = module.function(node.body.function)
-    inner = outer.body[-1]
+    inner = _boxed(outer)[0].body[-1]
     body = (*function.body[:-1], _position(outer, 0), *outer.body[:-1], _position(inner, 1),
-            *promoted(inner.body, function))
+            *_nest_body(outer, function))
     module = _with_function(module, graph, node, body, (trip_count(outer), trip_count(inner)))
     return module, next(n for n in module.graph(graph.name).nodes if n.name == node.name)
+
+
+def _boxed(outer: For) -> tuple[For, Box | None]:
+    """``outer`` with its last loop over the box around the triangle its
+    bounds make (triangle_boxes.py), and the box; ``outer`` and None where
+    they make none."""
+    inner = outer.body[-1] if outer.body else None
+    if not isinstance(inner, For) or not reads_variable((inner.start, inner.stop), outer.var):
+        return outer, None
+    found = box(outer, inner)
+    if isinstance(found, str):
+        return outer, None
+    return dataclasses.replace(outer, body=(*outer.body[:-1], found.loop)), found
+
+
+def _nest_body(outer: For, function: KernelFunction) -> tuple[Stmt, ...] | str:
+    """The body of an instance of the nest: the inner loop's, its elements
+    kept in variables, its stores guarded to the triangle where its bounds
+    make one; or why that would not compute the same."""
+    inner = outer.body[-1]
+    body = promoted(inner.body, function)
+    found = _boxed(outer)[1]
+    return body if found is None else guarded(body, outer, inner, found.guard)
 
 
 def _columns_outward(outer: For, function: KernelFunction, module: Module) -> For:
@@ -191,13 +223,13 @@ def _columns_outward(outer: For, function: KernelFunction, module: Module) -> Fo
     (loop_fusion.py), as PolyBench 4.2 writes a product's row (``for j:
     c[i, j] *= s`` and ``for k: for j: c[i, j] += a[i, k] * b[k, j]``);
     ``outer`` itself where that does not give one loop."""
-    if _loop_problem(outer.body, function) is None:
+    if _loop_problem(_boxed(outer)[0].body, function) is None:
         return outer
     body = tuple(swapped(s) if isinstance(s, For) and len(s.body) == 1 and
                  isinstance(s.body[0], For) and interchange_problem(s, function, module) is None
                  else s for s in outer.body)
     candidate = dataclasses.replace(outer, body=fused(body, function))
-    return candidate if _loop_problem(candidate.body, function) is None else outer
+    return candidate if _loop_problem(_boxed(candidate)[0].body, function) is None else outer
 
 
 def _as_nest_instances(module: Module, graph: Graph, node: Node) -> Module:

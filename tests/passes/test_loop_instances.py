@@ -137,8 +137,9 @@ def nests_inputs(m=9, k=7, n=11, seed=3):
 
 def test_two_loops_reading_values_reused_across_both_run_as_two_dimensions():
     """The product's rows and columns become instances, its sum kept in a
-    variable; the triangle (the columns' bounds follow the row) and the
-    doubling (nothing reused) stay tasks."""
+    variable; so does the triangle (the columns' bounds follow the row)
+    over the box around it, its stores kept to the triangle
+    (triangle_boxes.py); the doubling (nothing reused) stays a task."""
     module = nests.build()
     changed = run_pipeline(module, "loop-instances{reused=true}", verify_each=True)
     text = print_module(changed)
@@ -150,7 +151,9 @@ def test_two_loops_reading_values_reused_across_both_run_as_two_dimensions():
     c_element = c_element + a[i, k] * b[k, j]
   }
   c[i, j] = c_element""" in text
-    assert "node triangle = @triangle\n" in text and "node doubled = @doubled\n" in text
+    assert "node triangle = @triangle_instances [max(M, 0), max(M - 1, 0)]" in text
+    assert "  if j < i {\n    lower[i, j] = acc\n  }" in text
+    assert "node doubled = @doubled\n" in text
     for m, k, n in ((9, 7, 11), (1, 3, 1), (40, 33, 70)):
         data = nests_inputs(m, k, n)
         want = Interpreter(module).run(**data)
@@ -187,13 +190,64 @@ def test_the_cpu_default_pipeline_runs_such_a_product_in_register_tiles():
 
 
 @pytest.mark.parametrize("node, reason", [
-    ("triangle", "in its loop 'i' a loop 'j' whose bounds are more than arithmetic"),
     ("doubled", "as instances of 'i' and 'j' has no single counted loop"),
     ("totals", "iterations that may share what its body writes.*needs 'j'"),
 ])
 def test_nests_without_reuse_in_two_dimensions_are_refused_with_the_reason(node, reason):
     with pytest.raises(PassError, match=reason):
         run_pipeline(nests.build(), f"loop-instances{{reused=true nodes={node}}}")
+
+
+@hl.program
+def triangles(a: Buffer[f32, "M", "K"], band: Out[Buffer[f32, "M", "M"]],
+              crossed: Out[Buffer[f32, "M", "M"]], upper: InOut[Buffer[f32, "M", "M"]]):
+    with task(ins=(a,), outs=(band,), name="band"):
+        for i in range(M):
+            for j in range(i, min(i + 3, M)):
+                acc: f32 = 0.0
+                for k in range(K):
+                    acc += a[i, k] * a[j, k]
+                band[i, j] = acc
+    with task(ins=(a,), outs=(crossed,), name="crossed"):
+        for i in range(M):
+            for j in range(i + 1):
+                acc: f32 = 0.0
+                for k in range(K):
+                    acc += a[i - j, k] * a[j, k]
+                crossed[i, j] = acc
+    with task(ins=(a, upper), outs=(upper,), name="upper"):   # covariance's, with its mirror
+        for i in range(M):
+            for j in range(i + 1, M):
+                upper[i, j] = 0.5 * upper[i, j]
+                for k in range(K):
+                    upper[i, j] += a[i, k] * a[j, k]
+                upper[j, i] = upper[i, j]
+
+
+@pytest.mark.parametrize("node, reason", [
+    ("band", "a loop 'j' whose bounds are more than arithmetic"),
+    ("crossed", "a triangle that reads 'a' at an index following both 'i' and 'j'"),
+])
+def test_triangles_a_box_could_not_run_are_refused_with_the_reason(node, reason):
+    with pytest.raises(PassError, match=reason):
+        run_pipeline(triangles.build(), f"loop-instances{{reused=true nodes={node}}}")
+
+
+def test_a_triangle_and_its_mirror_run_over_the_box_bit_for_bit():
+    module = triangles.build()
+    changed = run_pipeline(module, "loop-instances{reused=true}", verify_each=True)
+    text = print_module(changed)
+    assert "node upper = @upper_instances [max(M, 0), max(M - 1, 0)]" in text
+    assert "node band = @band\n" in text and "node crossed = @crossed\n" in text
+    for m, k in ((9, 7), (1, 3), (33, 20)):
+        rng = np.random.default_rng(m)
+        data = {"a": rng.standard_normal((m, k)).astype(np.float32),
+                "upper": rng.standard_normal((m, m)).astype(np.float32)}
+        want = Interpreter(module).run(**data)
+        got = Interpreter(changed).run(**data)
+        np.testing.assert_array_equal(got["upper"], want["upper"])
+        exe = hpvm.compile(changed, ["cpu"], options={"pipeline": "default"})
+        assert_outputs_close(exe(**data), want, 1e-4, 1e-4, "cpu")
 
 
 def test_a_loop_whose_bounds_choose_a_value_stays_a_task():

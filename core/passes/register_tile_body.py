@@ -28,8 +28,8 @@ import contextlib
 import dataclasses
 
 from ..ir.kernel import (
-    ArrayDecl, Assign, Binary, Const, Expr, InstanceId, KernelFunction, Let, Load, Stmt,
-    Store, Unary, Var,
+    ArrayDecl, Assign, Binary, Cast, Compare, Const, Expr, If, InstanceId, KernelFunction, Let,
+    Load, Stmt, Store, Unary, Var,
 )
 from ..ir.tensor_ops.lowering import KernelBuilder, add, minimum, mul
 from ..ir.types import I64
@@ -63,7 +63,7 @@ class _Writer:
         b, s, plan = self.b, self.s, self.plan
         self.rows_total = b.let("rows_total", as_index(replication[plan.rows]))
         self.cols_total = b.let("cols_total", as_index(replication[plan.cols]))
-        chunk = b.let("chunk", s.chunk_rows(self.rows_total, self.cols_total,
+        self.chunk = chunk = b.let("chunk", s.chunk_rows(self.rows_total, self.cols_total,
                                             other_instances(plan, replication)))
         counts = [self.rows_total if d == plan.rows else self.cols_total if d == plan.cols
                   else size for d, size in enumerate(replication)]
@@ -100,7 +100,9 @@ class _Writer:
             self.sums[acc.name] = b.fresh(f"{acc.name}_sums")
             b.emit(ArrayDecl(self.sums[acc.name], acc.type, (s.chunk * s.panel,),
                              zeroed=False))
-        self._initial_values()
+        skips, reached = self._reaching_results()
+        if not skips:
+            self._initial_values()
         self.panels, self.row_panels = {}, {}
         if s.pack:
             for load in plan.packed:
@@ -111,9 +113,31 @@ class _Writer:
                 self.row_panels[value] = b.fresh("row_panel")
                 b.emit(ArrayDecl(self.row_panels[value], value.type, (s.chunk * s.kblock,),
                                  zeroed=False))
-        self._steps()
-        self._epilogue()
+        with b.guard(skips, reached):
+            if skips:
+                self._initial_values()
+            self._steps()
+            self._epilogue()
         return b.finish()
+
+    def _reaching_results(self) -> tuple[bool, Expr | None]:
+        """(whether a block may store nothing, the test that it stores
+        something): where every effect of the results is under one guard
+        comparing expressions linear in the rows and columns (a triangle
+        run over its box, triangle_boxes.py), a block none of whose
+        corners meets the guard has none, and is skipped whole."""
+        plan = self.plan
+        guard = _half_plane(plan.results, (plan.rows, plan.cols))
+        if guard is None or self.group_dim is not None:
+            return False, None
+        last_row = minimum(add(self.row0, self.chunk), self.rows_total) - i64(1)
+        last_col = minimum(add(self.col0, i64(self.s.panel)), self.cols_total) - i64(1)
+        corners = [self._at(guard, row, col) for row in (self.row0, last_row)
+                   for col in (self.col0, last_col)]
+        reached = corners[0]
+        for corner in corners[1:]:
+            reached = Binary("lor", reached, corner)
+        return True, reached
 
     # where a result's accumulators are kept ------------------------------
     def _sum_at(self, block: Expr, row: Expr, tile: Expr, column: Expr) -> Expr:
@@ -331,6 +355,37 @@ class _Writer:
 
     def _clamped_col(self, tile: Expr, column: Expr) -> Expr:
         return minimum(self._col(tile, column), self.cols_total - i64(1))
+
+
+def _half_plane(results: tuple[Stmt, ...], dims: tuple[int, int]) -> Expr | None:
+    """The guard of ``results`` where they are values, then one ``if``
+    holding every effect whose condition compares expressions linear in
+    the instance ids of ``dims`` (false at the four corners of a block,
+    it is false all through it); None otherwise."""
+    if not results or not isinstance(results[-1], If) or results[-1].else_body or \
+            not all(isinstance(s, Let) for s in results[:-1]):
+        return None
+    guard = results[-1].cond
+    local = {s.name for s in results[:-1]}
+    if not isinstance(guard, Compare) or guard.op not in ("lt", "le", "gt", "ge") or any(
+            isinstance(n, Var) and n.name in local or isinstance(n, InstanceId) and
+            n.dim not in dims for n in walk(guard)):
+        return None
+    return guard if _linear(guard.lhs) and _linear(guard.rhs) else None
+
+
+def _linear(expr: Expr) -> bool:
+    """Whether ``expr`` is linear in the instance ids it reads."""
+    def constant(e: Expr) -> bool:
+        return not any(isinstance(n, InstanceId) for n in walk(e))
+    if isinstance(expr, Binary) and expr.op in ("add", "sub"):
+        return _linear(expr.lhs) and _linear(expr.rhs)
+    if isinstance(expr, Binary) and expr.op == "mul":
+        return constant(expr.lhs) and _linear(expr.rhs) or \
+            constant(expr.rhs) and _linear(expr.lhs)
+    if isinstance(expr, Unary) and expr.op == "neg" or isinstance(expr, Cast):
+        return _linear(expr.operand if isinstance(expr, Unary) else expr.value)
+    return isinstance(expr, InstanceId) or constant(expr)
 
 
 def divisions_along(exprs: tuple[Expr, ...], column: str, step: str) -> list[Expr]:

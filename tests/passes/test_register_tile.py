@@ -186,3 +186,23 @@ def test_a_scale_times_a_row_read_is_packed_as_its_value():
     scaled = [line.strip() for line in tiled.splitlines() if "alpha *" in line]
     assert len(scaled) == 3 and all(line.startswith("row_panel[") for line in scaled)
     _check_ragged("scaled_terms", SMALL, SIZES)
+
+
+@pytest.mark.parametrize("name, sizes", [("syrk", (13, 11)), ("syrk", (40, 33)),
+                                         ("covariance", (21, 17))])
+def test_a_triangle_over_its_box_skips_blocks_that_store_nothing(name, sizes):
+    """A triangle run over the box around it (loop-instances,
+    triangle_boxes.py) stores under a guard linear in the rows and
+    columns: a block whose four corners all fail it is skipped whole,
+    and the results are those of the program as written."""
+    from benchmarks import polybench
+    module = polybench.FORMS[name].build()
+    boxed = run_pipeline(module, "task-split,loop-instances{reused=true}")
+    tiled = run_pipeline(boxed, SMALL, verify_each=True)
+    text = print_module(tiled)
+    body = text[text.index("_register_tiled("):]
+    assert " || " in body[:body.index("for ")], "no test of the block's corners"
+    inputs = polybench.inputs_for(name, np.random.default_rng(5), *sizes)
+    expected, got = _outputs(module, inputs), _outputs(tiled, inputs)
+    for port, value in expected.items():
+        np.testing.assert_array_equal(got[port], value, err_msg=port)

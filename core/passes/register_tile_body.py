@@ -20,7 +20,9 @@ that array holds (register_tile_group_dim.py): the rows' panel of a block
 is packed once and serves every one of them, each with its own column
 panel.
 Rows past the end read the last row (their results are not stored), and
-panels past the last column repeat the last column.
+panels past the last column repeat the last column. A triangle run over
+the box around it stores under a guard (register_tile_plan.half_plane):
+a block whose four corners all fail it stores nothing, and is skipped.
 """
 from __future__ import annotations
 
@@ -28,15 +30,15 @@ import contextlib
 import dataclasses
 
 from ..ir.kernel import (
-    ArrayDecl, Assign, Binary, Cast, Compare, Const, Expr, If, InstanceId, KernelFunction, Let,
-    Load, Stmt, Store, Unary, Var,
+    ArrayDecl, Assign, Binary, Const, Expr, InstanceId, KernelFunction, Let, Load, Stmt,
+    Store, Unary, Var,
 )
 from ..ir.tensor_ops.lowering import KernelBuilder, add, minimum, mul
 from ..ir.types import I64
 from ..ir.visit import children, replace_expressions, rewrite, walk
 from .names import declared_names, function_names, substitute
 from .register_tile_group_dim import Grouped
-from .register_tile_plan import adjacent_along, at_instance
+from .register_tile_plan import adjacent_along, at_instance, half_plane
 from .register_tile_schedule import (
     Schedule, block_counts, other_instances, as_index, ceil_div, group_size, i64,
 )
@@ -127,7 +129,7 @@ class _Writer:
         run over its box, triangle_boxes.py), a block none of whose
         corners meets the guard has none, and is skipped whole."""
         plan = self.plan
-        guard = _half_plane(plan.results, (plan.rows, plan.cols))
+        guard = half_plane(plan)
         if guard is None or self.group_dim is not None:
             return False, None
         last_row = minimum(add(self.row0, self.chunk), self.rows_total) - i64(1)
@@ -355,37 +357,6 @@ class _Writer:
 
     def _clamped_col(self, tile: Expr, column: Expr) -> Expr:
         return minimum(self._col(tile, column), self.cols_total - i64(1))
-
-
-def _half_plane(results: tuple[Stmt, ...], dims: tuple[int, int]) -> Expr | None:
-    """The guard of ``results`` where they are values, then one ``if``
-    holding every effect whose condition compares expressions linear in
-    the instance ids of ``dims`` (false at the four corners of a block,
-    it is false all through it); None otherwise."""
-    if not results or not isinstance(results[-1], If) or results[-1].else_body or \
-            not all(isinstance(s, Let) for s in results[:-1]):
-        return None
-    guard = results[-1].cond
-    local = {s.name for s in results[:-1]}
-    if not isinstance(guard, Compare) or guard.op not in ("lt", "le", "gt", "ge") or any(
-            isinstance(n, Var) and n.name in local or isinstance(n, InstanceId) and
-            n.dim not in dims for n in walk(guard)):
-        return None
-    return guard if _linear(guard.lhs) and _linear(guard.rhs) else None
-
-
-def _linear(expr: Expr) -> bool:
-    """Whether ``expr`` is linear in the instance ids it reads."""
-    def constant(e: Expr) -> bool:
-        return not any(isinstance(n, InstanceId) for n in walk(e))
-    if isinstance(expr, Binary) and expr.op in ("add", "sub"):
-        return _linear(expr.lhs) and _linear(expr.rhs)
-    if isinstance(expr, Binary) and expr.op == "mul":
-        return constant(expr.lhs) and _linear(expr.rhs) or \
-            constant(expr.rhs) and _linear(expr.lhs)
-    if isinstance(expr, Unary) and expr.op == "neg" or isinstance(expr, Cast):
-        return _linear(expr.operand if isinstance(expr, Unary) else expr.value)
-    return isinstance(expr, InstanceId) or constant(expr)
 
 
 def divisions_along(exprs: tuple[Expr, ...], column: str, step: str) -> list[Expr]:

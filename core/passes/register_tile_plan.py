@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from ..ir.graph import KernelBody, Module, Node
 from ..ir.kernel import (
-    ArrayDecl, Assign, Barrier, Binary, Call, Cast, Const, Expr, ExprStmt, For, InstanceCount,
-    InstanceId, KernelFunction, Let, Load, Return, Stmt, Unary, Var, While,
+    ArrayDecl, Assign, Barrier, Binary, Call, Cast, Compare, Const, Expr, ExprStmt, For, If,
+    InstanceCount, InstanceId, KernelFunction, Let, Load, Return, Stmt, Unary, Var, While,
 )
 from ..ir.strides import IndexStrides, instance_of, loop_variable
 from ..ir.types import I64
@@ -254,6 +254,39 @@ def adjacent_along(plan: NestPlan, loads: tuple[Load, ...], dim: int) -> str | N
               strides.element_stride(load.indices, along_dim) == 1) for load in loads}
     return {(True, False): "steps", (False, True): "instances"}.get(
         next(iter(pairs)) if len(pairs) == 1 else None)
+
+
+def half_plane(plan: NestPlan) -> Expr | None:
+    """The guard of the plan's results where they are values, then one
+    ``if`` holding every effect whose condition compares expressions
+    linear in the instance ids of its rows and columns (false at the four
+    corners of a block of them, it is false all through it: a triangle
+    run over its box, triangle_boxes.py); None otherwise."""
+    results, dims = plan.results, (plan.rows, plan.cols)
+    if not results or not isinstance(results[-1], If) or results[-1].else_body or \
+            not all(isinstance(s, Let) for s in results[:-1]):
+        return None
+    guard = results[-1].cond
+    local = {s.name for s in results[:-1]}
+    if not isinstance(guard, Compare) or guard.op not in ("lt", "le", "gt", "ge") or any(
+            isinstance(n, Var) and n.name in local or isinstance(n, InstanceId) and
+            n.dim not in dims for n in walk(guard)):
+        return None
+    return guard if _linear(guard.lhs) and _linear(guard.rhs) else None
+
+
+def _linear(expr: Expr) -> bool:
+    """Whether ``expr`` is linear in the instance ids it reads."""
+    def constant(e: Expr) -> bool:
+        return not any(isinstance(n, InstanceId) for n in walk(e))
+    if isinstance(expr, Binary) and expr.op in ("add", "sub"):
+        return _linear(expr.lhs) and _linear(expr.rhs)
+    if isinstance(expr, Binary) and expr.op == "mul":
+        return constant(expr.lhs) and _linear(expr.rhs) or \
+            constant(expr.rhs) and _linear(expr.lhs)
+    if isinstance(expr, Unary) and expr.op == "neg" or isinstance(expr, Cast):
+        return _linear(expr.operand if isinstance(expr, Unary) else expr.value)
+    return isinstance(expr, InstanceId) or constant(expr)
 
 
 def eligible(module: Module, node: Node) -> bool:

@@ -18,6 +18,8 @@ import numpy as np
 import hpvm.lang as hl
 from hpvm.lang import Buffer, InOut, Out, f32, task
 
+from benchmarks import polybench_dense, polybench_sweeps
+
 TSTEPS = 4
 """Time steps of the stencils (jacobi_2d)."""
 
@@ -206,16 +208,22 @@ def jacobi_2d(A: InOut[Buffer[f32, "N", "N"]], B: InOut[Buffer[f32, "N", "N"]]):
                                      + B[i - 1, j])
 
 
+MORE = {**polybench_dense.KERNELS, **polybench_sweeps.KERNELS}
+"""The other kernels ported (benchmarks/polybench_dense.py, polybench_sweeps.py)."""
 FORMS = {"gemm": gemm, "gemm_ijk": gemm_ijk, "two_mm": two_mm, "syrk": syrk, "atax": atax,
          "bicg": bicg, "mvt": mvt, "gesummv": gesummv, "gemver": gemver, "covariance": covariance,
-         "doitgen": doitgen, "jacobi_2d": jacobi_2d}
-CUBIC = ("gemm", "gemm_ijk", "two_mm", "syrk", "covariance", "doitgen")
+         "doitgen": doitgen, "jacobi_2d": jacobi_2d,
+         **{name: kernel.program for name, kernel in MORE.items()}}
+CUBIC = ("gemm", "gemm_ijk", "two_mm", "syrk", "covariance", "doitgen",
+         *(name for name, kernel in MORE.items() if kernel.cubic))
 
 
 def inputs_for(name: str, rng, size: int, grid: int) -> dict:
     """Inputs of kernel ``name``: ``size`` on a side for the CUBIC ones,
     ``grid`` for the others (doitgen: size / 8 rows of size / 8 by size)."""
     n = size if name in CUBIC else grid
+    if name in MORE:
+        return MORE[name].inputs(rng, n)
 
     def normal(*shape):
         return rng.standard_normal(shape).astype(np.float32)
@@ -240,6 +248,8 @@ def inputs_for(name: str, rng, size: int, grid: int) -> dict:
 def reference(name: str, inputs: dict) -> dict:
     """Kernel ``name``'s outputs from ``inputs``, as a numpy user writes
     them (f32, BLAS's order of sums: within rounding of the kernel's)."""
+    if name in MORE:
+        return MORE[name].reference(inputs)
     i = inputs
     alpha, beta = i.get("alpha"), i.get("beta")
     if name in ("gemm", "gemm_ijk"):

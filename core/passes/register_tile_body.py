@@ -107,9 +107,9 @@ class _Writer:
             self._initial_values()
         self.panels, self.row_panels = {}, {}
         if s.pack:
-            for load in plan.packed:
-                self.panels[load] = b.fresh("panel")
-                b.emit(ArrayDecl(self.panels[load], load.type,
+            for value in plan.col_values or plan.packed:
+                self.panels[value] = b.fresh("panel")
+                b.emit(ArrayDecl(self.panels[value], value.type,
                                  (s.panel // s.cols * s.kblock * s.cols,), zeroed=False))
             for value in plan.row_values:
                 self.row_panels[value] = b.fresh("row_panel")

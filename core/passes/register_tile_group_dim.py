@@ -56,7 +56,9 @@ def grouped_plan(plan: NestPlan, rank: int) -> Grouped:
                 accumulators=substitute(plan.accumulators, values=values),
                 steps=substitute(plan.steps, values=values),
                 results=substitute(plan.results, values=values),
-                packed=tuple(substitute(load, values=values) for load in plan.packed)), dim)
+                packed=tuple(substitute(load, values=values) for load in plan.packed),
+                col_values=tuple(substitute(value, values=values)
+                                 for value in plan.col_values)), dim)
     return Grouped(plan, None)
 
 

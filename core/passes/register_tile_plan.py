@@ -61,6 +61,9 @@ class NestPlan:
     constants and variables the loop does not declare (``alpha * a[i,
     k]``), one load at least, following no column: packed as their
     values, computed once per row and step instead of once per result."""
+    col_values: tuple[Expr, ...] = ()
+    """The same of ``packed`` loads, following no row (``a[j, k] *
+    alpha``, syr2k's): computed once per column and step."""
 
 
 def nest_plan(module: Module, node: Node) -> NestPlan | str:
@@ -154,23 +157,26 @@ def _plan(function: KernelFunction, rows: int, cols: int) -> NestPlan | str:
     return NestPlan(rows, cols, tuple(uniform), tuple(accumulators), loop, body,
                     substitute(tuple(sunk) + tuple(epilogue), values=index_values),
                     packable(col_reads), row_packed,
-                    _row_values(body, set(row_packed), local, follows_cols))
+                    _values(body, set(row_packed), local, follows_cols),
+                    _values(body, set(packable(col_reads)), local, follows_rows))
 
 
-def _row_values(body: tuple[Stmt, ...], loads: set[Load], local: set[str],
-                follows_cols) -> tuple[Expr, ...]:
-    """The largest expressions of ``body`` (see NestPlan.row_values)."""
+def _values(body: tuple[Stmt, ...], loads: set[Load], local: set[str],
+            follows_other) -> tuple[Expr, ...]:
+    """The largest expressions of ``body`` made of ``loads``, constants
+    and variables not ``local``, one load at least, following no
+    dimension by ``follows_other`` (NestPlan.row_values, col_values)."""
     found: dict[Expr, None] = {}
 
-    def of_row_reads(expr: Expr) -> bool:
+    def of_loads(expr: Expr) -> bool:
         if isinstance(expr, (Binary, Unary, Cast)):
-            return all(of_row_reads(c) for c in children(expr) if isinstance(c, Expr))
+            return all(of_loads(c) for c in children(expr) if isinstance(c, Expr))
         return expr in loads or isinstance(expr, Const) or \
             isinstance(expr, Var) and expr.name not in local
 
     def visit(expr: Expr) -> None:
-        if of_row_reads(expr) and any(n in loads for n in walk(expr)) and \
-                not follows_cols(expr):
+        if of_loads(expr) and any(n in loads for n in walk(expr)) and \
+                not follows_other(expr):
             found[expr] = None
             return
         for child in children(expr):

@@ -188,6 +188,28 @@ def test_a_scale_times_a_row_read_is_packed_as_its_value():
     _check_ragged("scaled_terms", SMALL, SIZES)
 
 
+def test_a_column_read_times_a_scale_is_packed_as_its_value():
+    """syr2k's ``a[j, k] * alpha * b[i, k] + b[j, k] * alpha * a[i, k]``:
+    ``a[j, k] * alpha`` and ``b[j, k] * alpha`` are the same down a column
+    of results, so the column panels hold them, computed once per column
+    and step (2 -> 1 multiplications a term; 1024^3 on 2 cores, 72 -> 30
+    ms); the results are the program's, bit for bit."""
+    from benchmarks import polybench
+    module = run_pipeline(polybench.FORMS["syr2k"].build(), "loop-instances{reused=true}")
+    (plan,) = [p for _, node in iter_nodes(module)
+               if isinstance(p := nest_plan(module, node), NestPlan)]
+    assert [print_expr(v) for v in plan.col_values] == [
+        "A[instance_id(1), k] * alpha", "B[instance_id(1), k] * alpha"]
+    text = print_module(run_pipeline(module, SMALL))
+    tiled = text[text.index("func @syr2k_instances_register_tiled"):text.index("graph @")]
+    scaled = [line.strip() for line in tiled.splitlines() if "* alpha" in line]
+    assert len(scaled) == 4 and all(line.startswith("panel") for line in scaled)
+    inputs = polybench.inputs_for("syr2k", np.random.default_rng(6), 19, 0)
+    expected = _outputs(polybench.FORMS["syr2k"].build(), inputs)
+    np.testing.assert_array_equal(_outputs(run_pipeline(module, SMALL), inputs)["C"],
+                                  expected["C"])
+
+
 @pytest.mark.parametrize("name, sizes", [("syrk", (13, 11)), ("syrk", (40, 33)),
                                          ("covariance", (21, 17))])
 def test_a_triangle_over_its_box_skips_blocks_that_store_nothing(name, sizes):

@@ -47,6 +47,13 @@ def distributed(loop: For, names: NameGenerator) -> tuple[For, ...]:
     return pieces if len(pieces) > 1 else (loop,)
 
 
+def cut_apart(loop: For, names: NameGenerator) -> tuple[For, ...]:
+    """``loop`` as loops over its bounds, its body cut between any two
+    statements where legal (correlation's ``corr[i, i] = 1`` before the
+    loop over the row's other columns); ``(loop,)`` where no cut is."""
+    return _cut(loop, loop.body, names, after_loops=False)
+
+
 def _cut(loop: For, body: tuple[Stmt, ...], names: NameGenerator,
          after_loops: bool) -> tuple[For, ...]:
     """``loop`` over ``body`` as one loop per part of it, cut after its

@@ -144,6 +144,19 @@ def instances_problem(module: Module, graph: Graph, node: Node, reused: bool = F
         if isinstance(plans, str) else None
 
 
+def nest_problem(loop: For, function: KernelFunction, module: Module) -> str | None:
+    """Why ``loop`` of ``function``, in a node of its own, could not run as
+    instances of its two loops (``reused``); None when it could."""
+    name = unique_name(f"{function.name}_nest", module.functions)
+    node = Node(name, KernelBody(name))
+    graph = Graph(unique_name("nest", module.graphs), function.params, (node,))
+    probe = dataclasses.replace(
+        module, functions={**module.functions,
+                           name: dataclasses.replace(function, name=name, body=(loop,))},
+        graphs={**module.graphs, graph.name: graph})
+    return instances_problem(probe, graph, node, reused=True)
+
+
 def loop_problem(body: tuple[Stmt, ...], function: KernelFunction, module: Module
                  ) -> str | None:
     """Why statements ``body`` of ``function`` could not run as instances

@@ -9,7 +9,8 @@ A program ported from sequential code puts a whole kernel in one task::
         for i in range(N): D[i, j] ...           # another, reading tmp
 
 Each loop becomes a node of its own, with the statements before it (the
-statements after the last loop join the last one), as if the tasks had
+statements after the last loop join the last one, or are a node of their
+own where they would keep it from running as instances), as if the tasks had
 been written one per loop: a buffer a node reads comes from the node
 before it that last wrote it, or from what fed the task; a buffer it
 writes is ``inout`` where it had a value before (an input of the task, or
@@ -26,6 +27,12 @@ a loop whose iterations share nothing (what loop-instances takes), its
 body declares no array at its top and has no return, barrier or atomic
 update, each of its outputs is written by a part, and no part reads an
 output before a part writes it (it would have nothing to read from).
+
+A loop that cannot run as instances is first distributed where one of
+its pieces then can (loop_distribution.py); one that can, but not as
+instances of its two loops (a product's rows and columns,
+loop-instances' ``reused``), is cut between its statements where a piece
+then can (correlation's ``corr[i, i] = 1`` before each row's sums).
 
 Which nodes: those named in ``nodes`` (``node`` or ``graph.node``), or
 every kernel node that qualifies (run once, in a graph that does not
@@ -46,9 +53,9 @@ from ..ir.parameter import Parameter
 from ..ir.uniformity import written_buffers
 from ..ir.visit import walk
 from .errors import PassError
-from .loop_instances import loop_problem
+from .loop_instances import loop_problem, nest_problem
 from .module_tools import iter_nodes, named_kernel_nodes, task_problem
-from .loop_distribution import distributed
+from .loop_distribution import cut_apart, distributed
 from .names import NameGenerator, function_names, names_in
 from .registry import Option, register_pass
 from .tensor_graph import bind_outs_of, feeds_of, remove_nodes
@@ -112,7 +119,10 @@ def _parts(function: KernelFunction, module: Module) -> list[tuple[Stmt, ...]]:
     (the last also what follows), values a part reads from an earlier one
     computed again at its start, parts that cannot run apart merged."""
     body = _distributed(function, module)
-    cuts = [i + 1 for i, s in enumerate(body) if isinstance(s, For)][:-1]
+    cuts = [i + 1 for i, s in enumerate(body) if isinstance(s, For)]
+    if cuts and (cuts[-1] == len(body) or loop_problem(
+            body[cuts[-2] if len(cuts) > 1 else 0:cuts[-1]], function, module) is not None):
+        cuts.pop()        # what follows the last loop runs with it, unless that keeps it whole
     parts: list[tuple[int, tuple[Stmt, ...]]] = []     # (where it starts, the part)
     for start, stop in zip([0, *cuts], [*cuts, len(body)]):
         part = _with_values(body[:start], body[start:stop], body)
@@ -125,17 +135,22 @@ def _parts(function: KernelFunction, module: Module) -> list[tuple[Stmt, ...]]:
 
 def _distributed(function: KernelFunction, module: Module) -> tuple[Stmt, ...]:
     """The body with each loop that cannot run as instances distributed
-    (loop_distribution.py) where one of its loops then can."""
+    (loop_distribution.py) where one of its loops then can; and each that
+    can, but not as instances of two loops (a product's rows and columns,
+    loop-instances' ``reused``), cut between its statements where one of
+    its loops then can (correlation's diagonal set before each row)."""
     names = NameGenerator(function_names(function))
     body: list[Stmt] = []
     for stmt in function.body:
-        pieces = distributed(stmt, names) if isinstance(stmt, For) and \
-            loop_problem((stmt,), function, module) is not None else ()
-        if len(pieces) > 1 and any(loop_problem((p,), function, module) is None
-                                   for p in pieces):
-            body += pieces
-        else:
-            body.append(stmt)
+        pieces: tuple[Stmt, ...] = ()
+        wanted = False
+        if isinstance(stmt, For) and loop_problem((stmt,), function, module) is not None:
+            pieces = distributed(stmt, names)
+            wanted = any(loop_problem((p,), function, module) is None for p in pieces)
+        elif isinstance(stmt, For) and nest_problem(stmt, function, module) is not None:
+            pieces = cut_apart(stmt, names)
+            wanted = any(nest_problem(p, function, module) is None for p in pieces)
+        body += pieces if len(pieces) > 1 and wanted else (stmt,)
     return tuple(body)
 
 

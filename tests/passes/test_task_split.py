@@ -231,3 +231,26 @@ def test_statements_reading_what_another_step_wrote_stay_in_one_loop():
     module = parse_module(source.replace(written, "q[i_1] = q[i_1] + A[i_1, j] * s[0]"))
     text = print_module(run_pipeline(module, "task-split"))
     assert "bicg_2" not in text and "      s[j] = s[j] + r[i_1] * A[i_1, j]\n      q[i_1]" in text
+
+
+def test_a_row_set_apart_from_its_product_and_a_last_statement_run_as_their_own_nodes():
+    """PolyBench's correlation sets ``corr[i, i] = 1`` before the loop over
+    the row's other columns, and ``corr[M - 1, M - 1]`` after the rows: the
+    row loop is cut between the two, so that the triangle of sums runs as
+    instances of its rows and columns (loop-instances' reused), and the
+    last statement is a node of its own rather than keep the rows whole."""
+    inputs = polybench.inputs_for("correlation", np.random.default_rng(8), 12, 12)
+    text = check(polybench.FORMS["correlation"], inputs,
+                 "task-split,loop-instances{reused=true},loop-instances")
+    assert "node correlation_3 = @correlation_3_instances [max(M - 1, 0)]" in text
+    assert "node correlation_4 = @correlation_4_instances [max(M - 1, 0), max(M - 1, 0)]" \
+        in text
+    assert "func @correlation_5(inout corr: f32[M, M]) {\n  corr[M - 1, M - 1] = f32(1.0)" \
+        in text
+
+
+def test_a_loop_that_runs_as_instances_whole_is_not_cut():
+    """atax's row sums start at ``tmp[i] = 0`` before their loop: the rows
+    run as instances as they are, so the start stays with its sum."""
+    text = print_module(run_pipeline(polybench.atax.build(), "task-split"))
+    assert "tmp[i_1] = f32(0.0)\n    for j in 0 .. N step 1 {" in text

@@ -103,6 +103,21 @@ def never_after(loop: For, first_body: tuple[Stmt, ...], second_body: tuple[Stmt
                    if first.store or second.store)
 
 
+def swap_keeps_order(outer: For, buffer: str) -> bool:
+    """Whether swapping ``outer`` with the loop in it (a perfect nest, both
+    loops stepping up) keeps in order every two iterations touching one
+    element of ``buffer``, one of them storing it: no such pair runs
+    later along one loop and earlier along the other."""
+    inner = outer.body[0]
+    found = accesses(outer.body, buffer)
+    forms = _Forms(outer.var, outer.body)
+    crossing = ({("var", 1): 1, ("var", 0): -1, ONE: -1},           # later along outer
+                {("loop", id(inner), 0): 1, ("loop", id(inner), 1): -1, ONE: -1})  # earlier
+    return not any(forms.may_meet(outer, first, second, crossing)
+                   for first, second in itertools.product(found, repeat=2)
+                   if first.store or second.store)
+
+
 class _Forms:
     """Affine forms of the indices of the accesses in ``body``, the body
     of a loop over ``var``."""
@@ -120,26 +135,41 @@ class _Forms:
                        if len(values) == 1 and values[0] is not None and name not in assigned}
         self.local = set(declared) | assigned | {var}
 
-    def may_meet(self, loop: For, first: Access, second: Access) -> bool:
+    def may_meet(self, loop: For, first: Access, second: Access,
+                 order: tuple[dict, ...] = ({("var", 1): 1, ("var", 0): -1, ONE: -1},)) -> bool:
         """Whether ``first`` at some iteration of ``loop`` and ``second``
-        at a later one may touch one element."""
+        at an iteration ``order`` places (by default a later one) may
+        touch one element; ``order``: inequalities over the variables'
+        keys, ("var", side) for ``loop``'s, ("loop", id, side) for a loop
+        in it."""
         if len(first.indices) != len(second.indices):
             return True
-        equalities, inequalities, forms = [], [], []
+        equalities, inequalities, forms = [], list(order), []
         for side, access in enumerate((first, second)):
             forms.append([self.form(index, side, access.loops) for index in access.indices])
-            inequalities += self._bounds(loop, ("var", side), side, ())
-            for at, inner in enumerate(access.loops):
-                inequalities += self._bounds(inner, ("loop", id(inner), side), side,
-                                             access.loops[:at])
-        equalities = [_minus(one, other) for one, other in zip(*forms)
-                      if one is not None and other is not None]
-        later = {("var", 1): 1, ("var", 0): -1, ONE: -1}   # second's iteration after first's
-        return solvable(equalities, inequalities + [later])
+            for at, each in enumerate((loop, *access.loops)):
+                key = ("var", side) if at == 0 else ("loop", id(each), side)
+                inequalities += self._bounds(each, key, side, access.loops[:max(at - 1, 0)])
+                equalities += self._steps(each, key, side, access.loops[:max(at - 1, 0)])
+        equalities += [_minus(one, other) for one, other in zip(*forms)
+                       if one is not None and other is not None]
+        return solvable(equalities, inequalities)
+
+    def _steps(self, loop: For, key, side: int, loops: tuple[For, ...]) -> list[dict]:
+        """``var = start + step * t`` for a count ``t`` of steps where the
+        loop steps by more than 1 (the count's bound is among _bounds)."""
+        start = self.form(loop.start, side, loops) if abs(loop.step) > 1 else None
+        return [] if start is None else [
+            _minus({key: 1, ("steps", key): -loop.step}, start)]
 
     def _bounds(self, loop: For, key, side: int, loops: tuple[For, ...]) -> list[dict]:
         """The constraints on ``loop``'s variable (``key``) from its bounds,
-        read inside ``loops`` at ``side``'s iteration."""
+        read inside ``loops`` at ``side``'s iteration, and on its count of
+        steps where it steps by more than 1."""
+        counted = [{("steps", key): 1}] if abs(loop.step) > 1 else []
+        return counted + self._range(loop, key, side, loops)
+
+    def _range(self, loop: For, key, side: int, loops: tuple[For, ...]) -> list[dict]:
         forward = loop.step > 0
         lows = _terms(loop.start if forward else loop.stop, "max" if forward else "min")
         highs = _terms(loop.stop if forward else loop.start, "min" if forward else "max")

@@ -5,7 +5,8 @@ may have a solution: the solver of the affine dependence test
 A constraint is a ``dict`` from variable (any hashable) to coefficient,
 the constant under the key ``ONE``; an equality says the sum is 0, an
 inequality that it is at least 0. Equalities are solved for one of
-their variables and substituted (Gaussian elimination); the variables of
+their variables, one of coefficient 1 where they have one, and
+substituted (Gaussian elimination); the variables of
 the inequalities are then eliminated one by one (Fourier-Motzkin: each
 lower bound of the variable paired with each upper bound). Each
 constraint is tightened to integers on the way: its coefficients made
@@ -36,7 +37,7 @@ def solvable(equalities: list[dict], inequalities: list[dict]) -> bool:
         equality = _whole(pending.pop())
         if equality is None:
             return False
-        variable = _first_variable(equality)
+        variable = _unit_variable(equality)
         if variable is None:
             if equality.get(ONE, 0):
                 return False
@@ -95,6 +96,14 @@ def _substituted(constraint: dict, variable, value: dict) -> dict:
     for k, c in value.items():
         out[k] = out.get(k, 0) + factor * c
     return {k: c for k, c in out.items() if c}
+
+
+def _unit_variable(equality: dict):
+    """The variable to solve ``equality`` for: one of coefficient 1 or -1
+    where there is one (its value is then whole where the others are,
+    which the tightening of what it is substituted into relies on)."""
+    units = [k for k, c in equality.items() if k != ONE and abs(c) == 1]
+    return min(units, key=repr) if units else _first_variable(equality)
 
 
 def _first_variable(constraint: dict):

@@ -125,8 +125,11 @@ def instances_problem(module: Module, graph: Graph, node: Node, reused: bool = F
     if any(isinstance(n, (InstanceId, InstanceCount)) for n in walk(body)) or \
             uses_barrier(module, function.name):
         return "reads its instance or waits at a barrier"
+    if not reused:
+        loop = _parallel_outward(body[-1], function, module)
+        return _loop_problem((*body[:-1], loop), function) or sharing_problem(loop, module)
     problem = sharing_problem(body[-1], module)
-    if problem is not None or not reused:
+    if problem is not None:
         return problem
     outer = _columns_outward(body[-1], function, module)
     problem = _loop_problem(_boxed(outer)[0].body, function)
@@ -185,9 +188,35 @@ def _loop_problem(body: tuple[Stmt, ...], function: KernelFunction) -> str | Non
     return None
 
 
+def _parallel_outward(loop: For, function: KernelFunction, module: Module) -> For:
+    """``loop``; or, where its iterations share what they write, the
+    perfect nest it heads with a loop further in whose iterations share
+    nothing swapped outwards, one loop at a time where each swap is legal
+    (loop_interchange.py), when two loops at least are left inside it:
+    trmm's columns, around its rows (each reading the rows after it) and
+    their steps. With one loop inside, the nest walks its arrays once,
+    and one core walking rows beats the cores walking columns (atax's
+    ``y[j] += A[i, j] * tmp[i]``, 4096^2 on 2 cores: 5.2 -> 5.6 ms)."""
+    moved = _swapped_outward(loop, function, module)
+    deep = any(isinstance(n, For) and any(isinstance(m, For) for m in walk(n.body))
+               for n in moved.body)
+    return moved if deep else loop
+
+
+def _swapped_outward(loop: For, function: KernelFunction, module: Module) -> For:
+    if sharing_problem(loop, module) is None or len(loop.body) != 1 or \
+            not isinstance(loop.body[0], For):
+        return loop
+    inner = _swapped_outward(loop.body[0], function, module)
+    nest = dataclasses.replace(loop, body=(inner,))
+    if sharing_problem(inner, module) or interchange_problem(nest, function, module):
+        return loop
+    return swapped(nest)
+
+
 def _as_instances(module: Module, graph: Graph, node: Node) -> Module:
     function = module.function(node.body.function)
-    loop = function.body[-1]
+    loop = _parallel_outward(function.body[-1], function, module)
     return _with_function(module, graph, node, (*function.body[:-1], _position(loop, 0),
                                                 *promoted(loop.body, function)),
                           (trip_count(loop),))

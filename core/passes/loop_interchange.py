@@ -64,6 +64,7 @@ from ..ir.kernel import (
 )
 from ..ir.reduction import reads_variable
 from ..ir.visit import walk
+from .affine_dependences import swap_keeps_order
 from .column_strips import column_strips
 from .infer_reductions import declared_types, has_effects, loop_reductions
 from .loop_nests import (
@@ -145,8 +146,9 @@ def _write_problem(outer: For, inner: For) -> str | None:
     for buffer in sorted(written):
         if not access_positions(inner.body, buffer, 2, dimension_of) and \
                 not _shared_along_one_loop(inner.body, buffer, (outer.var, inner.var), assigned) \
-                and not (outer.step > 0 and inner.step > 0 and swap_keeps_dependences(
-                    inner.body, buffer, outer.var, inner.var, assigned)):
+                and not (outer.step > 0 and inner.step > 0 and (swap_keeps_dependences(
+                    inner.body, buffer, outer.var, inner.var, assigned)
+                    or swap_keeps_order(outer, buffer))):
             return (f"writes '{buffer}' at elements another iteration may access (every access "
                     f"needs '{outer.var}' and '{inner.var}' as indices at the same positions, "
                     "maybe shifted by constants that rise or fall along both loops alike, or "

@@ -172,3 +172,56 @@ def test_covariance_runs_its_rows_as_instances_bit_for_bit():
     got = run_module(changed, {k: np.copy(v) for k, v in inputs.items()})
     for port, want in run_module(module, {k: np.copy(v) for k, v in inputs.items()}).items():
         np.testing.assert_array_equal(got[port], want)
+
+
+STEPPED = """hpvm 1.0
+module m
+
+func @k(inout b: f32[N]) {
+  for i in 0 .. N step 4 {
+    for j in i .. min(i + 4, N) step 1 {
+      BODY
+    }
+  }
+}
+
+graph @main(inout b: f32[N]) {
+  node n = @k
+  in b -> n.b
+  out n.b -> b
+}
+
+root @main
+"""
+
+
+@pytest.mark.parametrize("body, apart", [
+    ("b[j] = b[j] * f32(2.0)", True),                 # strips of 4 elements each
+    ("b[i + 3] = b[i] + f32(1.0)", True),
+    ("b[j] = b[i + 4] + f32(1.0)", False),            # the next strip's first element
+    ("b[i + 1] = b[i + 5]", False),
+])
+def test_a_loop_stepping_by_more_than_one_counts_its_steps(body, apart):
+    """Strips of columns (loop-interchange's): iteration i + 4 starts where
+    iteration i stops."""
+    module = parse_module(STEPPED.replace("BODY", body))
+    assert apart_in_iterations(module.functions["k"].body[0], "b") == apart
+
+
+IN_BOUNDS = ("i", "j", "0", "N - 1 - i", "N - 1 - j")
+in_bounds = st.tuples(st.sampled_from(IN_BOUNDS), st.sampled_from(IN_BOUNDS)).map(", ".join)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(BOUNDS), in_bounds, in_bounds, in_bounds)
+def test_a_nest_the_test_lets_swap_computes_the_same(bounds, store, load, other):
+    """Wherever interchange_problem (with swap_keeps_order) admits the
+    swap, the swapped nest computes what the nest as written computes,
+    bit for bit."""
+    from hpvm.passes.loop_interchange import interchange_problem
+    module, outer = loop(bounds, f"b[{store}] = b[{load}] * f32(0.5) + b[{other}]", "")
+    if interchange_problem(outer, module.functions["k"], module) is None:
+        swapped = run_pipeline(module, "loop-interchange{loops=k.i}", verify_each=True)
+        data = {"b": np.random.default_rng(0).standard_normal((6, 6)).astype(np.float32)}
+        np.testing.assert_array_equal(run_module(swapped, {"b": data["b"].copy()})["b"],
+                                      run_module(module, {"b": data["b"].copy()})["b"])

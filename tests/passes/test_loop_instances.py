@@ -260,3 +260,29 @@ def test_a_loop_whose_bounds_choose_a_value_stays_a_task():
     assert run_pipeline(chosen, "loop-instances") == chosen
     with pytest.raises(PassError, match="bounds are more than arithmetic, min and max"):
         run_pipeline(chosen, "loop-instances{nodes=matvec_loops}")
+
+
+def test_independent_columns_inside_dependent_rows_run_as_the_instances():
+    """trmm's rows read the rows after them, which later rows update; its
+    columns share nothing. The columns are swapped outwards, past the rows
+    and their steps, and run as instances, bit for bit."""
+    from benchmarks import polybench
+    module = run_pipeline(polybench.FORMS["trmm"].build(), "task-split,loop-interchange")
+    changed = run_pipeline(module, "loop-instances", verify_each=True)
+    text = print_module(changed)
+    assert "func @trmm_0_instances(in A: f32[M, M], inout B: f32[M, N]) {\n" \
+           "  let j: i64 = instance_id(0)\n  for i in 0 .. M step 1 {\n" \
+           "    for k in i + 1 .. M step 1 {" in text
+    for size in (1, 9):
+        data = polybench.inputs_for("trmm", np.random.default_rng(size), size, 0)
+        want = Interpreter(module).run(**data)
+        np.testing.assert_array_equal(Interpreter(changed).run(**data)["B"], want["B"])
+
+
+def test_independent_columns_inside_one_loop_over_rows_stay_inside():
+    """atax's ``y[j] += A[i, j] * tmp[i]``: one core walking rows beats the
+    cores walking columns, so the nest is left to loop-interchange."""
+    from benchmarks import polybench
+    module = run_pipeline(polybench.atax.build(), "task-split")
+    text = print_module(run_pipeline(module, "loop-instances"))
+    assert "func @atax_2(in A: f32[M, N], inout y: f32[N], in tmp: f32[M]) {\n  for i_1_1" in text

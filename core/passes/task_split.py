@@ -116,11 +116,13 @@ def split_problem(module: Module, graph: Graph, node: Node) -> str | None:
 
 def _parts(function: KernelFunction, module: Module) -> list[tuple[Stmt, ...]]:
     """The body as parts, each the statements before a loop and the loop
-    (the last also what follows), values a part reads from an earlier one
-    computed again at its start, parts that cannot run apart merged."""
+    (the last also what follows, unless statements follow that would keep
+    it from running as instances: a part of their own), values a part
+    reads from an earlier one computed again at its start, parts that
+    cannot run apart merged."""
     body = _distributed(function, module)
     cuts = [i + 1 for i, s in enumerate(body) if isinstance(s, For)]
-    if cuts and (cuts[-1] == len(body) or loop_problem(
+    if cuts and (all(isinstance(s, Let) for s in body[cuts[-1]:]) or loop_problem(
             body[cuts[-2] if len(cuts) > 1 else 0:cuts[-1]], function, module) is not None):
         cuts.pop()        # what follows the last loop runs with it, unless that keeps it whole
     parts: list[tuple[int, tuple[Stmt, ...]]] = []     # (where it starts, the part)

@@ -29,6 +29,14 @@ symmetric result's row and mirrored column do not). The values before
 the loop are computed by every instance. A named node that does not
 qualify is refused with the reason.
 
+A loop whose iterations share what they write, heading a perfect nest
+with a loop further in whose iterations share nothing, runs that loop as
+the instances, swapped outwards one loop at a time where legal
+(loop_interchange.py), when two loops at least stay inside it (trmm's
+columns; with one loop inside, one core walking rows beats the cores
+walking columns). With ``outward``, only such tasks: default pipelines
+run them before loop-interchange, which would cut the loop into strips.
+
 With ``reused``, only tasks whose loop holds, after values, a second loop
 of the same kind (independent iterations, bounds from constants and
 sizes), which together read values reused across both: a matrix product
@@ -85,15 +93,19 @@ SIZE_EXPRESSIONS = (Const, Var, Binary, Unary, Cast, Intrinsic)
     Option("nodes", list, (), "task nodes to run as instances of their loop, as node or "
                               "graph.node (default: every one that qualifies)"),
     Option("reused", bool, False, "only tasks whose two loops read values reused across "
-           "both (a matrix product's rows and columns), each as instances of both loops")])
-def loop_instances(module: Module, nodes: tuple[str, ...], reused: bool) -> Module:
+           "both (a matrix product's rows and columns), each as instances of both loops"),
+    Option("outward", bool, False, "only tasks whose loop's iterations share what they "
+           "write, run as instances of a loop further in that is swapped outwards")])
+def loop_instances(module: Module, nodes: tuple[str, ...], reused: bool,
+                   outward: bool = False) -> Module:
     """Run each qualifying task's loop as the node's instances; with
     ``reused``, only two loops whose reads are reused across both, as a
-    node of two dimensions."""
+    node of two dimensions; with ``outward``, only loops swapped outwards
+    past one whose iterations share."""
     if nodes:
         selected = named_kernel_nodes(module, nodes, "loop-instances")
         for graph, node in selected:
-            problem = instances_problem(module, graph, node, reused)
+            problem = instances_problem(module, graph, node, reused, outward)
             if problem is not None:
                 raise PassError(Diagnostic(
                     Location(graph=graph.name, node=node.name),
@@ -101,7 +113,7 @@ def loop_instances(module: Module, nodes: tuple[str, ...], reused: bool) -> Modu
                     "leave it out of nodes=; its loop runs in one instance"))
     else:
         selected = [(g, n) for g, n in iter_nodes(module)
-                    if instances_problem(module, g, n, reused) is None]
+                    if instances_problem(module, g, n, reused, outward) is None]
     for graph_name, node_name in [(g.name, n.name) for g, n in selected]:
         graph = module.graph(graph_name)
         node = graph.node(node_name)
@@ -110,10 +122,11 @@ def loop_instances(module: Module, nodes: tuple[str, ...], reused: bool) -> Modu
     return module
 
 
-def instances_problem(module: Module, graph: Graph, node: Node, reused: bool = False
-                      ) -> str | None:
+def instances_problem(module: Module, graph: Graph, node: Node, reused: bool = False,
+                      outward: bool = False) -> str | None:
     """Why ``node`` cannot run its loop as instances (module docstring);
-    with ``reused``, its two loops as instances of two dimensions."""
+    with ``reused``, its two loops as instances of two dimensions; with
+    ``outward``, a loop further in swapped outwards."""
     problem = task_problem(graph, node)
     if problem is not None:
         return problem
@@ -127,6 +140,9 @@ def instances_problem(module: Module, graph: Graph, node: Node, reused: bool = F
         return "reads its instance or waits at a barrier"
     if not reused:
         loop = _parallel_outward(body[-1], function, module)
+        if outward and loop is body[-1]:
+            return (f"has no loop inside its loop '{loop.var}' to run outwards (one whose "
+                    "iterations share nothing, with two loops inside it, swapped legally)")
         return _loop_problem((*body[:-1], loop), function) or sharing_problem(loop, module)
     problem = sharing_problem(body[-1], module)
     if problem is not None:

@@ -281,3 +281,19 @@ def test_independent_columns_inside_one_loop_over_rows_stay_inside():
     module = run_pipeline(polybench.atax.build(), "task-split")
     text = print_module(run_pipeline(module, "loop-instances"))
     assert "func @atax_2(in A: f32[M, N], inout y: f32[N], in tmp: f32[M]) {\n  for i_1_1" in text
+
+
+def test_outward_takes_only_loops_swapped_outwards():
+    """symm's columns share nothing, its rows update the rows above them:
+    with ``outward`` the columns run as instances before loop-interchange
+    would cut them into strips; a loop that runs as instances as it
+    stands is left to the plain pass, and refused when named."""
+    from benchmarks import polybench
+    symm = polybench.FORMS["symm"].build()
+    text = print_module(run_pipeline(symm, "loop-instances{outward=true}", verify_each=True))
+    assert "node symm = @symm_instances [max(N, 0)]" in text
+    assert "  let j: i64 = instance_id(0)\n  for i in 0 .. M step 1 {" in text
+    rows = nests.build()
+    assert run_pipeline(rows, "loop-instances{outward=true}") == rows
+    with pytest.raises(PassError, match="has no loop inside its loop 'i' to run outwards"):
+        run_pipeline(rows, "loop-instances{outward=true nodes=doubled}")

@@ -12,7 +12,8 @@ from hpvm.passes import run_pipeline
 from benchmarks import polybench
 
 CPU_DEFAULT = ("node-fusion,copy-propagation,task-split,loop-instances{reused=true},"
-               "loop-interchange,loop-tile,loop-instances,loop-jam,dce")
+               "loop-instances{outward=true},loop-interchange,loop-tile,loop-instances,"
+               "loop-jam,dce")
 
 
 def test_the_pipeline_here_is_the_cpu_target_s_default():

@@ -48,14 +48,15 @@ class Access:
     """A load or store of a buffer, and the loops around it inside the
     statements looked at, outermost first."""
 
-    indices: tuple[Expr, ...]
+    indices: tuple[Expr, ...] | None
+    """None: anywhere in the buffer (it is passed to a helper)."""
     store: bool
     loops: tuple[For, ...]
 
 
 def accesses(stmts: tuple[Stmt, ...], buffer: str) -> list[Access]:
     """The distinct loads, stores and atomic updates (as stores) of
-    ``buffer`` in ``stmts``."""
+    ``buffer`` in ``stmts``, and each call passing it (a store anywhere)."""
     found: dict[Access, None] = {}
 
     def visit(block: tuple[Stmt, ...], loops: tuple[For, ...]) -> None:
@@ -72,6 +73,9 @@ def accesses(stmts: tuple[Stmt, ...], buffer: str) -> list[Access]:
             for node in walk(expressions):
                 if isinstance(node, (Load, Store, AtomicUpdate)) and node.buffer == buffer:
                     found[Access(node.indices, not isinstance(node, Load), loops)] = None
+                elif isinstance(node, Call) and any(isinstance(a, Var) and a.name == buffer
+                                                    for a in node.args):
+                    found[Access(None, True, loops)] = None
             for body, around in inner:
                 visit(body, around)
     visit(stmts, ())
@@ -142,7 +146,8 @@ class _Forms:
         touch one element; ``order``: inequalities over the variables'
         keys, ("var", side) for ``loop``'s, ("loop", id, side) for a loop
         in it."""
-        if len(first.indices) != len(second.indices):
+        if first.indices is None or second.indices is None or \
+                len(first.indices) != len(second.indices):
             return True
         equalities, inequalities, forms = [], list(order), []
         for side, access in enumerate((first, second)):

@@ -225,3 +225,37 @@ def test_a_nest_the_test_lets_swap_computes_the_same(bounds, store, load, other)
         data = {"b": np.random.default_rng(0).standard_normal((6, 6)).astype(np.float32)}
         np.testing.assert_array_equal(run_module(swapped, {"b": data["b"].copy()})["b"],
                                       run_module(module, {"b": data["b"].copy()})["b"])
+
+
+CALLED = """hpvm 1.0
+module m
+
+func @corner(in v: f32[N, N]) -> f32 {
+  return v[N - 1, 0]
+}
+
+func @k(inout b: f32[N, N]) {
+  for i in 0 .. N step 1 {
+    for j in i .. N step 1 {
+      b[j, i] = b[i, j] + @corner(b)
+    }
+  }
+}
+
+graph @main(inout b: f32[N, N]) {
+  node n = @k
+  in b -> n.b
+  out n.b -> b
+}
+
+root @main
+"""
+
+
+def test_a_buffer_passed_to_a_helper_may_be_read_anywhere():
+    """The mirror store alone meets only in its own iteration; a helper
+    given the buffer may read any element of it, another iteration's."""
+    module = parse_module(CALLED)
+    assert not apart_in_iterations(module.functions["k"].body[0], "b")
+    alone = parse_module(CALLED.replace(" + @corner(b)", ""))
+    assert apart_in_iterations(alone.functions["k"].body[0], "b")

@@ -43,10 +43,13 @@ written did, when:
   with the same indices, each a loop variable or the same in every
   iteration (``out[j] += a[i, j]``: iterations share an element only
   with those of the same ``j``, which both orders run in the same
-  order); the order of iterations then cannot show.  Or its accesses
-  are the two variables shifted by constants (``out[i - 1, j]`` beside
-  ``out[i, j]``: a running sum down each column), whose distances both
-  orders keep in order (core/passes/uniform_dependences.py).
+  order); the order of iterations then cannot show.  Or no two
+  iterations touching one element, one of them storing it, run later
+  along one loop and earlier along the other, solved over the accesses'
+  affine indices and the loops' bounds (core/passes/
+  affine_dependences.swap_keeps_order): ``out[i - 1, j]`` beside
+  ``out[i, j]``, a running sum down each column, whose distance both
+  orders keep in order.
 
 A nest named in ``loops`` that is not legal is refused with the reason.
 Each loop keeps its own hints (unroll, ivdep, trip count, reductions).
@@ -73,7 +76,6 @@ from .loop_nests import (
 from .output_expansion import expanded_into_output
 from .registry import Option, register_pass
 from .triangle_bounds import swapped_bounds, triangle_problem
-from .uniform_dependences import swap_keeps_dependences
 
 
 @register_pass("loop-interchange", options=[
@@ -146,9 +148,7 @@ def _write_problem(outer: For, inner: For) -> str | None:
     for buffer in sorted(written):
         if not access_positions(inner.body, buffer, 2, dimension_of) and \
                 not _shared_along_one_loop(inner.body, buffer, (outer.var, inner.var), assigned) \
-                and not (outer.step > 0 and inner.step > 0 and (swap_keeps_dependences(
-                    inner.body, buffer, outer.var, inner.var, assigned)
-                    or swap_keeps_order(outer, buffer))):
+                and not (outer.step > 0 and inner.step > 0 and swap_keeps_order(outer, buffer)):
             return (f"writes '{buffer}' at elements another iteration may access (every access "
                     f"needs '{outer.var}' and '{inner.var}' as indices at the same positions, "
                     "maybe shifted by constants that rise or fall along both loops alike, or "

@@ -1,5 +1,5 @@
 """loop-interchange on nests whose iterations read what others wrote, at
-constant distances (core/passes/uniform_dependences.py): swapped where
+constant distances (core/passes/affine_dependences.swap_keeps_order): swapped where
 both orders run every such pair in the same order, bit for bit; left as
 written, or refused when named, where a distance rises along one loop and
 falls along the other."""

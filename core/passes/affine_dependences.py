@@ -43,6 +43,10 @@ from ..ir.visit import walk
 from .linear_system import ONE, solvable
 
 
+LATER = ({("var", 1): 1, ("var", 0): -1, ONE: -1},)
+"""The second access's iteration of the loop after the first's."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Access:
     """A load or store of a buffer, and the loops around it inside the
@@ -86,10 +90,7 @@ def apart_in_iterations(loop: For, buffer: str) -> bool:
     """Whether no two different iterations of ``loop`` touch one element
     of ``buffer``, one of them storing it (module text)."""
     found = accesses(loop.body, buffer)
-    forms = _Forms(loop.var, loop.body)
-    return not any(forms.may_meet(loop, first, second)
-                   for first, second in itertools.product(found, repeat=2)
-                   if first.store or second.store)
+    return _never_meet(loop, loop.body, itertools.product(found, repeat=2))
 
 
 def never_after(loop: For, first_body: tuple[Stmt, ...], second_body: tuple[Stmt, ...],
@@ -100,11 +101,8 @@ def never_after(loop: For, first_body: tuple[Stmt, ...], second_body: tuple[Stmt
     ``second_body`` touching it, one of them storing it: the second body
     may then run in the same iterations as the first rather than after
     all of them (loop fusion)."""
-    forms = _Forms(loop.var, first_body + second_body)
-    return not any(forms.may_meet(loop, second, first)
-                   for first in accesses(first_body, buffer)
-                   for second in accesses(second_body, buffer)
-                   if first.store or second.store)
+    pairs = itertools.product(accesses(second_body, buffer), accesses(first_body, buffer))
+    return _never_meet(loop, first_body + second_body, pairs)
 
 
 def swap_keeps_order(outer: For, buffer: str) -> bool:
@@ -114,12 +112,19 @@ def swap_keeps_order(outer: For, buffer: str) -> bool:
     later along one loop and earlier along the other."""
     inner = outer.body[0]
     found = accesses(outer.body, buffer)
-    forms = _Forms(outer.var, outer.body)
     crossing = ({("var", 1): 1, ("var", 0): -1, ONE: -1},           # later along outer
                 {("loop", id(inner), 0): 1, ("loop", id(inner), 1): -1, ONE: -1})  # earlier
-    return not any(forms.may_meet(outer, first, second, crossing)
-                   for first, second in itertools.product(found, repeat=2)
-                   if first.store or second.store)
+    return _never_meet(outer, outer.body, itertools.product(found, repeat=2), crossing)
+
+
+def _never_meet(loop: For, body: tuple[Stmt, ...], pairs, order: tuple[dict, ...] = LATER
+                ) -> bool:
+    """Whether no pair (first, second) of accesses in ``body``, one a
+    store, touches one element with ``second``'s iteration where
+    ``order`` places it (_Forms.may_meet)."""
+    forms = _Forms(loop.var, body)
+    return not any(forms.may_meet(loop, first, second, order)
+                   for first, second in pairs if first.store or second.store)
 
 
 class _Forms:
@@ -140,7 +145,7 @@ class _Forms:
         self.local = set(declared) | assigned | {var}
 
     def may_meet(self, loop: For, first: Access, second: Access,
-                 order: tuple[dict, ...] = ({("var", 1): 1, ("var", 0): -1, ONE: -1},)) -> bool:
+                 order: tuple[dict, ...] = LATER) -> bool:
         """Whether ``first`` at some iteration of ``loop`` and ``second``
         at an iteration ``order`` places (by default a later one) may
         touch one element; ``order``: inequalities over the variables'

@@ -158,7 +158,7 @@ def instances_problem(module: Module, graph: Graph, node: Node, reused: bool = F
     nest = _nest_body(outer, function)
     if isinstance(nest, str):
         return f"has in its loop '{outer.var}' a triangle that {nest}"
-    plans = nest_plans(*_nested(module, graph, node, outer))
+    plans = nest_plans(*_nested(module, graph, node, outer, nest))
     return f"as instances of '{outer.var}' and '{inner.var}' {plans}" \
         if isinstance(plans, str) else None
 
@@ -214,6 +214,8 @@ def _parallel_outward(loop: For, function: KernelFunction, module: Module) -> Fo
     and one core walking rows beats the cores walking columns (atax's
     ``y[j] += A[i, j] * tmp[i]``, 4096^2 on 2 cores: 5.2 -> 5.6 ms)."""
     moved = _swapped_outward(loop, function, module)
+    if moved is loop:
+        return loop
     deep = any(isinstance(n, For) and any(isinstance(m, For) for m in walk(n.body))
                for n in moved.body)
     return moved if deep else loop
@@ -238,15 +240,16 @@ def _as_instances(module: Module, graph: Graph, node: Node) -> Module:
                           (trip_count(loop),))
 
 
-def _nested(module: Module, graph: Graph, node: Node, outer: For) -> tuple[Module, Node]:
+def _nested(module: Module, graph: Graph, node: Node, outer: For,
+            nest: tuple[Stmt, ...]) -> tuple[Module, Node]:
     """The module with ``node``'s two loops (``outer`` and the one at its
-    end, as _columns_outward gives them) as instances of two dimensions,
-    the elements its inner loop updates kept in variables
-    (element_promotion.py); and the new node."""
+    end, as _columns_outward gives them) as instances of two dimensions
+    running ``nest`` (_nest_body: the inner loop's body, the elements it
+    updates kept in variables); and the new node."""
     function = module.function(node.body.function)
     inner = _boxed(outer)[0].body[-1]
     body = (*function.body[:-1], _position(outer, 0), *outer.body[:-1], _position(inner, 1),
-            *_nest_body(outer, function))
+            *nest)
     module = _with_function(module, graph, node, body, (trip_count(outer), trip_count(inner)))
     return module, next(n for n in module.graph(graph.name).nodes if n.name == node.name)
 
@@ -292,7 +295,8 @@ def _columns_outward(outer: For, function: KernelFunction, module: Module) -> Fo
 
 def _as_nest_instances(module: Module, graph: Graph, node: Node) -> Module:
     function = module.function(node.body.function)
-    return _nested(module, graph, node, _columns_outward(function.body[-1], function, module))[0]
+    outer = _columns_outward(function.body[-1], function, module)
+    return _nested(module, graph, node, outer, _nest_body(outer, function))[0]
 
 
 def _position(loop: For, dim: int) -> Let:

@@ -102,8 +102,8 @@ class _Writer:
             self.sums[acc.name] = b.fresh(f"{acc.name}_sums")
             b.emit(ArrayDecl(self.sums[acc.name], acc.type, (s.chunk * s.panel,),
                              zeroed=False))
-        skips, reached = self._reaching_results()
-        if not skips:
+        reached = self._reaching_results()
+        if reached is None:
             self._initial_values()
         self.panels, self.row_panels = {}, {}
         if s.pack:
@@ -115,23 +115,24 @@ class _Writer:
                 self.row_panels[value] = b.fresh("row_panel")
                 b.emit(ArrayDecl(self.row_panels[value], value.type, (s.chunk * s.kblock,),
                                  zeroed=False))
-        with b.guard(skips, reached):
-            if skips:
+        with b.guard(reached is not None, reached):
+            if reached is not None:
                 self._initial_values()
             self._steps()
             self._epilogue()
         return b.finish()
 
-    def _reaching_results(self) -> tuple[bool, Expr | None]:
-        """(whether a block may store nothing, the test that it stores
-        something): where every effect of the results is under one guard
-        comparing expressions linear in the rows and columns (a triangle
-        run over its box, triangle_boxes.py), a block none of whose
-        corners meets the guard has none, and is skipped whole."""
+    def _reaching_results(self) -> Expr | None:
+        """The test that a block stores something, where it may store
+        nothing (None elsewhere): where every effect of the results is
+        under one guard comparing expressions linear in the rows and
+        columns (a triangle run over its box, triangle_boxes.py), a block
+        none of whose corners meets the guard has none, and is skipped
+        whole."""
         plan = self.plan
         guard = half_plane(plan)
         if guard is None or self.group_dim is not None:
-            return False, None
+            return None
         last_row = minimum(add(self.row0, self.chunk), self.rows_total) - i64(1)
         last_col = minimum(add(self.col0, i64(self.s.panel)), self.cols_total) - i64(1)
         corners = [self._at(guard, row, col) for row in (self.row0, last_row)
@@ -139,7 +140,7 @@ class _Writer:
         reached = corners[0]
         for corner in corners[1:]:
             reached = Binary("lor", reached, corner)
-        return True, reached
+        return reached
 
     # where a result's accumulators are kept ------------------------------
     def _sum_at(self, block: Expr, row: Expr, tile: Expr, column: Expr) -> Expr:

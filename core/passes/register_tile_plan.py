@@ -153,12 +153,12 @@ def _plan(function: KernelFunction, rows: int, cols: int) -> NestPlan | str:
     def packable(reads):
         return tuple(dict.fromkeys(n for n in reads if n.buffer not in written
                                    and not _names(n) & local))
-    row_packed = packable(row_reads)
+    row_packed, col_packed = packable(row_reads), packable(col_reads)
     return NestPlan(rows, cols, tuple(uniform), tuple(accumulators), loop, body,
                     substitute(tuple(sunk) + tuple(epilogue), values=index_values),
-                    packable(col_reads), row_packed,
+                    col_packed, row_packed,
                     _values(body, set(row_packed), local, follows_cols),
-                    _values(body, set(packable(col_reads)), local, follows_rows))
+                    _values(body, set(col_packed), local, follows_rows))
 
 
 def _values(body: tuple[Stmt, ...], loads: set[Load], local: set[str],

@@ -117,6 +117,13 @@ def swap_keeps_order(outer: For, buffer: str) -> bool:
     return _never_meet(outer, outer.body, itertools.product(found, repeat=2), crossing)
 
 
+def never_meets(loop: For, element: Access, others: list[Access]) -> bool:
+    """Whether none of ``others`` (accesses in ``loop``'s body) touches, in
+    any iteration, the element ``element`` stores (its indices unchanged
+    by the loop): element promotion keeps that element in a variable."""
+    return _never_meet(loop, loop.body, ((element, other) for other in others), ())
+
+
 def _never_meet(loop: For, body: tuple[Stmt, ...], pairs, order: tuple[dict, ...] = LATER
                 ) -> bool:
     """Whether no pair (first, second) of accesses in ``body``, one a

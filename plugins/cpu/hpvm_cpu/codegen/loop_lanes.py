@@ -31,9 +31,11 @@ def lanes_along_loops(kernel: KernelFunction, uniformity: Uniformity, dim: int) 
     (innermost, changing no outer variable but the reductions it
     promises) and writes each element adjacent to the previous
     iteration's, reading so or one element throughout, while no access in
-    it is to adjacent elements for adjacent instances of replication
-    dimension ``dim``.  A nest of such loops (``for k: for j: c[i, j] +=
-    a[i, k] * b[k, j]`` in instance i) runs its innermost loops in lanes."""
+    it that moves along it is to adjacent elements for adjacent instances
+    of replication dimension ``dim`` (one that stays put is read once:
+    gemver's ``a[i, j] + u[i] * v[j]`` in instance i runs along j).  A
+    nest of such loops (``for k: for j: c[i, j] += a[i, k] * b[k, j]`` in
+    instance i) runs its innermost loops in lanes."""
     strides = IndexStrides(kernel.body)
     loops = [loop for loop in walk(kernel.body) if isinstance(loop, (For, While))
              and _varying_accesses(loop, uniformity)]
@@ -69,7 +71,8 @@ def _along(loop, strides: IndexStrides, uniformity: Uniformity, dim: int) -> boo
     accesses = _varying_accesses(loop, uniformity)
     return all(strides.element_stride(at.indices, along) in ((1,) if isinstance(at, Store)
                                                              else (0, 1)) for at in accesses) \
-        and not any(strides.element_stride(at.indices, across) == 1 for at in accesses)
+        and not any(strides.element_stride(at.indices, across) == 1 for at in accesses
+                    if strides.element_stride(at.indices, along) != 0)
 
 
 def _has_loop(body: tuple[Stmt, ...]) -> bool:

@@ -35,9 +35,9 @@ from ..ir.analysis import assigned_variables
 from ..ir.graph import Module
 from ..ir.kernel import (
     Assign, AtomicUpdate, Call, Compare, Const, For, If, KernelFunction, Let, Load, Stmt, Store,
-    Var, While,
+    Var,
 )
-from ..ir.visit import rewrite, walk
+from ..ir.visit import map_blocks, rewrite, walk
 from .affine_dependences import Access, accesses, never_meets
 from .names import NameGenerator, declared_names, function_names
 from .registry import register_pass
@@ -57,8 +57,8 @@ def element_promotion(module: Module) -> Module:
 
 def _promoted_everywhere(stmts: tuple[Stmt, ...], function: KernelFunction,
                          names: NameGenerator) -> tuple[Stmt, ...]:
-    out = promoted(stmts, function, names, guarded=True)
-    return rewrite_blocks(out, lambda block: _promoted_everywhere(block, function, names))
+    return tuple(map_blocks(stmt, lambda block: _promoted_everywhere(block, function, names))
+                 for stmt in promoted(stmts, function, names, guarded=True))
 
 
 def promoted(stmts: tuple[Stmt, ...], function: KernelFunction,
@@ -92,20 +92,6 @@ def promoted(stmts: tuple[Stmt, ...], function: KernelFunction,
         if guarded and loads and not _runs(stmt) and not _accessed_next(stmts[at + 1:], loads):
             kept = [If(_nonempty(stmt), tuple(kept))]
         out += [*kept, *stored]
-    return tuple(out)
-
-
-def rewrite_blocks(stmts: tuple[Stmt, ...], fn) -> tuple[Stmt, ...]:
-    """``stmts`` with ``fn`` applied to the statement list of each loop and
-    branch among them (not to ``stmts`` itself)."""
-    out = []
-    for stmt in stmts:
-        if isinstance(stmt, (For, While)):
-            stmt = dataclasses.replace(stmt, body=fn(stmt.body))
-        elif isinstance(stmt, If):
-            stmt = dataclasses.replace(stmt, then_body=fn(stmt.then_body),
-                                       else_body=fn(stmt.else_body))
-        out.append(stmt)
     return tuple(out)
 
 

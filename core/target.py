@@ -410,6 +410,13 @@ class Target:
     ``options={"pipeline": "default"}`` and this is the first listed
     target; empty for none."""
 
+    def pipeline_for(self, options: dict) -> str:
+        """The default pipeline as a compile with this target's
+        ``options`` runs it: the target may size its passes from them (the
+        cpu cuts loops into strips for its cores).  Default:
+        :attr:`default_pipeline`."""
+        return self.default_pipeline
+
     def options(self) -> list[Option]:
         """The compile options this target reads (hpvm.options.Option: name,
         type, default, allowed values, one line of help).  ``hpvm.compile``

@@ -91,6 +91,24 @@ def test_the_default_pipeline_is_the_first_listed_targets():
     assert registry.target("interp").target.default_pipeline == ""
 
 
+def test_the_cpu_runs_its_default_pipeline_for_its_cores():
+    """Nests walking rows whose columns share nothing run in one strip of
+    columns a core (strip_instances.py): as many as the threads option
+    gives."""
+    import numpy as np
+    from hpvm.ir.text import print_module
+    from benchmarks import polybench
+    cpu = get_registry().target("cpu").target
+    assert "loop-instances{outward=true cores=3}" in cpu.pipeline_for({"threads": 3})
+    inputs = polybench.inputs_for("atax", np.random.default_rng(0), 600, 600)
+    exe = hpvm.compile(polybench.FORMS["atax"], targets=["cpu"],
+                       options={"pipeline": "default", "threads": 2})
+    assert "node atax_2 = @atax_2_instances [max((N + max(256, (N + 31) / 32 * 16) - 1)" \
+        in print_module(exe.module)
+    for port, want in polybench.reference("atax", inputs).items():
+        np.testing.assert_allclose(exe(**inputs)[port], want, rtol=1e-4, atol=1e-3)
+
+
 def test_a_bad_pipeline_is_refused_naming_the_pass():
     from hpvm.passes import PipelineError
     with pytest.raises(PipelineError, match="unknown pass 'node-fusoin'.*did you mean 'node-fusion'"):

@@ -33,9 +33,13 @@ A loop whose iterations share what they write, heading a perfect nest
 with a loop further in whose iterations share nothing, runs that loop as
 the instances, swapped outwards one loop at a time where legal
 (loop_interchange.py), when two loops at least stay inside it (trmm's
-columns; with one loop inside, one core walking rows beats the cores
-walking columns). With ``outward``, only such tasks: default pipelines
-run them before loop-interchange, which would cut the loop into strips.
+columns). With one loop inside, walking its arrays along itself, and
+``cores`` given, the instances are strips of its iterations, one a core,
+each running the rows of its strip (strip_instances.py: atax's ``y[j]
++= A[i, j] * tmp[i]``): one core walking rows beats the cores walking
+columns, and the cores walking the rows of strips beat both. With
+``outward``, only such tasks: default pipelines run them before
+loop-interchange, which would cut the loop into strips of its own.
 
 With ``reused``, only tasks whose loop holds, after values, a second loop
 of the same kind (independent iterations, bounds from constants and
@@ -80,6 +84,7 @@ from .element_promotion import promoted
 from .names import unique_name
 from .register_tile_plan import nest_plans
 from .reduce_forms import as_i64, offset, trip_count
+from .strip_instances import in_strips
 from .registry import Option, register_pass
 from .tensor_graph import replace_node
 from .triangle_boxes import Box, box, guarded
@@ -95,9 +100,11 @@ SIZE_EXPRESSIONS = (Const, Var, Binary, Unary, Cast, Intrinsic)
     Option("reused", bool, False, "only tasks whose two loops read values reused across "
            "both (a matrix product's rows and columns), each as instances of both loops"),
     Option("outward", bool, False, "only tasks whose loop's iterations share what they "
-           "write, run as instances of a loop further in that is swapped outwards")])
+           "write, run as instances of a loop further in that is swapped outwards"),
+    Option("cores", int, 0, "the cores a nest walking rows whose columns share nothing is cut "
+           "into strips of columns for (strip_instances.py; 0: none cut)", minimum=0)])
 def loop_instances(module: Module, nodes: tuple[str, ...], reused: bool,
-                   outward: bool = False) -> Module:
+                   outward: bool = False, cores: int = 0) -> Module:
     """Run each qualifying task's loop as the node's instances; with
     ``reused``, only two loops whose reads are reused across both, as a
     node of two dimensions; with ``outward``, only loops swapped outwards
@@ -105,7 +112,7 @@ def loop_instances(module: Module, nodes: tuple[str, ...], reused: bool,
     if nodes:
         selected = named_kernel_nodes(module, nodes, "loop-instances")
         for graph, node in selected:
-            problem = instances_problem(module, graph, node, reused, outward)
+            problem = instances_problem(module, graph, node, reused, outward, cores)
             if problem is not None:
                 raise PassError(Diagnostic(
                     Location(graph=graph.name, node=node.name),
@@ -113,17 +120,17 @@ def loop_instances(module: Module, nodes: tuple[str, ...], reused: bool,
                     "leave it out of nodes=; its loop runs in one instance"))
     else:
         selected = [(g, n) for g, n in iter_nodes(module)
-                    if instances_problem(module, g, n, reused, outward) is None]
+                    if instances_problem(module, g, n, reused, outward, cores) is None]
     for graph_name, node_name in [(g.name, n.name) for g, n in selected]:
         graph = module.graph(graph_name)
         node = graph.node(node_name)
         module = _as_nest_instances(module, graph, node) if reused else \
-            _as_instances(module, graph, node)
+            _as_instances(module, graph, node, cores)
     return module
 
 
 def instances_problem(module: Module, graph: Graph, node: Node, reused: bool = False,
-                      outward: bool = False) -> str | None:
+                      outward: bool = False, cores: int = 0) -> str | None:
     """Why ``node`` cannot run its loop as instances (module docstring);
     with ``reused``, its two loops as instances of two dimensions; with
     ``outward``, a loop further in swapped outwards."""
@@ -139,11 +146,12 @@ def instances_problem(module: Module, graph: Graph, node: Node, reused: bool = F
             uses_barrier(module, function.name):
         return "reads its instance or waits at a barrier"
     if not reused:
-        loop = _parallel_outward(body[-1], function, module)
+        loop = _parallel_outward(body[-1], function, module, cores)
         if outward and loop is body[-1]:
             return (f"has no loop inside its loop '{loop.var}' to run outwards (one whose "
-                    "iterations share nothing, with two loops inside it, swapped legally)")
-        return _loop_problem((*body[:-1], loop), function) or sharing_problem(loop, module)
+                    "iterations share nothing, swapped legally, with two loops inside it "
+                    "or walking rows in strips)")
+        return _outward_problem(body, loop, function, module)
     problem = sharing_problem(body[-1], module)
     if problem is not None:
         return problem
@@ -179,9 +187,23 @@ def nest_problem(loop: For, function: KernelFunction, module: Module) -> str | N
 def loop_problem(body: tuple[Stmt, ...], function: KernelFunction, module: Module
                  ) -> str | None:
     """Why statements ``body`` of ``function`` could not run as instances
-    of their loop (values, then one loop over iterations that share
-    nothing, counted from sizes); None when they could."""
-    return _loop_problem(body, function) or sharing_problem(body[-1], module)
+    of their loop or of one further in swapped outwards (values, then one
+    loop over iterations that share nothing, counted from sizes); None
+    when they could."""
+    problem = _loop_problem(body, function)
+    if problem is not None:
+        return problem
+    return _outward_problem(body, _parallel_outward(body[-1], function, module), function,
+                            module)
+
+
+def _outward_problem(body: tuple[Stmt, ...], loop: For, function: KernelFunction,
+                     module: Module) -> str | None:
+    """Why ``body`` could not run as instances of ``loop``, its last loop
+    or that loop as _parallel_outward gives it, swapped outwards or in
+    strips: those share nothing (_swapped_outward checked)."""
+    return _loop_problem((*body[:-1], loop), function) or \
+        (sharing_problem(loop, module) if loop is body[-1] else None)
 
 
 def _loop_problem(body: tuple[Stmt, ...], function: KernelFunction) -> str | None:
@@ -204,21 +226,24 @@ def _loop_problem(body: tuple[Stmt, ...], function: KernelFunction) -> str | Non
     return None
 
 
-def _parallel_outward(loop: For, function: KernelFunction, module: Module) -> For:
+def _parallel_outward(loop: For, function: KernelFunction, module: Module, cores: int = 0
+                      ) -> For:
     """``loop``; or, where its iterations share what they write, the
     perfect nest it heads with a loop further in whose iterations share
     nothing swapped outwards, one loop at a time where each swap is legal
     (loop_interchange.py), when two loops at least are left inside it:
     trmm's columns, around its rows (each reading the rows after it) and
-    their steps. With one loop inside, the nest walks its arrays once,
-    and one core walking rows beats the cores walking columns (atax's
-    ``y[j] += A[i, j] * tmp[i]``, 4096^2 on 2 cores: 5.2 -> 5.6 ms)."""
+    their steps. With one loop inside, one core walking rows beat the
+    cores walking columns (atax's ``y[j] += A[i, j] * tmp[i]``, 4096^2 on
+    2 cores: 5.2 -> 5.6 ms): the nest as written over strips of the
+    inner loop's iterations, one for each of ``cores`` (above 1), where
+    it walks its arrays along that loop (strip_instances.py)."""
     moved = _swapped_outward(loop, function, module)
     if moved is loop:
         return loop
     deep = any(isinstance(n, For) and any(isinstance(m, For) for m in walk(n.body))
                for n in moved.body)
-    return moved if deep else loop
+    return moved if deep else cores > 1 and in_strips(loop, function, cores) or loop
 
 
 def _swapped_outward(loop: For, function: KernelFunction, module: Module) -> For:
@@ -232,9 +257,9 @@ def _swapped_outward(loop: For, function: KernelFunction, module: Module) -> For
     return swapped(nest)
 
 
-def _as_instances(module: Module, graph: Graph, node: Node) -> Module:
+def _as_instances(module: Module, graph: Graph, node: Node, cores: int) -> Module:
     function = module.function(node.body.function)
-    loop = _parallel_outward(function.body[-1], function, module)
+    loop = _parallel_outward(function.body[-1], function, module, cores)
     return _with_function(module, graph, node, (*function.body[:-1], _position(loop, 0),
                                                 *promoted(loop.body, function)),
                           (trip_count(loop),))

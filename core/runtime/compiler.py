@@ -73,7 +73,7 @@ def _build(program, targets, options, registry, notes) -> Build:
     verify(module)
     targets = list(targets if targets is not None else DEFAULT_TARGETS)
     per_target = resolve_compile_options(options, with_fallbacks(targets), registry)
-    pipeline = _pipeline(options.get("pipeline", ""), targets, registry)
+    pipeline = _pipeline(options.get("pipeline", ""), targets, registry, per_target)
     if pipeline:
         module = run_pipeline(module, pipeline)
     module, fused = _fuse_for(module, targets, registry, per_target)
@@ -145,12 +145,14 @@ def outline_partitions(module: Module, placement, per_target: dict, registry) ->
     return module
 
 
-def _pipeline(requested: str, targets: list[str], registry) -> str:
+def _pipeline(requested: str, targets: list[str], registry, per_target: dict) -> str:
     """The passes the ``pipeline`` option asks for: ``"default"`` is the
-    first listed target's ``default_pipeline``."""
+    first listed target's default pipeline for its options
+    (``Target.pipeline_for``)."""
     if requested != "default":
         return requested
-    return registry.target(targets[0]).target.default_pipeline if targets else ""
+    return registry.target(targets[0]).target.pipeline_for(per_target[targets[0]]) \
+        if targets else ""
 
 
 def with_fallbacks(targets: list[str]) -> list[str]:

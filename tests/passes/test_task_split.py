@@ -179,12 +179,14 @@ root @main
 
 def test_a_loop_doing_two_things_in_turn_runs_each_for_every_iteration_first():
     """atax's form: each row's sum, then the row added into y with it. The
-    sums run apart as instances, then the additions in their order."""
+    sums run apart as instances, then the additions in their order, in
+    strips of y (strip_instances.py)."""
     from hpvm.ir.text import parse_module
     module = parse_module(DISTRIBUTED.replace("READ", "z[i]"))
-    split = run_pipeline(module, "task-split,loop-instances", verify_each=True)
+    split = run_pipeline(module, "task-split,loop-instances{cores=2}", verify_each=True)
     text = print_module(split)
-    assert "node t_0 = @k_0_instances [max(N, 0)]\n  node t_1 = @k_1\n" in text
+    assert "node t_0 = @k_0_instances [max(N, 0)]\n  node t_1 = @k_1_instances [max((N + " \
+        in text
     rng = np.random.default_rng(5)
     for n in (1, 6, 33):
         data = {"x": rng.standard_normal(n).astype(np.float32),

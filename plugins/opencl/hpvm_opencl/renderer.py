@@ -59,6 +59,7 @@ from .launch_tests import LaunchTests
 from .layout import synchronizes, written_private_buffers
 from .narrowing import NarrowIndices
 from .steps import LAYOUTS, PER_ITEM, WorkItemSteps
+from .sincos import SharedSinCos
 
 OPENCL_TYPES = {"bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
                 "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",
@@ -78,7 +79,8 @@ module docstring)."""
 _FLOAT_COMBINE = {"add": "old + v", "min": "fmin(old, v)", "max": "fmax(old, v)"}
 
 
-class OpenCLRenderer(LaunchTests, NarrowIndices, MarchLanes, WorkItemSteps, CStyleRenderer):
+class OpenCLRenderer(SharedSinCos, LaunchTests, NarrowIndices, MarchLanes, WorkItemSteps,
+                     CStyleRenderer):
     """Renders node kernels and helpers as one OpenCL C program."""
 
     language = "OpenCL C"

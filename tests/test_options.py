@@ -99,7 +99,9 @@ def test_the_cpu_runs_its_default_pipeline_for_its_cores():
     from hpvm.ir.text import print_module
     from benchmarks import polybench
     cpu = get_registry().target("cpu").target
-    assert "loop-instances{outward=true cores=3}" in cpu.pipeline_for({"threads": 3})
+    pipeline = cpu.pipeline_for({"threads": 3})
+    assert "loop-instances{outward=true cores=3}" in pipeline      # as written
+    assert ",loop-tile,loop-instances{cores=3}," in pipeline       # after loop-interchange
     inputs = polybench.inputs_for("atax", np.random.default_rng(0), 600, 600)
     exe = hpvm.compile(polybench.FORMS["atax"], targets=["cpu"],
                        options={"pipeline": "default", "threads": 2})

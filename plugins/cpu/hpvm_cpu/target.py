@@ -75,16 +75,19 @@ BLAS_MIN_PRODUCTS = 1 << 22
 product goes to BLAS."""
 
 
-def _pipeline(outward: str) -> str:
-    """The default pipeline with ``outward`` as its outward loop-instances."""
+def _pipeline(cores: int = 0) -> str:
+    """The default pipeline, its loop-instances cutting strips of columns
+    for ``cores`` (0: none)."""
+    options = f" cores={cores}" if cores else ""
     return ("node-fusion,copy-propagation,task-split,loop-instances{reused=true},"
-            f"{outward},loop-interchange,loop-tile,loop-instances,loop-jam,dce")
+            f"loop-instances{{outward=true{options}}},loop-interchange,loop-tile,"
+            f"loop-instances{{{options.strip()}}},loop-jam,dce").replace("{}", "")
 
 
 class CpuTarget(Target):
     name = "cpu"
     description = "multicore CPUs through LLVM (llvmlite): x86-64, AArch64, RISC-V"
-    default_pipeline = _pipeline("loop-instances{outward=true}")
+    default_pipeline = _pipeline()
     """A task running several loops in turn runs each as a node of its
     own where one of them can then run as instances (task-split); a task
     whose two loops read values reused across both (a matrix
@@ -118,7 +121,7 @@ class CpuTarget(Target):
         machine's cores (strip_instances.py: atax's ``y[j] += A[i, j] *
         tmp[i]`` at 4096^2 on 16 cores: 3.4 -> 0.9 ms; one strip a core
         where there are two)."""
-        return _pipeline(f"loop-instances{{outward=true cores={_threads(options)}}}")
+        return _pipeline(_threads(options))
 
     def availability(self) -> Availability:
         try:

@@ -53,9 +53,9 @@ row), unless the loop has fewer."""
 def in_strips(loop: For, function: KernelFunction, cores: int) -> For | None:
     """``loop`` (of ``function``) as a loop over strips of its inner
     loop's iterations, one for each of ``cores`` (module docstring); None
-    where ``loop`` is not a
-    perfect nest of two loops stepping by 1, the inner one's bounds apart
-    from the outer one, that walks its buffers along itself."""
+    where ``loop`` is not a perfect nest of two loops stepping by 1, the
+    inner one's bounds apart from the outer one, that walks its buffers
+    along itself."""
     if len(loop.body) != 1 or not isinstance(loop.body[0], For):
         return None
     inner = loop.body[0]
@@ -67,8 +67,7 @@ def in_strips(loop: For, function: KernelFunction, cores: int) -> For | None:
              for n in walk(inner.body) if isinstance(n, (Load, Store))]
     if 1 not in along or not set(along) <= {0, 1}:
         return None
-    names = function_names(function)
-    strip = Var(unique_name(f"{inner.var}_strip", names), I64)
+    strip = Var(unique_name(f"{inner.var}_strip", function_names(function)), I64)
     start, stop = as_i64(inner.start), as_i64(inner.stop)
     span = stop if isinstance(start, Const) and start.value == 0 else stop - start
     width = Intrinsic("max", (Const(WIDEST, I64), (span + (16 * cores - 1)) / (16 * cores) * 16))

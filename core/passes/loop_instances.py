@@ -184,17 +184,17 @@ def nest_problem(loop: For, function: KernelFunction, module: Module) -> str | N
     return instances_problem(probe, graph, node, reused=True)
 
 
-def loop_problem(body: tuple[Stmt, ...], function: KernelFunction, module: Module
-                 ) -> str | None:
+def loop_problem(body: tuple[Stmt, ...], function: KernelFunction, module: Module,
+                 cores: int = 0) -> str | None:
     """Why statements ``body`` of ``function`` could not run as instances
-    of their loop or of one further in swapped outwards (values, then one
-    loop over iterations that share nothing, counted from sizes); None
-    when they could."""
+    of their loop, of one further in swapped outwards, or (given
+    ``cores``) of strips of one (values, then one loop over iterations
+    that share nothing, counted from sizes); None when they could."""
     problem = _loop_problem(body, function)
     if problem is not None:
         return problem
-    return _outward_problem(body, _parallel_outward(body[-1], function, module), function,
-                            module)
+    return _outward_problem(body, _parallel_outward(body[-1], function, module, cores),
+                            function, module)
 
 
 def _outward_problem(body: tuple[Stmt, ...], loop: For, function: KernelFunction,

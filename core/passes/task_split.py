@@ -63,26 +63,29 @@ from .tensor_graph import bind_outs_of, feeds_of, remove_nodes
 
 @register_pass("task-split", options=[
     Option("nodes", list, (), "tasks to split into one node per loop, as node or graph.node "
-                              "(default: every one where a loop can then run as instances)")])
-def task_split(module: Module, nodes: tuple[str, ...]) -> Module:
+                              "(default: every one where a loop can then run as instances)"),
+    Option("cores", int, 0, "the cores loop-instances cuts strips of columns for: a loop that "
+           "then runs in strips counts as one that runs as instances (0: none)", minimum=0)])
+def task_split(module: Module, nodes: tuple[str, ...], cores: int = 0) -> Module:
     """Split each qualifying task into a chain of nodes, one per loop."""
     if nodes:
         selected = named_kernel_nodes(module, nodes, "task-split")
         for graph, node in selected:
-            problem = split_problem(module, graph, node)
+            problem = split_problem(module, graph, node, cores)
             if problem is not None:
                 raise PassError(Diagnostic(
                     Location(graph=graph.name, node=node.name), f"task-split: node "
                     f"'{node.name}' {problem}", "leave it out of nodes=; it stays one task"))
     else:
-        selected = [(g, n) for g, n in iter_nodes(module) if split_problem(module, g, n) is None]
+        selected = [(g, n) for g, n in iter_nodes(module)
+                    if split_problem(module, g, n, cores) is None]
     for graph_name, node_name in [(g.name, n.name) for g, n in selected]:
         graph = module.graph(graph_name)
-        module = _split(module, graph, graph.node(node_name))
+        module = _split(module, graph, graph.node(node_name), cores)
     return module
 
 
-def split_problem(module: Module, graph: Graph, node: Node) -> str | None:
+def split_problem(module: Module, graph: Graph, node: Node, cores: int = 0) -> str | None:
     """Why ``node`` is not split (module docstring); None when it is."""
     problem = task_problem(graph, node)
     if problem is not None:
@@ -94,7 +97,7 @@ def split_problem(module: Module, graph: Graph, node: Node) -> str | None:
             any(isinstance(s, ArrayDecl) for s in function.body):
         return ("returns, waits at a barrier, updates atomically, reads its instance or "
                 "declares an array at its top")
-    parts = _parts(function, module)
+    parts = _parts(function, module, cores)
     if len(parts) < 2:
         return "has no two loops that can run apart"
     written = {b for part in parts for b in written_buffers(part)}
@@ -109,21 +112,22 @@ def split_problem(module: Module, graph: Graph, node: Node) -> str | None:
         if early:
             return f"reads its output '{early[0]}' before a loop writes it"
         made |= written_buffers(part)
-    if all(loop_problem(part, function, module) is not None for part in parts):
+    if all(loop_problem(part, function, module, cores) is not None for part in parts):
         return "has no loop that could then run as instances"
     return None
 
 
-def _parts(function: KernelFunction, module: Module) -> list[tuple[Stmt, ...]]:
+def _parts(function: KernelFunction, module: Module, cores: int
+           ) -> list[tuple[Stmt, ...]]:
     """The body as parts, each the statements before a loop and the loop
     (the last also what follows, unless statements follow that would keep
     it from running as instances: a part of their own), values a part
     reads from an earlier one computed again at its start, parts that
     cannot run apart merged."""
-    body = _distributed(function, module)
+    body = _distributed(function, module, cores)
     cuts = [i + 1 for i, s in enumerate(body) if isinstance(s, For)]
     if cuts and (all(isinstance(s, Let) for s in body[cuts[-1]:]) or loop_problem(
-            body[cuts[-2] if len(cuts) > 1 else 0:cuts[-1]], function, module) is not None):
+            body[cuts[-2] if len(cuts) > 1 else 0:cuts[-1]], function, module, cores) is not None):
         cuts.pop()        # what follows the last loop runs with it, unless that keeps it whole
     parts: list[tuple[int, tuple[Stmt, ...]]] = []     # (where it starts, the part)
     for start, stop in zip([0, *cuts], [*cuts, len(body)]):
@@ -135,20 +139,30 @@ def _parts(function: KernelFunction, module: Module) -> list[tuple[Stmt, ...]]:
     return [part for _, part in parts]
 
 
-def _distributed(function: KernelFunction, module: Module) -> tuple[Stmt, ...]:
+def _distributed(function: KernelFunction, module: Module, cores: int) -> tuple[Stmt, ...]:
     """The body with each loop that cannot run as instances distributed
-    (loop_distribution.py) where one of its loops then can; and each that
-    can, but not as instances of two loops (a product's rows and columns,
-    loop-instances' ``reused``), cut between its statements where one of
-    its loops then can (correlation's diagonal set before each row)."""
+    (loop_distribution.py) where one of its loops then can, a piece that
+    still cannot cut between its statements where one of them then runs
+    in strips for ``cores`` (bicg's ``q[i] = 0`` before its row's
+    additions into every ``s[j]``); and each loop that can, but not as
+    instances of two loops (a product's rows and columns, loop-instances'
+    ``reused``), cut between its statements where one of its loops then
+    can (correlation's diagonal set before each row)."""
     names = NameGenerator(function_names(function))
+
+    def runs(loop: For) -> bool:
+        return loop_problem((loop,), function, module, cores) is None
+
+    def in_strips(piece: For) -> tuple[For, ...]:
+        cut = cut_apart(piece, names) if cores and not runs(piece) else (piece,)
+        return cut if len(cut) > 1 and all(runs(p) for p in cut) else (piece,)
     body: list[Stmt] = []
     for stmt in function.body:
         pieces: tuple[Stmt, ...] = ()
         wanted = False
-        if isinstance(stmt, For) and loop_problem((stmt,), function, module) is not None:
-            pieces = distributed(stmt, names)
-            wanted = any(loop_problem((p,), function, module) is None for p in pieces)
+        if isinstance(stmt, For) and not runs(stmt):
+            pieces = tuple(p for piece in distributed(stmt, names) for p in in_strips(piece))
+            wanted = any(runs(p) for p in pieces)
         elif isinstance(stmt, For) and nest_problem(stmt, function, module) is not None:
             pieces = cut_apart(stmt, names)
             wanted = any(nest_problem(p, function, module) is None for p in pieces)
@@ -212,13 +226,13 @@ def _gives(param: Parameter, symbol: str) -> bool:
     return symbol in param.type.symbols if param.is_buffer else param.name == symbol
 
 
-def _split(module: Module, graph: Graph, node: Node) -> Module:
+def _split(module: Module, graph: Graph, node: Node, cores: int) -> Module:
     function = module.function(node.body.function)
     functions = NameGenerator(module.functions)
     node_names = NameGenerator(n.name for n in graph.nodes)
     last_writer: dict[str, str] = {}
     new_nodes, edges, bind_ins, functions_made = [], [], [], {}
-    for index, part in enumerate(_parts(function, module)):
+    for index, part in enumerate(_parts(function, module, cores)):
         name = node_names.fresh(f"{node.name}_{index}")
         params = _ports(part, function, set(last_writer))
         for param in params:

@@ -21,10 +21,24 @@ def test_the_pipeline_here_is_the_cpu_target_s_default():
     assert cpu.CpuTarget.default_pipeline == CPU_DEFAULT
 
 
+CPU_FOR_4_CORES = CPU_DEFAULT.replace("task-split", "task-split{cores=4}").replace(
+    "outward=true", "outward=true cores=4").replace("loop-tile,loop-instances",
+                                                    "loop-tile,loop-instances{cores=4}")
+"""The cpu's default pipeline for 4 cores: strips of columns (strip_instances.py)."""
+
+
+def test_the_pipeline_for_four_cores_is_the_cpu_target_s():
+    cpu = pytest.importorskip("hpvm_cpu.target")
+    assert cpu.CpuTarget().pipeline_for({"threads": 4}) == CPU_FOR_4_CORES
+
+
+@pytest.mark.parametrize("pipeline", [CPU_DEFAULT, CPU_FOR_4_CORES])
 @pytest.mark.parametrize("name", sorted(polybench.FORMS))
-def test_a_kernel_through_the_default_pipeline_computes_the_same(name):
+def test_a_kernel_through_the_default_pipeline_computes_the_same(name, pipeline, monkeypatch):
+    import hpvm.passes.strip_instances as strips
+    monkeypatch.setattr(strips, "WIDEST", 2)     # several strips at these sizes
     module = polybench.FORMS[name].build()
-    changed = run_pipeline(module, CPU_DEFAULT, verify_each=True)
+    changed = run_pipeline(module, pipeline, verify_each=True)
     for size, grid in ((9, 7), (4, 5)):
         inputs = polybench.inputs_for(name, np.random.default_rng(size), size, grid)
         want = Interpreter(module).run(**{k: np.copy(v) for k, v in inputs.items()})

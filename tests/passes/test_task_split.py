@@ -256,3 +256,21 @@ def test_a_loop_that_runs_as_instances_whole_is_not_cut():
     run as instances as they are, so the start stays with its sum."""
     text = print_module(run_pipeline(polybench.atax.build(), "task-split"))
     assert "tmp[i_1] = f32(0.0)\n    for j in 0 .. N step 1 {" in text
+
+
+def test_with_cores_a_row_start_is_cut_from_additions_that_then_run_in_strips():
+    """bicg's rows start q[i] and add the row into every s[j]: given the
+    cores, the starts run apart and the additions in strips of s."""
+    from benchmarks import polybench
+    module = polybench.FORMS["bicg"].build()
+    split = run_pipeline(module, "task-split{cores=2},loop-instances{cores=2},dce",
+                         verify_each=True)
+    text = print_module(split)
+    assert "q[i_1] = f32(0.0)\n}" in text and "j_2_strip" in text
+    assert "_strip" not in print_module(run_pipeline(module, "task-split,loop-instances,dce"))
+    for size in (3, 20):
+        data = polybench.inputs_for("bicg", np.random.default_rng(size), size, size)
+        want = Interpreter(module).run(**data)
+        got = Interpreter(split).run(**data)
+        for name, value in want.items():
+            np.testing.assert_array_equal(got[name], value, err_msg=name)

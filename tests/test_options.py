@@ -86,7 +86,7 @@ def test_the_pipeline_option_runs_passes_before_placement():
 def test_the_default_pipeline_is_the_first_listed_targets():
     registry = get_registry()
     assert registry.target("cpu").target.default_pipeline == \
-        "node-fusion,copy-propagation,task-split,loop-instances{reused=true}," \
+        "node-fusion,copy-propagation,scratch-expansion,task-split,loop-instances{reused=true}," \
         "loop-instances{outward=true},loop-interchange,loop-tile,loop-instances,loop-jam,dce"
     assert registry.target("interp").target.default_pipeline == ""
 

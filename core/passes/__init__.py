@@ -43,5 +43,5 @@ from . import (  # noqa: E402,F401
     input_buffering, latency_unroll, legalize_tensor_ops, loop_fusion, loop_instances,
     loop_interchange, loop_jam,
     loop_tile, loop_unroll, node_fusion, out_of_place, parallel_reduce,
-    register_tile, sequentialize, stencil_fusion, task_split, tile,
+    register_tile, scratch_expansion, sequentialize, stencil_fusion, task_split, tile,
 )

@@ -11,7 +11,8 @@ from hpvm.passes import run_pipeline
 
 from benchmarks import polybench
 
-CPU_DEFAULT = ("node-fusion,copy-propagation,task-split,loop-instances{reused=true},"
+CPU_DEFAULT = ("node-fusion,copy-propagation,scratch-expansion,task-split,"
+               "loop-instances{reused=true},"
                "loop-instances{outward=true},loop-interchange,loop-tile,loop-instances,"
                "loop-jam,dce")
 

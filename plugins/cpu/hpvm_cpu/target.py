@@ -79,7 +79,7 @@ def _pipeline(cores: int = 0) -> str:
     """The default pipeline, its loop-instances cutting strips of columns
     for ``cores`` (0: none)."""
     options = f" cores={cores}" if cores else ""
-    return (f"node-fusion,copy-propagation,task-split{{{options.strip()}}},"
+    return (f"node-fusion,copy-propagation,scratch-expansion,task-split{{{options.strip()}}},"
             f"loop-instances{{reused=true}},loop-instances{{outward=true{options}}},"
             f"loop-interchange,loop-tile,loop-instances{{{options.strip()}}},loop-jam,"
             "dce").replace("{}", "")

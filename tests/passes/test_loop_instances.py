@@ -16,6 +16,8 @@ from hpvm.testing import assert_outputs_close, usable_targets
 
 from benchmarks.reductions import FORMS, inputs_for, reference
 
+from .test_polybench_pipelines import computes_the_same
+
 
 @hl.program
 def scaled(a: Buffer[f32, "M", "K"], s: Buffer[f32, 2], out: Out[Buffer[f32, "M", "K"]],
@@ -283,12 +285,7 @@ def test_independent_columns_inside_one_loop_over_rows_run_in_strips():
     changed = run_pipeline(module, "loop-instances{cores=16},dce", verify_each=True)
     text = print_module(changed)
     assert "node atax_2 = @atax_2_instances [max((N + max(256, (N + 255) / 256 * 16) - 1)" in text
-    for size in (3, 300):
-        data = polybench.inputs_for("atax", np.random.default_rng(size), size, size)
-        want = Interpreter(module).run(**data)
-        got = Interpreter(changed).run(**data)
-        for name, value in want.items():
-            np.testing.assert_array_equal(got[name], value, err_msg=name)
+    computes_the_same("atax", module, changed, ((3, 3), (300, 300)))
 
 
 def test_outward_takes_only_loops_swapped_outwards():

@@ -39,8 +39,13 @@ def test_a_kernel_through_the_default_pipeline_computes_the_same(name, pipeline,
     import hpvm.passes.strip_instances as strips
     monkeypatch.setattr(strips, "WIDEST", 2)     # several strips at these sizes
     module = polybench.FORMS[name].build()
-    changed = run_pipeline(module, pipeline, verify_each=True)
-    for size, grid in ((9, 7), (4, 5)):
+    computes_the_same(name, module, run_pipeline(module, pipeline, verify_each=True))
+
+
+def computes_the_same(name: str, module, changed, sizes=((9, 7), (4, 5))) -> None:
+    """``changed`` computes what PolyBench kernel ``name`` as ``module``
+    computes, bit for bit in the interpreter, at each (size, grid)."""
+    for size, grid in sizes:
         inputs = polybench.inputs_for(name, np.random.default_rng(size), size, grid)
         want = Interpreter(module).run(**{k: np.copy(v) for k, v in inputs.items()})
         got = Interpreter(changed).run(**{k: np.copy(v) for k, v in inputs.items()})

@@ -18,6 +18,8 @@ from hpvm.testing import assert_outputs_close, usable_targets
 
 from benchmarks import polybench
 
+from .test_polybench_pipelines import computes_the_same
+
 
 @hl.program
 def stages(x: Buffer[f32, "N"], y: Out[Buffer[f32, "N"]], z: Out[Buffer[f32, "N"]],
@@ -268,9 +270,4 @@ def test_with_cores_a_row_start_is_cut_from_additions_that_then_run_in_strips():
     text = print_module(split)
     assert "q[i_1] = f32(0.0)\n}" in text and "j_2_strip" in text
     assert "_strip" not in print_module(run_pipeline(module, "task-split,loop-instances,dce"))
-    for size in (3, 20):
-        data = polybench.inputs_for("bicg", np.random.default_rng(size), size, size)
-        want = Interpreter(module).run(**data)
-        got = Interpreter(split).run(**data)
-        for name, value in want.items():
-            np.testing.assert_array_equal(got[name], value, err_msg=name)
+    computes_the_same("bicg", module, split, ((3, 3), (20, 20)))

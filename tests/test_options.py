@@ -101,7 +101,7 @@ def test_the_cpu_runs_its_default_pipeline_for_its_cores():
     cpu = get_registry().target("cpu").target
     pipeline = cpu.pipeline_for({"threads": 3})
     assert "loop-instances{outward=true cores=3}" in pipeline      # as written
-    assert ",loop-tile,loop-instances{cores=3}," in pipeline       # after loop-interchange
+    assert ",loop-tile,task-split{cores=3},loop-instances{cores=3}," in pipeline  # after it
     inputs = polybench.inputs_for("atax", np.random.default_rng(0), 600, 600)
     exe = hpvm.compile(polybench.FORMS["atax"], targets=["cpu"],
                        options={"pipeline": "default", "threads": 2})

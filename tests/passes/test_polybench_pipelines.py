@@ -23,8 +23,8 @@ def test_the_pipeline_here_is_the_cpu_target_s_default():
 
 
 CPU_FOR_4_CORES = CPU_DEFAULT.replace("task-split", "task-split{cores=4}").replace(
-    "outward=true", "outward=true cores=4").replace("loop-tile,loop-instances",
-                                                    "loop-tile,loop-instances{cores=4}")
+    "outward=true", "outward=true cores=4").replace(
+    "loop-tile,loop-instances", "loop-tile,task-split{cores=4},loop-instances{cores=4}")
 """The cpu's default pipeline for 4 cores: strips of columns (strip_instances.py)."""
 
 

@@ -77,11 +77,14 @@ product goes to BLAS."""
 
 def _pipeline(cores: int = 0) -> str:
     """The default pipeline, its loop-instances cutting strips of columns
-    for ``cores`` (0: none)."""
+    for ``cores`` (0: none); with cores, the tasks loop-interchange leaves
+    with several loops (a column's sum kept in its output, then finished)
+    are split again, their row walks then run in strips."""
     options = f" cores={cores}" if cores else ""
+    again = f"task-split{{cores={cores}}}," if cores else ""
     return (f"node-fusion,copy-propagation,scratch-expansion,task-split{{{options.strip()}}},"
             f"loop-instances{{reused=true}},loop-instances{{outward=true{options}}},"
-            f"loop-interchange,loop-tile,loop-instances{{{options.strip()}}},loop-jam,"
+            f"loop-interchange,loop-tile,{again}loop-instances{{{options.strip()}}},loop-jam,"
             "dce").replace("{}", "")
 
 

@@ -75,10 +75,9 @@ def promoted(stmts: tuple[Stmt, ...], function: KernelFunction,
         if not isinstance(stmt, For):
             out.append(stmt)
             continue
-        loads, loaded, stored = [], [], []   # the stores after the loop of elements
-        for buffer, indices in _single_elements(stmt):  # loaded first, stored before it
-            if buffer not in types:
-                continue
+        loads = []              # the variables' first values, loaded before the loop
+        loaded, stored = [], []  # the stores after it: of elements loaded, of elements stored
+        for buffer, indices in _single_elements(stmt, types):
             variable = Var(names.fresh(f"{buffer}_element"), types[buffer])
             before = _stored_before(out, buffer, indices)
             if before is None:
@@ -142,8 +141,9 @@ def _in_variable(loop: For, buffer: str, indices: tuple, variable: Var) -> For:
     return dataclasses.replace(loop, body=rewrite(loop.body, visit))
 
 
-def _single_elements(loop: For) -> list[tuple[str, tuple]]:
-    """(buffer, indices) of each element ``loop`` stores to at one place
+def _single_elements(loop: For, buffers) -> list[tuple[str, tuple]]:
+    """(buffer, indices) of each element of ``buffers`` (parameters: a
+    local array stays in memory) that ``loop`` stores to at one place
     throughout and reaches by no other access, which it may keep in a
     variable."""
     nodes = list(walk(loop.body))
@@ -152,7 +152,7 @@ def _single_elements(loop: For) -> list[tuple[str, tuple]]:
     changing = set(assigned_variables(loop.body)) | set(declared_names(loop.body)) | {loop.var}
     found = []
     for buffer, indices in dict.fromkeys((n.buffer, n.indices) for n in nodes
-                                         if isinstance(n, Store)):
+                                         if isinstance(n, Store) and n.buffer in buffers):
         if any(isinstance(n, Load) or isinstance(n, Var) and n.name in changing
                for n in walk(indices)):
             continue

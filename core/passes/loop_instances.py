@@ -215,15 +215,22 @@ def _loop_problem(body: tuple[Stmt, ...], function: KernelFunction) -> str | Non
     loop = body[-1]
     if loop.step != 1:
         return f"has a loop '{loop.var}' that steps by other than 1"
-    sizes = {p.name for p in function.params if not p.is_buffer and p.type.kind == "int"}
-    sizes |= set(function.shape_symbols)
-    if any(not isinstance(n, SIZE_EXPRESSIONS) or isinstance(n, Intrinsic) and
-           n.name not in ("min", "max") or isinstance(n, Var) and n.name not in sizes
-           for n in walk((loop.start, loop.stop))):
+    if not counted_from_sizes(loop, function):
         return (f"has a loop '{loop.var}' whose bounds are more than arithmetic, min and max "
                 "of constants, sizes and integer scalar inputs (the node's replication is sized "
                 "from them)")
     return None
+
+
+def counted_from_sizes(loop: For, function: KernelFunction) -> bool:
+    """Whether ``loop``'s bounds are arithmetic, min and max of constants,
+    sizes and integer scalar inputs of ``function``: the same for every
+    iteration of any loop around it, and what a replication is sized from."""
+    sizes = {p.name for p in function.params if not p.is_buffer and p.type.kind == "int"}
+    sizes |= set(function.shape_symbols)
+    return not any(not isinstance(n, SIZE_EXPRESSIONS) or isinstance(n, Intrinsic) and
+                   n.name not in ("min", "max") or isinstance(n, Var) and n.name not in sizes
+                   for n in walk((loop.start, loop.stop)))
 
 
 def _parallel_outward(loop: For, function: KernelFunction, module: Module, cores: int = 0

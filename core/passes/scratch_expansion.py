@@ -45,6 +45,7 @@ from ..ir.kernel import (
 from ..ir.parameter import Parameter
 from ..ir.types import I64, BufferType
 from ..ir.visit import rewrite, walk
+from .loop_instances import counted_from_sizes
 from .loop_nests import sharing_problem
 from .module_tools import iter_nodes, task_problem
 from .names import function_names, unique_name
@@ -120,28 +121,20 @@ def _written_whole_first(loop: For, param: Parameter, function: KernelFunction) 
     reached through loops counted from sizes and constants, whose first
     statement touching it stores all of it (module docstring)."""
     block = _block_of(loop.body, param.name, function)
-    if block is None:
-        return False
     first = next((stmt for stmt in block if _touches(stmt, param.name)), None)
     return first is not None and _stores_all(first, param, ())
 
 
 def _block_of(block: tuple[Stmt, ...], buffer: str, function: KernelFunction):
     """The innermost block holding every access of ``buffer`` in
-    ``block``, reached through loops with size bounds; None where the
-    accesses are not so held."""
+    ``block``, reached through loops counted from sizes (every iteration
+    runs them alike): ``block`` itself where one statement of it holding
+    them all is no such loop."""
     touching = [s for s in block if _touches(s, buffer)]
     if len(touching) != 1 or not isinstance(touching[0], For) or \
-            not _sized(touching[0], function):
+            not counted_from_sizes(touching[0], function):
         return block
     return _block_of(touching[0].body, buffer, function)
-
-
-def _sized(loop: For, function: KernelFunction) -> bool:
-    sizes = set(function.shape_symbols) | {p.name for p in function.params
-                                           if not p.is_buffer and p.type.kind == "int"}
-    return all(isinstance(n, Const) or isinstance(n, Var) and n.name in sizes or
-               not isinstance(n, (Var, Load)) for n in walk((loop.start, loop.stop)))
 
 
 def _stores_all(stmt: Stmt, param: Parameter, variables: tuple[str, ...]) -> bool:

@@ -153,7 +153,7 @@ def _distributed(function: KernelFunction, module: Module, cores: int) -> tuple[
     def runs(loop: For) -> bool:
         return loop_problem((loop,), function, module, cores) is None
 
-    def in_strips(piece: For) -> tuple[For, ...]:
+    def cut_for_strips(piece: For) -> tuple[For, ...]:
         cut = cut_apart(piece, names) if cores and not runs(piece) else (piece,)
         return cut if len(cut) > 1 and all(runs(p) for p in cut) else (piece,)
     body: list[Stmt] = []
@@ -161,7 +161,7 @@ def _distributed(function: KernelFunction, module: Module, cores: int) -> tuple[
         pieces: tuple[Stmt, ...] = ()
         wanted = False
         if isinstance(stmt, For) and not runs(stmt):
-            pieces = tuple(p for piece in distributed(stmt, names) for p in in_strips(piece))
+            pieces = tuple(p for piece in distributed(stmt, names) for p in cut_for_strips(piece))
             wanted = any(runs(p) for p in pieces)
         elif isinstance(stmt, For) and nest_problem(stmt, function, module) is not None:
             pieces = cut_apart(stmt, names)

@@ -80,12 +80,12 @@ def _pipeline(cores: int = 0) -> str:
     for ``cores`` (0: none); with cores, the tasks loop-interchange leaves
     with several loops (a column's sum kept in its output, then finished)
     are split again, their row walks then run in strips."""
-    options = f" cores={cores}" if cores else ""
-    again = f"task-split{{cores={cores}}}," if cores else ""
-    return (f"node-fusion,copy-propagation,scratch-expansion,task-split{{{options.strip()}}},"
-            f"loop-instances{{reused=true}},loop-instances{{outward=true{options}}},"
-            f"loop-interchange,loop-tile,{again}loop-instances{{{options.strip()}}},loop-jam,"
-            "dce").replace("{}", "")
+    sized = f"{{cores={cores}}}" if cores else ""
+    outward = f"{{outward=true cores={cores}}}" if cores else "{outward=true}"
+    again = f"task-split{sized}," if cores else ""
+    return (f"node-fusion,copy-propagation,scratch-expansion,task-split{sized},"
+            f"loop-instances{{reused=true}},loop-instances{outward},loop-interchange,loop-tile,"
+            f"{again}loop-instances{sized},loop-jam,dce")
 
 
 class CpuTarget(Target):

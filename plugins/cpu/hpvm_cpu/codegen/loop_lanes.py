@@ -68,11 +68,11 @@ def _along(loop, strides: IndexStrides, uniformity: Uniformity, dim: int) -> boo
     if not carried <= {r.var for r in loop.reduce}:
         return False
     along, across = loop_variable(loop.var), instance_of(dim)
-    accesses = _varying_accesses(loop, uniformity)
-    return all(strides.element_stride(at.indices, along) in ((1,) if isinstance(at, Store)
-                                                             else (0, 1)) for at in accesses) \
-        and not any(strides.element_stride(at.indices, across) == 1 for at in accesses
-                    if strides.element_stride(at.indices, along) != 0)
+    walks = [(at, strides.element_stride(at.indices, along))
+             for at in _varying_accesses(loop, uniformity)]
+    return all(step in ((1,) if isinstance(at, Store) else (0, 1)) for at, step in walks) \
+        and not any(strides.element_stride(at.indices, across) == 1
+                    for at, step in walks if step != 0)
 
 
 def _has_loop(body: tuple[Stmt, ...]) -> bool:

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from ..ir.graph import KernelBody, Module, Node
 from ..ir.kernel import (
     ArrayDecl, Assign, Barrier, Binary, Call, Cast, Compare, Const, Expr, ExprStmt, For, If,
-    InstanceCount, InstanceId, KernelFunction, Let, Load, Return, Stmt, Unary, Var, While,
+    InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Load, Return, Stmt, Unary, Var,
+    While,
 )
 from ..ir.strides import IndexStrides, instance_of, loop_variable
 from ..ir.types import I64
@@ -104,7 +105,7 @@ def _plan(function: KernelFunction, rows: int, cols: int) -> NestPlan | str:
     at = loops[0]
     loop, prelude, epilogue = function.body[at], function.body[:at], function.body[at + 1:]
     tile = Uniformity(function, (rows, cols))
-    loop = _collapsed(loop, tile, function_names(function))
+    loop = _unit_steps(_collapsed(loop, tile, function_names(function)), function_names(function))
     if loop.step != 1 or any(tile.is_varying(b) for b in (loop.start, loop.stop)):
         return f"loop '{loop.var}' steps by {loop.step} or has bounds that differ by instance"
     if any(not isinstance(s, (Let, Assign)) for s in loop.body):
@@ -138,7 +139,7 @@ def _plan(function: KernelFunction, rows: int, cols: int) -> NestPlan | str:
     if not accumulators:
         return f"loop '{loop.var}' accumulates into no variable declared before it"
     written = written_buffers(function.body)
-    body = substitute(loop.body, values=index_values)
+    body = _steps_indices(substitute(loop.body, values=index_values), assigned)
     temporaries = {s.name for s in body if isinstance(s, Let)}
     follows_rows, follows_cols = _follows(body, rows, temporaries), _follows(body, cols,
                                                                            temporaries)
@@ -159,6 +160,23 @@ def _plan(function: KernelFunction, rows: int, cols: int) -> NestPlan | str:
                     col_packed, row_packed,
                     _values(body, set(row_packed), local, follows_cols),
                     _values(body, set(col_packed), local, follows_rows))
+
+
+def _steps_indices(body: tuple[Stmt, ...], assigned: set[str]) -> tuple[Stmt, ...]:
+    """``body`` with its lets of index values (no loads, nothing the loop
+    assigns) read as their expressions: a chunk's ``let k = iteration``
+    (parallel-reduce{form=split}) leaves ``a[i, k]`` a read of the step,
+    which the panels and local tiles copy."""
+    values: dict[str, Expr] = {}
+    kept = []
+    for stmt in body:
+        if isinstance(stmt, Let) and stmt.value is not None and stmt.name not in assigned \
+                and not any(isinstance(n, Load) for n in walk(stmt.value)) \
+                and not _names(stmt.value) & assigned:
+            values[stmt.name] = substitute(stmt.value, values=values)
+        else:
+            kept.append(stmt)
+    return substitute(tuple(kept), values=values) if values else body
 
 
 def _values(body: tuple[Stmt, ...], loads: set[Load], local: set[str],
@@ -213,6 +231,21 @@ def _collapsed(loop: For, tile: Uniformity, taken: set[str]) -> For:
         values[inner.var] = position if from_zero else inner.start + position
         inner_steps = trips if inner_steps is None else inner_steps * trips
     return For(step.name, Const(0, I64), inner_steps, 1, substitute(nest[-1].body, values=values))
+
+
+def _unit_steps(loop: For, taken: set[str]) -> For:
+    """A loop of a constant step s > 1 (parallel-reduce{form=split
+    layout=strided}'s every s-th step) as one over its steps counted from
+    0, its variable read as ``start + step * s``; ``loop`` itself
+    otherwise."""
+    if loop.step <= 1:
+        return loop
+    step = Var(unique_name(f"{loop.var}_step", taken), I64)
+    trips = Binary("div", Intrinsic("max", (loop.stop - loop.start, Const(0, I64)))
+                   + Const(loop.step - 1, I64), Const(loop.step, I64))
+    value = loop.start + step * Const(loop.step, I64)
+    return For(step.name, Const(0, I64), trips, 1, substitute(loop.body, values={loop.var: value}),
+               unroll=loop.unroll, reduce=loop.reduce)
 
 
 def _names(expr: Expr) -> set[str]:

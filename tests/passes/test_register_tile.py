@@ -62,6 +62,8 @@ def test_results_equal_the_program_as_written_on_ragged_sizes(name, pipeline):
 
 
 GROUP = "register-tile{form=group rows=3 cols=2 group=4 kblock=5}"
+SPLIT = "parallel-reduce{form=split lanes=3 reassociate=true}," + GROUP
+"""Split-K, then the partials' node in work groups."""
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS.TILED))
@@ -79,12 +81,39 @@ def test_work_groups_with_local_tiles_give_the_same_results(name):
 def test_work_groups_agree_with_the_golden_model_on_opencl(target, name):
     module = PROGRAMS.TILED[name].build()
     rng = np.random.default_rng(3)
-    for pipeline in (GROUP, "register-tile{form=group}"):
+    for pipeline in (GROUP, "register-tile{form=group}", SPLIT,
+                     SPLIT.replace("lanes=3", "lanes=3 layout=strided")):
         inputs = PROGRAMS.inputs_for(name, rng, 67, 45, 83)
         expected = _outputs(module, inputs)
         got = _outputs(module, inputs, target, {"pipeline": pipeline})
         for port, value in expected.items():
             np.testing.assert_allclose(got[port], value, rtol=1e-4, atol=1e-4, err_msg=port)
+
+
+@pytest.mark.parametrize("name", ["sgemm", "min_plus", "matmul_at", "matmul_bt", "two_sums",
+                                  "int_matmul"])
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_the_partials_of_a_split_loop_are_copied_into_local_tiles(name, layout):
+    """Split-K (parallel-reduce{form=split}): each chunk's ``let k =
+    iteration`` is read as its index, and a loop over every third step
+    (layout=strided) as one over its steps, so the partial node's reads
+    of a row and of a column are still copied into local tiles; the
+    folded partials agree with the program as written (min exactly, sums
+    to rounding)."""
+    module = PROGRAMS.TILED[name].build()
+    tiled = run_pipeline(module, SPLIT.replace("lanes=3", f"lanes=3 layout={layout}"),
+                         verify_each=True)
+    partial = next(tiled.function(node.body.function) for _, node in iter_nodes(tiled)
+                   if "partials_of" in node.attributes)
+    assert sum(decl.space == "local" for decl in partial.body
+               if type(decl).__name__ == "ArrayDecl") == 2
+    rng = np.random.default_rng(4)
+    for m, k, n in SIZES:
+        inputs = PROGRAMS.inputs_for(name, rng, m, k, n)
+        expected, got = _outputs(module, inputs), _outputs(tiled, inputs)
+        for port, value in expected.items():
+            np.testing.assert_allclose(got[port], value, rtol=1e-5, atol=1e-5,
+                                       err_msg=f"{port} at {m, k, n}")
 
 
 def test_a_node_with_a_work_group_already_is_refused_form_group():

@@ -290,7 +290,8 @@ def space(program, targets, passes=PASS_PARAMETERS, registry=None,
         parameters.append(Parameter("task parallelism", (True, False), True,
                                     "run nodes with no path between them at the same time",
                                     "task-parallelism"))
-    pipeline = usable[0].default_pipeline if usable[0].name == targets[0] else ""
+    # as a compile with the target's default options runs it (the cpu's for its cores)
+    pipeline = usable[0].pipeline_for({}) if usable[0].name == targets[0] else ""
     if pipeline and passes:  # a pass pipeline: offered where passes are tuned
         parameters.append(Parameter(DEFAULT_PIPELINE, (False, True), False,
                                     f"run {targets[0]}'s default pipeline ({pipeline}) after "

@@ -47,10 +47,13 @@ tree, chunks of partial results (CPU threads), spread (strided chunks
 over a whole GPU, then a tree of the partials), or split (chunks of each
 instance of a replicated node, the lanes outside its innermost
 dimension); chunks and spread only for nodes without replication, split
-only for replicated ones (not yet timed on a GPU).  A tree of 32 lanes
-(one warp) was the fastest for mriq's and backprop's sums on an H200
-(lanes 8 / 16 / 32 / 64 / 256: compute_q 0.192 / 0.105 / 0.063 / 0.074 /
-0.125 ms)."""
+only for replicated ones.  A kind's likeliest value comes first (the
+warm start tries it first).  A tree of 32 lanes (one warp) was the
+fastest for mriq's and backprop's sums on an H200 (lanes 8 / 16 / 32 /
+64 / 256: compute_q 0.192 / 0.105 / 0.063 / 0.074 / 0.125 ms); split-K
+for sgemm 512^3 on an H100, the partials in the default pipeline's
+register tiles: split 8 0.0266 ms, 32 0.0456, the default pipeline alone
+0.0359."""
 REDUCE_KINDS = {"tree": "tree", "chunks": "chunks", "spread": "chunks", "split": "split",
                 "ordered": "ordered"}
 """Each form's first parallel-reduce step (eligible_nodes' form)."""

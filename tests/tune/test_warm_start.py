@@ -87,6 +87,9 @@ def test_the_changes_go_where_the_time_went():
         forms = [move["reduce main.offset"].split()[0] for move in moves
                  if "reduce main.offset" in move]
         assert sorted(forms[:3]) == ["chunks", "split", "tree"]   # each kind before a second
+        trees = [move["reduce main.offset"] for move in moves
+                 if move.get("reduce main.offset", "").startswith("tree")]
+        assert trees[0] == "tree 8"                                 # the kind's first listed
         assert names[4] in ("reduce main.offset", "tile main.clamp")
 
 

@@ -62,10 +62,11 @@ class Screening:
     allocation); with equal times (no profile), every parameter once
     before any twice.  A change that ``learn`` hears made the program k
     times slower than the base counts as 1 + log2 k changes, an
-    infeasible one as two.  Which values: a parameter's kinds of form
-    (tree, split, chunks ...) each once, in a random order, before any
-    kind twice.  ``together`` then offers the changes that won, all at
-    once."""
+    infeasible one as two, once every kind of its parameter's forms has
+    had a change (a tree's loss says nothing of a split's).  Which
+    values: a parameter's kinds of form (tree, split, chunks ...) each
+    once, in a random order, before any kind twice.  ``together`` then
+    offers the changes that won, all at once."""
 
     def __init__(self, design: Space, seed: int, seen=(), profile=None):
         self.base = design.default_pipeline() or design.defaults()
@@ -121,12 +122,18 @@ class Screening:
             if name is None:
                 continue
             value = outcome.objectives.get(objective) if outcome.feasible else None
-            if value is None:
-                self.counted[name] += 1
-            elif self.base_value and value > self.base_value:
-                self.counted[name] += math.log2(value / self.base_value)
+            if value is None or self.base_value and value > self.base_value:
+                if not self._kinds_left(name):   # a kind's loss says nothing of another's
+                    self.counted[name] += 1 if value is None else \
+                        math.log2(value / self.base_value)
             elif self.base_value and value < self.winners.get(name, (self.base_value,))[0]:
                 self.winners[name] = (value, values[name])
+
+    def _kinds_left(self, name: str) -> bool:
+        """Whether a kind of form (a value's first word) of parameter
+        ``name`` has not had its change yet."""
+        tried = {str(v).split()[0] for v in self.values[name][:self.used[name]]}
+        return any(str(v).split()[0] not in tried for v in self.values[name])
 
     def together(self) -> dict[str, Any] | None:
         """The base with every parameter's best winning change at once,

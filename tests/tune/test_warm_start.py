@@ -120,19 +120,23 @@ def test_a_parameter_whose_nodes_the_profile_lacks_counts_as_the_average():
     assert "tile main.clamp" in names
 
 
-def two_forms_space():
+TWO_KINDS = ("as written", "tree 8", "tree 32", "chunks 8")
+ONE_KIND = ("as written", "tree 8", "tree 32")
+
+
+def two_forms_space(reductions=TWO_KINDS):
     module = parse_module(CHAIN)
     return Space(module, ["cpu"], [
-        Parameter("reduce main.offset", ("as written", "tree 8", "tree 32", "chunks 8"),
+        Parameter("reduce main.offset", reductions,
                   "as written", "a reduction's form", "parallel-reduce", "offset"),
         Parameter("tile main.clamp", ("as written", "group 2x2", "group 4x4"), "as written",
                   "a tile", "tile", "clamp")])
 
 
-def order_after(first_seconds, feasible=True, seed=0):
+def order_after(first_seconds, feasible=True, seed=0, reductions=ONE_KIND):
     """The parameters the changes after the first go to, where the first
     (the reduction's) took ``first_seconds`` against the base's 1.0."""
-    design = two_forms_space()
+    design = two_forms_space(reductions)
     screen = Screening(design, seed, profile={"offset": 3.0, "clamp": 2.5})
     base, first = screen.take(2)
     assert changed(design, base) == {} and list(changed(design, first)) == ["reduce main.offset"]
@@ -150,11 +154,14 @@ def test_a_change_that_lost_counts_as_more_than_one():
         # 8x slower: it counts as 1 + 3 changes, and both tiles come first
         assert order_after(8.0, seed=seed) == ["tile main.clamp", "tile main.clamp",
                                                "reduce main.offset"]
+        # ... but not while a kind of reduction (chunks after a tree) has had no change
+        assert order_after(8.0, seed=seed, reductions=TWO_KINDS) == [
+            "tile main.clamp", "reduce main.offset", "tile main.clamp"]
     assert order_after(None, feasible=False)[:1] == ["tile main.clamp"]
 
 
 def test_the_warm_start_chooses_each_batch_after_the_last_ones_outcomes():
-    design = two_forms_space()
+    design = two_forms_space(ONE_KIND)
     measured = []
 
     def call(configurations):   # every change of the reduction 8x slower than the base

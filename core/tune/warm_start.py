@@ -20,14 +20,16 @@ parameter's share follows the time its nodes took in the defaults' run
 made, ``<node>_...``, counts for its node).  Backprop's
 ``layerforward``, 86% of its time on the H200, got two of four changes
 when they went to the parameters in turn, and the split form that won
-was never tried.  A kind's values come in the order the space lists
-them, its likeliest first.  A change that made the program slower counts for
-more than one (sgemm's tree of 256 lanes ran 14x slower than the
-default pipeline; its reduction then waits while the tiles are
-tried).  The last sample of the warm start puts the changes that won
-together, as one-factor-at-a-time screening ends: mriq's
-fastest forms were a reduction's (split 32) and a fusion's (phi_mag
-recomputed), each measured alone.
+was never tried.  A parameter's kinds of form, and each kind's values,
+come in the order the space lists them, the likelier first.  A change
+that made the program slower counts for more than one once every kind
+of its parameter has had a change (sgemm's tree of 256 lanes ran 14x
+slower than the default pipeline; its reduction then waits while the
+tiles are tried, unless a split is still to be tried).  The last
+sample of the warm start puts the changes that won together, as
+one-factor-at-a-time screening ends: mriq's fastest forms were a
+reduction's (split 32) and a fusion's (phi_mag recomputed), each
+measured alone.
 """
 from __future__ import annotations
 
@@ -65,13 +67,14 @@ class Screening:
     infeasible one as two, once every kind of its parameter's forms has
     had a change (a tree's loss says nothing of a split's).  Which
     values: a parameter's kinds of form (tree, split, chunks ...) each
-    once, in a random order, before any kind twice.  ``together`` then
+    once, in the space's order (its likelier first), before any kind
+    twice.  ``together`` then
     offers the changes that won, all at once."""
 
     def __init__(self, design: Space, seed: int, seen=(), profile=None):
         self.base = design.default_pipeline() or design.defaults()
         rng = random.Random(seed)
-        choices = [(p, _varied([v for v in p.values if v != self.base[p.name]], rng))
+        choices = [(p, _varied([v for v in p.values if v != self.base[p.name]]))
                    for p in design if p.role in SCHEDULE_ROLES]
         rng.shuffle(choices)
         self.values = {p.name: values for p, values in choices}
@@ -199,21 +202,20 @@ def _weights(seconds: dict[str, float | None]) -> dict[str, float]:
     return {name: average if value is None else value for name, value in seconds.items()}
 
 
-def _varied(values: list, rng: random.Random) -> list:
+def _varied(values: list) -> list:
     """``values`` so that every kind (a value's first word: tree, split,
-    chunks, yes ...) comes once before any kind comes twice, the kinds in
-    a random order, each kind's values in the order given: the space lists
-    a kind's likeliest value first (pass_parameters.REDUCE_FORMS: a tree
-    of one warp, split 8; sgemm 512^3 on an H100 split 8 0.025 ms, split
-    32 0.046, the default pipeline 0.036)."""
+    chunks, yes ...) comes once before any kind comes twice, kinds and
+    each kind's values in the order given: the space lists the likelier
+    first (pass_parameters.REDUCE_FORMS: a tree of one warp, then split
+    8; sgemm 512^3 on an H100: split 8 0.025 ms, split 32 0.046, the
+    default pipeline 0.036; with the kinds in a random order, seed 0 left
+    the split for a fifth change of four)."""
     by_kind: dict[str, list] = {}
     for value in values:
         by_kind.setdefault(str(value).split()[0], []).append(value)
-    kinds = list(by_kind)
-    rng.shuffle(kinds)
     depth = max((len(group) for group in by_kind.values()), default=0)
-    return [by_kind[kind][round_] for round_ in range(depth) for kind in kinds
-            if round_ < len(by_kind[kind])]
+    return [group[round_] for round_ in range(depth) for group in by_kind.values()
+            if round_ < len(group)]
 
 
 def warm_start(design: Space, call, count: int, batch: int, seed: int, seen, notes,

@@ -30,11 +30,12 @@ from hpvm.ir.visit import walk
 
 from .pipeline import MachineCode
 
-CODE_PACKAGES = ("hpvm_cpu", "hpvm.ir", "hpvm.passes")
+CODE_PACKAGES = ("hpvm_cpu", "hpvm.ir", "hpvm.passes", "hpvm.codegen")
 """The packages whose code turns a kernel's IR into machine code: the code
-generator and the IR helpers and passes it calls.  Their sources are part
-of every key (:func:`code_stamp`), so an entry made by other code (an
-upgrade, a checkout of another commit) is never read."""
+generator and the IR helpers, passes and shared code generation rules
+(hpvm.codegen.aliasing: which buffers are ``noalias``) it calls.  Their
+sources are part of every key (:func:`code_stamp`), so an entry made by
+other code (an upgrade, a checkout of another commit) is never read."""
 KEPT_VERSIONS = 3
 """Versions of the code generator whose entries stay on disk: this one and
 the two used before it (another checkout or install sharing the cache)."""

@@ -68,8 +68,8 @@ class Screening:
     had a change (a tree's loss says nothing of a split's).  Which
     values: a parameter's kinds of form (tree, split, chunks ...) each
     once, in the space's order (its likelier first), before any kind
-    twice.  ``together`` then
-    offers the changes that won, all at once."""
+    twice.  ``together`` then offers the changes that won, all at
+    once."""
 
     def __init__(self, design: Space, seed: int, seen=(), profile=None):
         self.base = design.default_pipeline() or design.defaults()

@@ -14,6 +14,7 @@ from hpvm.interp import Interpreter
 from hpvm.ir.text import parse_module, print_module
 from hpvm.testing import check_random_designs, usable_targets
 from hpvm.tune import TuneError, space
+from hpvm.tune.space import DEFAULT_PIPELINE
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = load_python_file(ROOT / "tests" / "corpus" / "programs.py").CORPUS
@@ -70,6 +71,24 @@ def test_a_configuration_becomes_passes_hints_and_options():
     text = print_module(realised.module)
     assert text.count("node ") == 1 and "for k" not in text  # fused, and unrolled fully
     assert realised.options == {"task_parallelism": False, "cpu": {"lanes": 4, "rows": 1}}
+
+
+def test_a_product_register_tile_takes_keeps_its_loop_whole_for_the_default_pipeline():
+    """An unroll factor in copies would leave a later register-tile (the
+    cpu's own passes; a GPU's default pipeline) a main loop and a
+    remainder, no product to tile: a product's loop keeps its factor out
+    (a note says so); a loop no later pass tiles is copied."""
+    module = parse_module((ROOT / "examples" / "ir" / "matmul.hpvm").read_text())
+    design = space(module, ["cpu"])
+    assert "register-tile" in design.target_passes
+    for values in ({"unroll matmul.k": 4}, {"unroll matmul.k": 4, DEFAULT_PIPELINE: True}):
+        kept = design.realise(values)
+        text = print_module(kept.module)
+        assert text.count("for k") == 1 and "[unroll" not in text
+        assert any("left to register-tile" in note for note in kept.notes)
+    design.target_passes = ""
+    copied = design.realise({"unroll matmul.k": 4})
+    assert print_module(copied.module).count("for k") == 2 and not copied.notes
 
 
 @pytest.mark.skipif("gpu_opencl" not in usable_targets(), reason="no usable OpenCL device")

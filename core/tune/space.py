@@ -65,18 +65,16 @@ from typing import Any, Iterator
 
 from ..ir.graph import Module
 from ..ir.text import print_module
-from ..ir.kernel import For
-from ..ir.visit import rewrite, walk
-from ..passes import format_pipeline, register_tile, run_pipeline
+from ..passes import format_pipeline, run_pipeline
 from ..passes.loop_unroll import with_unroll_hints
-from ..passes.module_tools import map_functions, map_nodes
+from ..passes.module_tools import map_nodes
 from ..registry import get_registry
 from ..runtime.compiler import as_module
 from ..runtime.placement import takes
 from ..target import NodeRef
 from .parameter import Parameter, TuneError
 from .pass_parameters import PASS_PARAMETERS, UNROLL_COPIES, parameters_of_pass
-from .steps import ORIGIN, StepPlan
+from .steps import ORIGIN, StepPlan, products_kept_whole
 
 DEFAULT_PIPELINE = "default pipeline"
 """The parameter naming whether the first target's default pipeline runs."""
@@ -328,28 +326,6 @@ def space(program, targets, passes=PASS_PARAMETERS, registry=None,
                 placed[ref] = hinted[0]
     later = usable[0].passes({}) if usable[0].name == targets[0] else ""
     return Space(module, targets, parameters, placed, reassociate, pipeline, later)
-
-
-def products_kept_whole(module: Module, notes: list[str]) -> Module:
-    """``module`` without the unroll factors of the loops of the nodes
-    register-tile takes (a note each): the default pipeline that runs
-    after the tuned passes tiles them, and a loop unrolled into copies
-    (a main loop and a remainder) is no product it can tile (sgemm 512^3
-    on an H100, split 8 with its k loop in copies of 4: 0.33 ms; tiled,
-    0.027)."""
-    tiled = {module.graph(ref.split(".", 1)[0]).node(ref.split(".", 1)[1]).body.function: ref
-             for ref in register_tile.eligible_nodes(module)}
-
-    def whole(function):
-        if function.name not in tiled or not any(
-                isinstance(n, For) and n.unroll not in (None, 1) for n in walk(function.body)):
-            return function
-        notes.append(f"the unroll factors of '@{function.name}' are left to register-tile: "
-                     f"the default pipeline tiles node '{tiled[function.name]}'")
-        return dataclasses.replace(function, body=rewrite(
-            function.body, lambda n: dataclasses.replace(n, unroll=None)
-            if isinstance(n, For) else None))
-    return map_functions(module, whole)
 
 
 def module_digest(module: Module) -> str:

@@ -109,23 +109,22 @@ def loop_instances(module: Module, nodes: tuple[str, ...], reused: bool,
     ``reused``, only two loops whose reads are reused across both, as a
     node of two dimensions; with ``outward``, only loops swapped outwards
     past one whose iterations share."""
-    if nodes:
-        selected = named_kernel_nodes(module, nodes, "loop-instances")
-        for graph, node in selected:
-            problem = instances_problem(module, graph, node, reused, outward, cores)
-            if problem is not None:
-                raise PassError(Diagnostic(
-                    Location(graph=graph.name, node=node.name),
-                    f"loop-instances: node '{node.name}' {problem}",
-                    "leave it out of nodes=; its loop runs in one instance"))
-    else:
-        selected = [(g, n) for g, n in iter_nodes(module)
-                    if instances_problem(module, g, n, reused, outward, cores) is None]
-    for graph_name, node_name in [(g.name, n.name) for g, n in selected]:
+    chosen = []   # (graph, node, the loop run as instances or None where reused)
+    for graph, node in named_kernel_nodes(module, nodes, "loop-instances") if nodes else \
+            iter_nodes(module):
+        found = _instances_plan(module, graph, node, reused, outward, cores)
+        if not isinstance(found, str):
+            chosen.append((graph.name, node.name, found))
+        elif nodes:
+            raise PassError(Diagnostic(
+                Location(graph=graph.name, node=node.name),
+                f"loop-instances: node '{node.name}' {found}",
+                "leave it out of nodes=; its loop runs in one instance"))
+    for graph_name, node_name, loop in chosen:
         graph = module.graph(graph_name)
         node = graph.node(node_name)
         module = _as_nest_instances(module, graph, node) if reused else \
-            _as_instances(module, graph, node, cores)
+            _as_instances(module, graph, node, loop)
     return module
 
 
@@ -134,6 +133,14 @@ def instances_problem(module: Module, graph: Graph, node: Node, reused: bool = F
     """Why ``node`` cannot run its loop as instances (module docstring);
     with ``reused``, its two loops as instances of two dimensions; with
     ``outward``, a loop further in swapped outwards."""
+    found = _instances_plan(module, graph, node, reused, outward, cores)
+    return found if isinstance(found, str) else None
+
+
+def _instances_plan(module: Module, graph: Graph, node: Node, reused: bool, outward: bool,
+                    cores: int) -> str | For | None:
+    """instances_problem's reason; else the loop ``node`` runs as
+    instances (_parallel_outward's), or None with ``reused``."""
     problem = task_problem(graph, node)
     if problem is not None:
         return problem
@@ -151,7 +158,7 @@ def instances_problem(module: Module, graph: Graph, node: Node, reused: bool = F
             return (f"has no loop inside its loop '{loop.var}' to run outwards (one whose "
                     "iterations share nothing, swapped legally, with two loops inside it "
                     "or walking rows in strips)")
-        return _outward_problem(body, loop, function, module)
+        return _outward_problem(body, loop, function, module) or loop
     problem = sharing_problem(body[-1], module)
     if problem is not None:
         return problem
@@ -264,9 +271,10 @@ def _swapped_outward(loop: For, function: KernelFunction, module: Module) -> For
     return swapped(nest)
 
 
-def _as_instances(module: Module, graph: Graph, node: Node, cores: int) -> Module:
+def _as_instances(module: Module, graph: Graph, node: Node, loop: For) -> Module:
+    """``node`` running ``loop`` (its last loop as _parallel_outward
+    gives it) as instances."""
     function = module.function(node.body.function)
-    loop = _parallel_outward(function.body[-1], function, module, cores)
     return _with_function(module, graph, node, (*function.body[:-1], _position(loop, 0),
                                                 *promoted(loop.body, function)),
                           (trip_count(loop),))

@@ -136,3 +136,20 @@ def test_chunks_of_one_dimensional_nodes_are_whole_strips():
     assert split_range(100, 3, 16) == [(0, 48), (48, 80), (80, 100)]
     assert split_range(10, 4) == [(0, 3), (3, 6), (6, 8), (8, 10)]
     assert split_range(0, 4, 16) == [(0, 0)]
+
+
+def test_heavy_instances_are_chunked_in_whole_lane_strips(bump, monkeypatch):
+    """A chunk holds whole strips of 16 lanes where there are strips for
+    every core, even where one instance is worth a chunk (a strip cut by a
+    chunk runs its instances one at a time: trmm at 1000^2 on 2 cores, 46
+    -> 17 ms); with fewer strips than cores, single instances (1 x 16
+    instances of 7 x 7 pixels ran as one strip on one core)."""
+    import hpvm_cpu.codegen.jit as jit
+
+    def firsts(count, cores):
+        monkeypatch.setattr(jit, "available_cores", lambda: cores)
+        calls = bump._calls(bump._packer.pack({"x": np.zeros(count)}), (count,), cores)
+        return [int(first) for _, first, _ in calls.table]
+    assert len(firsts(1000, 2)) == 8 and all(first % 16 == 0 for first in firsts(1000, 2))
+    assert firsts(1000, 16)[:3] == [0, 16, 32] and len(firsts(1000, 16)) == 63
+    assert len(firsts(40, 16)) == 40   # 3 strips for 16 cores: an instance a chunk

@@ -111,12 +111,9 @@ class CompiledKernel:
         self._outputs = tuple(p.name for p in kernel.params if p.direction == "out" and p.is_buffer)
         self._private = any(b.scratch is not None for b in layout.buffers)
         self._per_chunk = instances_per_chunk(kernel)
-        self._unit = max(1, lanes) if layout.rank == 1 and self._per_chunk >= lanes else 1
-        """Instances a chunk of a one-dimensional node holds a multiple of:
-        whole lane strips (``lanes``, lanes.py), which LLVM's vectoriser
-        also fills; 1 when fewer instances than a strip are worth a chunk
-        (a register-tiled convolution's 16 instances of a 7x7 image ran as
-        one strip on one core)."""
+        self._lanes = max(1, lanes) if layout.rank == 1 else 1
+        """The instances of a lane strip (lanes.py) of a one-dimensional
+        node: what its chunks hold a multiple of (:meth:`_unit`)."""
 
     @property
     def rank(self) -> int:
@@ -153,7 +150,8 @@ class CompiledKernel:
         set_replication(packed, sizes)
         return BoundKernel(self, packed, self._calls(packed, sizes, None))
 
-    def _run_packed(self, packed: PackedArguments, sizes: tuple[int, ...], threads: int | None) -> None:
+    def _run_packed(self, packed: PackedArguments, sizes: tuple[int, ...],
+                    threads: int | None) -> None:
         self._launch(self._calls(packed, sizes, threads))
 
     def _calls(self, packed: PackedArguments, sizes: tuple[int, ...], threads: int | None
@@ -162,12 +160,23 @@ class CompiledKernel:
         dimension 0 (none when an extent is 0)."""
         if 0 in sizes:
             return Chunks([], [])
-        least = max(self._per_chunk, self._unit)
-        parts = min(launch_chunks(threads) if threads else self._chunks,
-                    -(-math.prod(sizes) // least))
+        wanted = launch_chunks(threads) if threads else self._chunks
+        unit = self._unit(sizes[0], min(wanted, available_cores()))
+        parts = min(wanted, -(-math.prod(sizes) // max(self._per_chunk, unit)))
         private = self._private
-        ranges = split_range(sizes[0], parts, self._unit)
+        ranges = split_range(sizes[0], parts, unit)
         return Chunks([packed.with_scratch() if private else packed for _ in ranges], ranges)
+
+    def _unit(self, count: int, cores: int) -> int:
+        """Instances a chunk of ``count`` holds a multiple of: whole lane
+        strips, which LLVM's vectoriser fills (a strip cut by a chunk runs
+        its instances one at a time: trmm at 1000^2 on 2 cores, chunks of
+        125 instances, 46 ms; at 1024^2, chunks of 8 strips, 21 ms), where
+        a strip is worth a chunk or there are strips for every core; else 1
+        (a register-tiled convolution's 16 instances of a 7x7 image ran as
+        one strip on one core)."""
+        strips = -(-count // self._lanes)
+        return self._lanes if self._per_chunk >= self._lanes or strips >= cores else 1
 
     def _launch(self, chunks: "Chunks") -> None:
         if chunks.single is not None:
@@ -257,7 +266,8 @@ def missing_outputs(kernel: KernelFunction, args: dict[str, Any]) -> dict[str, n
         value = args.get(parameter.name)
         if value is None:
             continue
-        if parameter.is_buffer and parameter.type.shape is not None and isinstance(value, np.ndarray):
+        if parameter.is_buffer and parameter.type.shape is not None and \
+                isinstance(value, np.ndarray):
             for dim, size in zip(parameter.type.shape, value.shape):
                 if isinstance(dim, str):
                     symbols.setdefault(dim, size)

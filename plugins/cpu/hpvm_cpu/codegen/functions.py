@@ -104,7 +104,7 @@ def _bind_params(lowering: StatementLowering, kernel: KernelFunction, values,
             dims = tuple(i64(d) if isinstance(d, int) else v for d, v in zip(shape, received))
             # A node's buffers are the runtime's (aliasing.py); a helper's
             # may be one buffer of its caller passed twice.
-            unaliased = parallel and aliases_nothing(parameter, kernel)
+            unaliased = parallel and aliases_nothing(parameter, kernel, updated=True)
             views[parameter.name] = BufferView(parameter.type.element, pointer, dims, parallel,
                                                unaliased)
             lowering.bind(parameter.name, views[parameter.name])
@@ -171,7 +171,7 @@ def _define_node_body(context: ModuleContext, kernel: KernelFunction, layout: Ar
             values.append(next(arguments))
             continue
         pointer = next(arguments)
-        if aliases_nothing(parameter, kernel):
+        if aliases_nothing(parameter, kernel, updated=True):
             pointer.add_attribute("noalias")
         values.append(pointer)
         values.extend(next(arguments) for _ in slots.dims)

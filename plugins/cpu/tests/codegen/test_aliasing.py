@@ -9,9 +9,10 @@ import re
 import numpy as np
 
 import hpvm
+import hpvm.lang as hl
 from hpvm.codegen.aliasing import aliases_nothing
 from hpvm.ir.kernel import InstanceId, Intrinsic, KernelFunction, Load, Store
-from hpvm.ir.text import parse_module
+from hpvm.lang import Buffer, InOut, f32, parallel_loop
 from hpvm.ir.parameter import Parameter
 from hpvm.ir.types import F32, BufferType
 from hpvm_cpu.codegen.functions import build_module
@@ -50,31 +51,17 @@ def test_a_buffer_updated_in_place_and_the_inputs_beside_it_alias_nothing():
     assert [aliases_nothing(p, function) for p in function.params] == [False, False, True]
 
 
-SHIFTED_ADD = """
-hpvm 1.3
-module shifted
-
-func @add(in x: f32[N], inout y: f32[N]) {
-  let i: i64 = instance_id(0)
-  y[i] = y[i] + x[(i + 1) % N]
-}
-
-graph @shifted(in x: f32[N], inout y: f32[N]) {
-  node add = @add [N]
-  in x -> add.x
-  in y -> add.y
-  out add.y -> y
-}
-
-root @shifted
-"""
+@hl.program
+def shifted(x: Buffer[f32, "N"], y: InOut[Buffer[f32, "N"]]):
+    for i in parallel_loop(N, ins=(x, y), outs=(y,), name="add"):
+        y[i] = y[i] + x[(i + 1) % N]
 
 
 def test_one_array_given_as_an_input_and_the_buffer_updated_is_copied_first():
     """The promise ``noalias`` rests on: ``y += x shifted`` with x and y
     the same array reads the values before the update, on every size and
     after a donation."""
-    exe = hpvm.compile(parse_module(SHIFTED_ADD), targets=["cpu"])
+    exe = hpvm.compile(shifted, targets=["cpu"])
     for n in (1, 17, 1000, 4099):
         a = np.arange(n, dtype=np.float32)
         expected = a + np.roll(a, -1)

@@ -23,14 +23,14 @@ from dataclasses import dataclass
 from ..ir.graph import KernelBody, Module, Node
 from ..ir.kernel import (
     ArrayDecl, Assign, Barrier, Binary, Call, Cast, Compare, Const, Expr, ExprStmt, For, If,
-    InstanceCount, InstanceId, Intrinsic, KernelFunction, Let, Load, Return, Stmt, Unary, Var,
-    While,
+    InstanceCount, InstanceId, KernelFunction, Let, Load, Return, Stmt, Unary, Var, While,
 )
 from ..ir.strides import IndexStrides, instance_of, loop_variable
 from ..ir.types import I64
 from ..ir.uniformity import Uniformity, written_buffers
 from ..ir.visit import children, rewrite, walk
 from .names import function_names, substitute, unique_name
+from .reduce_forms import offset, trip_count
 
 
 @dataclass(frozen=True)
@@ -241,11 +241,10 @@ def _unit_steps(loop: For, taken: set[str]) -> For:
     if loop.step <= 1:
         return loop
     step = Var(unique_name(f"{loop.var}_step", taken), I64)
-    trips = Binary("div", Intrinsic("max", (loop.stop - loop.start, Const(0, I64)))
-                   + Const(loop.step - 1, I64), Const(loop.step, I64))
-    value = loop.start + step * Const(loop.step, I64)
-    return For(step.name, Const(0, I64), trips, 1, substitute(loop.body, values={loop.var: value}),
-               unroll=loop.unroll, reduce=loop.reduce)
+    value = offset(loop.start, step, loop.step)
+    return For(step.name, Const(0, I64), trip_count(loop), 1,
+               substitute(loop.body, values={loop.var: value}), unroll=loop.unroll,
+               reduce=loop.reduce)
 
 
 def _names(expr: Expr) -> set[str]:

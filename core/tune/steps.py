@@ -26,7 +26,7 @@ from ..ir.graph import Module
 from ..ir.kernel import For
 from ..ir.visit import rewrite, walk
 from ..passes import PassError, register_tile, run_pipeline, tile
-from ..passes.module_tools import map_functions
+from ..passes.module_tools import map_functions, named_kernel_nodes
 from ..passes.parallel_reduce import eligible_nodes as reduce_eligible
 from ..target import NodeRef
 from .parameter import Parameter
@@ -210,8 +210,8 @@ def products_kept_whole(module: Module, notes: list[str]) -> Module:
     (a main loop and a remainder) is no product it can tile (sgemm 512^3
     on an H100, split 8 with its k loop in copies of 4: 0.33 ms; tiled,
     0.027)."""
-    tiled = {module.graph(ref.split(".", 1)[0]).node(ref.split(".", 1)[1]).body.function: ref
-             for ref in register_tile.eligible_nodes(module)}
+    tiled = {node.body.function: f"{graph.name}.{node.name}" for graph, node in
+             named_kernel_nodes(module, register_tile.eligible_nodes(module), "register-tile")}
 
     def whole(function):
         if function.name not in tiled or not any(

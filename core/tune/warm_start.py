@@ -135,8 +135,8 @@ class Screening:
     def _kinds_left(self, name: str) -> bool:
         """Whether a kind of form (a value's first word) of parameter
         ``name`` has not had its change yet."""
-        tried = {str(v).split()[0] for v in self.values[name][:self.used[name]]}
-        return any(str(v).split()[0] not in tried for v in self.values[name])
+        tried = {_kind(v) for v in self.values[name][:self.used[name]]}
+        return any(_kind(v) not in tried for v in self.values[name])
 
     def together(self) -> dict[str, Any] | None:
         """The base with every parameter's best winning change at once,
@@ -202,6 +202,11 @@ def _weights(seconds: dict[str, float | None]) -> dict[str, float]:
     return {name: average if value is None else value for name, value in seconds.items()}
 
 
+def _kind(value) -> str:
+    """A value's kind of form: its first word (tree, split, chunks, yes ...)."""
+    return str(value).split()[0]
+
+
 def _varied(values: list) -> list:
     """``values`` so that every kind (a value's first word: tree, split,
     chunks, yes ...) comes once before any kind comes twice, kinds and
@@ -212,7 +217,7 @@ def _varied(values: list) -> list:
     the split for a fifth change of four)."""
     by_kind: dict[str, list] = {}
     for value in values:
-        by_kind.setdefault(str(value).split()[0], []).append(value)
+        by_kind.setdefault(_kind(value), []).append(value)
     depth = max((len(group) for group in by_kind.values()), default=0)
     return [group[round_] for round_ in range(depth) for group in by_kind.values()
             if round_ < len(group)]
